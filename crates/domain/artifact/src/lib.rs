@@ -1,0 +1,1 @@
+//! rein's artifact domain: content-addressed artifact references, checksums and the ArtifactStore port

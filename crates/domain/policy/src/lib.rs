@@ -1,0 +1,1 @@
+//! rein's policy domain: budgets, eligibility, transitions, approvals and the Approver port
