@@ -1,0 +1,173 @@
+//! `Decision`: the one thing a planner proposes per step.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::State;
+
+/// What a planner proposes. The engine checks it against every policy before anything
+/// happens; a rejected decision is a typed error recorded in the ledger, never silent.
+///
+/// Serialized with a `type` tag:
+///
+/// ```
+/// use rein_run::{Decision, State};
+/// use serde_json::json;
+///
+/// let d = Decision::call_tool("search", json!({"q": "rust"}), "need sources");
+/// assert_eq!(
+///     serde_json::to_value(&d)?,
+///     json!({"type": "call_tool", "tool": "search", "input": {"q": "rust"}, "reason": "need sources"})
+/// );
+/// let back: Decision = serde_json::from_value(json!({"type": "transition", "to": "act", "reason": "ready"}))?;
+/// assert_eq!(back, Decision::transition(State::Act, "ready"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Call a tool with an input.
+    CallTool {
+        /// The tool's name, as the planner wrote it. The engine looks it up and rejects an
+        /// unknown (or malformed) name with an error listing the tools it knows.
+        tool: String,
+        /// The input, checked against the tool's input schema before the call.
+        input: Value,
+        /// Why, for the ledger and for humans.
+        #[serde(default)]
+        reason: String,
+    },
+    /// Move to another working state.
+    Transition {
+        /// The state to move to.
+        to: State,
+        /// Why.
+        #[serde(default)]
+        reason: String,
+    },
+    /// Pause the run and ask a human.
+    AskHuman {
+        /// The question.
+        question: String,
+        /// The answers offered; empty means any non-empty answer.
+        #[serde(default)]
+        options: Vec<String>,
+    },
+    /// End the run in `done` with a result.
+    Finish {
+        /// What was achieved, in a sentence.
+        summary: String,
+        /// The run's result.
+        #[serde(default)]
+        result: Value,
+    },
+    /// End the run in `failed`.
+    Fail {
+        /// Why the planner gives up.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// Proposes calling `tool` with `input`.
+    #[must_use]
+    pub fn call_tool(tool: impl Into<String>, input: Value, reason: impl Into<String>) -> Self {
+        Self::CallTool { tool: tool.into(), input, reason: reason.into() }
+    }
+
+    /// Proposes moving to `to`.
+    #[must_use]
+    pub fn transition(to: State, reason: impl Into<String>) -> Self {
+        Self::Transition { to, reason: reason.into() }
+    }
+
+    /// Proposes asking a human `question`, offering `options` (none: any answer).
+    #[must_use]
+    pub fn ask_human<I, S>(question: impl Into<String>, options: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::AskHuman {
+            question: question.into(),
+            options: options.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Proposes ending in `done`.
+    #[must_use]
+    pub fn finish(summary: impl Into<String>, result: Value) -> Self {
+        Self::Finish { summary: summary.into(), result }
+    }
+
+    /// Proposes ending in `failed`.
+    #[must_use]
+    pub fn fail(reason: impl Into<String>) -> Self {
+        Self::Fail { reason: reason.into() }
+    }
+
+    /// The decision's kind, as in its `type` tag.
+    #[must_use]
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::CallTool { .. } => "call_tool",
+            Self::Transition { .. } => "transition",
+            Self::AskHuman { .. } => "ask_human",
+            Self::Finish { .. } => "finish",
+            Self::Fail { .. } => "fail",
+        }
+    }
+
+    /// The state this decision moves to, if it moves: `Transition`'s target, `done` for
+    /// `Finish`, `failed` for `Fail`.
+    #[must_use]
+    pub const fn target_state(&self) -> Option<State> {
+        match self {
+            Self::Transition { to, .. } => Some(*to),
+            Self::Finish { .. } => Some(State::Done),
+            Self::Fail { .. } => Some(State::Failed),
+            Self::CallTool { .. } | Self::AskHuman { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_round_trips() {
+        for d in [
+            Decision::call_tool("t", json!({"a": [1, 2]}), "r"),
+            Decision::transition(State::Validate, "check"),
+            Decision::ask_human("ok?", ["yes", "no"]),
+            Decision::finish("done", json!(null)),
+            Decision::fail("gave up"),
+        ] {
+            let v = serde_json::to_value(&d).unwrap();
+            assert_eq!(v["type"], d.kind());
+            assert_eq!(serde_json::from_value::<Decision>(v).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn unknown_fields_and_types_are_errors() {
+        let err = serde_json::from_value::<Decision>(json!({"type": "fail", "reason": "x", "extra": 1}))
+            .unwrap_err();
+        assert!(err.to_string().contains("extra"), "{err}");
+        let err = serde_json::from_value::<Decision>(json!({"type": "explode"})).unwrap_err();
+        assert!(err.to_string().contains("explode"), "{err}");
+        let err = serde_json::from_value::<Decision>(json!({"type": "transition", "to": "nowhere"}))
+            .unwrap_err();
+        assert!(err.to_string().contains("nowhere"), "{err}");
+    }
+
+    #[test]
+    fn finish_and_fail_are_transitions_to_terminal_states() {
+        assert_eq!(Decision::finish("", json!(1)).target_state(), Some(State::Done));
+        assert_eq!(Decision::fail("").target_state(), Some(State::Failed));
+        assert_eq!(Decision::ask_human("q", Vec::<String>::new()).target_state(), None);
+    }
+}

@@ -1,0 +1,658 @@
+//! The `Run` aggregate: a run's whole state, changed only through methods that keep its rules.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{
+    BudgetUsage, Evidence, EvidenceKind, RunError, RunId, RunStatus, State, Timestamp,
+};
+
+/// Why a run failed: a kind to branch on and a message for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// What happened and, where it helps, what to do.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `kind`.
+    #[must_use]
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+/// The kinds of failure a run can end with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The planner proposed `Fail`.
+    PlannerGaveUp,
+    /// The planner returned an error.
+    PlannerError,
+    /// A decision was rejected by a policy (and rejections fail the run).
+    PolicyViolation,
+    /// A tool failed.
+    ToolFailed,
+    /// A budget ran out.
+    BudgetExhausted,
+    /// The run reached the engine's step limit.
+    MaxSteps,
+    /// The run was aborted through its handle.
+    Aborted,
+    /// The process died during a non-idempotent tool call; it may or may not have run.
+    InDoubtToolCall,
+    /// A store failed to record the run or its ledger.
+    StoreError,
+}
+
+/// A question waiting for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingQuestion {
+    /// The question.
+    pub question: String,
+    /// The answers offered; empty means any non-empty answer.
+    pub options: Vec<String>,
+}
+
+/// A run: its goal, where it is, what it learnt, what it spent, and how it ended.
+///
+/// Every change goes through a method that keeps the rules of DESIGN.md §2:
+/// - a run in a terminal state never changes again;
+/// - terminal states are entered only by [`Run::complete`] and [`Run::fail`], which record
+///   the result or the failure;
+/// - a run pauses only with a pending question, and goes on only with a valid answer;
+/// - budget use belongs to the run and is persisted with it.
+///
+/// Which state may follow which is the transition policy's business, not the aggregate's.
+///
+/// ```
+/// use rein_run::{Run, RunStatus, State, Timestamp};
+/// use serde_json::json;
+///
+/// let now = Timestamp::from_unix_millis(0);
+/// let mut run = Run::new("r1".parse()?, "Deploy", Default::default(), json!({}), now);
+/// run.pause("Deploy to prod?", vec!["yes".into(), "no".into()], now)?;
+/// assert_eq!(run.status(), RunStatus::Paused);
+/// assert!(run.answer("maybe", now).is_err()); // not offered
+/// run.answer("yes", now)?;
+/// assert_eq!(run.status(), RunStatus::Running);
+/// assert_eq!(run.evidence().len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RunRepr", into = "RunRepr")]
+pub struct Run {
+    id: RunId,
+    goal: String,
+    state: State,
+    status: RunStatus,
+    evidence: Vec<Evidence>,
+    vars: Map<String, Value>,
+    usage: BudgetUsage,
+    summary: Option<String>,
+    result: Option<Value>,
+    failure: Option<Failure>,
+    pending: Option<PendingQuestion>,
+    steps: u32,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    policy: Value,
+}
+
+impl Run {
+    /// A new run in `intake`, running, with nothing spent.
+    ///
+    /// `policy` is the snapshot of the policy the run starts under (budget limits,
+    /// eligibility, transitions, approvals) as the engine serialized it: resume uses it, so
+    /// a restart with another configuration cannot widen what this run may do.
+    #[must_use]
+    pub fn new(
+        id: RunId,
+        goal: impl Into<String>,
+        vars: Map<String, Value>,
+        policy: Value,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            goal: goal.into(),
+            state: State::Intake,
+            status: RunStatus::Running,
+            evidence: Vec::new(),
+            vars,
+            usage: BudgetUsage::default(),
+            summary: None,
+            result: None,
+            failure: None,
+            pending: None,
+            steps: 0,
+            created_at: now,
+            updated_at: now,
+            policy,
+        }
+    }
+
+    // ---- reading -------------------------------------------------------------------------
+
+    /// The run's id.
+    #[must_use]
+    pub const fn id(&self) -> &RunId {
+        &self.id
+    }
+
+    /// What the run is for.
+    #[must_use]
+    pub fn goal(&self) -> &str {
+        &self.goal
+    }
+
+    /// The current state.
+    #[must_use]
+    pub const fn state(&self) -> State {
+        self.state
+    }
+
+    /// Whether it is running, paused, interrupted or over.
+    #[must_use]
+    pub const fn status(&self) -> RunStatus {
+        self.status
+    }
+
+    /// Evidence gathered so far, oldest first.
+    #[must_use]
+    pub fn evidence(&self) -> &[Evidence] {
+        &self.evidence
+    }
+
+    /// Variables the run was started with.
+    #[must_use]
+    pub const fn vars(&self) -> &Map<String, Value> {
+        &self.vars
+    }
+
+    /// Budget use so far.
+    #[must_use]
+    pub const fn usage(&self) -> &BudgetUsage {
+        &self.usage
+    }
+
+    /// The summary given on completion.
+    #[must_use]
+    pub fn summary(&self) -> Option<&str> {
+        self.summary.as_deref()
+    }
+
+    /// The result given on completion.
+    #[must_use]
+    pub const fn result(&self) -> Option<&Value> {
+        self.result.as_ref()
+    }
+
+    /// Why the run failed, if it did.
+    #[must_use]
+    pub const fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+
+    /// The question the run waits on, if paused.
+    #[must_use]
+    pub const fn pending_question(&self) -> Option<&PendingQuestion> {
+        self.pending.as_ref()
+    }
+
+    /// How many decisions have been taken: the number of the next step, from 0.
+    #[must_use]
+    pub const fn steps(&self) -> u32 {
+        self.steps
+    }
+
+    /// When the run was created.
+    #[must_use]
+    pub const fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// When the run last changed.
+    #[must_use]
+    pub const fn updated_at(&self) -> Timestamp {
+        self.updated_at
+    }
+
+    /// The policy snapshot the run started under.
+    #[must_use]
+    pub const fn policy(&self) -> &Value {
+        &self.policy
+    }
+
+    /// Whether the run is over.
+    #[must_use]
+    pub const fn is_finished(&self) -> bool {
+        self.status.is_terminal()
+    }
+
+    // ---- changing ------------------------------------------------------------------------
+
+    /// Moves to the working state `to`.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`] after completion, [`RunError::NotRunning`] while paused or
+    /// interrupted, [`RunError::EnterTerminal`] for `done`/`failed` (use [`Run::complete`] or
+    /// [`Run::fail`]).
+    pub fn enter(&mut self, to: State, now: Timestamp) -> Result<State, RunError> {
+        self.ensure_running()?;
+        if to.is_terminal() {
+            return Err(RunError::EnterTerminal { to });
+        }
+        let from = std::mem::replace(&mut self.state, to);
+        self.touch(now);
+        Ok(from)
+    }
+
+    /// Counts one decision taken; returns the number of the next step.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`] or [`RunError::NotRunning`].
+    pub fn count_step(&mut self, now: Timestamp) -> Result<u32, RunError> {
+        self.ensure_running()?;
+        self.steps = self.steps.saturating_add(1);
+        self.touch(now);
+        Ok(self.steps)
+    }
+
+    /// Appends evidence gathered during the current step.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`]: no evidence after completion.
+    pub fn add_evidence(&mut self, kind: EvidenceKind, now: Timestamp) -> Result<(), RunError> {
+        self.ensure_not_finished()?;
+        self.evidence.push(Evidence::new(self.steps, kind));
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Budget use, for spending through reservations.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`]: a finished run spends nothing.
+    pub fn usage_mut(&mut self) -> Result<&mut BudgetUsage, RunError> {
+        self.ensure_not_finished()?;
+        Ok(&mut self.usage)
+    }
+
+    /// Pauses the run with a question for a human.
+    ///
+    /// # Errors
+    /// [`RunError::NotRunning`]/[`RunError::Finished`] unless running;
+    /// [`RunError::EmptyQuestion`]; [`RunError::InvalidOptions`] for empty or repeated
+    /// options.
+    pub fn pause(
+        &mut self,
+        question: impl Into<String>,
+        options: Vec<String>,
+        now: Timestamp,
+    ) -> Result<(), RunError> {
+        self.ensure_running()?;
+        let question = question.into();
+        if question.trim().is_empty() {
+            return Err(RunError::EmptyQuestion);
+        }
+        let distinct = options.iter().enumerate().all(|(i, o)| !options[..i].contains(o));
+        if options.iter().any(|o| o.trim().is_empty()) || !distinct {
+            return Err(RunError::InvalidOptions { options });
+        }
+        self.pending = Some(PendingQuestion { question, options });
+        self.status = RunStatus::Paused;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Answers the pending question: records the answer as evidence and runs again.
+    ///
+    /// # Errors
+    /// [`RunError::NotPaused`] without a pending question; [`RunError::AnswerNotOffered`]
+    /// when options were offered and `answer` is not one; [`RunError::EmptyAnswer`].
+    pub fn answer(&mut self, answer: &str, now: Timestamp) -> Result<(), RunError> {
+        self.ensure_not_finished()?;
+        let Some(pending) = self.pending.as_ref().filter(|_| self.status == RunStatus::Paused) else {
+            return Err(RunError::NotPaused { id: self.id.clone(), status: self.status });
+        };
+        if answer.trim().is_empty() {
+            return Err(RunError::EmptyAnswer);
+        }
+        if !pending.options.is_empty() && !pending.options.iter().any(|o| o == answer) {
+            return Err(RunError::AnswerNotOffered {
+                answer: answer.to_owned(),
+                options: pending.options.clone(),
+            });
+        }
+        let Some(PendingQuestion { question, .. }) = self.pending.take() else {
+            return Err(RunError::NotPaused { id: self.id.clone(), status: self.status });
+        };
+        self.evidence.push(Evidence::new(
+            self.steps,
+            EvidenceKind::HumanInput { question, answer: answer.to_owned() },
+        ));
+        self.status = RunStatus::Running;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Marks the run interrupted (stopped gracefully; `resume` continues it).
+    ///
+    /// # Errors
+    /// [`RunError::Finished`] or [`RunError::NotRunning`].
+    pub fn interrupt(&mut self, now: Timestamp) -> Result<(), RunError> {
+        self.ensure_running()?;
+        self.status = RunStatus::Interrupted;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Makes an interrupted run — or one a crashed process left `running` — run again.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`]; [`RunError::AwaitingAnswer`] for a paused run (use
+    /// [`Run::answer`]).
+    pub fn resume(&mut self, now: Timestamp) -> Result<(), RunError> {
+        self.ensure_not_finished()?;
+        if let Some(pending) = self.pending.as_ref().filter(|_| self.status == RunStatus::Paused) {
+            return Err(RunError::AwaitingAnswer {
+                id: self.id.clone(),
+                question: pending.question.clone(),
+            });
+        }
+        self.status = RunStatus::Running;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Ends the run in `done` with a summary and a result.
+    ///
+    /// # Errors
+    /// [`RunError::Finished`] or [`RunError::NotRunning`].
+    pub fn complete(
+        &mut self,
+        summary: impl Into<String>,
+        result: Value,
+        now: Timestamp,
+    ) -> Result<(), RunError> {
+        self.ensure_running()?;
+        self.state = State::Done;
+        self.status = RunStatus::Completed;
+        self.summary = Some(summary.into());
+        self.result = Some(result);
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Ends the run in `failed`. Allowed from any non-terminal status: a paused or
+    /// interrupted run can be failed (aborted, for instance).
+    ///
+    /// # Errors
+    /// [`RunError::Finished`].
+    pub fn fail(&mut self, failure: Failure, now: Timestamp) -> Result<(), RunError> {
+        self.ensure_not_finished()?;
+        self.state = State::Failed;
+        self.status = RunStatus::Failed;
+        self.failure = Some(failure);
+        self.pending = None;
+        self.touch(now);
+        Ok(())
+    }
+
+    fn ensure_not_finished(&self) -> Result<(), RunError> {
+        if self.status.is_terminal() {
+            return Err(RunError::Finished { id: self.id.clone(), status: self.status });
+        }
+        Ok(())
+    }
+
+    fn ensure_running(&self) -> Result<(), RunError> {
+        self.ensure_not_finished()?;
+        if self.status != RunStatus::Running {
+            return Err(RunError::NotRunning { id: self.id.clone(), status: self.status });
+        }
+        Ok(())
+    }
+
+    fn touch(&mut self, now: Timestamp) {
+        self.updated_at = self.updated_at.max(now);
+    }
+}
+
+/// The persisted form; loading checks that its fields agree with each other.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRepr {
+    id: RunId,
+    goal: String,
+    state: State,
+    status: RunStatus,
+    evidence: Vec<Evidence>,
+    vars: Map<String, Value>,
+    usage: BudgetUsage,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    failure: Option<Failure>,
+    #[serde(default)]
+    pending: Option<PendingQuestion>,
+    steps: u32,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    policy: Value,
+}
+
+impl TryFrom<RunRepr> for Run {
+    type Error = RunError;
+    fn try_from(r: RunRepr) -> Result<Self, Self::Error> {
+        let inconsistent = |what: &str| Err(RunError::Inconsistent(format!("run {}: {what}", r.id)));
+        match (r.status, r.state) {
+            (RunStatus::Completed, State::Done) | (RunStatus::Failed, State::Failed) => {}
+            (RunStatus::Completed | RunStatus::Failed, _) => {
+                return inconsistent("a finished status needs its terminal state");
+            }
+            (_, State::Done | State::Failed) => return inconsistent("a terminal state needs a finished status"),
+            _ => {}
+        }
+        if (r.status == RunStatus::Paused) != r.pending.is_some() {
+            return inconsistent("a run is paused exactly when it has a pending question");
+        }
+        if (r.status == RunStatus::Failed) != r.failure.is_some() {
+            return inconsistent("a run has a failure exactly when it failed");
+        }
+        if r.updated_at < r.created_at {
+            return inconsistent("updated before it was created");
+        }
+        Ok(Self {
+            id: r.id,
+            goal: r.goal,
+            state: r.state,
+            status: r.status,
+            evidence: r.evidence,
+            vars: r.vars,
+            usage: r.usage,
+            summary: r.summary,
+            result: r.result,
+            failure: r.failure,
+            pending: r.pending,
+            steps: r.steps,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            policy: r.policy,
+        })
+    }
+}
+
+impl From<Run> for RunRepr {
+    fn from(r: Run) -> Self {
+        Self {
+            id: r.id,
+            goal: r.goal,
+            state: r.state,
+            status: r.status,
+            evidence: r.evidence,
+            vars: r.vars,
+            usage: r.usage,
+            summary: r.summary,
+            result: r.result,
+            failure: r.failure,
+            pending: r.pending,
+            steps: r.steps,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            policy: r.policy,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BudgetName, NoteSource};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn t(ms: u64) -> Timestamp {
+        Timestamp::from_unix_millis(ms)
+    }
+
+    fn run() -> Run {
+        Run::new(RunId::new("r").unwrap(), "goal", Map::new(), json!({"p": 1}), t(1))
+    }
+
+    #[test]
+    fn a_finished_run_never_changes() {
+        for finish in [
+            |r: &mut Run| r.complete("ok", json!(1), t(2)),
+            |r: &mut Run| r.fail(Failure::new(FailureKind::Aborted, "stop"), t(2)),
+        ] {
+            let mut r = run();
+            finish(&mut r).unwrap();
+            let before = r.clone();
+            assert!(matches!(r.enter(State::Explore, t(3)), Err(RunError::Finished { .. })));
+            assert!(r.add_evidence(EvidenceKind::note(NoteSource::Engine, "x"), t(3)).is_err());
+            assert!(r.complete("again", json!(2), t(3)).is_err());
+            assert!(r.fail(Failure::new(FailureKind::Aborted, "x"), t(3)).is_err());
+            assert!(r.pause("q", vec![], t(3)).is_err());
+            assert!(r.resume(t(3)).is_err());
+            assert!(r.usage_mut().is_err());
+            assert!(r.count_step(t(3)).is_err());
+            assert_eq!(r, before);
+        }
+    }
+
+    #[test]
+    fn terminal_states_only_through_complete_and_fail() {
+        let mut r = run();
+        assert_eq!(r.enter(State::Done, t(2)), Err(RunError::EnterTerminal { to: State::Done }));
+        assert_eq!(r.enter(State::Explore, t(2)), Ok(State::Intake));
+        r.complete("s", json!({"k": 1}), t(3)).unwrap();
+        assert_eq!((r.state(), r.status()), (State::Done, RunStatus::Completed));
+        assert_eq!(r.summary(), Some("s"));
+    }
+
+    #[test]
+    fn pause_needs_a_question_and_resume_needs_an_answer() {
+        let mut r = run();
+        assert_eq!(r.pause("  ", vec![], t(2)), Err(RunError::EmptyQuestion));
+        assert!(matches!(r.pause("q", vec!["a".into(), "a".into()], t(2)), Err(RunError::InvalidOptions { .. })));
+        assert!(matches!(r.pause("q", vec![String::new()], t(2)), Err(RunError::InvalidOptions { .. })));
+        r.pause("Which?", vec!["a".into(), "b".into()], t(2)).unwrap();
+        assert!(matches!(r.resume(t(3)), Err(RunError::AwaitingAnswer { .. })));
+        assert!(matches!(r.enter(State::Explore, t(3)), Err(RunError::NotRunning { .. })));
+        let err = r.answer("c", t(3)).unwrap_err();
+        assert_eq!(err.to_string(), r#"answer "c" is not among the options offered: ["a", "b"]"#);
+        r.answer("b", t(4)).unwrap();
+        assert_eq!(r.status(), RunStatus::Running);
+        assert!(r.pending_question().is_none());
+        assert!(matches!(r.answer("b", t(5)), Err(RunError::NotPaused { .. })));
+        assert!(matches!(
+            &r.evidence()[0].kind,
+            EvidenceKind::HumanInput { question, answer } if question == "Which?" && answer == "b"
+        ));
+    }
+
+    #[test]
+    fn open_questions_take_any_non_empty_answer() {
+        let mut r = run();
+        r.pause("Name?", vec![], t(2)).unwrap();
+        assert_eq!(r.answer(" ", t(3)), Err(RunError::EmptyAnswer));
+        r.answer("Ada", t(3)).unwrap();
+    }
+
+    #[test]
+    fn interrupt_then_resume() {
+        let mut r = run();
+        r.interrupt(t(2)).unwrap();
+        assert_eq!(r.status(), RunStatus::Interrupted);
+        assert!(r.enter(State::Explore, t(2)).is_err());
+        r.resume(t(3)).unwrap();
+        assert_eq!(r.status(), RunStatus::Running);
+    }
+
+    #[test]
+    fn inconsistent_snapshots_are_refused_on_load() {
+        let mut v = serde_json::to_value(run()).unwrap();
+        v["status"] = json!("completed");
+        let err = serde_json::from_value::<Run>(v).unwrap_err();
+        assert!(err.to_string().contains("finished status needs its terminal state"), "{err}");
+        let mut v = serde_json::to_value(run()).unwrap();
+        v["status"] = json!("paused");
+        assert!(serde_json::from_value::<Run>(v).is_err());
+        let mut v = serde_json::to_value(run()).unwrap();
+        v["surprise"] = json!(1);
+        assert!(serde_json::from_value::<Run>(v).is_err());
+    }
+
+    #[test]
+    fn time_never_goes_backwards() {
+        let mut r = run();
+        r.enter(State::Explore, t(10)).unwrap();
+        r.enter(State::Decide, t(5)).unwrap();
+        assert_eq!(r.updated_at(), t(10));
+    }
+
+    fn arb_run() -> impl Strategy<Value = Run> {
+        (
+            "[a-z]{1,8}",
+            proptest::collection::vec(0u8..6, 0..12),
+            any::<u64>(),
+            proptest::option::of("[a-z ]{1,10}"),
+        )
+            .prop_map(|(goal, ops, base, note)| {
+                let mut r = Run::new(RunId::new("id").unwrap(), goal, Map::new(), json!({"limits": {}}), t(0));
+                for (i, op) in ops.into_iter().enumerate() {
+                    let now = t(base % 1000 + i as u64);
+                    let _ = match op {
+                        0 => r.enter(State::ALL[i % 5], now).map(|_| ()),
+                        1 => r.add_evidence(EvidenceKind::note(NoteSource::Steering, note.clone().unwrap_or_default()), now),
+                        2 => r.pause("q?", vec!["y".into()], now),
+                        3 => r.answer("y", now),
+                        4 => r.usage_mut().map(|u| {
+                            let res = u.reserve(&BudgetName::STEPS, 1, Some(5));
+                            if let Ok(res) = res { u.commit(res) }
+                        }),
+                        _ => r.count_step(now).map(|_| ()),
+                    };
+                }
+                r
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn runs_round_trip_through_serde(r in arb_run()) {
+            let json = serde_json::to_string(&r).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Run>(&json).unwrap(), r);
+        }
+    }
+}
