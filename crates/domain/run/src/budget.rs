@@ -23,7 +23,9 @@ pub struct BudgetName(Cow<'static, str>);
 
 /// Why a string is not a [`BudgetName`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid budget name {value:?}: use 1-64 lowercase ASCII letters, digits, '_', '-' or '.', starting with a letter")]
+#[error(
+    "invalid budget name {value:?}: use 1-64 lowercase ASCII letters, digits, '_', '-' or '.', starting with a letter"
+)]
 pub struct BudgetNameError {
     /// The rejected value (cut to 80 characters).
     pub value: String,
@@ -49,13 +51,15 @@ impl BudgetName {
         let valid = !value.is_empty()
             && value.len() <= 64
             && value.as_bytes()[0].is_ascii_lowercase()
-            && value
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.'));
+            && value.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+            });
         if valid {
             Ok(Self(Cow::Owned(value)))
         } else {
-            Err(BudgetNameError { value: value.chars().take(80).collect() })
+            Err(BudgetNameError {
+                value: value.chars().take(80).collect(),
+            })
         }
     }
 
@@ -138,7 +142,9 @@ pub struct BudgetUsage {
 
 /// A budget's limit would be exceeded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("budget `{name}` exhausted: {used} used and {reserved} reserved of {limit}, {requested} more requested; raise the limit or end the run")]
+#[error(
+    "budget `{name}` exhausted: {used} used and {reserved} reserved of {limit}, {requested} more requested; raise the limit or end the run"
+)]
 pub struct BudgetExhausted {
     /// The budget.
     pub name: BudgetName,
@@ -201,7 +207,10 @@ impl BudgetUsage {
             }
         }
         counter.reserved += amount;
-        Ok(Reservation { name: name.clone(), amount })
+        Ok(Reservation {
+            name: name.clone(),
+            amount,
+        })
     }
 
     /// Spends a reservation: its amount moves from reserved to used.
@@ -284,15 +293,20 @@ impl<'a> BudgetSnapshot<'a> {
     #[must_use]
     pub fn remaining(&self, name: &BudgetName) -> Option<u64> {
         let counter = self.usage.counters.get(name).copied().unwrap_or_default();
-        self.limit(name).map(|l| l.saturating_sub(counter.committed_or_reserved()))
+        self.limit(name)
+            .map(|l| l.saturating_sub(counter.committed_or_reserved()))
     }
 
     /// Every limited budget with its limit and counter.
     pub fn iter(&self) -> impl Iterator<Item = (&'a BudgetName, u64, Counter)> + 'a {
         let usage = self.usage;
-        self.limits
-            .iter()
-            .map(move |(name, &limit)| (name, limit, usage.counters.get(name).copied().unwrap_or_default()))
+        self.limits.iter().map(move |(name, &limit)| {
+            (
+                name,
+                limit,
+                usage.counters.get(name).copied().unwrap_or_default(),
+            )
+        })
     }
 
     /// The usage behind the view.
@@ -359,7 +373,10 @@ mod tests {
         let name = BudgetName::new("credits").unwrap();
         usage.commit(usage.clone().reserve(&name, 0, None).unwrap());
         let err = usage.reserve(&name, 3, Some(2)).unwrap_err();
-        assert_eq!((err.limit, err.used, err.reserved, err.requested), (2, 0, 0, 3));
+        assert_eq!(
+            (err.limit, err.used, err.reserved, err.requested),
+            (2, 0, 0, 3)
+        );
         assert!(err.to_string().starts_with("budget `credits` exhausted"));
     }
 
@@ -387,6 +404,9 @@ mod tests {
         for bad in ["", "Tool", "1x", "a b", "a/b"] {
             assert!(BudgetName::new(bad).is_err(), "{bad}");
         }
-        assert_eq!(serde_json::to_string(&BudgetName::STEPS).unwrap(), "\"steps\"");
+        assert_eq!(
+            serde_json::to_string(&BudgetName::STEPS).unwrap(),
+            "\"steps\""
+        );
     }
 }

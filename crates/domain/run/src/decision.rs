@@ -73,13 +73,20 @@ impl Decision {
     /// Proposes calling `tool` with `input`.
     #[must_use]
     pub fn call_tool(tool: impl Into<String>, input: Value, reason: impl Into<String>) -> Self {
-        Self::CallTool { tool: tool.into(), input, reason: reason.into() }
+        Self::CallTool {
+            tool: tool.into(),
+            input,
+            reason: reason.into(),
+        }
     }
 
     /// Proposes moving to `to`.
     #[must_use]
     pub fn transition(to: State, reason: impl Into<String>) -> Self {
-        Self::Transition { to, reason: reason.into() }
+        Self::Transition {
+            to,
+            reason: reason.into(),
+        }
     }
 
     /// Proposes asking a human `question`, offering `options` (none: any answer).
@@ -98,13 +105,18 @@ impl Decision {
     /// Proposes ending in `done`.
     #[must_use]
     pub fn finish(summary: impl Into<String>, result: Value) -> Self {
-        Self::Finish { summary: summary.into(), result }
+        Self::Finish {
+            summary: summary.into(),
+            result,
+        }
     }
 
     /// Proposes ending in `failed`.
     #[must_use]
     pub fn fail(reason: impl Into<String>) -> Self {
-        Self::Fail { reason: reason.into() }
+        Self::Fail {
+            reason: reason.into(),
+        }
     }
 
     /// The decision's kind, as in its `type` tag.
@@ -154,20 +166,28 @@ mod tests {
 
     #[test]
     fn unknown_fields_and_types_are_errors() {
-        let err = serde_json::from_value::<Decision>(json!({"type": "fail", "reason": "x", "extra": 1}))
-            .unwrap_err();
+        let err =
+            serde_json::from_value::<Decision>(json!({"type": "fail", "reason": "x", "extra": 1}))
+                .unwrap_err();
         assert!(err.to_string().contains("extra"), "{err}");
         let err = serde_json::from_value::<Decision>(json!({"type": "explode"})).unwrap_err();
         assert!(err.to_string().contains("explode"), "{err}");
-        let err = serde_json::from_value::<Decision>(json!({"type": "transition", "to": "nowhere"}))
-            .unwrap_err();
+        let err =
+            serde_json::from_value::<Decision>(json!({"type": "transition", "to": "nowhere"}))
+                .unwrap_err();
         assert!(err.to_string().contains("nowhere"), "{err}");
     }
 
     #[test]
     fn finish_and_fail_are_transitions_to_terminal_states() {
-        assert_eq!(Decision::finish("", json!(1)).target_state(), Some(State::Done));
+        assert_eq!(
+            Decision::finish("", json!(1)).target_state(),
+            Some(State::Done)
+        );
         assert_eq!(Decision::fail("").target_state(), Some(State::Failed));
-        assert_eq!(Decision::ask_human("q", Vec::<String>::new()).target_state(), None);
+        assert_eq!(
+            Decision::ask_human("q", Vec::<String>::new()).target_state(),
+            None
+        );
     }
 }

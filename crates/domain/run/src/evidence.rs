@@ -75,7 +75,10 @@ impl EvidenceKind {
     /// A system note from `source`.
     #[must_use]
     pub fn note(source: NoteSource, note: impl Into<String>) -> Self {
-        Self::SystemNote { source, note: note.into() }
+        Self::SystemNote {
+            source,
+            note: note.into(),
+        }
     }
 }
 
@@ -143,8 +146,15 @@ mod tests {
                 }),
                 cached: true,
             },
-            EvidenceKind::ToolFailure { tool, input: json!(1), error: ToolError::Cancelled },
-            EvidenceKind::HumanInput { question: "q".into(), answer: "a".into() },
+            EvidenceKind::ToolFailure {
+                tool,
+                input: json!(1),
+                error: ToolError::Cancelled,
+            },
+            EvidenceKind::HumanInput {
+                question: "q".into(),
+                answer: "a".into(),
+            },
             EvidenceKind::note(NoteSource::Violation, "unknown tool"),
         ] {
             let e = Evidence::new(1, kind);

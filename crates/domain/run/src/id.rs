@@ -49,13 +49,19 @@ impl RunId {
             Some("it is longer than 128 bytes")
         } else if value.contains(['/', '\\']) {
             Some("it looks like a path")
-        } else if !value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        } else if !value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
             Some("it holds a character that is not allowed")
         } else {
             None
         };
         match reason {
-            Some(reason) => Err(RunIdError { value: value.chars().take(140).collect(), reason }),
+            Some(reason) => Err(RunIdError {
+                value: value.chars().take(140).collect(),
+                reason,
+            }),
             None => Ok(Self(value)),
         }
     }
@@ -117,7 +123,10 @@ mod tests {
             let err = RunId::new(bad).unwrap_err();
             assert_eq!((err.value.as_str(), err.reason), (bad, reason));
         }
-        assert_eq!(RunId::new("x".repeat(129)).unwrap_err().reason, "it is longer than 128 bytes");
+        assert_eq!(
+            RunId::new("x".repeat(129)).unwrap_err().reason,
+            "it is longer than 128 bytes"
+        );
     }
 
     #[test]

@@ -36,7 +36,9 @@ mod state;
 mod store;
 mod time;
 
-pub use budget::{BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation};
+pub use budget::{
+    BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
+};
 pub use decision::Decision;
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};

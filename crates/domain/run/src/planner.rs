@@ -101,7 +101,10 @@ impl PlannerError {
     /// A planner failure with a message.
     #[must_use]
     pub fn failed(message: impl Into<String>) -> Self {
-        Self::Failed { message: message.into(), source: None }
+        Self::Failed {
+            message: message.into(),
+            source: None,
+        }
     }
 }
 
@@ -143,11 +146,17 @@ pub trait Planner: Send + Sync + 'static {
 /// The object-safe twin of [`Planner`], implemented for every planner.
 pub trait DynPlanner: Send + Sync + 'static {
     /// Proposes the next decision, boxed.
-    fn plan_boxed<'a>(&'a self, request: PlanRequest<'a>) -> BoxFuture<'a, Result<Decision, PlannerError>>;
+    fn plan_boxed<'a>(
+        &'a self,
+        request: PlanRequest<'a>,
+    ) -> BoxFuture<'a, Result<Decision, PlannerError>>;
 }
 
 impl<P: Planner> DynPlanner for P {
-    fn plan_boxed<'a>(&'a self, request: PlanRequest<'a>) -> BoxFuture<'a, Result<Decision, PlannerError>> {
+    fn plan_boxed<'a>(
+        &'a self,
+        request: PlanRequest<'a>,
+    ) -> BoxFuture<'a, Result<Decision, PlannerError>> {
         Box::pin(self.plan(request))
     }
 }

@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{
-    BudgetUsage, Evidence, EvidenceKind, RunError, RunId, RunStatus, State, Timestamp,
-};
+use crate::{BudgetUsage, Evidence, EvidenceKind, RunError, RunId, RunStatus, State, Timestamp};
 
 /// Why a run failed: a kind to branch on and a message for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,7 +19,10 @@ impl Failure {
     /// A failure of `kind`.
     #[must_use]
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -302,7 +303,10 @@ impl Run {
         if question.trim().is_empty() {
             return Err(RunError::EmptyQuestion);
         }
-        let distinct = options.iter().enumerate().all(|(i, o)| !options[..i].contains(o));
+        let distinct = options
+            .iter()
+            .enumerate()
+            .all(|(i, o)| !options[..i].contains(o));
         if options.iter().any(|o| o.trim().is_empty()) || !distinct {
             return Err(RunError::InvalidOptions { options });
         }
@@ -319,8 +323,15 @@ impl Run {
     /// when options were offered and `answer` is not one; [`RunError::EmptyAnswer`].
     pub fn answer(&mut self, answer: &str, now: Timestamp) -> Result<(), RunError> {
         self.ensure_not_finished()?;
-        let Some(pending) = self.pending.as_ref().filter(|_| self.status == RunStatus::Paused) else {
-            return Err(RunError::NotPaused { id: self.id.clone(), status: self.status });
+        let Some(pending) = self
+            .pending
+            .as_ref()
+            .filter(|_| self.status == RunStatus::Paused)
+        else {
+            return Err(RunError::NotPaused {
+                id: self.id.clone(),
+                status: self.status,
+            });
         };
         if answer.trim().is_empty() {
             return Err(RunError::EmptyAnswer);
@@ -332,11 +343,17 @@ impl Run {
             });
         }
         let Some(PendingQuestion { question, .. }) = self.pending.take() else {
-            return Err(RunError::NotPaused { id: self.id.clone(), status: self.status });
+            return Err(RunError::NotPaused {
+                id: self.id.clone(),
+                status: self.status,
+            });
         };
         self.evidence.push(Evidence::new(
             self.steps,
-            EvidenceKind::HumanInput { question, answer: answer.to_owned() },
+            EvidenceKind::HumanInput {
+                question,
+                answer: answer.to_owned(),
+            },
         ));
         self.status = RunStatus::Running;
         self.touch(now);
@@ -361,7 +378,11 @@ impl Run {
     /// [`Run::answer`]).
     pub fn resume(&mut self, now: Timestamp) -> Result<(), RunError> {
         self.ensure_not_finished()?;
-        if let Some(pending) = self.pending.as_ref().filter(|_| self.status == RunStatus::Paused) {
+        if let Some(pending) = self
+            .pending
+            .as_ref()
+            .filter(|_| self.status == RunStatus::Paused)
+        {
             return Err(RunError::AwaitingAnswer {
                 id: self.id.clone(),
                 question: pending.question.clone(),
@@ -408,7 +429,10 @@ impl Run {
 
     fn ensure_not_finished(&self) -> Result<(), RunError> {
         if self.status.is_terminal() {
-            return Err(RunError::Finished { id: self.id.clone(), status: self.status });
+            return Err(RunError::Finished {
+                id: self.id.clone(),
+                status: self.status,
+            });
         }
         Ok(())
     }
@@ -416,7 +440,10 @@ impl Run {
     fn ensure_running(&self) -> Result<(), RunError> {
         self.ensure_not_finished()?;
         if self.status != RunStatus::Running {
-            return Err(RunError::NotRunning { id: self.id.clone(), status: self.status });
+            return Err(RunError::NotRunning {
+                id: self.id.clone(),
+                status: self.status,
+            });
         }
         Ok(())
     }
@@ -454,13 +481,16 @@ struct RunRepr {
 impl TryFrom<RunRepr> for Run {
     type Error = RunError;
     fn try_from(r: RunRepr) -> Result<Self, Self::Error> {
-        let inconsistent = |what: &str| Err(RunError::Inconsistent(format!("run {}: {what}", r.id)));
+        let inconsistent =
+            |what: &str| Err(RunError::Inconsistent(format!("run {}: {what}", r.id)));
         match (r.status, r.state) {
             (RunStatus::Completed, State::Done) | (RunStatus::Failed, State::Failed) => {}
             (RunStatus::Completed | RunStatus::Failed, _) => {
                 return inconsistent("a finished status needs its terminal state");
             }
-            (_, State::Done | State::Failed) => return inconsistent("a terminal state needs a finished status"),
+            (_, State::Done | State::Failed) => {
+                return inconsistent("a terminal state needs a finished status");
+            }
             _ => {}
         }
         if (r.status == RunStatus::Paused) != r.pending.is_some() {
@@ -526,7 +556,13 @@ mod tests {
     }
 
     fn run() -> Run {
-        Run::new(RunId::new("r").unwrap(), "goal", Map::new(), json!({"p": 1}), t(1))
+        Run::new(
+            RunId::new("r").unwrap(),
+            "goal",
+            Map::new(),
+            json!({"p": 1}),
+            t(1),
+        )
     }
 
     #[test]
@@ -538,10 +574,19 @@ mod tests {
             let mut r = run();
             finish(&mut r).unwrap();
             let before = r.clone();
-            assert!(matches!(r.enter(State::Explore, t(3)), Err(RunError::Finished { .. })));
-            assert!(r.add_evidence(EvidenceKind::note(NoteSource::Engine, "x"), t(3)).is_err());
+            assert!(matches!(
+                r.enter(State::Explore, t(3)),
+                Err(RunError::Finished { .. })
+            ));
+            assert!(
+                r.add_evidence(EvidenceKind::note(NoteSource::Engine, "x"), t(3))
+                    .is_err()
+            );
             assert!(r.complete("again", json!(2), t(3)).is_err());
-            assert!(r.fail(Failure::new(FailureKind::Aborted, "x"), t(3)).is_err());
+            assert!(
+                r.fail(Failure::new(FailureKind::Aborted, "x"), t(3))
+                    .is_err()
+            );
             assert!(r.pause("q", vec![], t(3)).is_err());
             assert!(r.resume(t(3)).is_err());
             assert!(r.usage_mut().is_err());
@@ -553,7 +598,10 @@ mod tests {
     #[test]
     fn terminal_states_only_through_complete_and_fail() {
         let mut r = run();
-        assert_eq!(r.enter(State::Done, t(2)), Err(RunError::EnterTerminal { to: State::Done }));
+        assert_eq!(
+            r.enter(State::Done, t(2)),
+            Err(RunError::EnterTerminal { to: State::Done })
+        );
         assert_eq!(r.enter(State::Explore, t(2)), Ok(State::Intake));
         r.complete("s", json!({"k": 1}), t(3)).unwrap();
         assert_eq!((r.state(), r.status()), (State::Done, RunStatus::Completed));
@@ -564,17 +612,36 @@ mod tests {
     fn pause_needs_a_question_and_resume_needs_an_answer() {
         let mut r = run();
         assert_eq!(r.pause("  ", vec![], t(2)), Err(RunError::EmptyQuestion));
-        assert!(matches!(r.pause("q", vec!["a".into(), "a".into()], t(2)), Err(RunError::InvalidOptions { .. })));
-        assert!(matches!(r.pause("q", vec![String::new()], t(2)), Err(RunError::InvalidOptions { .. })));
-        r.pause("Which?", vec!["a".into(), "b".into()], t(2)).unwrap();
-        assert!(matches!(r.resume(t(3)), Err(RunError::AwaitingAnswer { .. })));
-        assert!(matches!(r.enter(State::Explore, t(3)), Err(RunError::NotRunning { .. })));
+        assert!(matches!(
+            r.pause("q", vec!["a".into(), "a".into()], t(2)),
+            Err(RunError::InvalidOptions { .. })
+        ));
+        assert!(matches!(
+            r.pause("q", vec![String::new()], t(2)),
+            Err(RunError::InvalidOptions { .. })
+        ));
+        r.pause("Which?", vec!["a".into(), "b".into()], t(2))
+            .unwrap();
+        assert!(matches!(
+            r.resume(t(3)),
+            Err(RunError::AwaitingAnswer { .. })
+        ));
+        assert!(matches!(
+            r.enter(State::Explore, t(3)),
+            Err(RunError::NotRunning { .. })
+        ));
         let err = r.answer("c", t(3)).unwrap_err();
-        assert_eq!(err.to_string(), r#"answer "c" is not among the options offered: ["a", "b"]"#);
+        assert_eq!(
+            err.to_string(),
+            r#"answer "c" is not among the options offered: ["a", "b"]"#
+        );
         r.answer("b", t(4)).unwrap();
         assert_eq!(r.status(), RunStatus::Running);
         assert!(r.pending_question().is_none());
-        assert!(matches!(r.answer("b", t(5)), Err(RunError::NotPaused { .. })));
+        assert!(matches!(
+            r.answer("b", t(5)),
+            Err(RunError::NotPaused { .. })
+        ));
         assert!(matches!(
             &r.evidence()[0].kind,
             EvidenceKind::HumanInput { question, answer } if question == "Which?" && answer == "b"
@@ -604,7 +671,11 @@ mod tests {
         let mut v = serde_json::to_value(run()).unwrap();
         v["status"] = json!("completed");
         let err = serde_json::from_value::<Run>(v).unwrap_err();
-        assert!(err.to_string().contains("finished status needs its terminal state"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("finished status needs its terminal state"),
+            "{err}"
+        );
         let mut v = serde_json::to_value(run()).unwrap();
         v["status"] = json!("paused");
         assert!(serde_json::from_value::<Run>(v).is_err());
@@ -629,17 +700,31 @@ mod tests {
             proptest::option::of("[a-z ]{1,10}"),
         )
             .prop_map(|(goal, ops, base, note)| {
-                let mut r = Run::new(RunId::new("id").unwrap(), goal, Map::new(), json!({"limits": {}}), t(0));
+                let mut r = Run::new(
+                    RunId::new("id").unwrap(),
+                    goal,
+                    Map::new(),
+                    json!({"limits": {}}),
+                    t(0),
+                );
                 for (i, op) in ops.into_iter().enumerate() {
                     let now = t(base % 1000 + i as u64);
                     let _ = match op {
                         0 => r.enter(State::ALL[i % 5], now).map(|_| ()),
-                        1 => r.add_evidence(EvidenceKind::note(NoteSource::Steering, note.clone().unwrap_or_default()), now),
+                        1 => r.add_evidence(
+                            EvidenceKind::note(
+                                NoteSource::Steering,
+                                note.clone().unwrap_or_default(),
+                            ),
+                            now,
+                        ),
                         2 => r.pause("q?", vec!["y".into()], now),
                         3 => r.answer("y", now),
                         4 => r.usage_mut().map(|u| {
                             let res = u.reserve(&BudgetName::STEPS, 1, Some(5));
-                            if let Ok(res) = res { u.commit(res) }
+                            if let Ok(res) = res {
+                                u.commit(res)
+                            }
                         }),
                         _ => r.count_step(now).map(|_| ()),
                     };

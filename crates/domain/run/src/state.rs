@@ -40,7 +40,9 @@ pub enum State {
 
 /// A state name that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown state {0:?}; expected one of intake, explore, decide, act, validate, done, failed")]
+#[error(
+    "unknown state {0:?}; expected one of intake, explore, decide, act, validate, done, failed"
+)]
 pub struct UnknownState(pub String);
 
 impl State {
@@ -169,7 +171,10 @@ mod tests {
 
     #[test]
     fn only_act_allows_side_effects_and_only_done_failed_are_terminal() {
-        let side: Vec<_> = State::ALL.into_iter().filter(|s| s.allows_side_effects()).collect();
+        let side: Vec<_> = State::ALL
+            .into_iter()
+            .filter(|s| s.allows_side_effects())
+            .collect();
         assert_eq!(side, [State::Act]);
         let terminal: Vec<_> = State::ALL.into_iter().filter(|s| s.is_terminal()).collect();
         assert_eq!(terminal, [State::Done, State::Failed]);

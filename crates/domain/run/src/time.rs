@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 /// let t = Timestamp::from_unix_millis(1_700_000_000_123);
 /// assert_eq!(t.to_string(), "2023-11-14T22:13:20.123Z");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Timestamp(u64);
 
@@ -78,7 +80,13 @@ mod tests {
     #[test]
     fn formats_known_dates() {
         assert_eq!(Timestamp::EPOCH.to_string(), "1970-01-01T00:00:00.000Z");
-        assert_eq!(Timestamp::from_unix_millis(951_782_400_000).to_string(), "2000-02-29T00:00:00.000Z");
-        assert_eq!(Timestamp::from_unix_millis(1_795_392_000_000).to_string(), "2026-11-23T00:00:00.000Z");
+        assert_eq!(
+            Timestamp::from_unix_millis(951_782_400_000).to_string(),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            Timestamp::from_unix_millis(1_795_392_000_000).to_string(),
+            "2026-11-23T00:00:00.000Z"
+        );
     }
 }

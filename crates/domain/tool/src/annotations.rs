@@ -321,7 +321,11 @@ mod tests {
     #[test]
     fn caching_applies_to_read_only_tools_only() {
         assert!(Annotations::read_only().with_cacheable(true).is_cacheable());
-        assert!(!Annotations::destructive().with_cacheable(true).is_cacheable());
+        assert!(
+            !Annotations::destructive()
+                .with_cacheable(true)
+                .is_cacheable()
+        );
     }
 
     #[test]
@@ -330,10 +334,14 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("both read_only and destructive"));
         let err = serde_json::from_str::<Annotations>(r#"{"cacheable":true}"#).unwrap_err();
-        assert!(err.to_string().contains("only read_only tools can be cacheable"));
+        assert!(
+            err.to_string()
+                .contains("only read_only tools can be cacheable")
+        );
         assert!(serde_json::from_str::<Annotations>(r#"{"readonly":true}"#).is_err());
         let a: Annotations =
-            serde_json::from_str(r#"{"read_only":true,"idempotent":true,"timeout_ms":250}"#).unwrap();
+            serde_json::from_str(r#"{"read_only":true,"idempotent":true,"timeout_ms":250}"#)
+                .unwrap();
         assert_eq!(a.timeout(), Some(Duration::from_millis(250)));
         assert_eq!(a.risk_level(), RiskLevel::Medium);
     }

@@ -4,8 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 /// A SHA-256 digest. Shown and serialized as 64 lowercase hex digits.
 ///
@@ -108,7 +108,9 @@ impl fmt::Debug for Digest {
 impl FromStr for Digest {
     type Err = DigestError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let error = || DigestError { value: s.chars().take(80).collect() };
+        let error = || DigestError {
+            value: s.chars().take(80).collect(),
+        };
         let bytes = s.as_bytes();
         if bytes.len() != 64 {
             return Err(error());

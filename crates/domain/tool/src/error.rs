@@ -75,25 +75,39 @@ impl ToolError {
     /// The tool refused its input.
     #[must_use]
     pub fn invalid_input(message: impl Into<String>) -> Self {
-        Self::InvalidInput { message: message.into() }
+        Self::InvalidInput {
+            message: message.into(),
+        }
     }
 
     /// The tool failed for good: retrying the same input will not help.
     #[must_use]
     pub fn failed(message: impl Into<String>) -> Self {
-        Self::Failed { message: message.into(), retryable: false }
+        Self::Failed {
+            message: message.into(),
+            retryable: false,
+        }
     }
 
     /// The tool failed in a way that may pass (idempotent tools are retried).
     #[must_use]
     pub fn transient(message: impl Into<String>) -> Self {
-        Self::Failed { message: message.into(), retryable: true }
+        Self::Failed {
+            message: message.into(),
+            retryable: true,
+        }
     }
 
     /// Whether trying the same call again may succeed: transient failures and timeouts.
     #[must_use]
     pub const fn is_transient(&self) -> bool {
-        matches!(self, Self::Failed { retryable: true, .. } | Self::TimedOut { .. })
+        matches!(
+            self,
+            Self::Failed {
+                retryable: true,
+                ..
+            } | Self::TimedOut { .. }
+        )
     }
 
     /// A short, stable name for the kind of error (as in its serialized `kind` tag).
@@ -122,10 +136,17 @@ mod tests {
             ToolError::invalid_input("x"),
             ToolError::failed("y"),
             ToolError::transient("z"),
-            ToolError::TimedOut { after: Duration::from_millis(5) },
-            ToolError::Panicked { message: "boom".into() },
+            ToolError::TimedOut {
+                after: Duration::from_millis(5),
+            },
+            ToolError::Panicked {
+                message: "boom".into(),
+            },
             ToolError::Cancelled,
-            ToolError::CircuitOpen { tool: tool.clone(), retry_after: Duration::from_secs(2) },
+            ToolError::CircuitOpen {
+                tool: tool.clone(),
+                retry_after: Duration::from_secs(2),
+            },
             ToolError::Overloaded { tool },
         ] {
             let json = serde_json::to_value(&e).unwrap();

@@ -21,7 +21,9 @@ pub struct ToolName(String);
 
 /// Why a string is not a [`ToolName`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid tool name {value:?}: {reason}; use 1-64 ASCII letters, digits, '_', '-' or '.', starting with a letter")]
+#[error(
+    "invalid tool name {value:?}: {reason}; use 1-64 ASCII letters, digits, '_', '-' or '.', starting with a letter"
+)]
 pub struct ToolNameError {
     /// The rejected value.
     pub value: String,
@@ -138,7 +140,10 @@ mod tests {
             assert_eq!(err.reason, reason);
             assert!(err.to_string().contains(&format!("{bad:?}")));
         }
-        assert_eq!(ToolName::new("x".repeat(65)).unwrap_err().reason, "it is longer than 64 bytes");
+        assert_eq!(
+            ToolName::new("x".repeat(65)).unwrap_err().reason,
+            "it is longer than 64 bytes"
+        );
     }
 
     #[test]

@@ -1,0 +1,549 @@
+//! Approvals: which calls need a yes (`ApprovalPolicy`), and who gives it (`Approver`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use rein_run::{BoxFuture, Digest, RunId, State, ToolName, ToolSpec};
+use rein_tool::RiskLevel;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which tool calls need approval.
+///
+/// A call needs approval when its tool is annotated `requires_approval`, or — unless the
+/// tool is exempt — when it is destructive (and `destructive` is on), its risk is at or above
+/// `min_risk`, or it is named in `tools`. An approver that does not answer within `timeout`,
+/// fails, or is not configured means **deny**: approvals fail closed.
+///
+/// ```
+/// use rein_policy::{ApprovalPolicy, ApprovalReason};
+/// use rein_tool::{Annotations, RiskLevel, ToolSpec};
+///
+/// let policy = ApprovalPolicy::default(); // destructive, or risk ≥ high
+/// let rm = ToolSpec::new("rm".parse()?, "").with_annotations(Annotations::destructive());
+/// let ls = ToolSpec::new("ls".parse()?, "").with_annotations(Annotations::read_only());
+/// assert_eq!(policy.requires(&rm), Some(ApprovalReason::Destructive));
+/// assert_eq!(policy.requires(&ls), None);
+/// assert_eq!(policy.clone().exempt("rm".parse()?).requires(&rm), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalPolicy {
+    #[serde(default = "yes")]
+    destructive: bool,
+    #[serde(default)]
+    min_risk: Option<RiskLevel>,
+    #[serde(default)]
+    tools: BTreeSet<ToolName>,
+    #[serde(default)]
+    exempt: BTreeSet<ToolName>,
+    #[serde(
+        rename = "timeout_ms",
+        with = "rein_tool::duration_ms",
+        default = "default_timeout"
+    )]
+    timeout: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+
+const fn default_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+impl Default for ApprovalPolicy {
+    /// Destructive tools and tools of risk `high` or more need approval; 30 s timeout.
+    fn default() -> Self {
+        Self {
+            destructive: true,
+            min_risk: Some(RiskLevel::High),
+            tools: BTreeSet::new(),
+            exempt: BTreeSet::new(),
+            timeout: default_timeout(),
+        }
+    }
+}
+
+impl ApprovalPolicy {
+    /// A policy under which only tools annotated `requires_approval` need approval.
+    #[must_use]
+    pub fn annotated_only() -> Self {
+        Self {
+            destructive: false,
+            min_risk: None,
+            ..Self::default()
+        }
+    }
+
+    /// Whether destructive tools need approval.
+    #[must_use]
+    pub fn with_destructive(mut self, required: bool) -> Self {
+        self.destructive = required;
+        self
+    }
+
+    /// Requires approval for tools of `level` and above (`None`: risk alone never does).
+    #[must_use]
+    pub fn with_min_risk(mut self, level: Option<RiskLevel>) -> Self {
+        self.min_risk = level;
+        self
+    }
+
+    /// Requires approval for every call of `tool`.
+    #[must_use]
+    pub fn require(mut self, tool: ToolName) -> Self {
+        self.tools.insert(tool);
+        self
+    }
+
+    /// Exempts `tool` from the policy's rules (its own `requires_approval` annotation still holds).
+    #[must_use]
+    pub fn exempt(mut self, tool: ToolName) -> Self {
+        self.exempt.insert(tool);
+        self
+    }
+
+    /// How long the engine waits for an approver before denying.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long the engine waits for an approver before denying.
+    #[must_use]
+    pub const fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Why a call of `spec`'s tool needs approval, or `None` if it does not.
+    #[must_use]
+    pub fn requires(&self, spec: &ToolSpec) -> Option<ApprovalReason> {
+        let a = spec.annotations();
+        if a.requires_approval() {
+            return Some(ApprovalReason::Annotated);
+        }
+        if self.exempt.contains(spec.name()) {
+            return None;
+        }
+        if self.tools.contains(spec.name()) {
+            return Some(ApprovalReason::NamedTool);
+        }
+        if self.destructive && a.is_destructive() {
+            return Some(ApprovalReason::Destructive);
+        }
+        match self.min_risk {
+            Some(min) if a.risk_level() >= min => Some(ApprovalReason::Risk {
+                level: a.risk_level(),
+                threshold: min,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Why a call needs approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum ApprovalReason {
+    /// The tool is annotated `requires_approval`.
+    Annotated,
+    /// The policy names the tool.
+    NamedTool,
+    /// The tool is destructive.
+    Destructive,
+    /// The tool's risk is at or above the policy's threshold.
+    Risk {
+        /// The tool's risk.
+        level: RiskLevel,
+        /// The policy's threshold.
+        threshold: RiskLevel,
+    },
+}
+
+impl fmt::Display for ApprovalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Annotated => f.write_str("the tool is annotated as requiring approval"),
+            Self::NamedTool => f.write_str("the approval policy names this tool"),
+            Self::Destructive => f.write_str("the tool is destructive"),
+            Self::Risk { level, threshold } => {
+                write!(
+                    f,
+                    "the tool's risk ({level}) is at or above the threshold ({threshold})"
+                )
+            }
+        }
+    }
+}
+
+/// What an approver is asked: one exact call.
+///
+/// It carries the SHA-256 of the exact input ([`ApprovalRequest::input_hash`]); a response
+/// approves that hash only, so an approval can never be reused for another input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    run_id: RunId,
+    step: u32,
+    state: State,
+    tool: ToolName,
+    risk: RiskLevel,
+    input: Value,
+    input_hash: Digest,
+    reason: ApprovalReason,
+}
+
+impl ApprovalRequest {
+    /// A request to call `spec`'s tool with `input` at `step` of run `run_id`.
+    #[must_use]
+    pub fn new(
+        run_id: RunId,
+        step: u32,
+        state: State,
+        spec: &ToolSpec,
+        input: Value,
+        reason: ApprovalReason,
+    ) -> Self {
+        Self {
+            run_id,
+            step,
+            state,
+            tool: spec.name().clone(),
+            risk: spec.annotations().risk_level(),
+            input_hash: Digest::of_json(&input),
+            input,
+            reason,
+        }
+    }
+
+    /// The run asking.
+    #[must_use]
+    pub const fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The run's step.
+    #[must_use]
+    pub const fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// The run's state.
+    #[must_use]
+    pub const fn state(&self) -> State {
+        self.state
+    }
+
+    /// The tool to be called.
+    #[must_use]
+    pub const fn tool(&self) -> &ToolName {
+        &self.tool
+    }
+
+    /// The tool's risk.
+    #[must_use]
+    pub const fn risk(&self) -> RiskLevel {
+        self.risk
+    }
+
+    /// The exact input to be executed.
+    #[must_use]
+    pub const fn input(&self) -> &Value {
+        &self.input
+    }
+
+    /// The SHA-256 of the canonical input.
+    #[must_use]
+    pub const fn input_hash(&self) -> Digest {
+        self.input_hash
+    }
+
+    /// Why approval is needed.
+    #[must_use]
+    pub const fn reason(&self) -> ApprovalReason {
+        self.reason
+    }
+}
+
+/// Granted or denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The call may go ahead.
+    Granted,
+    /// The call may not.
+    Denied,
+}
+
+/// An approver's answer: the verdict, who gave it and why, and the input hash it covers.
+///
+/// ```
+/// use rein_policy::{ApprovalReason, ApprovalRequest, ApprovalResponse};
+/// use rein_run::State;
+/// use rein_tool::ToolSpec;
+/// use serde_json::json;
+///
+/// let spec = ToolSpec::new("deploy".parse()?, "");
+/// let req = ApprovalRequest::new("r1".parse()?, 4, State::Act, &spec, json!({"env": "prod"}), ApprovalReason::NamedTool);
+/// let yes = ApprovalResponse::grant(&req, "alice", "change ticket 42");
+/// assert!(yes.is_granted() && yes.covers(&req));
+///
+/// let other = ApprovalRequest::new("r1".parse()?, 5, State::Act, &spec, json!({"env": "dev"}), ApprovalReason::NamedTool);
+/// assert!(!yes.covers(&other)); // an approval never carries over to another input
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalResponse {
+    verdict: Verdict,
+    approver: String,
+    reason: String,
+    input_hash: Digest,
+}
+
+impl ApprovalResponse {
+    /// Grants `request`, signed by `approver`.
+    #[must_use]
+    pub fn grant(
+        request: &ApprovalRequest,
+        approver: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::new(Verdict::Granted, request, approver, reason)
+    }
+
+    /// Denies `request`, signed by `approver`.
+    #[must_use]
+    pub fn deny(
+        request: &ApprovalRequest,
+        approver: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::new(Verdict::Denied, request, approver, reason)
+    }
+
+    fn new(
+        verdict: Verdict,
+        request: &ApprovalRequest,
+        approver: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            verdict,
+            approver: approver.into(),
+            reason: reason.into(),
+            input_hash: request.input_hash,
+        }
+    }
+
+    /// The verdict.
+    #[must_use]
+    pub const fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// Whether the call was granted.
+    #[must_use]
+    pub const fn is_granted(&self) -> bool {
+        matches!(self.verdict, Verdict::Granted)
+    }
+
+    /// Who decided.
+    #[must_use]
+    pub fn approver(&self) -> &str {
+        &self.approver
+    }
+
+    /// Why.
+    #[must_use]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The hash of the input the verdict covers.
+    #[must_use]
+    pub const fn input_hash(&self) -> Digest {
+        self.input_hash
+    }
+
+    /// Whether this response is about `request`'s exact input.
+    #[must_use]
+    pub fn covers(&self, request: &ApprovalRequest) -> bool {
+        self.input_hash == request.input_hash
+    }
+}
+
+/// An approver could not decide. The engine treats it as a denial (fail closed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("approver failed: {message}")]
+pub struct ApproverError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ApproverError {
+    /// An approver failure with a message.
+    #[must_use]
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// Decides approval requests. Implement it with a plain `async fn`.
+///
+/// # Contract
+/// - `decide` MUST answer with a response built from the request it was given
+///   ([`ApprovalResponse::grant`] / [`ApprovalResponse::deny`]); the engine refuses a
+///   response whose input hash does not match the call about to run.
+/// - `decide` MAY take its time: the engine denies when the policy's timeout passes.
+/// - An `Err` is a denial too: approvals fail closed.
+///
+/// ```
+/// use rein_policy::{ApprovalRequest, ApprovalResponse, Approver, ApproverError};
+/// use rein_tool::RiskLevel;
+///
+/// /// Grants anything below critical risk.
+/// struct RiskGate;
+///
+/// impl Approver for RiskGate {
+///     async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
+///         Ok(if request.risk() < RiskLevel::Critical {
+///             ApprovalResponse::grant(request, "risk-gate", "below critical")
+///         } else {
+///             ApprovalResponse::deny(request, "risk-gate", "critical needs a human")
+///         })
+///     }
+/// }
+/// # let _ = RiskGate;
+/// ```
+pub trait Approver: Send + Sync + 'static {
+    /// Decides `request`.
+    fn decide(
+        &self,
+        request: &ApprovalRequest,
+    ) -> impl Future<Output = Result<ApprovalResponse, ApproverError>> + Send;
+}
+
+/// The object-safe twin of [`Approver`], implemented for every approver.
+pub trait DynApprover: Send + Sync + 'static {
+    /// Boxed [`Approver::decide`].
+    fn decide_boxed<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>>;
+}
+
+impl<A: Approver> DynApprover for A {
+    fn decide_boxed<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>> {
+        Box::pin(self.decide(request))
+    }
+}
+
+/// Grants every request, signed `auto`. For tests and trusted, scripted environments.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AutoApprover;
+
+impl Approver for AutoApprover {
+    async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
+        Ok(ApprovalResponse::grant(
+            request,
+            "auto",
+            "auto-approver grants every request",
+        ))
+    }
+}
+
+/// Denies every request, signed `deny`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyApprover;
+
+impl Approver for DenyApprover {
+    async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
+        Ok(ApprovalResponse::deny(
+            request,
+            "deny",
+            "deny-approver denies every request",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_tool::Annotations;
+    use serde_json::json;
+
+    fn spec(a: Annotations) -> ToolSpec {
+        ToolSpec::new(ToolName::new("t").unwrap(), "").with_annotations(a)
+    }
+
+    #[test]
+    fn annotation_wins_over_exemption() {
+        let p = ApprovalPolicy::default().exempt(ToolName::new("t").unwrap());
+        assert_eq!(
+            p.requires(&spec(Annotations::read_only().with_approval_required())),
+            Some(ApprovalReason::Annotated)
+        );
+        assert_eq!(p.requires(&spec(Annotations::destructive())), None);
+    }
+
+    #[test]
+    fn risk_threshold_and_named_tools() {
+        let p = ApprovalPolicy::annotated_only().with_min_risk(Some(RiskLevel::Medium));
+        assert_eq!(
+            p.requires(&spec(Annotations::side_effecting())),
+            Some(ApprovalReason::Risk {
+                level: RiskLevel::Medium,
+                threshold: RiskLevel::Medium
+            })
+        );
+        assert_eq!(p.requires(&spec(Annotations::read_only())), None);
+        let named = ApprovalPolicy::annotated_only().require(ToolName::new("t").unwrap());
+        assert_eq!(
+            named.requires(&spec(Annotations::read_only())),
+            Some(ApprovalReason::NamedTool)
+        );
+    }
+
+    #[test]
+    fn types_round_trip_through_serde() {
+        let p = ApprovalPolicy::default()
+            .require(ToolName::new("x").unwrap())
+            .with_timeout(Duration::from_millis(5));
+        assert_eq!(
+            serde_json::from_value::<ApprovalPolicy>(serde_json::to_value(&p).unwrap()).unwrap(),
+            p
+        );
+        let req = ApprovalRequest::new(
+            RunId::new("r").unwrap(),
+            1,
+            State::Act,
+            &spec(Annotations::destructive()),
+            json!({"a": 1}),
+            ApprovalReason::Destructive,
+        );
+        assert_eq!(
+            serde_json::from_value::<ApprovalRequest>(serde_json::to_value(&req).unwrap()).unwrap(),
+            req
+        );
+        let resp = ApprovalResponse::deny(&req, "bob", "no");
+        assert_eq!(
+            serde_json::from_value::<ApprovalResponse>(serde_json::to_value(&resp).unwrap())
+                .unwrap(),
+            resp
+        );
+    }
+
+    fn _approvers_are_object_safe(_: &dyn DynApprover) {}
+}

@@ -1,0 +1,196 @@
+//! `Budget`: limits on a run's named counters.
+
+use std::collections::BTreeMap;
+
+use rein_run::{BudgetExhausted, BudgetName, BudgetSnapshot, BudgetUsage, Reservation};
+use serde::{Deserialize, Serialize};
+
+/// Limits on named counters. Counters without a limit are counted but never refused.
+///
+/// A budget is spent through the run's [`BudgetUsage`]: [`Budget::reserve`] sets an amount
+/// aside if it fits, and the [`Reservation`] is then committed (cost incurred) or released.
+/// Tool attempts reserve one `tool_calls` unit *before* they start, so the limit holds under
+/// concurrency and across retries; a run's usage is persisted with it, so pausing,
+/// resuming or restarting never resets it.
+///
+/// ```
+/// use rein_policy::Budget;
+/// use rein_run::{BudgetName, BudgetUsage};
+///
+/// let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 2);
+/// let mut usage = BudgetUsage::default();
+/// let attempt = budget.reserve(&mut usage, &BudgetName::TOOL_CALLS, 1)?;
+/// budget.commit(&mut usage, attempt); // the attempt ran: its cost is incurred
+/// assert_eq!(budget.snapshot(&usage).remaining(&BudgetName::TOOL_CALLS), Some(1));
+/// # Ok::<(), rein_policy::BudgetExhausted>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Budget {
+    limits: BTreeMap<BudgetName, u64>,
+}
+
+impl Budget {
+    /// A budget without limits.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the limit of `name` (replacing any earlier one).
+    #[must_use]
+    pub fn with_limit(mut self, name: BudgetName, limit: u64) -> Self {
+        self.limits.insert(name, limit);
+        self
+    }
+
+    /// The limit of `name`, if it has one.
+    #[must_use]
+    pub fn limit(&self, name: &BudgetName) -> Option<u64> {
+        self.limits.get(name).copied()
+    }
+
+    /// Every limit, by name.
+    #[must_use]
+    pub const fn limits(&self) -> &BTreeMap<BudgetName, u64> {
+        &self.limits
+    }
+
+    /// Sets `amount` of `name` aside in `usage`, if it fits the limit.
+    ///
+    /// # Errors
+    /// [`BudgetExhausted`] with the figures when it does not fit; `usage` is unchanged.
+    pub fn reserve(
+        &self,
+        usage: &mut BudgetUsage,
+        name: &BudgetName,
+        amount: u64,
+    ) -> Result<Reservation, BudgetExhausted> {
+        usage.reserve(name, amount, self.limit(name))
+    }
+
+    /// Spends a reservation.
+    pub fn commit(&self, usage: &mut BudgetUsage, reservation: Reservation) {
+        usage.commit(reservation);
+    }
+
+    /// Gives a reservation back.
+    pub fn release(&self, usage: &mut BudgetUsage, reservation: Reservation) {
+        usage.release(reservation);
+    }
+
+    /// Reserves and commits at once, for costs incurred on the spot (a planner step).
+    ///
+    /// # Errors
+    /// [`BudgetExhausted`] when `amount` does not fit; `usage` is unchanged.
+    pub fn charge(
+        &self,
+        usage: &mut BudgetUsage,
+        name: &BudgetName,
+        amount: u64,
+    ) -> Result<(), BudgetExhausted> {
+        let reservation = self.reserve(usage, name, amount)?;
+        usage.commit(reservation);
+        Ok(())
+    }
+
+    /// Whether nothing is left of `name` (never true for a counter without a limit).
+    #[must_use]
+    pub fn is_exhausted(&self, usage: &BudgetUsage, name: &BudgetName) -> bool {
+        self.snapshot(usage).remaining(name) == Some(0)
+    }
+
+    /// The first limited budget with nothing left, if any.
+    #[must_use]
+    pub fn first_exhausted<'a>(&'a self, usage: &BudgetUsage) -> Option<&'a BudgetName> {
+        self.limits
+            .keys()
+            .find(|name| self.is_exhausted(usage, name))
+    }
+
+    /// A planner's view of limits and use.
+    #[must_use]
+    pub fn snapshot<'a>(&'a self, usage: &'a BudgetUsage) -> BudgetSnapshot<'a> {
+        BudgetSnapshot::new(&self.limits, usage)
+    }
+
+    /// Whether `self` allows nothing that `wider` does not: every limit of `wider` is also
+    /// a limit here, no higher. Used to check that changing a live run's policy only narrows it.
+    #[must_use]
+    pub fn is_within(&self, wider: &Self) -> bool {
+        wider
+            .limits
+            .iter()
+            .all(|(name, &limit)| self.limit(name).is_some_and(|mine| mine <= limit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any interleaving of charges and reservations never takes a budget over its limit.
+        #[test]
+        fn charges_never_exceed(limit in 0u64..10, amounts in proptest::collection::vec(0u64..4, 0..40)) {
+            let name = BudgetName::TOOL_CALLS;
+            let budget = Budget::new().with_limit(name.clone(), limit);
+            let mut usage = BudgetUsage::default();
+            let mut held = Vec::new();
+            for (i, amount) in amounts.into_iter().enumerate() {
+                if i % 3 == 0 {
+                    if let Ok(r) = budget.reserve(&mut usage, &name, amount) { held.push(r) }
+                } else {
+                    let _ = budget.charge(&mut usage, &name, amount);
+                }
+                prop_assert!(usage.used(&name) + usage.reserved(&name) <= limit);
+            }
+            for r in held { budget.commit(&mut usage, r) }
+            prop_assert!(usage.used(&name) <= limit);
+        }
+    }
+
+    #[test]
+    fn unlimited_counters_only_count() {
+        let budget = Budget::new();
+        let mut usage = BudgetUsage::default();
+        budget
+            .charge(&mut usage, &BudgetName::TOKENS, 1_000_000)
+            .unwrap();
+        assert_eq!(usage.used(&BudgetName::TOKENS), 1_000_000);
+        assert!(!budget.is_exhausted(&usage, &BudgetName::TOKENS));
+    }
+
+    #[test]
+    fn exact_limit_is_reachable_and_then_exhausted() {
+        let budget = Budget::new().with_limit(BudgetName::STEPS, 3);
+        let mut usage = BudgetUsage::default();
+        for _ in 0..3 {
+            budget.charge(&mut usage, &BudgetName::STEPS, 1).unwrap();
+        }
+        assert!(budget.is_exhausted(&usage, &BudgetName::STEPS));
+        assert_eq!(budget.first_exhausted(&usage), Some(&BudgetName::STEPS));
+        let err = budget
+            .charge(&mut usage, &BudgetName::STEPS, 1)
+            .unwrap_err();
+        assert_eq!((err.limit, err.used, err.requested), (3, 3, 1));
+        assert_eq!(usage.used(&BudgetName::STEPS), 3);
+    }
+
+    #[test]
+    fn narrowing_means_no_limit_is_raised_or_dropped() {
+        let wide = Budget::new().with_limit(BudgetName::STEPS, 10);
+        assert!(
+            Budget::new()
+                .with_limit(BudgetName::STEPS, 5)
+                .is_within(&wide)
+        );
+        assert!(
+            !Budget::new()
+                .with_limit(BudgetName::STEPS, 11)
+                .is_within(&wide)
+        );
+        assert!(!Budget::new().is_within(&wide));
+    }
+}

@@ -1,0 +1,74 @@
+//! `PolicySnapshot`: the policy a run starts under, recorded with it.
+
+use rein_run::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{ApprovalPolicy, Budget, EligibilityRules, Transitions};
+
+/// Everything that decides what a run may do, as recorded when it starts. Resume uses the
+/// recorded snapshot, so restarting with a different configuration cannot widen what a
+/// running run may do.
+///
+/// ```
+/// use rein_policy::PolicySnapshot;
+/// let snap = PolicySnapshot::default();
+/// let value = snap.to_value();
+/// assert_eq!(PolicySnapshot::from_value(&value)?, snap);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySnapshot {
+    /// Budget limits.
+    #[serde(default)]
+    pub budget: Budget,
+    /// Eligibility rules.
+    #[serde(default)]
+    pub eligibility: EligibilityRules,
+    /// The transition table.
+    #[serde(default)]
+    pub transitions: Transitions,
+    /// The approval policy.
+    #[serde(default)]
+    pub approvals: ApprovalPolicy,
+    /// The most decisions a run may take.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+}
+
+const fn default_max_steps() -> u32 {
+    100
+}
+
+impl PolicySnapshot {
+    /// The snapshot as JSON, as a run records it.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        // Serializing plain data with string keys into a `Value` cannot fail.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Reads a snapshot a run recorded.
+    ///
+    /// # Errors
+    /// When the JSON is not a valid snapshot (an invalid transition table, unknown fields…).
+    pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
+        Self::deserialize(value)
+    }
+
+    /// Whether `self` allows nothing that `wider` does not: budgets within, the same or
+    /// fewer transitions, no more steps. (Eligibility and approvals must be equal.)
+    #[must_use]
+    pub fn is_within(&self, wider: &Self) -> bool {
+        self.budget.is_within(&wider.budget)
+            && self.max_steps <= wider.max_steps
+            && self.eligibility == wider.eligibility
+            && self.approvals == wider.approvals
+            && State::ALL.into_iter().all(|from| {
+                State::ALL.into_iter().all(|to| {
+                    !self.transitions.allows(from, to) || wider.transitions.allows(from, to)
+                })
+            })
+    }
+}
