@@ -1,0 +1,351 @@
+//! `EntryKind`: what a ledger entry records, one variant per event of DESIGN.md §2.
+
+use std::fmt;
+
+use rein_run::{BudgetName, Decision, Digest, Failure, Payload, State, ToolError, ToolName};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What happened, with its typed details. Serialized with a `type` tag in snake_case:
+///
+/// ```
+/// use rein_ledger::EntryKind;
+/// use rein_run::State;
+/// use serde_json::json;
+///
+/// let kind = EntryKind::Transition { from: State::Intake, to: State::Explore, reason: "start".into() };
+/// assert_eq!(kind.name(), "transition");
+/// assert_eq!(
+///     serde_json::to_value(&kind)?,
+///     json!({"type": "transition", "from": "intake", "to": "explore", "reason": "start"})
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
+/// The field names and order of every variant are part of the ledger's canonical encoding:
+/// renaming, reordering or retyping a field changes the hash of every entry of that kind,
+/// and ledgers already written would no longer verify. Add variants; never change one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum EntryKind {
+    /// The run was created. Always the first entry.
+    RunStarted {
+        /// The run's goal.
+        goal: String,
+        /// The variables the run was started with.
+        vars: Map<String, Value>,
+        /// The policy the run started under (budget limits, eligibility, transitions,
+        /// approvals), as the engine snapshots it.
+        policy: Value,
+    },
+    /// The run paused, waiting for a human.
+    RunPaused {
+        /// The question it waits on.
+        question: String,
+    },
+    /// The run went on after a pause, an interrupt or a restart.
+    RunResumed {
+        /// Why it resumed ("answered", "restarted after a crash", …).
+        note: String,
+    },
+    /// The run ended in `done`.
+    RunCompleted {
+        /// What was achieved.
+        summary: String,
+        /// The run's result.
+        result: Value,
+    },
+    /// The run ended in `failed`.
+    RunFailed {
+        /// Why.
+        failure: Failure,
+    },
+    /// The planner proposed a decision (recorded before it is checked and applied).
+    Decision {
+        /// The step, from 0.
+        step: u32,
+        /// The decision as proposed.
+        decision: Decision,
+    },
+    /// The run moved from one state to another.
+    Transition {
+        /// The state it left.
+        from: State,
+        /// The state it entered.
+        to: State,
+        /// Why.
+        reason: String,
+    },
+    /// A tool attempt started. An attempt without a result or error after it is *in doubt*.
+    ToolCall {
+        /// The tool.
+        tool: ToolName,
+        /// The input it was called with.
+        input: Value,
+        /// The canonical hash of `input` (what an approval covers).
+        input_hash: Digest,
+        /// The attempt number, from 1 (retries of idempotent tools count up).
+        attempt: u32,
+        /// Whether the tool is idempotent (so an in-doubt call may be retried).
+        idempotent: bool,
+    },
+    /// A tool attempt returned.
+    ToolResult {
+        /// The tool.
+        tool: ToolName,
+        /// The attempt number, from 1.
+        attempt: u32,
+        /// How long the attempt took, in milliseconds (0 when cached).
+        duration_ms: u64,
+        /// Whether the output came from the cache instead of a call.
+        cached: bool,
+        /// What it returned, inline or as an artifact reference.
+        output: Payload,
+    },
+    /// A tool attempt failed.
+    ToolError {
+        /// The tool.
+        tool: ToolName,
+        /// The attempt number, from 1.
+        attempt: u32,
+        /// How long the attempt took, in milliseconds.
+        duration_ms: u64,
+        /// Why it failed.
+        error: ToolError,
+        /// Whether the stack tried again after this attempt (a transient failure of an
+        /// idempotent tool). The last attempt of a call has `false`.
+        will_retry: bool,
+    },
+    /// A call needs approval and the approver was asked.
+    ApprovalRequested {
+        /// The tool.
+        tool: ToolName,
+        /// The hash of the input the approval would cover.
+        input_hash: Digest,
+        /// Why approval is needed (the approval policy's rule).
+        reason: String,
+    },
+    /// The approver allowed the call.
+    ApprovalGranted {
+        /// The tool.
+        tool: ToolName,
+        /// The hash of the input the approval covers (and only that input).
+        input_hash: Digest,
+        /// Who decided.
+        approver: String,
+        /// Why.
+        reason: String,
+    },
+    /// The approver refused the call, did not answer in time, failed, or none was
+    /// configured (approvals fail closed).
+    ApprovalDenied {
+        /// The tool.
+        tool: ToolName,
+        /// The hash of the input that was refused.
+        input_hash: Digest,
+        /// Who decided (the engine, when no approver answered).
+        approver: String,
+        /// Why.
+        reason: String,
+    },
+    /// A budget was charged.
+    BudgetConsumed {
+        /// The budget.
+        name: BudgetName,
+        /// The amount charged.
+        amount: u64,
+        /// What has been used of it after this charge.
+        used: u64,
+        /// Its limit, if it has one.
+        limit: Option<u64>,
+    },
+    /// A charge was refused because it would exceed a budget's limit.
+    BudgetExhausted {
+        /// The budget.
+        name: BudgetName,
+        /// Its limit.
+        limit: u64,
+        /// What had been used of it (reservations included).
+        used: u64,
+        /// What was asked for.
+        requested: u64,
+    },
+    /// The run asked a human a question.
+    HumanInputRequested {
+        /// The question.
+        question: String,
+        /// The answers offered; empty means any non-empty answer.
+        options: Vec<String>,
+    },
+    /// A human answered the run's question.
+    HumanInputReceived {
+        /// The answer.
+        answer: String,
+    },
+    /// A decision was rejected by a policy.
+    PolicyViolation {
+        /// Which rule it broke.
+        violation: Violation,
+        /// What happened and what to do, as handed to the planner or the user.
+        message: String,
+        /// Whether it was handed back to the planner as evidence (so the run went on)
+        /// instead of failing the run.
+        handed_back: bool,
+    },
+    /// A person steered the run through its handle (advice to the planner).
+    Steering {
+        /// The note.
+        note: String,
+    },
+    /// The run stopped after a graceful interrupt; it is `interrupted` and can be resumed.
+    RunInterrupted {
+        /// Why it stopped.
+        reason: String,
+    },
+    /// The run was interrupted through its handle.
+    Interrupt {
+        /// Graceful or abort.
+        kind: InterruptKind,
+    },
+}
+
+impl EntryKind {
+    /// The kind's name, as in its serialized `type` tag.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run_started",
+            Self::RunPaused { .. } => "run_paused",
+            Self::RunResumed { .. } => "run_resumed",
+            Self::RunCompleted { .. } => "run_completed",
+            Self::RunFailed { .. } => "run_failed",
+            Self::Decision { .. } => "decision",
+            Self::Transition { .. } => "transition",
+            Self::ToolCall { .. } => "tool_call",
+            Self::ToolResult { .. } => "tool_result",
+            Self::ToolError { .. } => "tool_error",
+            Self::ApprovalRequested { .. } => "approval_requested",
+            Self::ApprovalGranted { .. } => "approval_granted",
+            Self::ApprovalDenied { .. } => "approval_denied",
+            Self::BudgetConsumed { .. } => "budget_consumed",
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::HumanInputRequested { .. } => "human_input_requested",
+            Self::HumanInputReceived { .. } => "human_input_received",
+            Self::PolicyViolation { .. } => "policy_violation",
+            Self::Steering { .. } => "steering",
+            Self::Interrupt { .. } => "interrupt",
+            Self::RunInterrupted { .. } => "run_interrupted",
+        }
+    }
+}
+
+/// Which rule a rejected decision broke.
+///
+/// ```
+/// use rein_ledger::Violation;
+/// assert_eq!(serde_json::to_string(&Violation::IneligibleTool)?, r#""ineligible_tool""#);
+/// assert_eq!(Violation::MaxSteps.to_string(), "max_steps");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Violation {
+    /// The planner named a tool that is not registered.
+    UnknownTool,
+    /// The input does not match the tool's input schema.
+    InvalidInput,
+    /// The tool may not run in the run's current state.
+    IneligibleTool,
+    /// The transition table does not allow the move.
+    TransitionRefused,
+    /// The approver (or the absence of one) refused the call.
+    ApprovalDenied,
+    /// A budget would be exceeded.
+    BudgetExhausted,
+    /// A human's answer is not among the options offered.
+    InvalidAnswer,
+    /// The run reached the engine's step limit.
+    MaxSteps,
+}
+
+impl Violation {
+    /// The violation's snake_case name, as serialized.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidInput => "invalid_input",
+            Self::IneligibleTool => "ineligible_tool",
+            Self::TransitionRefused => "transition_refused",
+            Self::ApprovalDenied => "approval_denied",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::InvalidAnswer => "invalid_answer",
+            Self::MaxSteps => "max_steps",
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a run was interrupted through its handle.
+///
+/// ```
+/// use rein_ledger::InterruptKind;
+/// assert_eq!(serde_json::to_string(&InterruptKind::Abort)?, r#""abort""#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptKind {
+    /// No further tool calls; the planner gets one more step to finish or fail.
+    Graceful,
+    /// In-flight tool calls are dropped and the run fails as aborted.
+    Abort,
+}
+
+impl InterruptKind {
+    /// The kind's name, as serialized.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Graceful => "graceful",
+            Self::Abort => "abort",
+        }
+    }
+}
+
+impl fmt::Display for InterruptKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violation_names_match_their_serialization() {
+        for v in [
+            Violation::UnknownTool,
+            Violation::InvalidInput,
+            Violation::IneligibleTool,
+            Violation::TransitionRefused,
+            Violation::ApprovalDenied,
+            Violation::BudgetExhausted,
+            Violation::InvalidAnswer,
+            Violation::MaxSteps,
+        ] {
+            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
+        }
+        for k in [InterruptKind::Graceful, InterruptKind::Abort] {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{k}\""));
+        }
+    }
+}
