@@ -1,0 +1,343 @@
+//! `Lifecycle`: where a run is in its seven states, and the guarded way to move it.
+
+use std::fmt;
+
+use rein_policy::{Budget, Transitions};
+use rein_run::{BudgetUsage, State};
+
+use crate::machine::{self, Answer, Running};
+use crate::{LifecycleError, TransitionError};
+
+/// A run's lifecycle: its current [`State`] and the [`Transitions`] table that guards it.
+///
+/// Every move goes through [`Lifecycle::transition`], which either moves and returns the
+/// [`Transition`] it made, or refuses with a [`TransitionError`] and stays put. A refusal is
+/// never silent.
+///
+/// The table can be replaced at run time with [`Lifecycle::set_transitions`]; budgets and
+/// their use are passed with each request, so the guard into `act` always sees the run's
+/// current figures.
+///
+/// ```
+/// use rein_policy::{Budget, Transitions};
+/// use rein_run::{BudgetUsage, State};
+/// use rein_statemachine::Lifecycle;
+///
+/// // Resume a run persisted in `act`.
+/// let mut run = Lifecycle::new(State::Act, Transitions::default())?;
+/// let t = run.transition(State::Validate, &Budget::new(), &BudgetUsage::default())?;
+/// assert_eq!((t.from, t.to), (State::Act, State::Validate));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Lifecycle {
+    machine: Running,
+    transitions: Transitions,
+}
+
+/// An accepted move, as the state machine reported it after making it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transition {
+    /// The state the run left.
+    pub from: State,
+    /// The state the run entered.
+    pub to: State,
+}
+
+impl Lifecycle {
+    /// A lifecycle in `start`, guarded by `transitions`.
+    ///
+    /// `start` is `intake` for a new run, or the state a persisted run was in when it is
+    /// resumed. Starting is not a transition: nothing is reported.
+    ///
+    /// # Errors
+    /// [`LifecycleError::TerminalStart`] when `start` is `done` or `failed`.
+    pub fn new(start: State, transitions: Transitions) -> Result<Self, LifecycleError> {
+        if start.is_terminal() {
+            return Err(LifecycleError::TerminalStart { state: start });
+        }
+        Ok(Self {
+            machine: machine::start(start),
+            transitions,
+        })
+    }
+
+    /// The current state.
+    #[must_use]
+    pub fn state(&self) -> State {
+        self.machine.state().state()
+    }
+
+    /// The table that guards the moves.
+    #[must_use]
+    pub const fn transitions(&self) -> &Transitions {
+        &self.transitions
+    }
+
+    /// Replaces the table; the next request is checked against `transitions`. Whether the new
+    /// table may replace the old one (DESIGN.md: a live run's policy may only narrow) is the
+    /// caller's decision, which it records.
+    pub fn set_transitions(&mut self, transitions: Transitions) {
+        self.transitions = transitions;
+    }
+
+    /// Moves to `to` if the rules allow it, and reports the move.
+    ///
+    /// The rules, in order: nothing leaves a terminal state; the table must have the edge
+    /// `state → to`; and when `to` is `act`, no limited budget of `budget` may be exhausted
+    /// in `usage`.
+    ///
+    /// # Errors
+    /// [`TransitionError::Refused`] naming from, to and the
+    /// [`RefusalRule`](rein_policy::RefusalRule) that refused; the state is unchanged.
+    pub fn transition(
+        &mut self,
+        to: State,
+        budget: &Budget,
+        usage: &BudgetUsage,
+    ) -> Result<Transition, TransitionError> {
+        match machine::request(&mut self.machine, to, &self.transitions, budget, usage) {
+            Answer::Accepted(transition) => Ok(transition),
+            Answer::Refused(refused) => Err(TransitionError::Refused(refused)),
+            Answer::Unanswered => Err(TransitionError::Unanswered {
+                from: self.state(),
+                to,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lifecycle")
+            .field("state", &self.state())
+            .field("transitions", &self.transitions)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rein_policy::RefusalRule;
+    use rein_run::BudgetName;
+
+    use super::*;
+
+    const WORKING: [State; 5] = [
+        State::Intake,
+        State::Explore,
+        State::Decide,
+        State::Act,
+        State::Validate,
+    ];
+
+    fn unlimited() -> (Budget, BudgetUsage) {
+        (Budget::new(), BudgetUsage::default())
+    }
+
+    /// A budget of one tool call, spent.
+    fn exhausted() -> (Budget, BudgetUsage) {
+        let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 1);
+        let mut usage = BudgetUsage::default();
+        budget
+            .charge(&mut usage, &BudgetName::TOOL_CALLS, 1)
+            .unwrap();
+        (budget, usage)
+    }
+
+    /// Asks `lifecycle` to move to `to` and checks the answer: `Ok(())` for an accepted move
+    /// (reported as from → to, state now `to`), `Err(rule)` for a refusal (naming from, to
+    /// and `rule`, state unchanged).
+    fn check(
+        lifecycle: &mut Lifecycle,
+        to: State,
+        (budget, usage): &(Budget, BudgetUsage),
+        expect: Result<(), RefusalRule>,
+    ) {
+        let from = lifecycle.state();
+        let got = lifecycle.transition(to, budget, usage);
+        match expect {
+            Ok(()) => {
+                assert_eq!(got, Ok(Transition { from, to }), "{from} → {to}");
+                assert_eq!(lifecycle.state(), to);
+            }
+            Err(rule) => {
+                let err = got.expect_err("refused");
+                let refused = err.refusal().expect("refused by a rule");
+                assert_eq!((refused.from, refused.to), (from, to));
+                assert_eq!(refused.rule, rule, "{err}");
+                assert_eq!(lifecycle.state(), from, "a refusal must not move the run");
+            }
+        }
+    }
+
+    fn not_in_table(allowed: impl Into<Vec<State>>) -> Result<(), RefusalRule> {
+        Err(RefusalRule::NotInTable {
+            allowed: allowed.into(),
+        })
+    }
+
+    #[test]
+    fn the_default_path_is_accepted_and_reported() {
+        let mut lc = Lifecycle::new(State::Intake, Transitions::default()).unwrap();
+        let budget = unlimited();
+        for to in [
+            State::Explore,
+            State::Decide,
+            State::Act,
+            State::Validate,
+            State::Explore,
+            State::Decide,
+            State::Act,
+            State::Validate,
+            State::Done,
+        ] {
+            check(&mut lc, to, &budget, Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_move_not_in_the_table_is_refused_and_the_run_stays() {
+        let mut lc = Lifecycle::new(State::Explore, Transitions::default()).unwrap();
+        check(
+            &mut lc,
+            State::Act,
+            &unlimited(),
+            not_in_table([State::Decide, State::Failed]),
+        );
+        let err = lc
+            .transition(State::Act, &Budget::new(), &BudgetUsage::default())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "transition explore → act refused: not in the transition table; from explore the run may go to decide, failed"
+        );
+    }
+
+    #[test]
+    fn a_self_transition_is_refused() {
+        for state in WORKING {
+            let mut lc = Lifecycle::new(state, Transitions::default()).unwrap();
+            let allowed: Vec<State> = Transitions::default().targets(state).collect();
+            check(&mut lc, state, &unlimited(), not_in_table(allowed));
+        }
+    }
+
+    #[test]
+    fn terminal_states_refuse_every_move() {
+        for end in [State::Done, State::Failed] {
+            let mut lc = Lifecycle::new(State::Decide, Transitions::default()).unwrap();
+            check(&mut lc, end, &unlimited(), Ok(()));
+            for to in State::ALL {
+                check(&mut lc, to, &unlimited(), Err(RefusalRule::FromTerminal));
+            }
+            let err = lc
+                .transition(State::Explore, &Budget::new(), &BudgetUsage::default())
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("terminal states have no way out"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_exhausted_budget_refuses_act_and_nothing_else() {
+        let mut lc = Lifecycle::new(State::Decide, Transitions::default()).unwrap();
+        let spent = exhausted();
+        check(
+            &mut lc,
+            State::Act,
+            &spent,
+            Err(RefusalRule::BudgetExhausted {
+                name: BudgetName::TOOL_CALLS,
+            }),
+        );
+        let err = lc.transition(State::Act, &spent.0, &spent.1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "transition decide → act refused: budget `tool_calls` is exhausted, so the run may not enter act"
+        );
+        // With budget left, act is fine; once there, leaving act does not need budget.
+        check(&mut lc, State::Act, &unlimited(), Ok(()));
+        check(&mut lc, State::Validate, &spent, Ok(()));
+        check(&mut lc, State::Done, &spent, Ok(()));
+    }
+
+    #[test]
+    fn the_table_is_checked_before_the_budget() {
+        let mut lc = Lifecycle::new(State::Intake, Transitions::default()).unwrap();
+        check(
+            &mut lc,
+            State::Act,
+            &exhausted(),
+            not_in_table([State::Explore, State::Failed]),
+        );
+    }
+
+    #[test]
+    fn a_run_resumes_in_any_working_state() {
+        for start in WORKING {
+            let mut lc = Lifecycle::new(start, Transitions::default()).unwrap();
+            assert_eq!(lc.state(), start);
+            for to in Transitions::default().targets(start) {
+                let mut again = Lifecycle::new(start, Transitions::default()).unwrap();
+                check(&mut again, to, &unlimited(), Ok(()));
+            }
+            check(&mut lc, State::Failed, &unlimited(), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_terminal_start_is_refused() {
+        for end in [State::Done, State::Failed] {
+            let err = Lifecycle::new(end, Transitions::default()).unwrap_err();
+            assert_eq!(err, LifecycleError::TerminalStart { state: end });
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("cannot start a lifecycle in {end}"))
+            );
+        }
+    }
+
+    #[test]
+    fn the_table_can_be_replaced_at_run_time() {
+        let mut lc = Lifecycle::new(State::Intake, Transitions::default()).unwrap();
+        check(
+            &mut lc,
+            State::Act,
+            &unlimited(),
+            not_in_table([State::Explore, State::Failed]),
+        );
+        let direct = Transitions::from_edges([
+            (State::Intake, State::Act),
+            (State::Act, State::Done),
+            (State::Act, State::Failed),
+        ])
+        .unwrap();
+        lc.set_transitions(direct);
+        assert_eq!(lc.transitions(), &direct);
+        check(&mut lc, State::Act, &unlimited(), Ok(()));
+        check(
+            &mut lc,
+            State::Validate,
+            &unlimited(),
+            not_in_table([State::Done, State::Failed]),
+        );
+        check(&mut lc, State::Done, &unlimited(), Ok(()));
+    }
+
+    #[test]
+    fn lifecycle_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Lifecycle>();
+        assert_send_sync::<TransitionError>();
+        assert_send_sync::<LifecycleError>();
+    }
+
+    #[test]
+    fn debug_shows_the_state_and_the_table() {
+        let lc = Lifecycle::new(State::Validate, Transitions::default()).unwrap();
+        let text = format!("{lc:?}");
+        assert!(text.starts_with("Lifecycle { state: Validate"), "{text}");
+    }
+}
