@@ -1,0 +1,127 @@
+//! The cost of the execution stack: a no-op tool called through its whole `ToolStack`
+//! versus called directly, in the same run.
+//!
+//! Run with: `cargo bench -p rein-resilience -- --warm-up-time 1 --measurement-time 3`
+//!
+//! Both benchmarks time a loop of awaited calls inside one `block_on` of a current-thread
+//! runtime, so the runtime's own cost is not counted. At the end the median ns/call of each
+//! and their ratio are printed to stderr.
+
+use std::hint::black_box;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rein_resilience::{AttemptObserver, Bulkhead, ExecutionStack, ResilienceConfig, ToolCall};
+use rein_tool::{Annotations, SharedTool, Tool, ToolError, ToolOutput, ToolSpec};
+use serde_json::Value;
+use tokio::runtime::Runtime;
+
+/// Returns its input.
+struct Noop(ToolSpec);
+
+impl Tool for Noop {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(input))
+    }
+}
+
+/// An observer that allows every attempt and ignores reports, as cheap as one can be.
+struct Allow;
+
+impl AttemptObserver for Allow {}
+
+/// Per-sample ns/call, collected from criterion's timed samples.
+#[derive(Default, Clone)]
+struct Samples(Arc<Mutex<Vec<f64>>>);
+
+impl Samples {
+    fn push(&self, iters: u64, elapsed: Duration) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(elapsed.as_nanos() as f64 / iters as f64);
+    }
+
+    fn median(&self) -> f64 {
+        let mut samples = self.0.lock().unwrap().clone();
+        samples.sort_by(f64::total_cmp);
+        samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+}
+
+fn noop() -> SharedTool {
+    let spec = ToolSpec::new("noop".parse().unwrap(), "does nothing")
+        .with_annotations(Annotations::read_only()); // idempotent: the retry layer is in
+    Arc::new(Noop(spec))
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+fn stack_vs_bare(c: &mut Criterion) {
+    let runtime = runtime();
+    let tool = noop();
+    // Every layer in: a queueing bulkhead, retry (idempotent tool), breaker, observer,
+    // timeout, panic catcher.
+    let config = ResilienceConfig {
+        bulkhead: Bulkhead::Queue {
+            max_concurrent: NonZeroUsize::new(64).unwrap(),
+        },
+        ..ResilienceConfig::default()
+    };
+    let stack = ExecutionStack::new(config).build(Arc::clone(&tool));
+    let observer: Arc<dyn AttemptObserver> = Arc::new(Allow);
+    let (bare_samples, stack_samples) = (Samples::default(), Samples::default());
+
+    let mut group = c.benchmark_group("noop_tool");
+    group.bench_function("bare", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(tool.call_boxed(black_box(Value::Null)).await).unwrap();
+                }
+                start.elapsed()
+            });
+            bare_samples.push(iters, elapsed);
+            elapsed
+        });
+    });
+    group.bench_function("stack", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let call =
+                        ToolCall::new(black_box(Value::Null)).with_observer(Arc::clone(&observer));
+                    black_box(stack.call(call).await).unwrap();
+                }
+                start.elapsed()
+            });
+            stack_samples.push(iters, elapsed);
+            elapsed
+        });
+    });
+    group.finish();
+
+    let (bare, stack) = (bare_samples.median(), stack_samples.median());
+    eprintln!(
+        "\nnoop tool, median of criterion's samples: bare {bare:.1} ns/call, stack {stack:.1} ns/call, \
+         stack/bare {:.1}x (+{:.0} ns/call)",
+        stack / bare,
+        stack - bare
+    );
+}
+
+criterion_group!(benches, stack_vs_bare);
+criterion_main!(benches);
