@@ -1,0 +1,565 @@
+//! `FsLedgerStore`: one append-only JSONL file per run, kept open, with torn-tail recovery.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+
+use rein_ledger::{Entry, Ledger, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
+use rein_run::RunId;
+
+use super::FsyncPolicy;
+use super::file::{self, Opened};
+use crate::blocking;
+use crate::memory::shard::lock;
+use crate::tip::{Link, Tip};
+
+/// A [`LedgerStore`] on disk: `ledgers/<run id>.jsonl`, one JSON line per entry
+/// ([`Entry::write_json_line`]), only ever appended to.
+///
+/// Made by [`FsStores::open`](crate::FsStores::open); cheap to clone (clones share the open
+/// files).
+///
+/// - **Open handles.** The first `append` or `load` of a run opens its file and keeps it
+///   open for appending; later appends are one `write` (and, per [`FsyncPolicy`], one
+///   `fdatasync`). Under `EveryStep` and `Relaxed` that `write` runs on the caller's thread:
+///   it only copies a line into the page cache, and a hop to the blocking pool would cost
+///   twenty times as much. Opening, `fsync` and loading run on the blocking pool. Idle
+///   handles beyond
+///   [`FsConfig::with_max_open_ledgers`](crate::FsConfig::with_max_open_ledgers) are
+///   closed, least recently used first, never with unsynced entries.
+/// - **Torn tail.** Opening a file whose last line has no newline (the process died while
+///   writing it, so `append` never returned for it) truncates the file to its last complete
+///   line, logs a warning, and reports the cut in [`LoadedLedger::torn_tail`] for as long
+///   as the handle stays open. Any *complete* line that does not parse, last or not, is
+///   [`LedgerStoreError::Corrupt`] naming the file and line: it is never cut or skipped.
+/// - **Chain.** `append` refuses an entry that does not follow the last stored one (wrong
+///   number or `prev`), so a second writer cannot fork a run's chain; `load` verifies the
+///   whole chain and refuses a broken one with [`LedgerStoreError::Broken`].
+/// - **Durability.** See [`FsyncPolicy`]: `sync(run_id)` is where `EveryStep` pays its one
+///   `fdatasync` per step.
+///
+/// Each run's file has its own lock, held for one operation and never across an `.await`.
+#[derive(Debug, Clone)]
+pub struct FsLedgerStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    fsync: FsyncPolicy,
+    max_open: usize,
+    slots: Mutex<HashMap<RunId, Arc<Slot>>>,
+    clock: AtomicU64,
+}
+
+/// One run's ledger file: open or not yet (or no longer) open.
+#[derive(Debug)]
+struct Slot {
+    last_used: AtomicU64,
+    file: Mutex<Option<OpenLedger>>,
+}
+
+/// An open ledger file and what the store knows about its end.
+#[derive(Debug)]
+struct OpenLedger {
+    file: File,
+    /// The file's length: where the next line starts.
+    len: u64,
+    /// The end of the chain, once known (found on the first append after opening).
+    tip: Option<Tip>,
+    /// The torn last line cut when the file was opened.
+    torn: Option<TornTail>,
+    /// Whether entries were written since the last `fdatasync` (only tracked for
+    /// [`FsyncPolicy::EveryStep`]).
+    dirty: bool,
+}
+
+impl FsLedgerStore {
+    /// A store over `dir` (which exists).
+    pub(crate) fn new(dir: PathBuf, fsync: FsyncPolicy, max_open: usize) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                dir,
+                fsync,
+                max_open: max_open.max(1),
+                slots: Mutex::default(),
+                clock: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The directory the ledgers live in.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Where the ledger of `run_id` is stored: `<dir>/<run id>.jsonl`.
+    #[must_use]
+    pub fn ledger_path(&self, run_id: &RunId) -> PathBuf {
+        self.inner.path(run_id)
+    }
+}
+
+impl Inner {
+    fn path(&self, run_id: &RunId) -> PathBuf {
+        // A run id is ASCII letters, digits, '-' and '_': always one plain file name.
+        self.dir.join(format!("{run_id}.jsonl"))
+    }
+
+    /// The slot of `run_id`, made if missing (closing idle handles when there are too many).
+    fn slot(&self, run_id: &RunId) -> Arc<Slot> {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get(run_id) {
+            slot.last_used.store(now, Ordering::Relaxed);
+            return Arc::clone(slot);
+        }
+        if slots.len() >= self.max_open {
+            evict(&mut slots, self.max_open / 2);
+        }
+        let slot = Arc::new(Slot {
+            last_used: AtomicU64::new(now),
+            file: Mutex::new(None),
+        });
+        slots.insert(run_id.clone(), Arc::clone(&slot));
+        slot
+    }
+
+    /// The slot of `run_id` if this process has one.
+    fn existing_slot(&self, run_id: &RunId) -> Option<Arc<Slot>> {
+        lock(&self.slots).get(run_id).map(Arc::clone)
+    }
+
+    /// Opens the ledger file at `path` (creating it if `create`), cuts a torn last line,
+    /// and returns the handle with the file's complete lines. `None` if it does not exist
+    /// and `create` is false.
+    fn open(
+        &self,
+        path: &Path,
+        create: bool,
+    ) -> Result<Option<(OpenLedger, Vec<u8>)>, LedgerStoreError> {
+        let io_error = |what: &str| {
+            let context = format!("{what} {}", path.display());
+            move |source| LedgerStoreError::Io { context, source }
+        };
+        let mut options = OpenOptions::new();
+        options.read(true).append(true);
+        let (file, len, created) =
+            match file::open_regular(path, &options).map_err(io_error("opening"))? {
+                Opened::File(file, meta) => (file, meta.len(), false),
+                Opened::Missing if !create => return Ok(None),
+                Opened::Missing => {
+                    let file = options
+                        .create_new(true)
+                        .open(path)
+                        .map_err(io_error("creating"))?;
+                    (file, 0, true)
+                }
+                Opened::Foreign(found) => {
+                    return Err(io_error("opening")(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("it is {found}, not a ledger the store wrote; it is not followed"),
+                    )));
+                }
+            };
+        if created && self.fsync != FsyncPolicy::Relaxed {
+            file::sync_dir(&self.dir).map_err(io_error("syncing the folder of"))?;
+        }
+
+        let mut bytes = file::read_up_to(&file, len).map_err(io_error("reading"))?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let mut torn = None;
+        if complete < bytes.len() {
+            let line = count_lines(&bytes[..complete]) + 1;
+            let cut = (bytes.len() - complete) as u64;
+            file.set_len(complete as u64)
+                .map_err(io_error("cutting the torn last line of"))?;
+            if self.fsync != FsyncPolicy::Relaxed {
+                file.sync_data()
+                    .map_err(io_error("cutting the torn last line of"))?;
+            }
+            tracing::warn!(path = %path.display(), line, bytes = cut,
+                "cut the torn last line of a ledger: the process stopped while writing it");
+            bytes.truncate(complete);
+            torn = Some(TornTail { line, bytes: cut });
+        }
+        let open = OpenLedger {
+            file,
+            len: complete as u64,
+            tip: None,
+            torn,
+            dirty: false,
+        };
+        Ok(Some((open, bytes)))
+    }
+
+    /// Writes `line`, the JSON line of the entry linked by `link`, to the ledger of `run_id`,
+    /// opening the file first if needed. Blocking.
+    fn append(
+        &self,
+        run_id: &RunId,
+        slot: &Slot,
+        link: Link,
+        line: &[u8],
+    ) -> Result<(), LedgerStoreError> {
+        let mut guard = lock(&slot.file);
+        let mut fresh = None;
+        let open = match &mut *guard {
+            Some(open) => open,
+            empty => {
+                let path = self.path(run_id);
+                let opened = self.open(&path, true)?;
+                let (open, bytes) = opened.ok_or_else(|| LedgerStoreError::Io {
+                    context: format!("creating {}", path.display()),
+                    source: io::ErrorKind::NotFound.into(),
+                })?;
+                fresh = Some(bytes);
+                empty.insert(open)
+            }
+        };
+        if open.tip.is_none() {
+            let path = self.path(run_id);
+            let bytes = match fresh {
+                Some(bytes) => bytes,
+                None => read_complete(&path, open.len)?,
+            };
+            open.tip = Some(tip_of(&path, &bytes)?);
+        }
+        self.write(run_id, &mut guard, link, line)
+    }
+
+    /// The fast path of [`Inner::append`], on the caller's thread: when the run's file is
+    /// open, its tip known, its lock free and no `fsync` is due, an append is one `write`
+    /// into the page cache (about a microsecond, like a log line), not a hop to the
+    /// blocking pool (tens of microseconds). `None` when the slow path must run.
+    fn try_append_inline(
+        &self,
+        run_id: &RunId,
+        slot: &Slot,
+        link: Link,
+        line: &[u8],
+    ) -> Option<Result<(), LedgerStoreError>> {
+        if self.fsync == FsyncPolicy::EveryEntry {
+            return None;
+        }
+        let mut guard = slot.file.try_lock().ok()?;
+        guard.as_ref()?.tip?;
+        Some(self.write(run_id, &mut guard, link, line))
+    }
+
+    /// Checks `link` against the open file's tip, writes `line`, and fsyncs per policy. On
+    /// a failed write the handle is dropped (the next open cuts any partial line).
+    fn write(
+        &self,
+        run_id: &RunId,
+        state: &mut Option<OpenLedger>,
+        link: Link,
+        line: &[u8],
+    ) -> Result<(), LedgerStoreError> {
+        let failed = |source| LedgerStoreError::Io {
+            context: format!(
+                "appending entry {} to {}",
+                link.seq(),
+                self.path(run_id).display()
+            ),
+            source,
+        };
+        let Some(open) = state.as_mut() else {
+            return Err(failed(io::Error::other("the ledger file is not open")));
+        };
+        let Some(tip) = open.tip else {
+            return Err(failed(io::Error::other(
+                "the ledger's last entry is unknown",
+            )));
+        };
+        tip.check(link, || self.path(run_id).display().to_string())?;
+
+        let written = open.file.write_all(line).and_then(|()| match self.fsync {
+            FsyncPolicy::EveryEntry => open.file.sync_data(),
+            FsyncPolicy::EveryStep | FsyncPolicy::Relaxed => Ok(()),
+        });
+        if let Err(source) = written {
+            // Leave no partial line behind; if even that fails, the next open cuts it.
+            let _ = open.file.set_len(open.len);
+            *state = None;
+            return Err(failed(source));
+        }
+        open.len += line.len() as u64;
+        open.tip = Some(Tip::after(link));
+        open.dirty = self.fsync == FsyncPolicy::EveryStep;
+        Ok(())
+    }
+
+    /// Makes every entry written to `slot`'s file durable.
+    fn sync(&self, run_id: &RunId, slot: &Slot) -> Result<(), LedgerStoreError> {
+        let mut guard = lock(&slot.file);
+        let Some(open) = guard.as_mut().filter(|open| open.dirty) else {
+            return Ok(());
+        };
+        if let Err(source) = open.file.sync_data() {
+            // After a failed fsync the kernel may have dropped the dirty pages; never
+            // pretend a later fsync of this handle covers them.
+            *guard = None;
+            return Err(LedgerStoreError::Io {
+                context: format!("syncing {}", self.path(run_id).display()),
+                source,
+            });
+        }
+        open.dirty = false;
+        Ok(())
+    }
+
+    /// Reads, parses and verifies the ledger of `run_id`.
+    fn load(&self, run_id: &RunId, slot: &Slot) -> Result<LoadedLedger, LedgerStoreError> {
+        let path = self.path(run_id);
+        let (bytes, torn_tail) = {
+            let mut guard = lock(&slot.file);
+            match guard.as_ref() {
+                Some(open) => (read_complete(&path, open.len)?, open.torn),
+                None => {
+                    let Some((open, bytes)) = self.open(&path, false)? else {
+                        return Err(LedgerStoreError::NotFound {
+                            run_id: run_id.clone(),
+                        });
+                    };
+                    let torn = open.torn;
+                    *guard = Some(open);
+                    (bytes, torn)
+                }
+            }
+        };
+        let entries = parse(&path, &bytes)?;
+        let ledger = Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
+            LedgerStoreError::Broken {
+                run_id: run_id.clone(),
+                source,
+            }
+        })?;
+        Ok(LoadedLedger { ledger, torn_tail })
+    }
+
+    fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
+        let io_error = |source| LedgerStoreError::Io {
+            context: format!("listing {}", self.dir.display()),
+            source,
+        };
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(io_error)? {
+            let name = entry.map_err(io_error)?.file_name();
+            let Some(name) = name.to_str() else { continue };
+            match name.strip_suffix(".jsonl").map(str::parse::<RunId>) {
+                Some(Ok(id)) => ids.push(id),
+                _ => tracing::debug!(file = name, dir = %self.dir.display(),
+                    "skipping a file that is not a ledger"),
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+}
+
+impl LedgerStore for FsLedgerStore {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        let mut line = Vec::with_capacity(512);
+        entry.write_json_line(&mut line);
+        let slot = self.inner.slot(entry.run_id());
+        let link = Link::of(entry);
+        if let Some(done) = self
+            .inner
+            .try_append_inline(entry.run_id(), &slot, link, &line)
+        {
+            return done;
+        }
+        let inner = Arc::clone(&self.inner);
+        let run_id = entry.run_id().clone();
+        blocking::run(move || Ok(inner.append(&run_id, &slot, link, &line)))
+            .await
+            .map_err(|source| LedgerStoreError::Io {
+                context: format!("appending entry {} of run {}", entry.seq(), entry.run_id()),
+                source,
+            })?
+    }
+
+    async fn sync(&self, run_id: &RunId) -> Result<(), LedgerStoreError> {
+        if self.inner.fsync != FsyncPolicy::EveryStep {
+            return Ok(());
+        }
+        let Some(slot) = self.inner.existing_slot(run_id) else {
+            return Ok(());
+        };
+        let inner = Arc::clone(&self.inner);
+        let owned = run_id.clone();
+        blocking::run(move || Ok(inner.sync(&owned, &slot)))
+            .await
+            .map_err(|source| LedgerStoreError::Io {
+                context: format!("syncing the ledger of run {run_id}"),
+                source,
+            })?
+    }
+
+    async fn load(&self, run_id: &RunId) -> Result<LoadedLedger, LedgerStoreError> {
+        let slot = self.inner.slot(run_id);
+        let inner = Arc::clone(&self.inner);
+        let owned = run_id.clone();
+        blocking::run(move || Ok(inner.load(&owned, &slot)))
+            .await
+            .map_err(|source| LedgerStoreError::Io {
+                context: format!("loading the ledger of run {run_id}"),
+                source,
+            })?
+    }
+
+    async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
+        let inner = Arc::clone(&self.inner);
+        blocking::run(move || Ok(inner.list()))
+            .await
+            .map_err(|source| LedgerStoreError::Io {
+                context: "listing ledgers".to_owned(),
+                source,
+            })?
+    }
+}
+
+/// Closes idle handles, least recently used first, until at most `keep` slots remain or
+/// none is idle. A slot is idle when nobody holds it and it has no unsynced entries.
+fn evict(slots: &mut HashMap<RunId, Arc<Slot>>, keep: usize) {
+    let mut idle: Vec<(u64, RunId)> = slots
+        .iter()
+        .filter(|(_, slot)| Arc::strong_count(slot) == 1 && !slot.is_dirty_or_busy())
+        .map(|(id, slot)| (slot.last_used.load(Ordering::Relaxed), id.clone()))
+        .collect();
+    idle.sort_unstable();
+    let excess = slots.len().saturating_sub(keep);
+    for (_, id) in idle.into_iter().take(excess) {
+        slots.remove(&id);
+    }
+}
+
+impl Slot {
+    /// Whether the slot is in use right now or holds entries not yet synced.
+    fn is_dirty_or_busy(&self) -> bool {
+        match self.file.try_lock() {
+            Ok(guard) => guard.as_ref().is_some_and(|open| open.dirty),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned
+                .into_inner()
+                .as_ref()
+                .is_some_and(|open| open.dirty),
+            Err(TryLockError::WouldBlock) => true,
+        }
+    }
+}
+
+/// Reads the first `len` bytes of the ledger at `path`: its complete lines, as the open
+/// handle knows them.
+fn read_complete(path: &Path, len: u64) -> Result<Vec<u8>, LedgerStoreError> {
+    let io_error = |source| LedgerStoreError::Io {
+        context: format!("reading {}", path.display()),
+        source,
+    };
+    match file::open_regular(path, OpenOptions::new().read(true)).map_err(io_error)? {
+        Opened::File(file, _) => file::read_up_to(file, len).map_err(io_error),
+        Opened::Missing => Err(io_error(io::Error::new(
+            io::ErrorKind::NotFound,
+            "the ledger file was removed while the store had it open",
+        ))),
+        Opened::Foreign(found) => Err(io_error(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it was replaced by {found} while the store had it open"),
+        ))),
+    }
+}
+
+/// The number of newline-terminated lines in `bytes`.
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// Splits complete lines (every line ends in `\n`) and parses each as an [`Entry`].
+fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>, LedgerStoreError> {
+    let Some(body) = bytes.strip_suffix(b"\n") else {
+        return Ok(Vec::new());
+    };
+    body.split(|&b| b == b'\n')
+        .zip(1u64..)
+        .map(|(line, number)| parse_line(path, line, number))
+        .collect()
+}
+
+/// Parses line `number` of the ledger at `path`.
+fn parse_line(path: &Path, line: &[u8], number: u64) -> Result<Entry, LedgerStoreError> {
+    serde_json::from_slice(line).map_err(|e| LedgerStoreError::Corrupt {
+        location: path.display().to_string(),
+        line: number,
+        reason: format!("it is not a valid ledger entry: {e}"),
+    })
+}
+
+/// The tip of the chain whose complete lines are `bytes`: read from the last line only.
+fn tip_of(path: &Path, bytes: &[u8]) -> Result<Tip, LedgerStoreError> {
+    let Some(body) = bytes.strip_suffix(b"\n") else {
+        return Ok(Tip::EMPTY);
+    };
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let number = count_lines(bytes);
+    parse_line(path, &body[start..], number).map(|last| Tip::after(Link::of(&last)))
+}
+
+#[cfg(test)]
+mod tests {
+    use rein_ledger::EntryKind;
+    use rein_run::{State, Timestamp};
+
+    use super::*;
+
+    fn lines(n: u64) -> (Ledger, Vec<u8>) {
+        let mut ledger = Ledger::new("r".parse().unwrap());
+        let mut bytes = Vec::new();
+        for i in 0..n {
+            let event = EntryKind::Steering {
+                note: format!("n{i}"),
+            };
+            let entry = ledger.append(Timestamp::from_unix_millis(i), State::Intake, event);
+            entry.write_json_line(&mut bytes);
+        }
+        (ledger, bytes)
+    }
+
+    #[test]
+    fn parse_and_tip_read_complete_lines() {
+        let path = Path::new("L");
+        assert_eq!(parse(path, b"").unwrap(), []);
+        assert_eq!(tip_of(path, b"").unwrap(), Tip::EMPTY);
+        let (ledger, bytes) = lines(3);
+        assert_eq!(parse(path, &bytes).unwrap(), ledger.entries());
+        assert_eq!(count_lines(&bytes), 3);
+        let tip = tip_of(path, &bytes).unwrap();
+        assert_eq!(
+            tip,
+            Tip {
+                next_seq: 4,
+                last_hash: ledger.last_hash()
+            }
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_number() {
+        let (_, mut bytes) = lines(2);
+        bytes.extend_from_slice(b"\n");
+        let err = parse(Path::new("L"), &bytes).unwrap_err();
+        assert!(
+            matches!(err, LedgerStoreError::Corrupt { line: 3, .. }),
+            "{err}"
+        );
+        let err = tip_of(Path::new("L"), &bytes).unwrap_err();
+        assert!(
+            matches!(err, LedgerStoreError::Corrupt { line: 3, .. }),
+            "{err}"
+        );
+    }
+}

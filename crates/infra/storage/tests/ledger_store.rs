@@ -1,0 +1,371 @@
+//! The ledger stores: append, sync, load and verify; torn tails, corruption, concurrency.
+
+mod support;
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::sync::Arc;
+
+use rein_ledger::{
+    DynLedgerStore, Entry, Ledger, LedgerStore, LedgerStoreError, Problem, TornTail, VerifyError,
+};
+use rein_storage::{FsConfig, FsStores, FsyncPolicy, MemoryLedgerStore};
+use support::{POLICIES, fs_stores, id, ledger, push};
+
+/// Both stores are shareable and usable behind the object-safe twin.
+#[test]
+fn stores_are_send_sync_and_dyn_usable() {
+    fn shared(_: Arc<dyn DynLedgerStore>) {}
+    let root = tempfile::tempdir().unwrap();
+    shared(Arc::new(MemoryLedgerStore::new()));
+    shared(Arc::new(
+        fs_stores(root.path(), FsyncPolicy::EveryStep)
+            .ledgers()
+            .clone(),
+    ));
+}
+
+/// Appends every entry of `ledger` with a step boundary after each, as the engine does.
+async fn store<S: LedgerStore>(store: &S, ledger: &Ledger) {
+    for entry in ledger.entries() {
+        store.append(entry).await.unwrap();
+        store.sync(ledger.run_id()).await.unwrap();
+    }
+}
+
+/// Stores `ledger` and expects `load` to give it back whole, with nothing torn.
+async fn check_round_trip<S: LedgerStore>(store_: &S, ledger: &Ledger) {
+    store(store_, ledger).await;
+    let loaded = store_.load(ledger.run_id()).await.unwrap();
+    assert_eq!(loaded.ledger, *ledger);
+    assert_eq!(loaded.torn_tail, None);
+}
+
+/// The contract every ledger store keeps.
+async fn behaves<S: LedgerStore>(store_: &S) {
+    check_round_trip(store_, &ledger("one", 1)).await;
+    check_round_trip(store_, &ledger("many", 200)).await;
+
+    // Unknown run: NotFound, naming it.
+    match store_.load(&id("nobody")).await {
+        Err(LedgerStoreError::NotFound { run_id }) => assert_eq!(run_id, id("nobody")),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    // Syncing a run with nothing appended is not an error.
+    store_.sync(&id("nobody")).await.unwrap();
+
+    // An entry that does not follow the stored chain is refused, and nothing changes.
+    let full = ledger("gap", 3);
+    store_.append(&full.entries()[0]).await.unwrap();
+    for wrong in [&full.entries()[2], &full.entries()[0]] {
+        let err = store_.append(wrong).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("does not follow the last stored entry, 1"),
+            "{err}"
+        );
+    }
+    // Entry 2 of another chain of the same run: the right number, the wrong `prev`.
+    let mut fork = Ledger::new(id("gap"));
+    push(&mut fork, 7);
+    push(&mut fork, 2);
+    let err = store_.append(&fork.entries()[1]).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not link to the hash of entry 1"),
+        "{err}"
+    );
+    assert_eq!(store_.load(&id("gap")).await.unwrap().ledger.len(), 1);
+
+    let mut listed = store_.list().await.unwrap();
+    listed.sort();
+    assert_eq!(listed, [id("gap"), id("many"), id("one")]);
+}
+
+#[tokio::test]
+async fn memory_store_behaves() {
+    behaves(&MemoryLedgerStore::new()).await;
+}
+
+#[tokio::test]
+async fn fs_store_behaves_under_every_policy() {
+    for policy in POLICIES {
+        let root = tempfile::tempdir().unwrap();
+        behaves(fs_stores(root.path(), policy).ledgers()).await;
+    }
+}
+
+/// 32 runs appending at once, each with a step boundary per entry: every ledger verifies.
+async fn check_concurrent<S: LedgerStore>(store_: Arc<S>) {
+    let tasks: Vec<_> = (0..32)
+        .map(|task| {
+            let store_ = Arc::clone(&store_);
+            tokio::spawn(async move {
+                let ledger = ledger(&format!("run-{task}"), 64);
+                store(&*store_, &ledger).await;
+                ledger
+            })
+        })
+        .collect();
+    for task in tasks {
+        let ledger = task.await.unwrap();
+        let loaded = store_.load(ledger.run_id()).await.unwrap();
+        loaded.ledger.verify().unwrap();
+        assert_eq!(loaded.ledger, ledger);
+    }
+    assert_eq!(store_.list().await.unwrap().len(), 32);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_runs_append_concurrently() {
+    check_concurrent(Arc::new(MemoryLedgerStore::new())).await;
+    for policy in POLICIES {
+        let root = tempfile::tempdir().unwrap();
+        check_concurrent(Arc::new(fs_stores(root.path(), policy).ledgers().clone())).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn more_runs_than_open_handles_still_verify() {
+    let root = tempfile::tempdir().unwrap();
+    let config = FsConfig::default().with_max_open_ledgers(4);
+    let stores = FsStores::open_with(root.path(), config).unwrap();
+    // Interleave 20 runs so handles are closed and reopened again and again.
+    let mut ledgers: Vec<Ledger> = (0..20).map(|i| Ledger::new(id(&format!("r{i}")))).collect();
+    for round in 1..=10 {
+        for ledger in &mut ledgers {
+            push(ledger, round);
+            let entry = ledger.entries().last().unwrap();
+            stores.ledgers().append(entry).await.unwrap();
+            stores.ledgers().sync(ledger.run_id()).await.unwrap();
+        }
+    }
+    for ledger in &ledgers {
+        assert_eq!(
+            stores.ledgers().load(ledger.run_id()).await.unwrap().ledger,
+            *ledger
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reopened_store_continues_the_chain() {
+    let root = tempfile::tempdir().unwrap();
+    let mut ledger = ledger("resumed", 5);
+    store(
+        fs_stores(root.path(), FsyncPolicy::EveryEntry).ledgers(),
+        &ledger,
+    )
+    .await;
+
+    // A new process: the first call is an append, which must find the stored tip.
+    let reopened = fs_stores(root.path(), FsyncPolicy::EveryEntry);
+    push(&mut ledger, 6);
+    reopened
+        .ledgers()
+        .append(&ledger.entries()[5])
+        .await
+        .unwrap();
+    let stale = &ledger.entries()[4];
+    assert!(
+        reopened.ledgers().append(stale).await.is_err(),
+        "a stale writer is refused"
+    );
+    assert_eq!(
+        reopened
+            .ledgers()
+            .load(ledger.run_id())
+            .await
+            .unwrap()
+            .ledger,
+        ledger
+    );
+}
+
+#[tokio::test]
+async fn the_file_is_one_json_line_per_entry() {
+    let root = tempfile::tempdir().unwrap();
+    let stores = fs_stores(root.path(), FsyncPolicy::Relaxed);
+    let ledger = ledger("lines", 3);
+    store(stores.ledgers(), &ledger).await;
+    let text = fs::read_to_string(stores.ledgers().ledger_path(ledger.run_id())).unwrap();
+    let expected: String = ledger.entries().iter().map(Entry::to_json_line).collect();
+    assert_eq!(text, expected);
+    assert_eq!(support::file_names(stores.ledgers().dir()), ["lines.jsonl"]);
+}
+
+/// Writes `ledger` to a fresh root, lets `damage` edit the file's text, reopens the root
+/// and loads: the outcome, and the file's text afterwards.
+async fn check_damaged(
+    ledger: &Ledger,
+    damage: impl FnOnce(&mut String),
+) -> (
+    Result<rein_ledger::LoadedLedger, LedgerStoreError>,
+    String,
+    String,
+) {
+    let root = tempfile::tempdir().unwrap();
+    let path = {
+        let stores = fs_stores(root.path(), FsyncPolicy::EveryStep);
+        store(stores.ledgers(), ledger).await;
+        stores.ledgers().ledger_path(ledger.run_id())
+    };
+    let mut text = fs::read_to_string(&path).unwrap();
+    damage(&mut text);
+    fs::write(&path, &text).unwrap();
+    let loaded = fs_stores(root.path(), FsyncPolicy::EveryStep)
+        .ledgers()
+        .load(ledger.run_id())
+        .await;
+    let after = fs::read_to_string(&path).unwrap();
+    (loaded, after, path.display().to_string())
+}
+
+#[tokio::test]
+async fn a_corrupted_byte_fails_the_load_naming_the_entry() {
+    let ledger = ledger("tampered", 5);
+    // One byte of entry 3's content changed; the line still parses.
+    let (loaded, after, _) = check_damaged(&ledger, |text| {
+        *text = text.replacen("note number 3", "note number 8", 1);
+    })
+    .await;
+    match loaded {
+        Err(LedgerStoreError::Broken { run_id, source }) => {
+            assert_eq!(run_id, id("tampered"));
+            assert_eq!(
+                source,
+                VerifyError {
+                    seq: 3,
+                    problem: Problem::Edited
+                }
+            );
+        }
+        other => panic!("expected a broken chain at entry 3, got {other:?}"),
+    }
+    assert!(
+        after.contains("note number 8"),
+        "the store never rewrites a ledger"
+    );
+}
+
+#[tokio::test]
+async fn an_unparsable_line_fails_the_load_naming_file_and_line() {
+    let ledger = ledger("garbled", 4);
+    for line in [2, 4] {
+        // Line 4 is the last complete line: it is not torn (it has its newline), so it is
+        // reported, not cut.
+        let (loaded, after, path) = check_damaged(&ledger, |text| {
+            let mut lines: Vec<&str> = text.lines().collect();
+            lines[line - 1] = "{\"seq\": oops";
+            *text = lines.join("\n") + "\n";
+        })
+        .await;
+        match loaded {
+            Err(LedgerStoreError::Corrupt {
+                location,
+                line: at,
+                reason,
+            }) => {
+                assert_eq!((location, at), (path, line as u64));
+                assert!(reason.contains("not a valid ledger entry"), "{reason}");
+            }
+            other => panic!("expected line {line} to be corrupt, got {other:?}"),
+        }
+        assert!(
+            after.contains("oops"),
+            "a bad line is never dropped or rewritten"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_torn_last_line_is_cut_and_reported() {
+    let full = ledger("torn", 4);
+    let complete = ledger("torn", 3);
+    let line4 = full.entries()[3].to_json_line();
+    let torn = &line4[..line4.len() / 2];
+    let (loaded, after, _) = check_damaged(&complete, |text| text.push_str(torn)).await;
+
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.ledger, complete, "every complete entry is kept");
+    let expected = TornTail {
+        line: 4,
+        bytes: torn.len() as u64,
+    };
+    assert_eq!(loaded.torn_tail, Some(expected));
+    let expected_text: String = complete.entries().iter().map(Entry::to_json_line).collect();
+    assert_eq!(
+        after, expected_text,
+        "the file is cut to its last complete line"
+    );
+
+    // A line that is complete JSON but lost its newline is torn too: the write never
+    // finished, so `append` never returned for it.
+    let (loaded, _, _) = check_damaged(&complete, |text| text.push_str(line4.trim_end())).await;
+    assert_eq!(loaded.unwrap().torn_tail.map(|t| t.line), Some(4));
+}
+
+#[tokio::test]
+async fn appending_after_a_crash_cuts_the_torn_line_first() {
+    let root = tempfile::tempdir().unwrap();
+    let mut ledger = ledger("crashed", 2);
+    let path = {
+        let stores = fs_stores(root.path(), FsyncPolicy::EveryEntry);
+        store(stores.ledgers(), &ledger).await;
+        stores.ledgers().ledger_path(ledger.run_id())
+    };
+    const TORN: &[u8] = b"{\"seq\":3,\"at\":17000";
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(TORN).unwrap();
+    drop(file);
+
+    let stores = fs_stores(root.path(), FsyncPolicy::EveryEntry);
+    push(&mut ledger, 3);
+    stores.ledgers().append(&ledger.entries()[2]).await.unwrap();
+    let loaded = stores.ledgers().load(ledger.run_id()).await.unwrap();
+    assert_eq!(loaded.ledger, ledger);
+    let cut = TornTail {
+        line: 3,
+        bytes: TORN.len() as u64,
+    };
+    assert_eq!(
+        loaded.torn_tail,
+        Some(cut),
+        "the cut made by the append is reported"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlink_in_place_of_a_ledger_is_not_followed() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    let stores = fs_stores(root.path(), FsyncPolicy::EveryStep);
+    let ledger = ledger("linked", 1);
+    let path = stores.ledgers().ledger_path(ledger.run_id());
+    std::os::unix::fs::symlink(outside.path(), &path).unwrap();
+
+    let err = stores
+        .ledgers()
+        .append(&ledger.entries()[0])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+    assert!(stores.ledgers().load(ledger.run_id()).await.is_err());
+    assert_eq!(
+        fs::read(outside.path()).unwrap(),
+        b"",
+        "nothing written through the link"
+    );
+}
+
+#[test]
+fn run_ids_cannot_spell_a_path() {
+    for bad in ["../x", "a/b", "..", "x.jsonl", ""] {
+        assert!(bad.parse::<rein_run::RunId>().is_err(), "{bad:?}");
+    }
+}
