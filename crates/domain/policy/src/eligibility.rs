@@ -262,10 +262,7 @@ mod tests {
         assert!(e.allows(State::Validate, &ro));
         assert!(!e.allows(State::Explore, &ro));
         assert!(!e.allows(State::Validate, &other));
-        assert_eq!(
-            e.allowed_in(State::Validate, &[ro, other]).count(),
-            1
-        );
+        assert_eq!(e.allowed_in(State::Validate, &[ro, other]).count(), 1);
     }
 
     #[test]

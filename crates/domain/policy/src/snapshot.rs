@@ -13,11 +13,13 @@ use crate::{ApprovalPolicy, Budget, EligibilityRules, Transitions};
 /// ```
 /// use rein_policy::PolicySnapshot;
 /// let snap = PolicySnapshot::default();
+/// assert_eq!(snap.max_steps, 100);
 /// let value = snap.to_value();
+/// assert_eq!(serde_json::from_str::<PolicySnapshot>("{}")?, snap); // serde and Default agree
 /// assert_eq!(PolicySnapshot::from_value(&value)?, snap);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySnapshot {
     /// Budget limits.
@@ -39,6 +41,19 @@ pub struct PolicySnapshot {
 
 const fn default_max_steps() -> u32 {
     100
+}
+
+impl Default for PolicySnapshot {
+    /// The default policies of DESIGN.md §2, no budget limits, at most 100 steps.
+    fn default() -> Self {
+        Self {
+            budget: Budget::default(),
+            eligibility: EligibilityRules::default(),
+            transitions: Transitions::default(),
+            approvals: ApprovalPolicy::default(),
+            max_steps: default_max_steps(),
+        }
+    }
 }
 
 impl PolicySnapshot {

@@ -89,7 +89,9 @@ pub struct PendingQuestion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RunRepr", into = "RunRepr")]
 pub struct Run {
-    id: RunId,
+    /// The run's id. Public so `&run.id` reads naturally; every other field is private
+    /// because only the methods below keep the run's rules.
+    pub id: RunId,
     goal: String,
     state: State,
     status: RunStatus,
