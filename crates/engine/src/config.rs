@@ -1,0 +1,67 @@
+//! `EngineConfig`: how the engine treats rejections, tool errors, in-doubt calls and outputs.
+
+/// What the engine does with a decision a policy rejected, or a tool call that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnViolation {
+    /// Fail the run with the rejection (the default: governed means fail closed).
+    #[default]
+    FailRun,
+    /// Hand the rejection back to the planner as evidence so it can correct itself, at most
+    /// `limit` times per run (the `violations` budget); the next one fails the run.
+    HandBack {
+        /// How many rejections a run may hand back.
+        limit: u64,
+    },
+}
+
+/// What the engine does with a tool call that failed after the resilience stack gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnToolError {
+    /// Fail the run with the tool's error (the default).
+    #[default]
+    FailRun,
+    /// Record the failure as evidence and ask the planner what to do next.
+    HandBack,
+}
+
+/// What resume does with a tool call the ledger shows started but not finished (the process
+/// died in between).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InDoubtPolicy {
+    /// Retry idempotent tools; fail the run with `InDoubtToolCall` for any other tool, which
+    /// may or may not have run (the default: at most once unless idempotent).
+    #[default]
+    RetryIdempotentOnly,
+    /// Retry every tool, accepting that a non-idempotent tool may run twice.
+    RetryAll,
+}
+
+/// Engine-wide settings besides policies, tools and stores.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EngineConfig {
+    /// Rejected decisions (unknown tool, invalid input, ineligible tool, refused transition,
+    /// denied approval, exhausted budget).
+    pub on_violation: OnViolation,
+    /// Tool calls that failed after the resilience stack gave up.
+    pub on_tool_error: OnToolError,
+    /// Calls left in doubt by a crash.
+    pub in_doubt: InDoubtPolicy,
+    /// Tool outputs whose JSON is larger than this many bytes go to the artifact store;
+    /// evidence and ledger keep the reference.
+    pub inline_output_limit: usize,
+    /// How many events a run's broadcast channel buffers for slow subscribers.
+    pub event_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            on_violation: OnViolation::FailRun,
+            on_tool_error: OnToolError::FailRun,
+            in_doubt: InDoubtPolicy::RetryIdempotentOnly,
+            inline_output_limit: 64 * 1024,
+            event_capacity: 256,
+        }
+    }
+}

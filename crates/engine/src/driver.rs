@@ -1,0 +1,851 @@
+//! The run loop: one task owns one run, asks the planner, checks every policy, executes,
+//! and records each step in the ledger before it changes the run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_artifact::StoreOptions;
+use rein_ledger::{EntryKind, InterruptKind, Ledger};
+use rein_policy::{ApprovalRequest, ApprovalResponse};
+use rein_resilience::ToolCall;
+use rein_run::{
+    ArtifactLink, BudgetName, Decision, Digest, Failure, FailureKind, Payload, PlanRequest, Run,
+    RunStatus, State, ToolName,
+};
+use rein_statemachine::Lifecycle;
+use rein_tool::{ToolError, ToolOutput};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use crate::attempts::AttemptLog;
+use crate::config::{OnToolError, OnViolation};
+use crate::engine::{RunPolicy, Shared};
+use crate::error::{EngineError, Rejection};
+use crate::events::RunEvent;
+use crate::project::{OpenAttempt, Projection, ProjectionError};
+use crate::tools::ToolEntry;
+
+/// What a handle sends to its run.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Steer(String),
+    Interrupt,
+}
+
+/// The run's end of its handle: control messages, the abort signal, the event channel.
+#[derive(Debug)]
+pub(crate) struct Controls {
+    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) events: broadcast::Sender<RunEvent>,
+}
+
+/// Drives one run. Owned by one task; nothing here is shared with another run.
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+    policy: Arc<RunPolicy>,
+    proj: Projection,
+    ledger: Ledger,
+    lifecycle: Option<Lifecycle>,
+    cache: HashMap<(ToolName, Digest), Payload>,
+    controls: Option<Controls>,
+    /// A graceful interrupt arrived: no more tool calls, one more decision.
+    interrupting: bool,
+}
+
+/// How a step ended, for the loop.
+enum Flow {
+    Continue,
+    Stop,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        policy: Arc<RunPolicy>,
+        proj: Projection,
+        ledger: Ledger,
+        controls: Option<Controls>,
+    ) -> Self {
+        let lifecycle = Lifecycle::new(proj.state(), policy.snapshot.transitions).ok();
+        Self {
+            shared,
+            policy,
+            proj,
+            ledger,
+            lifecycle,
+            cache: HashMap::new(),
+            controls,
+            interrupting: false,
+        }
+    }
+
+    pub(crate) fn run(&self) -> &Run {
+        &self.proj.run
+    }
+
+    pub(crate) fn into_run(self) -> Run {
+        self.proj.run
+    }
+
+    // ---- recording -------------------------------------------------------------------------
+
+    /// Records `kind`: applies it to the run (the aggregate refuses what breaks its rules —
+    /// then nothing is written and the refusal comes back), appends it to the ledger and its
+    /// store, and tells subscribers.
+    pub(crate) async fn try_record(
+        &mut self,
+        kind: EntryKind,
+    ) -> Result<Result<(), ProjectionError>, EngineError> {
+        let at = self.shared.clock.now();
+        let state = self.proj.state();
+        if let Err(e) = self.proj.apply(&kind, at) {
+            return Ok(Err(e));
+        }
+        if let Some(lifecycle) = &self.lifecycle
+            && lifecycle.state() != self.proj.state()
+            && !self.proj.state().is_terminal()
+        {
+            // A transition the lifecycle did not make (a rebuilt run): follow the ledger.
+            self.lifecycle =
+                Lifecycle::new(self.proj.state(), self.policy.snapshot.transitions).ok();
+        }
+        let entry = self.ledger.append(at, state, kind);
+        self.shared.ledgers.append_boxed(entry).await?;
+        if let Some(controls) = &self.controls
+            && controls.events.receiver_count() > 0
+        {
+            let _ = controls.events.send(RunEvent::Recorded(std::sync::Arc::new(entry.clone())));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Records an entry the engine has already checked; one the run refuses is a bug.
+    pub(crate) async fn record(&mut self, kind: EntryKind) -> Result<(), EngineError> {
+        let name = kind.name();
+        self.try_record(kind)
+            .await?
+            .map_err(|e| EngineError::InconsistentLedger {
+                id: self.proj.run.id().clone(),
+                seq: self.ledger.len() as u64 + 1,
+                reason: format!("{name}: {}", e.reason),
+            })
+    }
+
+    async fn fail(&mut self, kind: FailureKind, message: String) -> Result<(), EngineError> {
+        self.record(EntryKind::RunFailed {
+            failure: Failure::new(kind, message),
+        })
+        .await
+    }
+
+    pub(crate) async fn persist(&self) -> Result<(), EngineError> {
+        self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+        self.shared.runs.save_boxed(&self.proj.run).await?;
+        Ok(())
+    }
+
+    fn cancel_token(&self) -> Option<CancellationToken> {
+        self.controls.as_ref().map(|c| c.cancel.clone())
+    }
+
+    // ---- the loop ----------------------------------------------------------------------------
+
+    /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
+    pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
+        let span =
+            tracing::info_span!("run", run_id = %self.proj.run.id(), state = %self.proj.state());
+        let result = async {
+            while self.proj.run.status() == RunStatus::Running {
+                let step = self.proj.run.steps();
+                let span = tracing::debug_span!("step", step, state = %self.proj.state());
+                if let Flow::Stop = self.step().instrument(span).await? {
+                    break;
+                }
+                self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+            }
+            self.persist().await
+        }
+        .instrument(span)
+        .await;
+        result.map(|()| self.into_run())
+    }
+
+    async fn step(&mut self) -> Result<Flow, EngineError> {
+        if let Flow::Stop = self.drain_controls().await? {
+            return Ok(Flow::Stop);
+        }
+        if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
+            self.abort().await?;
+            return Ok(Flow::Stop);
+        }
+        let max = self.policy.snapshot.max_steps;
+        if self.proj.run.steps() >= max {
+            self.reject(Rejection::MaxSteps {
+                limit: max,
+                state: self.proj.state(),
+            })
+            .await?;
+            return Ok(Flow::Continue);
+        }
+        if let Some(exhausted) = self.exhausted(&BudgetName::STEPS) {
+            self.record(EntryKind::BudgetExhausted {
+                name: exhausted.name.clone(),
+                limit: exhausted.limit,
+                used: exhausted.used,
+                requested: 1,
+            })
+            .await?;
+            self.reject(Rejection::BudgetExhausted(exhausted)).await?;
+            return Ok(Flow::Continue);
+        }
+
+        let decision = match self.plan().await {
+            Some(Ok(decision)) => decision,
+            Some(Err(e)) => {
+                self.fail(FailureKind::PlannerError, e.to_string()).await?;
+                return Ok(Flow::Stop);
+            }
+            None => {
+                self.abort().await?;
+                return Ok(Flow::Stop);
+            }
+        };
+        let step = self.proj.run.steps();
+        self.record(EntryKind::Decision {
+            step,
+            decision: decision.clone(),
+        })
+        .await?;
+        let last_chance = self.interrupting;
+        self.apply(decision).await?;
+        if last_chance && self.proj.run.status() == RunStatus::Running {
+            self.record(EntryKind::RunInterrupted {
+                reason: "interrupted through the run handle".into(),
+            })
+            .await?;
+            return Ok(Flow::Stop);
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The error a charge of 1 on `name` would meet, if its limit is reached.
+    fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
+        let usage = self.proj.run.usage();
+        let limit = self.proj.budget().limit(name)?;
+        let (used, reserved) = (usage.used(name), usage.reserved(name));
+        (used.saturating_add(reserved) >= limit).then(|| rein_policy::BudgetExhausted {
+            name: name.clone(),
+            limit,
+            used,
+            reserved,
+            requested: 1,
+        })
+    }
+
+    /// Asks the planner; `None` when the run was aborted meanwhile.
+    async fn plan(&self) -> Option<Result<Decision, rein_run::PlannerError>> {
+        let run = &self.proj.run;
+        let request = PlanRequest::new(
+            run,
+            self.policy.allowed.in_state(run.state()),
+            self.proj.budget().snapshot(run.usage()),
+        );
+        let plan = self
+            .shared
+            .planner
+            .plan_boxed(request)
+            .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
+        match self.cancel_token() {
+            None => Some(plan.await),
+            Some(cancel) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                decision = plan => Some(decision),
+            },
+        }
+    }
+
+    async fn drain_controls(&mut self) -> Result<Flow, EngineError> {
+        loop {
+            let Some(controls) = self.controls.as_mut() else {
+                return Ok(Flow::Continue);
+            };
+            let Ok(control) = controls.rx.try_recv() else {
+                return Ok(Flow::Continue);
+            };
+            match control {
+                Control::Steer(note) => self.record(EntryKind::Steering { note }).await?,
+                Control::Interrupt if !self.interrupting => {
+                    self.interrupting = true;
+                    self.record(EntryKind::Interrupt {
+                        kind: InterruptKind::Graceful,
+                    })
+                    .await?;
+                }
+                Control::Interrupt => {}
+            }
+        }
+    }
+
+    async fn abort(&mut self) -> Result<(), EngineError> {
+        self.record(EntryKind::Interrupt {
+            kind: InterruptKind::Abort,
+        })
+        .await?;
+        self.fail(
+            FailureKind::Aborted,
+            "aborted through the run handle".into(),
+        )
+        .await
+    }
+
+    // ---- decisions ---------------------------------------------------------------------------
+
+    async fn apply(&mut self, decision: Decision) -> Result<(), EngineError> {
+        match decision {
+            Decision::CallTool { tool, input, .. } => self.call_tool(&tool, input).await,
+            Decision::Transition {
+                to: State::Done,
+                reason,
+            } => self.finish(reason, Value::Null).await,
+            Decision::Transition {
+                to: State::Failed,
+                reason,
+            } => self.give_up(reason).await,
+            Decision::Transition { to, reason } => {
+                if let Some(from) = self.move_to(to).await? {
+                    self.record(EntryKind::Transition { from, to, reason })
+                        .await?;
+                }
+                Ok(())
+            }
+            Decision::AskHuman { question, options } => {
+                let kind = EntryKind::HumanInputRequested {
+                    question: question.clone(),
+                    options: options.clone(),
+                };
+                if let Err(e) = self.try_record(kind).await? {
+                    return self
+                        .reject(Rejection::InvalidQuestion { reason: e.reason })
+                        .await;
+                }
+                self.record(EntryKind::RunPaused { question }).await?;
+                Ok(())
+            }
+            Decision::Finish { summary, result } => self.finish(summary, result).await,
+            Decision::Fail { reason } => self.give_up(reason).await,
+            _ => self.reject(Rejection::UnsupportedDecision).await,
+        }
+    }
+
+    /// Asks the lifecycle to move to `to`; a refusal is rejected (and recorded).
+    async fn move_to(&mut self, to: State) -> Result<Option<State>, EngineError> {
+        let from = self.proj.state();
+        let result = match self.lifecycle.as_mut() {
+            Some(lifecycle) => lifecycle
+                .transition(to, &self.policy.act_guard, self.proj.run.usage())
+                .map(|t| t.from),
+            None => Ok(from),
+        };
+        match result {
+            Ok(from) => Ok(Some(from)),
+            Err(e) => {
+                self.reject(Rejection::Transition(e)).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn finish(&mut self, summary: String, result: Value) -> Result<(), EngineError> {
+        if let Some(from) = self.move_to(State::Done).await? {
+            self.record(EntryKind::Transition {
+                from,
+                to: State::Done,
+                reason: summary.clone(),
+            })
+            .await?;
+            self.record(EntryKind::RunCompleted { summary, result })
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn give_up(&mut self, reason: String) -> Result<(), EngineError> {
+        if let Some(from) = self.move_to(State::Failed).await? {
+            self.record(EntryKind::Transition {
+                from,
+                to: State::Failed,
+                reason: reason.clone(),
+            })
+            .await?;
+            self.fail(FailureKind::PlannerGaveUp, reason).await?;
+        }
+        Ok(())
+    }
+
+    /// Records a rejected decision; hands it back to the planner or fails the run.
+    async fn reject(&mut self, rejection: Rejection) -> Result<(), EngineError> {
+        let message = rejection.to_string();
+        tracing::info!(%message, "decision rejected");
+        // Running out of steps cannot be corrected by the planner: those always end the run.
+        let fatal = matches!(
+            rejection,
+            Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision
+        ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
+        let handed_back = !fatal
+            && matches!(
+                self.shared.config.on_violation,
+                OnViolation::HandBack { .. }
+            )
+            && !self
+                .proj
+                .budget()
+                .is_exhausted(self.proj.run.usage(), &BudgetName::VIOLATIONS);
+        self.record(EntryKind::PolicyViolation {
+            violation: rejection.violation(),
+            message: message.clone(),
+            handed_back,
+        })
+        .await?;
+        if handed_back {
+            return Ok(());
+        }
+        let kind = match rejection {
+            Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
+            Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
+            _ => FailureKind::PolicyViolation,
+        };
+        let message = if matches!(
+            self.shared.config.on_violation,
+            OnViolation::HandBack { .. }
+        ) && !fatal
+        {
+            format!("{message} (and the violations budget is exhausted)")
+        } else {
+            message
+        };
+        self.fail(kind, message).await
+    }
+
+    // ---- tool calls --------------------------------------------------------------------------
+
+    async fn call_tool(&mut self, name: &str, input: Value) -> Result<(), EngineError> {
+        let shared = Arc::clone(&self.shared);
+        let Some(entry) = shared.tools.get(name) else {
+            let known = shared.tools.names();
+            return self
+                .reject(Rejection::UnknownTool {
+                    name: name.to_owned(),
+                    known,
+                })
+                .await;
+        };
+        let errors = entry.schema_errors(&input);
+        if !errors.is_empty() {
+            return self
+                .reject(Rejection::InvalidInput {
+                    tool: entry.spec.name().clone(),
+                    errors,
+                })
+                .await;
+        }
+        if let Err(ineligible) = self
+            .policy
+            .eligibility
+            .check(self.proj.state(), &entry.spec)
+        {
+            return self.reject(Rejection::Ineligible(ineligible)).await;
+        }
+        if self.interrupting {
+            // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
+            return Ok(());
+        }
+        let tool = entry.spec.name().clone();
+        let annotations = *entry.spec.annotations();
+        let input_hash = Digest::of_json(&input);
+        if annotations.is_cacheable()
+            && let Some(output) = self.cache.get(&(tool.clone(), input_hash)).cloned()
+        {
+            return self
+                .record(EntryKind::ToolResult {
+                    tool,
+                    attempt: 0,
+                    duration_ms: 0,
+                    cached: true,
+                    output,
+                })
+                .await;
+        }
+        if !self.approve(entry, &input, input_hash).await? {
+            return Ok(());
+        }
+        self.execute(entry, input, input_hash, 1).await
+    }
+
+    /// Asks for approval when the policy requires it. Fails closed.
+    async fn approve(
+        &mut self,
+        entry: &ToolEntry,
+        input: &Value,
+        input_hash: Digest,
+    ) -> Result<bool, EngineError> {
+        let Some(reason) = self.policy.snapshot.approvals.requires(&entry.spec) else {
+            return Ok(true);
+        };
+        let tool = entry.spec.name().clone();
+        let run = &self.proj.run;
+        let request = ApprovalRequest::new(
+            run.id().clone(),
+            run.steps(),
+            run.state(),
+            &entry.spec,
+            input.clone(),
+            reason,
+        );
+        self.record(EntryKind::ApprovalRequested {
+            tool: tool.clone(),
+            input_hash,
+            reason: reason.to_string(),
+        })
+        .await?;
+        let timeout = self.policy.snapshot.approvals.timeout();
+        let (approver, why, granted) = match self.shared.approver.clone() {
+            None => (
+                "engine".to_owned(),
+                "no approver is configured; approvals fail closed".to_owned(),
+                false,
+            ),
+            Some(approver) => {
+                let answer = tokio::time::timeout(timeout, approver.decide_boxed(&request));
+                let answer = match self.cancel_token() {
+                    None => Some(answer.await),
+                    Some(cancel) => tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => None,
+                        a = answer => Some(a),
+                    },
+                };
+                match answer {
+                    None => {
+                        self.abort().await?;
+                        return Ok(false);
+                    }
+                    Some(Err(_)) => (
+                        "engine".to_owned(),
+                        format!(
+                            "the approver did not answer within {} ms; approvals fail closed",
+                            timeout.as_millis()
+                        ),
+                        false,
+                    ),
+                    Some(Ok(Err(e))) => (
+                        "engine".to_owned(),
+                        format!("{e}; approvals fail closed"),
+                        false,
+                    ),
+                    Some(Ok(Ok(response))) => judge(&request, &response),
+                }
+            }
+        };
+        if granted {
+            self.record(EntryKind::ApprovalGranted {
+                tool,
+                input_hash,
+                approver,
+                reason: why,
+            })
+            .await?;
+            return Ok(true);
+        }
+        self.record(EntryKind::ApprovalDenied {
+            tool: tool.clone(),
+            input_hash,
+            approver: approver.clone(),
+            reason: why.clone(),
+        })
+        .await?;
+        self.reject(Rejection::ApprovalDenied {
+            tool,
+            approver,
+            reason: why,
+        })
+        .await?;
+        Ok(false)
+    }
+
+    /// Charges and ledgers attempt `first_attempt`, runs the call through the tool's stack,
+    /// then ledgers every retry and the outcome.
+    async fn execute(
+        &mut self,
+        entry: &ToolEntry,
+        input: Value,
+        input_hash: Digest,
+        first_attempt: u32,
+    ) -> Result<(), EngineError> {
+        let tool = entry.spec.name().clone();
+        let idempotent = entry.spec.annotations().is_idempotent();
+        if !self.charge_attempt().await? {
+            return Ok(());
+        }
+        self.record(EntryKind::ToolCall {
+            tool: tool.clone(),
+            input: input.clone(),
+            input_hash,
+            attempt: first_attempt,
+            idempotent,
+        })
+        .await?;
+        if !idempotent {
+            // The in-doubt marker must be durable before the side effect can happen.
+            self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+        }
+        let retries_affordable = self
+            .proj
+            .budget()
+            .snapshot(self.proj.run.usage())
+            .remaining(&BudgetName::TOOL_CALLS);
+        let log = Arc::new(AttemptLog::new(retries_affordable));
+        let call = ToolCall::new(input.clone()).with_observer(Arc::clone(&log) as _);
+        let span = tracing::debug_span!("tool", tool = %tool, state = %self.proj.state());
+        let outcome = match self.cancel_token() {
+            None => Some(entry.stack.call(call).instrument(span).await),
+            Some(cancel) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                outcome = entry.stack.call(call).instrument(span) => Some(outcome),
+            },
+        };
+        let (attempts, vetoed) = log.finish();
+        let aborted = outcome.is_none();
+        let mut outcome = outcome.unwrap_or(Err(ToolError::Cancelled));
+        let last_error = attempts.iter().rev().find_map(|a| a.error.clone());
+        if vetoed && let Some(last) = last_error {
+            outcome = Err(last);
+        }
+
+        // Ledger every attempt: the first was recorded above; retries get their charge and call now.
+        let count = attempts.len();
+        for (i, attempt) in attempts.into_iter().enumerate() {
+            let number = first_attempt + attempt.attempt - 1;
+            if number != first_attempt {
+                self.record(EntryKind::BudgetConsumed {
+                    name: BudgetName::TOOL_CALLS,
+                    amount: 1,
+                    used: self.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
+                    limit: self.proj.budget().limit(&BudgetName::TOOL_CALLS),
+                })
+                .await?;
+                self.record(EntryKind::ToolCall {
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    input_hash,
+                    attempt: number,
+                    idempotent,
+                })
+                .await?;
+            }
+            let duration_ms = millis(attempt.elapsed);
+            let last = i + 1 == count;
+            match (attempt.error, last) {
+                (Some(error), _) => {
+                    self.record(EntryKind::ToolError {
+                        tool: tool.clone(),
+                        attempt: number,
+                        duration_ms,
+                        error,
+                        will_retry: !last,
+                    })
+                    .await?;
+                }
+                (None, true) => {
+                    if let Ok(output) = &outcome {
+                        let output = self.payload(&tool, output).await?;
+                        if entry.spec.annotations().is_cacheable() {
+                            self.cache
+                                .insert((tool.clone(), input_hash), output.clone());
+                        }
+                        self.record(EntryKind::ToolResult {
+                            tool: tool.clone(),
+                            attempt: number,
+                            duration_ms,
+                            cached: false,
+                            output,
+                        })
+                        .await?;
+                    }
+                }
+                (None, false) => {}
+            }
+        }
+        if count == 0 {
+            // Refused before any attempt (open circuit, full bulkhead): the charged attempt failed.
+            if let Err(error) = &outcome {
+                self.record(EntryKind::ToolError {
+                    tool: tool.clone(),
+                    attempt: first_attempt,
+                    duration_ms: 0,
+                    error: error.clone(),
+                    will_retry: false,
+                })
+                .await?;
+            }
+        }
+        if vetoed {
+            let limit = self
+                .proj
+                .budget()
+                .limit(&BudgetName::TOOL_CALLS)
+                .unwrap_or(0);
+            let used = self.proj.run.usage().used(&BudgetName::TOOL_CALLS);
+            self.record(EntryKind::BudgetExhausted {
+                name: BudgetName::TOOL_CALLS,
+                limit,
+                used,
+                requested: 1,
+            })
+            .await?;
+        }
+        if aborted {
+            return self.abort().await;
+        }
+        if let Err(error) = outcome
+            && self.shared.config.on_tool_error == OnToolError::FailRun
+        {
+            self.fail(
+                FailureKind::ToolFailed,
+                format!("tool `{tool}` failed: {error}"),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
+    async fn charge_attempt(&mut self) -> Result<bool, EngineError> {
+        let name = BudgetName::TOOL_CALLS;
+        match self.exhausted(&name) {
+            None => {
+                let used = self.proj.run.usage().used(&name) + 1;
+                let limit = self.proj.budget().limit(&name);
+                self.record(EntryKind::BudgetConsumed {
+                    name,
+                    amount: 1,
+                    used,
+                    limit,
+                })
+                .await?;
+                Ok(true)
+            }
+            Some(exhausted) => {
+                self.record(EntryKind::BudgetExhausted {
+                    name: exhausted.name.clone(),
+                    limit: exhausted.limit,
+                    used: exhausted.used,
+                    requested: 1,
+                })
+                .await?;
+                self.reject(Rejection::BudgetExhausted(exhausted)).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The output inline, or moved to the artifact store when it is larger than the limit.
+    async fn payload(&self, tool: &ToolName, output: &ToolOutput) -> Result<Payload, EngineError> {
+        let limit = self.shared.config.inline_output_limit;
+        if fits(output.value(), limit) {
+            return Ok(Payload::Inline(output.value().clone()));
+        }
+        let bytes = serde_json::to_vec(output.value()).unwrap_or_default();
+        let options = StoreOptions::new()
+            .with_content_type("application/json")
+            .with_name(format!("{tool} output"))
+            .with_metadata("run_id", self.proj.run.id().as_str());
+        let reference = self.shared.artifacts.put_boxed(bytes, options).await?;
+        Ok(Payload::Artifact(ArtifactLink {
+            id: reference.id().to_string(),
+            checksum: reference.checksum().to_string(),
+            size: reference.size(),
+            content_type: reference.content_type().to_owned(),
+        }))
+    }
+
+    /// Resolves a call left in doubt by a crash, as the in-doubt policy says.
+    pub(crate) async fn settle_in_doubt(
+        &mut self,
+        open: OpenAttempt,
+        retry_all: bool,
+    ) -> Result<(), EngineError> {
+        if !(open.idempotent || retry_all) {
+            return self
+                .fail(
+                    FailureKind::InDoubtToolCall,
+                    Projection::in_doubt_failure(&open).message,
+                )
+                .await;
+        }
+        let shared = Arc::clone(&self.shared);
+        let Some(entry) = shared.tools.get(open.tool.as_str()) else {
+            return self
+                .fail(
+                    FailureKind::InDoubtToolCall,
+                    format!(
+                        "the in-doubt call's tool `{}` is no longer registered",
+                        open.tool
+                    ),
+                )
+                .await;
+        };
+        let input_hash = Digest::of_json(&open.input);
+        self.execute(entry, open.input, input_hash, open.attempt + 1)
+            .await
+    }
+}
+
+/// Reads an approver's response: granted only if it covers the exact input.
+fn judge(request: &ApprovalRequest, response: &ApprovalResponse) -> (String, String, bool) {
+    if !response.covers(request) {
+        return (
+            response.approver().to_owned(),
+            format!(
+                "the response covers input {} but the call's input is {}; an approval never carries over",
+                response.input_hash(),
+                request.input_hash()
+            ),
+            false,
+        );
+    }
+    (
+        response.approver().to_owned(),
+        response.reason().to_owned(),
+        response.is_granted(),
+    )
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether `value`'s compact JSON is at most `limit` bytes, without building it.
+fn fits(value: &Value, limit: usize) -> bool {
+    struct Counter {
+        left: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(buf.len())
+                .ok_or(std::io::ErrorKind::FileTooLarge)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Counter { left: limit }, value).is_ok()
+}

@@ -1,0 +1,221 @@
+//! The engine's errors: `EngineError` for what callers get back, `Rejection` for refused decisions.
+
+use rein_artifact::ArtifactError;
+use rein_ledger::{LedgerStoreError, Violation};
+use rein_policy::{BudgetExhausted, EligibilityError, Ineligible, TransitionTableError};
+use rein_run::{RunError, RunId, RunStatus, RunStoreError, State, ToolName};
+use rein_statemachine::TransitionError;
+
+/// Why the engine could not be built. Every policy is validated here, once, so a running
+/// engine never meets a configuration it cannot enforce.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No planner was configured.
+    #[error("no planner configured; call .planner(…) on the builder")]
+    NoPlanner,
+    /// Two tools have the same name.
+    #[error("a tool named `{0}` is registered twice; tool names must be unique")]
+    DuplicateTool(ToolName),
+    /// A tool's input schema is not a valid JSON Schema.
+    #[error("the input schema of tool `{tool}` is not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: ToolName,
+        /// What the schema compiler said.
+        reason: String,
+    },
+    /// The eligibility rules were refused.
+    #[error(transparent)]
+    Eligibility(#[from] EligibilityError),
+    /// The transition table was refused.
+    #[error(transparent)]
+    Transitions(#[from] TransitionTableError),
+    /// A budget name or other option was invalid.
+    #[error("invalid option {option}: {reason}")]
+    InvalidOption {
+        /// The option.
+        option: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The filesystem stores could not be opened.
+    #[error("could not open the filesystem stores: {0}")]
+    Stores(String),
+}
+
+/// Why the engine could not start, resume or finish driving a run.
+///
+/// A run that *fails* is not an error: the call returns the [`Run`](rein_run::Run) with
+/// status `failed` and its [`Failure`](rein_run::Failure). These errors mean the engine
+/// could not do what was asked at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// No run has this id.
+    #[error("no run with id {id}; `runs list` shows the runs that exist")]
+    RunNotFound {
+        /// The id.
+        id: RunId,
+    },
+    /// The run is over and cannot be resumed.
+    #[error("run {id} is {status}; a finished run cannot be resumed")]
+    RunFinished {
+        /// The run.
+        id: RunId,
+        /// Its final status.
+        status: RunStatus,
+    },
+    /// The run waits for an answer; resume it with one.
+    #[error("run {id} is paused waiting for an answer to {question:?}; resume it with an answer{}", options_hint(.options))]
+    AwaitingAnswer {
+        /// The run.
+        id: RunId,
+        /// The question.
+        question: String,
+        /// The answers offered.
+        options: Vec<String>,
+    },
+    /// An answer was given to a run that is not paused, or is not among the options.
+    #[error("cannot answer run {id}: {source}")]
+    InvalidAnswer {
+        /// The run.
+        id: RunId,
+        /// What the run said.
+        #[source]
+        source: RunError,
+    },
+    /// The run is being driven by another caller right now.
+    #[error("run {id} is already being driven; wait for it to finish or interrupt it first")]
+    AlreadyActive {
+        /// The run.
+        id: RunId,
+    },
+    /// A run with the chosen id exists already.
+    #[error("a run with id {id} exists already; choose another id, or resume it")]
+    RunExists {
+        /// The id.
+        id: RunId,
+    },
+    /// The run store failed.
+    #[error(transparent)]
+    RunStore(#[from] RunStoreError),
+    /// The ledger store failed.
+    #[error(transparent)]
+    LedgerStore(#[from] LedgerStoreError),
+    /// The artifact store failed.
+    #[error(transparent)]
+    ArtifactStore(#[from] ArtifactError),
+    /// A ledger's entries do not describe a valid run (they contradict the run's invariants).
+    #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {reason}")]
+    InconsistentLedger {
+        /// The run.
+        id: RunId,
+        /// The first entry that does not fit.
+        seq: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The run's recorded policy could not be read back.
+    #[error("the recorded policy of run {id} is unreadable: {reason}")]
+    InvalidRecordedPolicy {
+        /// The run.
+        id: RunId,
+        /// Why.
+        reason: String,
+    },
+    /// The task driving the run ended abnormally.
+    #[error("the task driving run {id} ended abnormally: {reason}")]
+    TaskFailed {
+        /// The run.
+        id: RunId,
+        /// What happened.
+        reason: String,
+    },
+}
+
+fn options_hint(options: &[String]) -> String {
+    if options.is_empty() {
+        String::new()
+    } else {
+        format!(" (one of {options:?})")
+    }
+}
+
+/// A decision the engine refused. Recorded in the ledger as a policy violation; by default
+/// it fails the run, or it is handed back to the planner as evidence.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The decision names a tool that is not registered.
+    #[error("unknown tool {name:?}; registered tools: {}", known.join(", "))]
+    UnknownTool {
+        /// The name the planner used.
+        name: String,
+        /// The registered tools.
+        known: Vec<String>,
+    },
+    /// The input does not satisfy the tool's input schema.
+    #[error("input for tool `{tool}` violates its schema: {}", errors.join("; "))]
+    InvalidInput {
+        /// The tool.
+        tool: ToolName,
+        /// Each violation, with its JSON path.
+        errors: Vec<String>,
+    },
+    /// The tool may not run in the run's state.
+    #[error(transparent)]
+    Ineligible(#[from] Ineligible),
+    /// The transition was refused.
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    /// The approver (or the lack of one) denied the call.
+    #[error("call of tool `{tool}` was not approved by {approver}: {reason}")]
+    ApprovalDenied {
+        /// The tool.
+        tool: ToolName,
+        /// Who denied it.
+        approver: String,
+        /// Why.
+        reason: String,
+    },
+    /// A budget has nothing left.
+    #[error(transparent)]
+    BudgetExhausted(#[from] BudgetExhausted),
+    /// The question to a human was empty, or its options empty or repeated.
+    #[error("invalid question to a human: {reason}")]
+    InvalidQuestion {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A kind of decision this engine does not know.
+    #[error("this engine does not support the proposed kind of decision")]
+    UnsupportedDecision,
+    /// The run reached the step limit.
+    #[error(
+        "the run reached its limit of {limit} steps in {state}; raise max_steps or finish sooner"
+    )]
+    MaxSteps {
+        /// The limit.
+        limit: u32,
+        /// Where the run was.
+        state: State,
+    },
+}
+
+impl Rejection {
+    /// The ledger's classification of this rejection.
+    #[must_use]
+    pub const fn violation(&self) -> Violation {
+        match self {
+            Self::UnknownTool { .. } => Violation::UnknownTool,
+            Self::InvalidInput { .. } => Violation::InvalidInput,
+            Self::Ineligible(_) => Violation::IneligibleTool,
+            Self::Transition(_) => Violation::TransitionRefused,
+            Self::ApprovalDenied { .. } => Violation::ApprovalDenied,
+            Self::BudgetExhausted(_) => Violation::BudgetExhausted,
+            Self::MaxSteps { .. } => Violation::MaxSteps,
+            Self::InvalidQuestion { .. } | Self::UnsupportedDecision => Violation::InvalidInput,
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! `RunHandle`: control of a run driven by its own task.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use rein_run::{Run, RunId};
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::driver::Control;
+use crate::error::EngineError;
+use crate::events::{RunEvent, RunEvents};
+
+/// A run in progress, from [`Engine::start`](crate::Engine::start).
+///
+/// Await it (or call [`RunHandle::wait`]) for the final [`Run`]. Dropping the handle does not
+/// stop the run.
+#[derive(Debug)]
+#[must_use = "a run handle does nothing unless awaited or used to control the run"]
+pub struct RunHandle {
+    id: RunId,
+    control: mpsc::UnboundedSender<Control>,
+    cancel: CancellationToken,
+    events: broadcast::Sender<RunEvent>,
+    first: Mutex<Option<broadcast::Receiver<RunEvent>>>,
+    task: JoinHandle<Result<Run, EngineError>>,
+}
+
+impl RunHandle {
+    pub(crate) fn new(
+        id: RunId,
+        control: mpsc::UnboundedSender<Control>,
+        cancel: CancellationToken,
+        events: broadcast::Sender<RunEvent>,
+        first: broadcast::Receiver<RunEvent>,
+        task: JoinHandle<Result<Run, EngineError>>,
+    ) -> Self {
+        Self {
+            id,
+            control,
+            cancel,
+            events,
+            first: Mutex::new(Some(first)),
+            task,
+        }
+    }
+
+    /// The run's id.
+    #[must_use]
+    pub const fn id(&self) -> &RunId {
+        &self.id
+    }
+
+    /// Stops the run gracefully: no further tool calls; the planner gets one more step to
+    /// finish or fail, then the run is left `interrupted` (resume continues it).
+    pub fn interrupt(&self) {
+        let _ = self.control.send(Control::Interrupt);
+    }
+
+    /// Stops the run now: in-flight tool and planner futures are dropped and the run fails
+    /// as aborted.
+    pub fn abort(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Adds a note for the planner, seen as evidence before its next decision. Steering is
+    /// advice: it never approves a call or widens a policy.
+    pub fn steer(&self, note: impl Into<String>) {
+        let _ = self.control.send(Control::Steer(note.into()));
+    }
+
+    /// Subscribes to the run's events. The first subscription sees every event from the
+    /// start; later ones see events from the moment they subscribe.
+    pub fn subscribe(&self) -> RunEvents {
+        let first = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        RunEvents::new(first.unwrap_or_else(|| self.events.subscribe()))
+    }
+
+    /// Waits for the run to end, pause or stop, and returns it.
+    ///
+    /// # Errors
+    /// [`EngineError`] when the engine could not drive the run (a store failed, …).
+    pub async fn wait(self) -> Result<Run, EngineError> {
+        let id = self.id;
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => Err(EngineError::TaskFailed {
+                id,
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+impl IntoFuture for RunHandle {
+    type Output = Result<Run, EngineError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.wait())
+    }
+}

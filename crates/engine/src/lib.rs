@@ -1,0 +1,52 @@
+//! rein's application layer: the governed run loop.
+//!
+//! An [`Engine`] holds tools, a planner, an optional approver, stores and policies, and
+//! drives runs. Each step the planner proposes one decision; the engine checks it against
+//! every policy (registry, input schema, eligibility, approval, budget, transition table),
+//! executes it through the resilience stack, and records it in the run's hash-chained ledger
+//! **before** it changes the run: the run is a projection of its ledger. That one rule is
+//! what makes resume after a crash, in-doubt detection and replay exact.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use rein_engine::Engine;
+//! use rein_planner::{ScriptStep, ScriptedPlanner};
+//! use rein_run::{Decision, FailureKind, RunStatus, State};
+//! use serde_json::json;
+//!
+//! // A planner that tries to call a tool nobody registered: rejected, recorded, run failed.
+//! let engine = Engine::builder()
+//!     .planner(ScriptedPlanner::new([
+//!         ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+//!         ScriptStep::expect(State::Explore, Decision::call_tool("rm", json!({}), "clean up")),
+//!     ]))
+//!     .build()?;
+//! let run = engine.run("Tidy up").await?;
+//! assert_eq!(run.status(), RunStatus::Failed);
+//! assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::PolicyViolation));
+//! assert!(engine.ledger(run.id()).await?.verify().is_ok());
+//! # Ok(()) }
+//! ```
+//!
+//! The facade crate `rein` re-exports what users need; this crate is its engine room.
+
+mod attempts;
+mod clock;
+mod config;
+mod driver;
+mod engine;
+mod error;
+mod events;
+mod handle;
+mod project;
+mod replay;
+mod tools;
+
+pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
+pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
+pub use engine::{Engine, EngineBuilder, RunSpec};
+pub use error::{BuildError, EngineError, Rejection};
+pub use events::{RunEvent, RunEvents};
+pub use handle::RunHandle;
+pub use replay::{ReplayReport, Trace};

@@ -1,0 +1,169 @@
+//! `Tool`: a tool made from a closure, with `Tool::builder`.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use rein_tool::{Annotations, BoxFuture, ToolError, ToolName, ToolNameError, ToolOutput, ToolSpec};
+use serde_json::Value;
+
+type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+
+/// A tool made from an async closure. Build one with [`Tool::builder`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use rein::prelude::*;
+///
+/// let add = Tool::builder("add")
+///     .description("Adds two integers")
+///     .annotations(Annotations::read_only())
+///     .input_schema(json!({
+///         "type": "object",
+///         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///         "required": ["a", "b"]
+///     }))
+///     .handler(|input: Value| async move {
+///         let (a, b) = (input["a"].as_i64().unwrap_or(0), input["b"].as_i64().unwrap_or(0));
+///         Ok(json!({ "sum": a + b }))
+///     })
+///     .build()?;
+/// assert_eq!(add.spec().name().as_str(), "add");
+/// # Ok(()) }
+/// ```
+///
+/// To write a tool as a type instead, implement the [`rein::tool::Tool`](crate::tool::Tool)
+/// trait with a plain `async fn`.
+#[derive(Clone)]
+pub struct Tool {
+    spec: ToolSpec,
+    handler: Handler,
+}
+
+impl Tool {
+    /// Starts building a tool named `name` (1-64 ASCII letters, digits, `_`, `-`, `.`).
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            description: String::new(),
+            annotations: Annotations::default(),
+            input_schema: None,
+            output_schema: None,
+            handler: None,
+        }
+    }
+
+    /// The tool's spec.
+    #[must_use]
+    pub const fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl rein_tool::Tool for Tool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        (self.handler)(input).await.map(ToolOutput::new)
+    }
+}
+
+/// Builds a [`Tool`] from a name, a description, annotations, schemas and a handler.
+#[must_use]
+pub struct ToolBuilder {
+    name: String,
+    description: String,
+    annotations: Annotations,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    handler: Option<Handler>,
+}
+
+impl fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("name", &self.name)
+            .field("annotations", &self.annotations)
+            .field("has_handler", &self.handler.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a [`ToolBuilder`] could not build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolBuildError {
+    /// The name is not a valid tool name.
+    #[error(transparent)]
+    InvalidName(#[from] ToolNameError),
+    /// No handler was given.
+    #[error("tool `{0}` has no handler; call .handler(|input| async move {{ … }}) before .build()")]
+    NoHandler(String),
+}
+
+impl ToolBuilder {
+    /// What the tool does, for planners.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// What the tool does to the world (default: side-effecting, not idempotent).
+    pub const fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// The JSON Schema inputs must satisfy (default: any object). The engine compiles it
+    /// once and checks every input before the call.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The JSON Schema of the output, for planners.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The async function that runs the tool.
+    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Arc::new(move |input| Box::pin(handler(input))));
+        self
+    }
+
+    /// Builds the tool.
+    ///
+    /// # Errors
+    /// [`ToolBuildError`] for an invalid name or a missing handler.
+    pub fn build(self) -> Result<Tool, ToolBuildError> {
+        let name = ToolName::new(self.name)?;
+        let handler = self
+            .handler
+            .ok_or_else(|| ToolBuildError::NoHandler(name.to_string()))?;
+        let mut spec = ToolSpec::new(name, self.description).with_annotations(self.annotations);
+        if let Some(schema) = self.input_schema {
+            spec = spec.with_input_schema(schema);
+        }
+        if let Some(schema) = self.output_schema {
+            spec = spec.with_output_schema(schema);
+        }
+        Ok(Tool { spec, handler })
+    }
+}

@@ -1,0 +1,154 @@
+//! **rein** runs AI agents that are governed by construction: an explicit state machine
+//! decides *when* a tool may run, policies decide *whether* it may (eligibility, transitions,
+//! budgets, approvals), a resilience stack decides *how* it runs (bulkhead, timeout, circuit
+//! breaker, retries for idempotent tools only), and a hash-chained ledger records *that* it
+//! ran. Planners — scripted in tests, an LLM in production, or your own — only propose.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use rein::prelude::*;
+//!
+//! let greet = Tool::builder("greet")
+//!     .description("Greets a person by name")
+//!     .annotations(Annotations::read_only())
+//!     .input_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}))
+//!     .handler(|input: Value| async move { Ok(json!({"message": format!("Hello, {}!", input["name"])})) })
+//!     .build()?;
+//!
+//! let engine = Engine::builder()
+//!     .tool(greet)
+//!     .planner(ScriptedPlanner::new([
+//!         ScriptStep::expect(State::Intake,  Decision::transition(State::Explore, "start")),
+//!         ScriptStep::expect(State::Explore, Decision::call_tool("greet", json!({"name": "World"}), "greet")),
+//!         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "have it")),
+//!         ScriptStep::expect(State::Decide,  Decision::finish("greeted", json!({"status": "done"}))),
+//!     ]))
+//!     .budget("tool_calls", 10)
+//!     .max_steps(20)
+//!     .build()?;
+//!
+//! let run = engine.run("Say hello").await?;        // Run, status Completed
+//! engine.ledger(&run.id).await?.verify()?;          // the audit trail, verified
+//! # assert_eq!(run.status(), RunStatus::Completed);
+//! # Ok(()) }
+//! ```
+//!
+//! # What happens in a run
+//! Each step the planner sees a [`PlanRequest`] (goal, state, evidence, the tools allowed in
+//! the state, budgets) and proposes one [`Decision`]. The engine checks it — the tool exists,
+//! the input satisfies its schema, the tool is eligible in the state (side effects only in
+//! `act`), approval if the policy asks for it, budget — runs it, and records every step in
+//! the run's [`Ledger`] *before* it changes the run. A rejected decision is never silent: it
+//! is recorded and, by default, fails the run ([`OnViolation`] can hand it back instead).
+//!
+//! # Plugging in your own parts
+//! Implement [`Planner`], [`Approver`], [`tool::Tool`], [`RunStore`], [`LedgerStore`] or
+//! [`ArtifactStore`] with plain `async fn`s; see each trait's docs for an example.
+//!
+//! # Durability
+//! [`EngineBuilder::filesystem`] keeps runs, ledgers (append-only JSONL) and artifacts under
+//! a directory; [`Engine::resume`] continues a run after a restart. A tool call that was in
+//! flight when the process died is retried only if the tool is idempotent.
+
+mod closure_tool;
+
+pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
+
+/// The tool port and its types: implement [`tool::Tool`] to write a tool as a type.
+///
+/// ```
+/// use rein::tool::{Tool, ToolError, ToolOutput, ToolSpec};
+/// use rein::{Annotations, Value};
+///
+/// /// Reads a value from an in-memory table.
+/// struct Lookup { spec: ToolSpec, table: std::collections::HashMap<String, String> }
+///
+/// impl Tool for Lookup {
+///     fn spec(&self) -> &ToolSpec { &self.spec }
+///     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+///         let key = input["key"].as_str().ok_or_else(|| ToolError::invalid_input("`key` must be a string"))?;
+///         let value = self.table.get(key).ok_or_else(|| ToolError::failed(format!("no entry {key:?}")))?;
+///         Ok(Value::from(value.clone()).into())
+///     }
+/// }
+///
+/// let lookup = Lookup {
+///     spec: ToolSpec::new("lookup".parse()?, "Looks a key up").with_annotations(Annotations::read_only()),
+///     table: [("a".to_owned(), "1".to_owned())].into(),
+/// };
+/// let engine = rein::Engine::builder().tool(lookup).planner(rein::ScriptedPlanner::new([])).build()?;
+/// assert_eq!(engine.tools().len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod tool {
+    #[doc(inline)]
+    pub use rein_tool::{
+        Annotations, AnnotationsError, Digest, DynTool, Registry, RegistryError, RiskLevel,
+        SharedTool, Tool, ToolError, ToolName, ToolNameError, ToolOutput, ToolSpec,
+    };
+}
+
+// ---- the engine ------------------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_engine::{
+    BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy, ManualClock,
+    OnToolError, OnViolation, Rejection, ReplayReport, RunEvent, RunEvents, RunHandle, RunSpec,
+    SequentialIds, SystemClock, Trace, UuidV7Ids,
+};
+
+// ---- runs, decisions, planners -----------------------------------------------------------------
+#[doc(inline)]
+pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
+#[doc(inline)]
+pub use rein_run::{
+    BudgetName, BudgetSnapshot, BudgetUsage, Decision, Evidence, EvidenceKind, Failure,
+    FailureKind, NoteSource, Payload, PendingQuestion, PlanRequest, Planner, PlannerError, Run,
+    RunError, RunId, RunStatus, RunStore, RunStoreError, State, Timestamp,
+};
+
+// ---- tools ---------------------------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
+
+// ---- policies and approvals --------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_policy::{
+    ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
+    AutoApprover, Budget, DenyApprover, Eligibility, EligibilityError, EligibilityRules,
+    PolicySnapshot, Transitions, Verdict,
+};
+
+// ---- the ledger ----------------------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_ledger::{
+    Entry, EntryKind, InterruptKind, Ledger, LedgerStore, LedgerStoreError, LoadedLedger, Problem,
+    TornTail, VerifyError, Violation,
+};
+
+// ---- artifacts and stores -------------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_artifact::{
+    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, StoreOptions,
+};
+#[doc(inline)]
+pub use rein_storage::{
+    FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
+};
+
+// ---- resilience ----------------------------------------------------------------------------------
+#[doc(inline)]
+pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig, ToolOverrides};
+
+#[doc(no_inline)]
+pub use serde_json::{Value, json};
+
+/// Everything a typical program needs: `use rein::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Annotations, ApprovalPolicy, AutoApprover, Decision, DenyApprover, Engine, EngineError,
+        Planner, RiskLevel, Run, RunId, RunStatus, ScriptStep, ScriptedPlanner, State, Tool,
+        ToolError,
+    };
+    pub use serde_json::{Value, json};
+}
