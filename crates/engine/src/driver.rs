@@ -118,7 +118,9 @@ impl Driver {
         if let Some(controls) = &self.controls
             && controls.events.receiver_count() > 0
         {
-            let _ = controls.events.send(RunEvent::Recorded(std::sync::Arc::new(entry.clone())));
+            let _ = controls
+                .events
+                .send(RunEvent::Recorded(std::sync::Arc::new(entry.clone())));
         }
         Ok(Ok(()))
     }

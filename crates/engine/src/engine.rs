@@ -378,7 +378,9 @@ impl Engine {
         if let Some(controls) = &controls {
             let _ = controls
                 .events
-                .send(crate::events::RunEvent::Recorded(std::sync::Arc::new(entry.clone())));
+                .send(crate::events::RunEvent::Recorded(std::sync::Arc::new(
+                    entry.clone(),
+                )));
         }
         let driver = Driver::new(Arc::clone(&self.shared), policy, proj, ledger, controls);
         self.shared.runs.save_boxed(driver.run()).await?;
