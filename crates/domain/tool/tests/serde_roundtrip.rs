@@ -93,10 +93,10 @@ proptest! {
             ToolError::failed(message.clone()),
             ToolError::transient(message.clone()),
             ToolError::TimedOut { after: Duration::from_millis(ms) },
-            ToolError::Panicked { message: message.clone() },
+            ToolError::Panicked { message },
             ToolError::Cancelled,
             ToolError::CircuitOpen { tool: tool.clone(), retry_after: Duration::from_millis(ms) },
-            ToolError::Overloaded { tool: tool.clone() },
+            ToolError::Overloaded { tool },
         ] {
             prop_assert_eq!(round_trip(&e), e);
         }
