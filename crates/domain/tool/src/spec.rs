@@ -63,10 +63,11 @@ impl ToolSpec {
         self
     }
 
-    /// Sets the JSON Schema that outputs are documented to satisfy.
+    /// Sets the JSON Schema that outputs are documented to satisfy. `null` means no schema
+    /// (as it does when the spec is read back from JSON).
     #[must_use]
     pub fn with_output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = Some(schema);
+        self.output_schema = (!schema.is_null()).then_some(schema);
         self
     }
 
