@@ -7,7 +7,7 @@ SCENARIO ?= examples/scenarios/happy-path.json
 .PHONY: help fmt fmt-check lint doc test ci bench run
 
 help:
-	@echo "make run        run the happy-path scenario with the rein CLI (once crates/cli exists)"
+	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
 	@echo "make test       cargo test --workspace"
 	@echo "make ci         fmt-check, lint, doc, test, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
@@ -47,10 +47,4 @@ bench:
 	$(CARGO) bench --workspace
 
 run:
-	@if [ ! -d crates/cli ]; then \
-		echo "make run: the rein CLI (crates/cli, package rein-cli) does not exist yet;" >&2; \
-		echo "          this target will run '$(CARGO) run -p rein-cli -- run $(SCENARIO)' once it lands." >&2; \
-		echo "          Today, try 'make test' (or 'make ci')." >&2; \
-		exit 1; \
-	fi
-	$(CARGO) run -p rein-cli -- run $(SCENARIO)
+	$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo

@@ -102,9 +102,9 @@ pub use rein_engine::{
 pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
 #[doc(inline)]
 pub use rein_run::{
-    BudgetName, BudgetSnapshot, BudgetUsage, Decision, Evidence, EvidenceKind, Failure,
-    FailureKind, NoteSource, Payload, PendingQuestion, PlanRequest, Planner, PlannerError, Run,
-    RunError, RunId, RunStatus, RunStore, RunStoreError, State, Timestamp,
+    BudgetName, BudgetSnapshot, BudgetUsage, Decision, DynPlanner, DynRunStore, Evidence,
+    EvidenceKind, Failure, FailureKind, NoteSource, Payload, PendingQuestion, PlanRequest, Planner,
+    PlannerError, Run, RunError, RunId, RunStatus, RunStore, RunStoreError, State, Timestamp,
 };
 
 // ---- tools ---------------------------------------------------------------------------------------
@@ -115,21 +115,21 @@ pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, Too
 #[doc(inline)]
 pub use rein_policy::{
     ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, Budget, DenyApprover, Eligibility, EligibilityError, EligibilityRules,
-    PolicySnapshot, Transitions, Verdict,
+    AutoApprover, Budget, DenyApprover, DynApprover, Eligibility, EligibilityError,
+    EligibilityRules, PolicySnapshot, Transitions, Verdict,
 };
 
 // ---- the ledger ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_ledger::{
-    Entry, EntryKind, InterruptKind, Ledger, LedgerStore, LedgerStoreError, LoadedLedger, Problem,
-    TornTail, VerifyError, Violation,
+    DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerStore, LedgerStoreError,
+    LoadedLedger, Problem, TornTail, VerifyError, Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_artifact::{
-    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, StoreOptions,
+    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, DynArtifactStore, StoreOptions,
 };
 #[doc(inline)]
 pub use rein_storage::{

@@ -1,4 +1,4 @@
-//! Serde helper: a [`Duration`](std::time::Duration) as whole milliseconds.
+//! Serde helper: a [`Duration`] as whole milliseconds.
 //!
 //! Durations in rein's persisted forms (ledger entries, run snapshots, scenario files) are
 //! integers of milliseconds, so they read well in JSON and round-trip exactly.

@@ -1,0 +1,259 @@
+//! The command line, as clap types: commands, arguments, and help text that teaches.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const RUN_AFTER: &str = "\
+Examples:
+  rein run examples/scenarios/happy-path.json
+  rein run examples/scenarios/happy-path.json --data-dir /tmp/rein --json
+  rein run my-scenario.json --workspace ./sandbox --quiet
+
+Exit codes:
+  0    completed
+  1    the run failed (or rein could not go on: a store error, ...)
+  2    bad input: a scenario file, an argument, a data directory
+  3    the run is paused, waiting for a human's answer
+  4    the run's ledger failed verification
+  130  interrupted with Ctrl-C (the run can be resumed)";
+
+const RESUME_AFTER: &str = "\
+Examples:
+  rein resume 0193c6a2-... --input yes
+  rein resume 0193c6a2-... --data-dir /tmp/rein
+
+Exit codes:
+  0    completed
+  1    the run failed
+  2    bad input: no such run, a finished run, an answer not among the options
+  3    the run is paused (again), waiting for a human's answer
+  4    the run's ledger failed verification
+  130  interrupted with Ctrl-C";
+
+const MAIN_AFTER: &str = "\
+Examples:
+  rein run examples/scenarios/happy-path.json
+  rein run examples/scenarios/ask-human.json --data-dir /tmp/rein
+  rein resume 0193c6a2-... --input yes --data-dir /tmp/rein
+  rein runs list
+  rein ledger verify 0193c6a2-...
+  rein inspect 0193c6a2-... --format mermaid
+  rein validate my-scenario.json
+  rein schema scenario > scenario.schema.json
+
+Exit codes:
+  0    completed (or the command succeeded)
+  1    the run failed (or rein could not go on: a store error, ...)
+  2    bad input: a scenario file, an argument, a run id, a data directory
+  3    the run is paused, waiting for a human's answer
+  4    a ledger failed verification
+  130  interrupted with Ctrl-C (the run can be resumed)
+
+Scenario files are documented in docs/SCENARIOS.md; `rein schema scenario` prints their JSON Schema.";
+
+/// rein runs governed AI agents: an explicit state machine decides when a tool may run,
+/// policies decide whether it may, a resilience stack decides how, and a hash-chained
+/// ledger records that it ran.
+///
+/// This command runs scenario files (a goal, policies, tools and a scripted planner),
+/// stores each run and its ledger in a data directory, and verifies and inspects them.
+#[derive(Debug, Parser)]
+#[command(name = "rein", version, after_help = MAIN_AFTER, max_term_width = 100)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a scenario file and print a summary.
+    ///
+    /// The run and its ledger are stored in the data directory (fsynced at every step).
+    /// While it runs, progress lines show each step when stdout is a terminal. If the run
+    /// asks a human and the scenario has scripted "answers", they are given in order;
+    /// otherwise rein prints how to resume it and exits with 3.
+    #[command(after_help = RUN_AFTER)]
+    Run(RunArgs),
+    /// Continue a paused or interrupted run.
+    ///
+    /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/),
+    /// under the policy recorded in its ledger, with the same budget.
+    #[command(after_help = RESUME_AFTER)]
+    Resume(ResumeArgs),
+    /// List the runs in a data directory.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Verify or show a run's ledger.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+    /// Draw the path a run took through the state machine, or a scenario's policy.
+    ///
+    /// For a run: each state it entered, in order, with the tools called there and how
+    /// they ended. With --policy: the transition table, and which tools each state allows
+    /// (the eligibility matrix), marking tools that need approval.
+    #[command(
+        after_help = "Examples:\n  rein inspect 0193c6a2-... --format mermaid\n  rein inspect 0193c6a2-... --format dot | dot -Tsvg > run.svg\n  rein inspect --policy examples/scenarios/happy-path.json --format json"
+    )]
+    Inspect(InspectArgs),
+    /// Check a scenario file without running it.
+    ///
+    /// Parses it, checks what goes with what (tool kinds, paths, names), and builds the
+    /// engine: input schemas compile, eligibility rules and the transition table are valid.
+    #[command(
+        after_help = "Examples:\n  rein validate examples/scenarios/happy-path.json\n\nExit codes: 0 valid, 2 invalid (the error names the file, line, column and field)."
+    )]
+    Validate(ValidateArgs),
+    /// Print a JSON Schema.
+    #[command(after_help = "Examples:\n  rein schema scenario > scenario.schema.json")]
+    Schema(SchemaArgs),
+}
+
+/// Where runs, ledgers, artifacts and scenarios are kept.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct DataDirArg {
+    /// The data directory: runs, ledgers (DIR/ledgers/RUN_ID.jsonl), artifacts, and the
+    /// scenario each run started from.
+    #[arg(long, value_name = "DIR", default_value = ".rein")]
+    pub(crate) data_dir: PathBuf,
+}
+
+/// `rein run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The scenario file (JSON).
+    #[arg(value_name = "SCENARIO")]
+    pub(crate) scenario: PathBuf,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// Print the final run as JSON instead of a summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress lines (they are shown only when stdout is a terminal anyway).
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// Confine the file tools to DIR instead of the scenario's "workspace".
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+}
+
+/// `rein resume`.
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The run to continue.
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    /// The answer to the run's pending question (one of its options, if it offered some).
+    #[arg(long, value_name = "ANSWER")]
+    pub(crate) input: Option<String>,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// Print the final run as JSON instead of a summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+/// `rein runs …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// The runs in the data directory, oldest first, with status and age.
+    #[command(after_help = "Examples:\n  rein runs list\n  rein runs list --data-dir /tmp/rein")]
+    List(DataDirArg),
+}
+
+/// `rein ledger …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum LedgerCommand {
+    /// Check a ledger's hash chain; name the first broken entry (exit 4).
+    #[command(
+        after_help = "Examples:\n  rein ledger verify 0193c6a2-...\n  rein ledger verify .rein/ledgers/0193c6a2-....jsonl\n\nExit codes: 0 verified, 2 no such run or not a ledger, 4 verification failed."
+    )]
+    Verify(LedgerArgs),
+    /// Print a ledger as a timeline: seq, time, state, what happened.
+    #[command(
+        after_help = "Examples:\n  rein ledger show 0193c6a2-...\n  rein ledger show 0193c6a2-... --json | jq '.[] | .event.type'"
+    )]
+    Show(LedgerShowArgs),
+}
+
+/// A ledger, by run id or file.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerArgs {
+    /// A run id (its ledger in the data directory) or a ledger file (.jsonl).
+    #[arg(value_name = "RUN_ID|FILE")]
+    pub(crate) target: String,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+}
+
+/// `rein ledger show`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerShowArgs {
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+    /// Print the entries as a JSON array.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `rein inspect`.
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The run to draw.
+    #[arg(
+        value_name = "RUN_ID",
+        required_unless_present = "policy",
+        conflicts_with = "policy"
+    )]
+    pub(crate) run_id: Option<String>,
+    /// Draw this scenario's policy instead: transitions and the eligibility matrix.
+    #[arg(long, value_name = "SCENARIO")]
+    pub(crate) policy: Option<PathBuf>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = Format::Mermaid)]
+    pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+}
+
+/// Diagram formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// A Mermaid state diagram (renders in GitHub Markdown).
+    Mermaid,
+    /// Graphviz DOT (`dot -Tsvg`).
+    Dot,
+    /// JSON, for programs.
+    Json,
+}
+
+/// `rein validate`.
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// The scenario file (JSON).
+    #[arg(value_name = "SCENARIO")]
+    pub(crate) scenario: PathBuf,
+    /// Check the file tools against DIR instead of the scenario's "workspace".
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+}
+
+/// `rein schema`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Which schema.
+    #[arg(value_enum)]
+    pub(crate) what: SchemaKind,
+}
+
+/// The schemas rein publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaKind {
+    /// Scenario files (`rein run`, `rein validate`).
+    Scenario,
+}

@@ -1,0 +1,44 @@
+//! `rein inspect`: a run's path through the state machine, or a scenario's policy.
+
+use rein::Eligibility;
+
+use super::find_ledger;
+use crate::cli::InspectArgs;
+use crate::datadir::DataDir;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::inspect;
+use crate::ledger_file::LedgerFile;
+use crate::scenario::{self, Setup};
+
+/// `rein inspect`.
+pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
+    if let Some(file) = &args.policy {
+        let loaded = scenario::load(file)?;
+        let checked = scenario::check(&loaded, &Setup::default())?;
+        let engine = scenario::builder(&checked.scenario, 0)
+            .build()
+            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        let policy = engine.policy();
+        let eligibility = Eligibility::new(policy.eligibility.clone(), engine.tools())
+            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        print!(
+            "{}",
+            inspect::policy(
+                &policy.transitions,
+                &eligibility,
+                &policy.approvals,
+                engine.tools(),
+                args.format
+            )
+        );
+        return Ok(Exit::Ok);
+    }
+    let Some(target) = &args.run_id else {
+        return Err(CliError::bad_input("give a RUN_ID, or --policy SCENARIO"));
+    };
+    let data = DataDir::new(&args.data.data_dir)?;
+    let (path, expected) = find_ledger(target, &data)?;
+    let file = LedgerFile::read_verified(&path, expected.as_ref())?;
+    print!("{}", inspect::run_path(&file.entries, args.format));
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,94 @@
+//! `rein ledger verify` and `rein ledger show`: read a ledger file straight from disk.
+
+use rein::Entry;
+
+use super::find_ledger;
+use crate::cli::{LedgerArgs, LedgerShowArgs};
+use crate::datadir::DataDir;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::ledger_file::LedgerFile;
+use crate::render::{describe, iso};
+
+/// `rein ledger verify`.
+pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
+    let data = DataDir::new(&args.data.data_dir)?;
+    let (path, expected) = find_ledger(&args.target, &data)?;
+    let file = LedgerFile::read(&path, expected.as_ref())?;
+    if let Some(torn) = file.torn {
+        println!(
+            "note: line {} ({} bytes) is a torn final write (the process died while writing it); it is not part of the chain and is cut when the run resumes",
+            torn.line, torn.bytes
+        );
+    }
+    let run = file.entries[0].run_id().clone();
+    match &file.verdict {
+        Ok(()) => {
+            let last = file.entries.last().map(Entry::hash);
+            println!(
+                "ledger {}: run {run}, {} entries, hash chain intact — verified ✓",
+                path.display(),
+                file.entries.len()
+            );
+            if let Some(last) = last {
+                println!("last hash {last}");
+            }
+            Ok(Exit::Ok)
+        }
+        Err(broken) => Err(CliError::new(
+            Exit::LedgerBroken,
+            format!(
+                "ledger {} (run {run}) failed verification ✗: {broken}",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// `rein ledger show`.
+pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
+    let data = DataDir::new(&args.ledger.data.data_dir)?;
+    let (path, expected) = find_ledger(&args.ledger.target, &data)?;
+    let file = LedgerFile::read(&path, expected.as_ref())?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&file.entries)
+            .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;
+        println!("{text}");
+    } else {
+        let first = &file.entries[0];
+        let start = first.at().as_unix_millis();
+        println!(
+            "run {} — {} entries — started {} — {}",
+            first.run_id(),
+            file.entries.len(),
+            iso(start),
+            path.display()
+        );
+        println!(" seq      time  state     event");
+        for entry in &file.entries {
+            let offset = entry.at().as_unix_millis().saturating_sub(start);
+            let time = format!("+{}.{:03}s", offset / 1000, offset % 1000);
+            println!(
+                "{:>4}  {time:>8}  {:<8}  {}",
+                entry.seq(),
+                entry.state().as_str(),
+                describe(entry.event())
+            );
+        }
+        if let Some(torn) = file.torn {
+            println!(
+                "   …  a torn final line {} ({} bytes) is not shown",
+                torn.line, torn.bytes
+            );
+        }
+        if file.verdict.is_ok() {
+            println!("hash chain intact — verified ✓");
+        }
+    }
+    match &file.verdict {
+        Ok(()) => Ok(Exit::Ok),
+        Err(broken) => Err(CliError::new(
+            Exit::LedgerBroken,
+            format!("ledger {} failed verification ✗: {broken}", path.display()),
+        )),
+    }
+}

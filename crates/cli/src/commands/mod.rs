@@ -1,0 +1,132 @@
+//! The commands, one module each, and what they share: turning engine errors into exit
+//! codes and messages, and finding a ledger by run id or file.
+
+mod inspect;
+mod ledger;
+mod run;
+mod runs;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use rein::{BuildError, EngineError, LedgerStoreError, RunId};
+
+use crate::cli::{Command, LedgerCommand, RunsCommand, SchemaKind};
+use crate::datadir::DataDir;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::render::shell_word;
+use crate::scenario::{self, ScenarioError};
+
+/// Runs `command`.
+pub(crate) async fn dispatch(command: Command) -> CliResult {
+    match command {
+        Command::Run(args) => run::run(args).await,
+        Command::Resume(args) => run::resume(args).await,
+        Command::Runs(RunsCommand::List(data)) => runs::list(&data),
+        Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
+        Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
+        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Validate(args) => validate::validate(&args),
+        Command::Schema(args) => match args.what {
+            SchemaKind::Scenario => {
+                print!("{}", scenario::SCHEMA);
+                Ok(Exit::Ok)
+            }
+        },
+    }
+}
+
+impl From<ScenarioError> for CliError {
+    /// A scenario file error: exit 2, the message pointing into the file.
+    fn from(e: ScenarioError) -> Self {
+        Self::bad_input(e.to_string())
+    }
+}
+
+/// An engine error as the CLI reports it: the exit code says what kind.
+pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
+    let message = e.to_string();
+    match e {
+        EngineError::AwaitingAnswer { id, options, .. } => {
+            let answer = options.first().map_or("ANSWER", String::as_str);
+            CliError::new(
+                Exit::Paused,
+                format!(
+                    "{message}\n  resume with: rein resume {id} --input {} --data-dir {}",
+                    shell_word(answer),
+                    shell_word(data.shown())
+                ),
+            )
+        }
+        EngineError::RunNotFound { .. }
+        | EngineError::RunFinished { .. }
+        | EngineError::InvalidAnswer { .. } => CliError::bad_input(message),
+        EngineError::LedgerStore(
+            LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },
+        )
+        | EngineError::InconsistentLedger { .. } => CliError::new(Exit::LedgerBroken, message),
+        _ => CliError::new(Exit::Failed, message),
+    }
+}
+
+/// An error building the engine after the scenario checked out: the data directory.
+pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
+    match e {
+        BuildError::Stores(reason) => CliError::bad_input(format!(
+            "cannot use data directory {}: {reason}",
+            data.shown()
+        )),
+        other => CliError::new(Exit::Failed, other.to_string()),
+    }
+}
+
+/// The canonical path of directory `dir`, given as option `what`.
+pub(crate) fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
+    match dir.canonicalize() {
+        Ok(path) if path.is_dir() => Ok(path),
+        Ok(_) => Err(CliError::bad_input(format!(
+            "{what} {}: not a directory",
+            dir.display()
+        ))),
+        Err(e) => Err(CliError::bad_input(format!(
+            "{what} {}: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Parses a run id argument.
+pub(crate) fn run_id(text: &str) -> Result<RunId, CliError> {
+    text.parse()
+        .map_err(|e| CliError::bad_input(format!("{text:?} is not a run id: {e}")))
+}
+
+/// A ledger named by run id (in the data directory) or by file: its path, and the run it
+/// must belong to when named by id.
+pub(crate) fn find_ledger(
+    target: &str,
+    data: &DataDir,
+) -> Result<(PathBuf, Option<RunId>), CliError> {
+    let path = Path::new(target);
+    if path.is_file() {
+        return Ok((path.to_path_buf(), None));
+    }
+    let looks_like_file = target.contains(['/', '\\']) || target.ends_with(".jsonl");
+    match target.parse::<RunId>() {
+        Ok(id) if !looks_like_file => {
+            data.require()?;
+            let ledger = data.ledger(&id);
+            if !ledger.is_file() {
+                return Err(CliError::bad_input(format!(
+                    "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
+                    data.shown(),
+                    shell_word(data.shown())
+                )));
+            }
+            Ok((ledger, Some(id)))
+        }
+        _ => Err(CliError::bad_input(format!(
+            "no ledger file {target} (and it is not a run id)"
+        ))),
+    }
+}

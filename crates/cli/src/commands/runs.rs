@@ -1,0 +1,56 @@
+//! `rein runs list`: the runs in a data directory, from their ledgers.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::cli::DataDirArg;
+use crate::datadir::DataDir;
+use crate::exit::{CliResult, Exit};
+use crate::ledger_file::LedgerFile;
+use crate::render::{age, truncate};
+
+/// `rein runs list`.
+pub(crate) fn list(arg: &DataDirArg) -> CliResult {
+    let data = DataDir::new(&arg.data_dir)?;
+    data.require()?;
+    let ids = data.run_ids()?;
+    if ids.is_empty() {
+        println!("no runs in {}", data.shown());
+        return Ok(Exit::Ok);
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    println!(
+        "{:<36}  {:<11}  {:<8}  {:>5}  {:>5}  GOAL",
+        "RUN ID", "STATUS", "STATE", "STEPS", "AGE"
+    );
+    for id in ids {
+        let row = match LedgerFile::read(&data.ledger(&id), Some(&id)) {
+            Err(e) => format!("{:<36}  {:<11}  {e}", id.as_str(), "unreadable"),
+            Ok(file) => {
+                let info = file.info();
+                let status = if file.verdict.is_err() {
+                    "BROKEN".to_owned()
+                } else {
+                    info.status.to_string()
+                };
+                let age = info.started.map_or_else(
+                    || "?".to_owned(),
+                    |t| age(now.saturating_sub(t.as_unix_millis())),
+                );
+                format!(
+                    "{:<36}  {:<11}  {:<8}  {:>5}  {:>5}  {}",
+                    id.as_str(),
+                    status,
+                    info.state.as_str(),
+                    info.steps,
+                    age,
+                    truncate(&info.goal, 60)
+                )
+            }
+        };
+        println!("{row}");
+    }
+    Ok(Exit::Ok)
+}

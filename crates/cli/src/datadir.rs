@@ -1,0 +1,133 @@
+//! The data directory: where the engine's filesystem stores keep runs, ledgers and
+//! artifacts, and where `rein run` keeps each run's resolved scenario for `rein resume`.
+//!
+//! ```text
+//! DATA_DIR/runs/RUN_ID.json          run snapshots (the engine's)
+//! DATA_DIR/ledgers/RUN_ID.jsonl      ledgers (the engine's)
+//! DATA_DIR/artifacts/…               large tool outputs (the engine's)
+//! DATA_DIR/scenarios/RUN_ID.json     the scenario the run was started from, paths resolved
+//! ```
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use rein::RunId;
+
+use crate::exit::CliError;
+use crate::scenario::Scenario;
+
+/// A data directory.
+#[derive(Debug, Clone)]
+pub(crate) struct DataDir {
+    root: PathBuf,
+    shown: String,
+}
+
+impl DataDir {
+    /// The data directory at `path` (made absolute, nothing touched).
+    ///
+    /// # Errors
+    /// When the path cannot be made absolute (the current directory is gone).
+    pub(crate) fn new(path: &Path) -> Result<Self, CliError> {
+        let root = std::path::absolute(path).map_err(|e| {
+            CliError::bad_input(format!("cannot use data directory {}: {e}", path.display()))
+        })?;
+        Ok(Self {
+            root,
+            shown: path.display().to_string(),
+        })
+    }
+
+    /// The absolute path.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path as the user gave it (for messages and hints).
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Checks that the directory exists, for commands that only read.
+    ///
+    /// # Errors
+    /// Bad input, when it does not exist or is not a directory.
+    pub(crate) fn require(&self) -> Result<(), CliError> {
+        if self.root.is_dir() {
+            return Ok(());
+        }
+        Err(CliError::bad_input(format!(
+            "no data directory at {}{}; runs are stored where `rein run --data-dir DIR` put them (default ./.rein)",
+            self.shown,
+            if self.root.exists() {
+                " (it is not a directory)"
+            } else {
+                ""
+            }
+        )))
+    }
+
+    /// Where run `id`'s ledger is.
+    pub(crate) fn ledger(&self, id: &RunId) -> PathBuf {
+        self.root.join("ledgers").join(format!("{id}.jsonl"))
+    }
+
+    /// Where run `id`'s scenario is.
+    pub(crate) fn scenario(&self, id: &RunId) -> PathBuf {
+        self.root.join("scenarios").join(format!("{id}.json"))
+    }
+
+    /// The ids of the runs with a ledger here, oldest first (UUID v7 ids sort by time).
+    ///
+    /// # Errors
+    /// When the ledgers directory cannot be read.
+    pub(crate) fn run_ids(&self) -> anyhow::Result<Vec<RunId>> {
+        let dir = self.root.join("ledgers");
+        if !dir.is_dir() {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::new();
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if let Some(id) = name.strip_suffix(".jsonl").and_then(|s| s.parse().ok()) {
+                ids.push(id);
+            }
+        }
+        ids.sort_by(|a: &RunId, b| a.as_str().cmp(b.as_str()));
+        Ok(ids)
+    }
+
+    /// Stores run `id`'s resolved scenario, atomically (temporary file, fsync, rename).
+    ///
+    /// # Errors
+    /// Bad input when the directory cannot be written.
+    pub(crate) fn save_scenario(&self, id: &RunId, scenario: &Scenario) -> Result<(), CliError> {
+        let path = self.scenario(id);
+        let write = || -> std::io::Result<()> {
+            let dir = self.root.join("scenarios");
+            std::fs::create_dir_all(&dir)?;
+            let tmp = dir.join(format!(".{id}.json.tmp"));
+            let mut file = std::fs::File::create(&tmp)?;
+            let mut json = serde_json::to_vec_pretty(scenario).map_err(std::io::Error::other)?;
+            json.push(b'\n');
+            file.write_all(&json)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            CliError::bad_input(format!(
+                "cannot write to data directory {}: {e}",
+                self.shown
+            ))
+        })
+    }
+
+    /// Removes run `id`'s stored scenario (when the run could not start).
+    pub(crate) fn forget_scenario(&self, id: &RunId) {
+        let _ = std::fs::remove_file(self.scenario(id));
+    }
+}

@@ -1,0 +1,315 @@
+//! Where things are in a JSON text: JSON paths (`tools[2].behavior`), and a small scanner
+//! that maps a path to its line and column, or a line and column to the innermost path.
+//!
+//! Only used to explain errors, so it favours clarity over speed, and it is tolerant: on a
+//! text it cannot scan it simply knows less.
+
+use std::fmt;
+
+/// A path into a JSON document, written the way people read it: `policies.budgets.steps`,
+/// `tools[0].annotations`, `policies.eligibility.allow.act["fs.write"]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct JsonPath(Vec<Segment>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl JsonPath {
+    /// The document itself.
+    pub(crate) const fn root() -> Self {
+        Self(Vec::new())
+    }
+
+    /// This path, then key `key`.
+    pub(crate) fn key(&self, key: impl Into<String>) -> Self {
+        let mut path = self.clone();
+        path.0.push(Segment::Key(key.into()));
+        path
+    }
+
+    /// This path, then index `index`.
+    pub(crate) fn index(&self, index: usize) -> Self {
+        let mut path = self.clone();
+        path.0.push(Segment::Index(index));
+        path
+    }
+
+    /// Whether this is the document itself.
+    pub(crate) const fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(the whole file)");
+        }
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Index(n) => write!(f, "[{n}]")?,
+                Segment::Key(k) if is_identifier(k) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    f.write_str(k)?;
+                }
+                Segment::Key(k) => write!(f, "[{}]", serde_json::Value::from(k.as_str()))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_identifier(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// A line and column, both from 1 (columns count characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Position {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+}
+
+/// The values of a JSON text with their byte spans.
+#[derive(Debug)]
+pub(crate) struct SpanIndex<'a> {
+    text: &'a str,
+    spans: Vec<(JsonPath, usize, usize)>,
+}
+
+impl<'a> SpanIndex<'a> {
+    /// Scans `text`; stops quietly where it stops being JSON.
+    pub(crate) fn new(text: &'a str) -> Self {
+        let mut scanner = Scanner {
+            bytes: text.as_bytes(),
+            pos: 0,
+            spans: Vec::new(),
+        };
+        let _ = scanner.value(&JsonPath::root());
+        Self {
+            text,
+            spans: scanner.spans,
+        }
+    }
+
+    /// Where the value at `path` starts, or where its closest scanned ancestor starts.
+    pub(crate) fn position_of(&self, path: &JsonPath) -> Option<Position> {
+        let mut path = path.clone();
+        loop {
+            if let Some((_, start, _)) = self.spans.iter().find(|(p, _, _)| *p == path) {
+                return Some(self.position(*start));
+            }
+            path.0.pop()?;
+        }
+    }
+
+    /// The innermost value whose span holds byte `offset` (the end of a span counts).
+    pub(crate) fn path_at(&self, offset: usize) -> Option<JsonPath> {
+        self.spans
+            .iter()
+            .filter(|(_, start, end)| *start <= offset && offset <= *end)
+            .min_by_key(|(_, start, end)| end - start)
+            .map(|(path, _, _)| path.clone())
+    }
+
+    /// The index of the element of the array at `path` whose value is the string `text`.
+    pub(crate) fn find_string_in(&self, path: &JsonPath, text: &str) -> Option<usize> {
+        self.spans.iter().find_map(|(p, start, end)| {
+            let (last, parent) = p.0.split_last()?;
+            let Segment::Index(i) = last else { return None };
+            (parent == path.0.as_slice()
+                && serde_json::from_str::<String>(&self.text[*start..*end]).ok()? == text)
+                .then_some(*i)
+        })
+    }
+
+    /// The byte offset of a line and column as serde_json reports them.
+    pub(crate) fn offset_of(&self, line: usize, column: usize) -> usize {
+        let line_start: usize = self
+            .text
+            .split_inclusive('\n')
+            .take(line.saturating_sub(1))
+            .map(str::len)
+            .sum();
+        let rest = &self.text[line_start.min(self.text.len())..];
+        let within: usize = rest
+            .chars()
+            .take(column.saturating_sub(1))
+            .map(char::len_utf8)
+            .sum();
+        line_start + within
+    }
+
+    fn position(&self, offset: usize) -> Position {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Position {
+            line,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    spans: Vec<(JsonPath, usize, usize)>,
+}
+
+impl Scanner<'_> {
+    fn skip_ws(&mut self) {
+        while self.pos < self.bytes.len() && self.bytes[self.pos].is_ascii_whitespace() {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn value(&mut self, path: &JsonPath) -> Option<()> {
+        self.skip_ws();
+        let start = self.pos;
+        match self.peek()? {
+            b'{' => {
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek()? == b'}' {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.skip_ws();
+                        let key_start = self.pos;
+                        self.string()?;
+                        let key = std::str::from_utf8(&self.bytes[key_start..self.pos]).ok()?;
+                        let key: String = serde_json::from_str(key).ok()?;
+                        self.skip_ws();
+                        (self.peek()? == b':').then_some(())?;
+                        self.pos += 1;
+                        self.value(&path.key(key))?;
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => self.pos += 1,
+                            b'}' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+            b'[' => {
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek()? == b']' {
+                    self.pos += 1;
+                } else {
+                    let mut i = 0;
+                    loop {
+                        self.value(&path.index(i))?;
+                        i += 1;
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => self.pos += 1,
+                            b']' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+            b'"' => self.string()?,
+            _ => {
+                while let Some(b) = self.peek() {
+                    if b.is_ascii_whitespace() || matches!(b, b',' | b']' | b'}') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                (self.pos > start).then_some(())?;
+            }
+        }
+        self.spans.push((path.clone(), start, self.pos));
+        Some(())
+    }
+
+    fn string(&mut self) -> Option<()> {
+        (self.peek()? == b'"').then_some(())?;
+        self.pos += 1;
+        loop {
+            match self.peek()? {
+                b'\\' => self.pos += 2,
+                b'"' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => self.pos += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "{\n  \"a\": {\"b\": [1, \"x\", {\"c\": true}]},\n  \"fs.read\": \"é\"\n}";
+
+    #[test]
+    fn paths_read_like_javascript() {
+        let path = JsonPath::root().key("tools").index(2).key("behavior");
+        assert_eq!(path.to_string(), "tools[2].behavior");
+        let path = JsonPath::root().key("allow").key("fs.write");
+        assert_eq!(path.to_string(), "allow[\"fs.write\"]");
+        assert_eq!(JsonPath::root().to_string(), "(the whole file)");
+    }
+
+    #[test]
+    fn positions_of_paths_and_paths_at_positions() {
+        let index = SpanIndex::new(TEXT);
+        let c = JsonPath::root().key("a").key("b").index(2).key("c");
+        assert_eq!(
+            index.position_of(&c),
+            Some(Position {
+                line: 2,
+                column: 29
+            })
+        );
+        let offset = index.offset_of(2, 29);
+        assert_eq!(index.path_at(offset), Some(c));
+        // An unknown path falls back to its closest ancestor.
+        let missing = JsonPath::root().key("a").key("zzz");
+        assert_eq!(
+            index.position_of(&missing),
+            Some(Position { line: 2, column: 8 })
+        );
+        let b = JsonPath::root().key("a").key("b");
+        assert_eq!(index.find_string_in(&b, "x"), Some(1));
+        assert_eq!(
+            index.position_of(&JsonPath::root().key("fs.read")),
+            Some(Position {
+                line: 3,
+                column: 14
+            })
+        );
+    }
+
+    #[test]
+    fn broken_text_is_scanned_as_far_as_it_goes() {
+        let index = SpanIndex::new("{\"a\": 1, \"b\": [1,");
+        assert!(index.position_of(&JsonPath::root().key("a")).is_some());
+        assert!(index.position_of(&JsonPath::root()).is_none());
+    }
+}

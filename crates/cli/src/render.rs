@@ -1,0 +1,493 @@
+//! Text for people: one-line descriptions of ledger entries (for `ledger show` and live
+//! progress), times and ages, and the summary printed at the end of a run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rein::{Decision, Entry, EntryKind, Payload, PolicySnapshot, Run, RunStatus, Value};
+use serde::Serialize;
+
+use crate::ledger_file::LedgerFile;
+
+/// A value's serde name (`"policy_violation"` for `FailureKind::PolicyViolation`).
+pub(crate) fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// `value` as compact JSON, cut to about `max` characters.
+pub(crate) fn short_json(value: &Value, max: usize) -> String {
+    truncate(&value.to_string(), max)
+}
+
+/// `text` cut to `max` characters, with an ellipsis if it was longer.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+fn payload(output: &Payload, max: usize) -> String {
+    match output {
+        Payload::Inline(value) => short_json(value, max),
+        Payload::Artifact(link) => {
+            format!("artifact {} ({} bytes)", truncate(&link.id, 12), link.size)
+        }
+    }
+}
+
+fn limit(limit: Option<u64>) -> String {
+    limit.map_or_else(|| "∞".to_owned(), |l| l.to_string())
+}
+
+/// What a ledger entry records, in one line.
+pub(crate) fn describe(kind: &EntryKind) -> String {
+    match kind {
+        EntryKind::RunStarted { goal, .. } => format!("run started: {goal:?}"),
+        EntryKind::RunPaused { question } => format!("paused, asking a human: {question:?}"),
+        EntryKind::RunResumed { note } => format!("resumed: {note}"),
+        EntryKind::RunCompleted { summary, result } => {
+            format!("completed: {summary} → {}", short_json(result, 60))
+        }
+        EntryKind::RunFailed { failure } => {
+            format!(
+                "failed ({}): {}",
+                serde_name(&failure.kind),
+                failure.message
+            )
+        }
+        EntryKind::Decision { step, decision } => {
+            format!("decision #{step}: {}", describe_decision(decision))
+        }
+        EntryKind::Transition { from, to, reason } => format!("transition {from} → {to}: {reason}"),
+        EntryKind::ToolCall {
+            tool,
+            input,
+            attempt,
+            idempotent,
+            ..
+        } => format!(
+            "tool call {tool} {} (attempt {attempt}{})",
+            short_json(input, 60),
+            if *idempotent { ", idempotent" } else { "" }
+        ),
+        EntryKind::ToolResult {
+            tool,
+            duration_ms,
+            cached,
+            output,
+            ..
+        } => format!(
+            "tool result {tool} in {duration_ms} ms{}: {}",
+            if *cached { " (cached)" } else { "" },
+            payload(output, 70)
+        ),
+        EntryKind::ToolError {
+            tool,
+            attempt,
+            duration_ms,
+            error,
+            will_retry,
+        } => format!(
+            "tool error {tool} attempt {attempt} after {duration_ms} ms: {error}{}",
+            if *will_retry { " — will retry" } else { "" }
+        ),
+        EntryKind::ApprovalRequested { tool, reason, .. } => {
+            format!("approval requested for {tool}: {reason}")
+        }
+        EntryKind::ApprovalGranted {
+            tool,
+            approver,
+            reason,
+            ..
+        } => format!("approval granted for {tool} by {approver}: {reason}"),
+        EntryKind::ApprovalDenied {
+            tool,
+            approver,
+            reason,
+            ..
+        } => format!("approval DENIED for {tool} by {approver}: {reason}"),
+        EntryKind::BudgetConsumed {
+            name,
+            used,
+            limit: l,
+            ..
+        } => format!("budget {name}: {used}/{}", limit(*l)),
+        EntryKind::BudgetExhausted {
+            name,
+            limit: l,
+            used,
+            requested,
+        } => format!("budget {name} EXHAUSTED: {used}/{l} used, {requested} more requested"),
+        EntryKind::HumanInputRequested { question, options } => {
+            if options.is_empty() {
+                format!("question for a human: {question:?}")
+            } else {
+                format!(
+                    "question for a human: {question:?} (options: {})",
+                    options.join(", ")
+                )
+            }
+        }
+        EntryKind::HumanInputReceived { answer } => format!("human answered {answer:?}"),
+        EntryKind::PolicyViolation {
+            violation,
+            message,
+            handed_back,
+        } => format!(
+            "POLICY VIOLATION {violation}: {message}{}",
+            if *handed_back {
+                " — handed back to the planner"
+            } else {
+                ""
+            }
+        ),
+        EntryKind::Steering { note } => format!("steering note: {note}"),
+        EntryKind::RunInterrupted { reason } => format!("interrupted: {reason}"),
+        EntryKind::Interrupt { kind } => format!("interrupt requested ({kind})"),
+        other => other.name().replace('_', " "),
+    }
+}
+
+/// A planner's decision, in a few words.
+pub(crate) fn describe_decision(decision: &Decision) -> String {
+    let because = |reason: &str| {
+        if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" — {reason}")
+        }
+    };
+    match decision {
+        Decision::CallTool {
+            tool,
+            input,
+            reason,
+        } => format!("call {tool} {}{}", short_json(input, 70), because(reason)),
+        Decision::Transition { to, reason } => format!("go to {to}{}", because(reason)),
+        Decision::AskHuman { question, options } if options.is_empty() => {
+            format!("ask a human {question:?}")
+        }
+        Decision::AskHuman { question, options } => {
+            format!("ask a human {question:?} ({})", options.join(" / "))
+        }
+        Decision::Finish { summary, .. } => format!("finish — {summary}"),
+        Decision::Fail { reason } => format!("fail — {reason}"),
+        other => short_json(&serde_json::to_value(other).unwrap_or_default(), 90),
+    }
+}
+
+/// Live progress: one short line per step that matters (a state change, a tool outcome
+/// with the budget used so far, an approval, a violation, the end).
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    step: u32,
+    budgets: BTreeMap<String, String>,
+}
+
+impl Progress {
+    /// The line for `entry`, or `None` for entries not worth one.
+    pub(crate) fn line(&mut self, entry: &Entry) -> Option<String> {
+        let what = match entry.event() {
+            EntryKind::Decision { step, .. } => {
+                self.step = *step;
+                return None;
+            }
+            EntryKind::BudgetConsumed {
+                name,
+                used,
+                limit: l,
+                ..
+            } => {
+                self.budgets
+                    .insert(name.to_string(), format!("{used}/{}", limit(*l)));
+                return None;
+            }
+            EntryKind::Transition { from, to, reason } => format!("{from} → {to}  ({reason})"),
+            EntryKind::ToolResult {
+                tool,
+                duration_ms,
+                cached,
+                ..
+            } => format!(
+                "{tool} ✓ {duration_ms} ms{}{}",
+                if *cached { " (cached)" } else { "" },
+                self.used()
+            ),
+            EntryKind::ToolError {
+                tool,
+                attempt,
+                error,
+                will_retry: true,
+                ..
+            } => format!(
+                "{tool} attempt {attempt} failed ({}), retrying",
+                error.kind()
+            ),
+            EntryKind::ToolError { tool, error, .. } => {
+                format!(
+                    "{tool} ✗ {}{}",
+                    truncate(&error.to_string(), 80),
+                    self.used()
+                )
+            }
+            EntryKind::ApprovalGranted { tool, approver, .. } => {
+                format!("{tool} approved by {approver}")
+            }
+            EntryKind::ApprovalDenied { tool, approver, .. } => {
+                format!("{tool} NOT approved by {approver}")
+            }
+            EntryKind::RunStarted { .. }
+            | EntryKind::ToolCall { .. }
+            | EntryKind::ApprovalRequested { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::HumanInputRequested { .. } => return None,
+            other => describe(other),
+        };
+        Some(format!(
+            "  [step {:>2}] {:<8}  {}",
+            self.step,
+            entry.state().as_str(),
+            truncate(&what, 110)
+        ))
+    }
+
+    fn used(&self) -> String {
+        if self.budgets.is_empty() {
+            return String::new();
+        }
+        let used: Vec<String> = self
+            .budgets
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        format!("   [{}]", used.join(", "))
+    }
+}
+
+/// A timestamp as `2026-11-22T10:04:05.123Z` (UTC).
+pub(crate) fn iso(millis: u64) -> String {
+    let secs = millis / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        millis % 1000
+    )
+}
+
+/// A duration in milliseconds as a short age: `45s`, `12m`, `3h`, `5d`.
+pub(crate) fn age(millis: u64) -> String {
+    let secs = millis / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+/// The summary printed after `rein run` / `rein resume`.
+pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String {
+    let ledger_path = std::path::Path::new(data_dir)
+        .join("ledgers")
+        .join(format!("{}.jsonl", run.id()));
+    let mut out = String::new();
+    let mark = match run.status() {
+        RunStatus::Completed => "✓",
+        RunStatus::Failed => "✗",
+        _ => "‖",
+    };
+    let _ = writeln!(out, "run {}  {} {mark}", run.id(), run.status());
+    let _ = writeln!(out, "  goal       {}", run.goal());
+    match run.status() {
+        RunStatus::Completed => {
+            let _ = writeln!(out, "  summary    {}", run.summary().unwrap_or_default());
+            if let Some(result) = run.result().filter(|r| !r.is_null()) {
+                let _ = writeln!(out, "  result     {}", short_json(result, 200));
+            }
+        }
+        RunStatus::Failed => {
+            if let Some(failure) = run.failure() {
+                let _ = writeln!(
+                    out,
+                    "  error      {} ({})",
+                    failure.message,
+                    serde_name(&failure.kind)
+                );
+            }
+        }
+        _ => {}
+    }
+
+    let (mut calls, mut errors, mut retries, mut cached) = (0, 0, 0, 0);
+    let (mut requested, mut granted, mut denied, mut violations) = (0, 0, 0, 0);
+    let mut per_tool: BTreeMap<String, u32> = BTreeMap::new();
+    let mut path = vec!["intake".to_owned()];
+    for entry in &ledger.entries {
+        match entry.event() {
+            EntryKind::ToolCall { tool, attempt, .. } => {
+                if *attempt == 1 {
+                    calls += 1;
+                    *per_tool.entry(tool.to_string()).or_default() += 1;
+                } else {
+                    retries += 1;
+                }
+            }
+            EntryKind::ToolResult { cached: true, .. } => cached += 1,
+            EntryKind::ToolError {
+                will_retry: false, ..
+            } => errors += 1,
+            EntryKind::ApprovalRequested { .. } => requested += 1,
+            EntryKind::ApprovalGranted { .. } => granted += 1,
+            EntryKind::ApprovalDenied { .. } => denied += 1,
+            EntryKind::PolicyViolation { .. } => violations += 1,
+            EntryKind::Transition { to, .. } => path.push(to.to_string()),
+            EntryKind::RunFailed { .. } if path.last().map(String::as_str) != Some("failed") => {
+                path.push("failed".to_owned());
+            }
+            _ => {}
+        }
+    }
+    let _ = writeln!(out, "  path       {}", path.join(" → "));
+    let _ = writeln!(out, "  steps      {}", run.steps());
+    let tools: Vec<String> = per_tool.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    let _ = writeln!(
+        out,
+        "  tool calls {calls}{}, {errors} failed, {retries} retries{}",
+        if tools.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", tools.join(", "))
+        },
+        if cached > 0 {
+            format!(", {cached} cached")
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  approvals  {requested} requested, {granted} granted, {denied} denied"
+    );
+    if violations > 0 {
+        let _ = writeln!(out, "  violations {violations}");
+    }
+    let limits = PolicySnapshot::from_value(run.policy())
+        .map(|p| p.budget.limits().clone())
+        .unwrap_or_default();
+    let mut budgets: BTreeMap<String, String> = BTreeMap::new();
+    for (name, counter) in run.usage().iter() {
+        let l = limits.get(name).copied();
+        budgets.insert(name.to_string(), format!("{}/{}", counter.used, limit(l)));
+    }
+    for (name, l) in &limits {
+        budgets
+            .entry(name.to_string())
+            .or_insert_with(|| format!("0/{l}"));
+    }
+    let budgets: Vec<String> = budgets.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(
+        out,
+        "  budgets    {}",
+        if budgets.is_empty() {
+            "none used".to_owned()
+        } else {
+            budgets.join(", ")
+        }
+    );
+    let verified = match &ledger.verdict {
+        Ok(()) => "verified ✓".to_owned(),
+        Err(broken) => format!("VERIFICATION FAILED ✗: {broken}"),
+    };
+    let _ = writeln!(
+        out,
+        "  ledger     {} ({} entries, {verified})",
+        ledger_path.display(),
+        ledger.entries.len()
+    );
+    if let Some(pending) = run.pending_question() {
+        let _ = writeln!(out, "  question   {:?}", pending.question);
+        if !pending.options.is_empty() {
+            let _ = writeln!(out, "  options    {}", pending.options.join(", "));
+        }
+        let answer = pending.options.first().map_or("ANSWER", String::as_str);
+        let _ = writeln!(
+            out,
+            "  resume     rein resume {} --input {} --data-dir {}",
+            run.id(),
+            shell_word(answer),
+            shell_word(data_dir)
+        );
+    } else if run.status() == RunStatus::Interrupted || run.status() == RunStatus::Running {
+        let _ = writeln!(
+            out,
+            "  resume     rein resume {} --data-dir {}",
+            run.id(),
+            shell_word(data_dir)
+        );
+    }
+    out
+}
+
+/// `word`, quoted for a POSIX shell if it needs to be.
+pub(crate) fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_and_ages() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
+        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(age(59_999), "59s");
+        assert_eq!(age(61_000), "1m");
+        assert_eq!(age(7_200_000), "2h");
+        assert_eq!(age(3 * 86_400_000), "3d");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_word("yes"), "yes");
+        assert_eq!(shell_word("/tmp/x"), "/tmp/x");
+        assert_eq!(shell_word("ship it"), "'ship it'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn long_text_is_cut_with_an_ellipsis() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+    }
+}

@@ -1,0 +1,299 @@
+//! Checking a parsed scenario: what serde cannot see (which fields go with which tool kind,
+//! names, paths that would leave the workspace), then building the engine — the authority
+//! on policies — and pointing its refusals back into the file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rein::{BudgetName, BuildError, Decision, EligibilityError, ToolName};
+
+use super::build::builder;
+use super::model::{Behavior, Scenario, ToolDef};
+use super::{Loaded, ScenarioError};
+use crate::locate::{JsonPath, SpanIndex};
+use crate::tools::relative;
+
+/// What the command adds to the file: overrides and where run-time files go.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Setup {
+    /// `--workspace DIR`, canonical: replaces the file's `workspace`.
+    pub(crate) workspace: Option<PathBuf>,
+    /// The data directory (absolute): relative `count_file`s go there.
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+/// A scenario that passed every check, with its paths resolved (absolute), and the
+/// warnings worth showing.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    /// The scenario, paths resolved: what `rein run` persists for `rein resume`.
+    pub(crate) scenario: Scenario,
+    /// Things that are allowed but probably not meant.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Checks `loaded` and resolves its paths.
+///
+/// # Errors
+/// The first problem found, pointing into the file.
+pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioError> {
+    let at = |path: JsonPath, message: String| {
+        ScenarioError::at(&loaded.file, &loaded.text, path, message)
+    };
+    let mut scenario = loaded.scenario.clone();
+    let root = JsonPath::root();
+    let tools_path = root.key("tools");
+
+    // The workspace: the flag wins; the file's is relative to the file.
+    if let Some(dir) = &setup.workspace {
+        scenario.workspace = Some(dir.clone());
+    } else if let Some(dir) = &scenario.workspace {
+        let full = loaded.dir.join(dir);
+        match full.canonicalize() {
+            Ok(canonical) if canonical.is_dir() => scenario.workspace = Some(canonical),
+            Ok(_) => {
+                return Err(at(
+                    root.key("workspace"),
+                    format!("the workspace {} is not a directory", full.display()),
+                ));
+            }
+            Err(e) => {
+                return Err(at(
+                    root.key("workspace"),
+                    format!("the workspace {} cannot be used: {e}", full.display()),
+                )
+                .help("the workspace is a directory, relative to the scenario file (or pass --workspace DIR)"));
+            }
+        }
+    }
+
+    // Tools: kinds, fields, names, duplicates.
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, def) in scenario.tools.iter_mut().enumerate() {
+        let path = tools_path.index(i);
+        let (name, key) = check_tool(def, &path, scenario.workspace.is_some()).map_err(
+            |(path, message, help)| {
+                let e = at(path, message);
+                match help {
+                    Some(help) => e.help(help),
+                    None => e,
+                }
+            },
+        )?;
+        if let Some(first) = names.insert(name.clone(), i) {
+            return Err(at(
+                path.key(key),
+                format!(
+                    "a tool named `{name}` is declared twice (first at tools[{first}]); tool names must be unique"
+                ),
+            ));
+        }
+        if let (Some(file), Some(data_dir)) = (&def.count_file, &setup.data_dir) {
+            def.count_file = Some(data_dir.join(file));
+        }
+    }
+
+    // Budget names.
+    for name in scenario.policies.budgets.keys() {
+        if let Err(e) = BudgetName::new(name.as_str()) {
+            return Err(at(
+                root.key("policies").key("budgets").key(name.as_str()),
+                e.to_string(),
+            ));
+        }
+    }
+
+    // The script: paths the file tools would refuse, tools nobody declared.
+    let mut warnings = Vec::new();
+    let super::model::PlannerDef::Scripted(steps) = &scenario.planner;
+    for (i, step) in steps.iter().enumerate() {
+        let step_path = root.key("planner").key("scripted").index(i);
+        let decisions = [
+            ("decision", Some(step.decision())),
+            ("otherwise", step.otherwise()),
+        ];
+        for (field, decision) in decisions {
+            let Some(Decision::CallTool { tool, input, .. }) = decision else {
+                continue;
+            };
+            let path = step_path.key(field);
+            if !names.contains_key(tool) {
+                warnings.push(format!(
+                    "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
+                ));
+            }
+            if tool.starts_with("fs.")
+                && let Some(file) = input.get("path").and_then(|p| p.as_str())
+                && let Err(why) = relative(file)
+            {
+                return Err(at(path.key("input").key("path"), why).help(
+                    "the file tools take paths relative to the workspace and can never leave it",
+                ));
+            }
+        }
+    }
+
+    // The engine is the authority on policies: build it, and point its refusals into the file.
+    if let Err(e) = builder(&scenario, 0).build() {
+        return Err(locate_build_error(loaded, &scenario, &e));
+    }
+    Ok(Checked { scenario, warnings })
+}
+
+/// A tool definition's problem: where, what, and optionally how to fix it.
+type ToolProblem = (JsonPath, String, Option<&'static str>);
+
+/// Checks one tool definition; its name and the key that gave it.
+fn check_tool(
+    def: &ToolDef,
+    path: &JsonPath,
+    has_workspace: bool,
+) -> Result<(String, &'static str), ToolProblem> {
+    match (&def.builtin, &def.fixture) {
+        (Some(_), Some(_)) => Err((
+            path.clone(),
+            "a tool is either built-in (\"builtin\") or a fixture (\"fixture\"), not both"
+                .to_owned(),
+            None,
+        )),
+        (None, None) => Err((
+            path.clone(),
+            "a tool needs \"builtin\" or \"fixture\"".to_owned(),
+            Some(
+                "write {\"builtin\": \"fs.read\"} (fs.read, fs.list, fs.write) or {\"fixture\": \"name\", \"behavior\": {\"output\": …}}",
+            ),
+        )),
+        (Some(kind), None) => {
+            let fixture_only = [
+                ("description", def.description.is_some()),
+                ("annotations", def.annotations.is_some()),
+                ("input_schema", def.input_schema.is_some()),
+                ("behavior", def.behavior.is_some()),
+                ("fail_first", def.fail_first.is_some()),
+                ("delay_ms", def.delay_ms.is_some()),
+                ("count_file", def.count_file.is_some()),
+            ];
+            if let Some((field, _)) = fixture_only.iter().find(|(_, set)| *set) {
+                return Err((
+                    path.key(*field),
+                    format!(
+                        "`{field}` applies to fixture tools only; built-in `{}` has a fixed description, annotations and schema",
+                        kind.name()
+                    ),
+                    None,
+                ));
+            }
+            if !has_workspace {
+                return Err((
+                    path.key("builtin"),
+                    format!(
+                        "built-in `{}` needs a workspace to be confined to",
+                        kind.name()
+                    ),
+                    Some(
+                        "add \"workspace\": \"DIR\" (relative to the scenario file) or pass --workspace DIR",
+                    ),
+                ));
+            }
+            Ok((kind.name().to_owned(), "builtin"))
+        }
+        (None, Some(name)) => {
+            if let Err(e) = ToolName::new(name.as_str()) {
+                return Err((path.key("fixture"), e.to_string(), None));
+            }
+            match &def.behavior {
+                None => Err((
+                    path.clone(),
+                    format!("fixture `{name}` needs a \"behavior\""),
+                    Some(
+                        "behavior is {\"output\": …}, {\"sequence\": […]}, \"echo\", \"hang\", {\"panic\": \"…\"} or {\"fail\": {\"message\": \"…\"}}",
+                    ),
+                )),
+                Some(Behavior::Sequence(values)) if values.is_empty() => Err((
+                    path.key("behavior").key("sequence"),
+                    "a sequence needs at least one value".to_owned(),
+                    None,
+                )),
+                Some(_) => {
+                    if def
+                        .count_file
+                        .as_ref()
+                        .is_some_and(|f| f.as_os_str().is_empty())
+                    {
+                        return Err((
+                            path.key("count_file"),
+                            "the count file's path is empty".to_owned(),
+                            None,
+                        ));
+                    }
+                    Ok((name.clone(), "fixture"))
+                }
+            }
+        }
+    }
+}
+
+/// Points an engine build error at the part of the file it is about.
+fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> ScenarioError {
+    let root = JsonPath::root();
+    let index = SpanIndex::new(&loaded.text);
+    let allow = root.key("policies").key("eligibility").key("allow");
+    let tool_index = |name: &str| {
+        scenario.tools.iter().position(|t| {
+            t.fixture.as_deref() == Some(name) || t.builtin.is_some_and(|b| b.name() == name)
+        })
+    };
+    let in_rule = |state: &str, tool: &str| {
+        let list = allow.key(state);
+        match index.find_string_in(&list, tool) {
+            Some(i) => list.index(i),
+            None => list,
+        }
+    };
+    let (path, help) = match e {
+        BuildError::InvalidSchema { tool, .. } => (
+            tool_index(tool.as_str()).map_or(root.key("tools"), |i| {
+                root.key("tools").index(i).key("input_schema")
+            }),
+            Some(
+                "input_schema is a JSON Schema, e.g. {\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}, \"required\": [\"q\"]}",
+            ),
+        ),
+        BuildError::Eligibility(EligibilityError::SideEffectOutsideAct { tool, state }) => (
+            in_rule(state.as_str(), tool.as_str()),
+            Some("tools that are not read_only run only in act: list them under \"act\" only"),
+        ),
+        BuildError::Eligibility(EligibilityError::UnknownTool { tool, .. }) => {
+            let state = scenario_rule_state(scenario, tool);
+            (
+                state.map_or(allow.clone(), |s| in_rule(&s, tool.as_str())),
+                Some("declare the tool under \"tools\", or remove it from the rule"),
+            )
+        }
+        BuildError::Eligibility(EligibilityError::TerminalState { state }) => (
+            allow.key(state.as_str()),
+            Some("done and failed run nothing: remove the rule"),
+        ),
+        BuildError::Eligibility(_) => (root.key("policies").key("eligibility"), None),
+        BuildError::Transitions(_) => (root.key("policies").key("transitions"), None),
+        BuildError::DuplicateTool(_) => (root.key("tools"), None),
+        BuildError::InvalidOption { .. } => (root.key("policies"), None),
+        _ => (root, None),
+    };
+    let error = ScenarioError::at(&loaded.file, &loaded.text, path, e.to_string());
+    match help {
+        Some(help) => error.help(help),
+        None => error,
+    }
+}
+
+/// The state whose explicit eligibility rule names `tool`.
+fn scenario_rule_state(scenario: &Scenario, tool: &ToolName) -> Option<String> {
+    let rein::EligibilityRules::Explicit { allow } = &scenario.policies.eligibility else {
+        return None;
+    };
+    allow
+        .iter()
+        .find(|(_, tools)| tools.contains(tool))
+        .map(|(state, _)| state.as_str().to_owned())
+}

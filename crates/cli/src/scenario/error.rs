@@ -1,0 +1,176 @@
+//! `ScenarioError`: what is wrong with a scenario file, where (file, line, column, JSON
+//! path), and what is allowed instead.
+
+use std::fmt;
+
+use crate::locate::{JsonPath, Position, SpanIndex};
+
+/// A scenario file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScenarioError {
+    /// The file, as the user named it.
+    pub(crate) file: String,
+    /// Where in the file, if known.
+    pub(crate) position: Option<Position>,
+    /// The JSON path of the value at fault, if known.
+    pub(crate) path: Option<JsonPath>,
+    /// What is wrong.
+    pub(crate) message: String,
+    /// What is allowed, or how to fix it.
+    pub(crate) help: Option<String>,
+}
+
+impl ScenarioError {
+    /// An error about the value at `path` in `text`.
+    pub(crate) fn at(file: &str, text: &str, path: JsonPath, message: impl Into<String>) -> Self {
+        let position = SpanIndex::new(text).position_of(&path);
+        Self {
+            file: file.to_owned(),
+            position,
+            path: (!path.is_root()).then_some(path),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// An error about the file as a whole (it cannot be read, …).
+    pub(crate) fn whole(file: &str, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_owned(),
+            position: None,
+            path: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds what is allowed, or how to fix it.
+    #[must_use]
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Reads a serde_json error: its line and column, the JSON path there, and a hint.
+    pub(crate) fn from_serde(file: &str, text: &str, e: &serde_json::Error) -> Self {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let mut message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+        let index = SpanIndex::new(text);
+        let mut offset = index.offset_of(e.line(), e.column());
+        // serde reports some errors (a value converted after it was read, a struct checked
+        // after its last field) at the next token; the value that just ended is meant.
+        // ("missing field" is reported at the closing brace of the object that lacks it.)
+        let stepped_back = if message.starts_with("missing field") {
+            None
+        } else {
+            after_value(text, offset)
+        };
+        if let Some(end) = stepped_back {
+            offset = end;
+        }
+        let mut path = if e.is_data() {
+            index.path_at(offset)
+        } else {
+            None
+        };
+        // serde stops right after an unknown key: name the key itself.
+        if let (Some(at), Some(key)) = (&path, unknown_field(&message)) {
+            path = Some(at.key(key));
+        }
+        if e.is_data()
+            && path.as_ref().is_none_or(JsonPath::is_root)
+            && message.contains("expected struct Scenario")
+        {
+            message = "a scenario file holds one JSON object".to_owned();
+        }
+        let position = match (&path, stepped_back) {
+            (Some(path), Some(_)) => index.position_of(path),
+            _ => (e.line() > 0).then_some(Position {
+                line: e.line(),
+                column: e.column().max(1),
+            }),
+        };
+        let help = hint(&message, path.as_ref());
+        Self {
+            file: file.to_owned(),
+            position,
+            path: path.filter(|p| !p.is_root()),
+            message,
+            help,
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(Position { line, column }) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(path) = &self.path {
+            write!(f, "\n  at: {path}")?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+/// When byte `offset` of `text` sits on a closing bracket or comma after a value (only
+/// whitespace between), the end of that value.
+fn after_value(text: &str, offset: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if !matches!(bytes.get(offset), Some(b'}' | b']' | b',')) {
+        return None;
+    }
+    let before = text.get(..offset)?.trim_end();
+    matches!(before.as_bytes().last(), Some(b'}' | b']' | b'"')).then_some(before.len())
+}
+
+/// The field serde calls unknown, from its message.
+fn unknown_field(message: &str) -> Option<&str> {
+    message.strip_prefix("unknown field `")?.split('`').next()
+}
+
+/// A hint for common mistakes, by what serde said and where.
+fn hint(message: &str, path: Option<&JsonPath>) -> Option<String> {
+    let at = path.map(ToString::to_string).unwrap_or_default();
+    let hint = if message.starts_with("EOF") || message.contains("trailing comma") {
+        "the file is not complete JSON: check for a missing closing bracket or brace, or a comma after the last item"
+    } else if message.starts_with("key must be a string") || message.starts_with("expected `,` or")
+    {
+        "JSON needs double-quoted keys and a comma between items"
+    } else if at.starts_with("policies.budgets") {
+        "budgets are whole numbers of 0 or more by name, e.g. {\"tool_calls\": 10, \"steps\": 20}"
+    } else if at.starts_with("policies.transitions") {
+        "transitions map each state to the states that may follow it, e.g. {\"intake\": [\"explore\", \"failed\"]}; states are intake, explore, decide, act, validate, done, failed"
+    } else if at.starts_with("policies.eligibility") {
+        "eligibility is {\"mode\": \"derived\"} or {\"mode\": \"explicit\", \"allow\": {\"explore\": [\"fs.read\"], \"act\": [\"fs.write\"]}}"
+    } else if at.starts_with("policies.on_violation") {
+        "on_violation is \"fail\" or {\"hand_back\": {\"limit\": 3}}"
+    } else if at.starts_with("policies.on_tool_error") {
+        "on_tool_error is \"fail\" or \"hand_back\""
+    } else if at.starts_with("approver") {
+        "approver is \"auto\", \"deny\", or {\"scripted\": [{\"answer\": \"grant\", \"reason\": \"…\", \"delay_ms\": 0}]}"
+    } else if at.starts_with("planner") && !at.contains(']') {
+        "planner is {\"scripted\": [{\"expect\": \"intake\", \"decision\": {\"type\": \"transition\", \"to\": \"explore\"}}, …]}"
+    } else if at.starts_with("planner") && message.contains("unknown variant") {
+        "a decision is {\"type\": \"call_tool\" | \"transition\" | \"ask_human\" | \"finish\" | \"fail\", …}; states are intake, explore, decide, act, validate, done, failed"
+    } else if at.ends_with(".behavior") {
+        "behavior is {\"output\": …}, {\"sequence\": […]}, \"echo\", \"hang\", {\"panic\": \"…\"} or {\"fail\": {\"message\": \"…\", \"transient\": false}}"
+    } else if at.ends_with(".annotations") || at.contains(".annotations.") {
+        "annotations are read_only, destructive, idempotent, cacheable, requires_approval (true/false), risk_level (low, medium, high, critical) and timeout_ms"
+    } else if message.starts_with("missing field `goal`") {
+        "every scenario needs a \"goal\": the task the planner works on"
+    } else if message.starts_with("missing field `planner`") {
+        "every scenario needs a \"planner\", e.g. {\"scripted\": [ … ]}"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{hint}; `rein schema scenario` prints the full format"
+    ))
+}

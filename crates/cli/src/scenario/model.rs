@@ -1,0 +1,276 @@
+//! The scenario file format, as serde types. Unknown fields are errors everywhere; every
+//! field is documented with an example in `docs/SCENARIOS.md`, and `rein schema scenario`
+//! prints the JSON Schema (kept in step with these types by a test).
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use rein::{Annotations, ApprovalPolicy, EligibilityRules, ScriptStep, Transitions, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+
+/// A scenario: a goal, the policies it runs under, the tools it may use, and a planner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Scenario {
+    /// Where an editor finds the schema (ignored by rein).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) schema: Option<String>,
+    /// What the scenario shows, in one line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) description: String,
+    /// The run's goal, as the planner sees it.
+    pub(crate) goal: String,
+    /// Variables the planner can read.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub(crate) vars: Map<String, Value>,
+    /// The most decisions the run may take (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_steps: Option<u32>,
+    /// Budgets, eligibility, transitions, approvals, and what rejections and tool errors do.
+    #[serde(default)]
+    pub(crate) policies: Policies,
+    /// Who answers approval requests; none means every request is denied (fail closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) approver: Option<ApproverDef>,
+    /// The tools: built-in file tools and fixture tools.
+    #[serde(default)]
+    pub(crate) tools: Vec<ToolDef>,
+    /// Who proposes the decisions.
+    pub(crate) planner: PlannerDef,
+    /// Answers to the run's questions to a human, used in order when it pauses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) answers: Vec<String>,
+    /// The directory the built-in file tools are confined to, relative to the scenario file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workspace: Option<PathBuf>,
+    /// Timeouts, retries and circuit breakers.
+    #[serde(default)]
+    pub(crate) resilience: ResilienceDef,
+}
+
+/// The policies a run starts under (recorded in its ledger).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Policies {
+    /// Budget limits by name (`tool_calls`, `steps`, `tokens`, or your own).
+    #[serde(default)]
+    pub(crate) budgets: BTreeMap<String, u64>,
+    /// Which tools may run in which state.
+    #[serde(default)]
+    pub(crate) eligibility: EligibilityRules,
+    /// Which state may follow which (default: the standard table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) transitions: Option<Transitions>,
+    /// Which calls need approval.
+    #[serde(default)]
+    pub(crate) approvals: ApprovalPolicy,
+    /// What a rejected decision does.
+    #[serde(default)]
+    pub(crate) on_violation: OnViolationDef,
+    /// What a failed tool call does.
+    #[serde(default)]
+    pub(crate) on_tool_error: OnToolErrorDef,
+}
+
+/// What a rejected decision does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum OnViolationDef {
+    /// The run fails (the default).
+    #[default]
+    Fail,
+    /// The rejection goes back to the planner as evidence, at most `limit` times.
+    HandBack {
+        /// How many rejections may be handed back.
+        limit: u64,
+    },
+}
+
+/// What a failed tool call does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OnToolErrorDef {
+    /// The run fails (the default).
+    #[default]
+    Fail,
+    /// The failure goes back to the planner as evidence.
+    HandBack,
+}
+
+/// Who answers approval requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ApproverDef {
+    /// Grants every request.
+    Auto,
+    /// Denies every request.
+    Deny,
+    /// Answers requests in order from a list.
+    Scripted(Vec<ScriptedAnswer>),
+}
+
+/// One answer of a scripted approver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScriptedAnswer {
+    /// Grant or deny.
+    pub(crate) answer: Answer,
+    /// Why (recorded in the ledger).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) reason: String,
+    /// How long the approver takes to answer, to exercise the approval timeout.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) delay_ms: u64,
+}
+
+/// A scripted approver's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Answer {
+    /// Approve the call.
+    Grant,
+    /// Refuse the call.
+    Deny,
+}
+
+/// A tool: either `{"builtin": "fs.read"}` or `{"fixture": "name", …}`.
+///
+/// One flat object rather than a tagged enum, so serde reports errors at their exact line
+/// and column; which fields go with which kind is checked afterwards.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolDef {
+    /// A built-in file tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) builtin: Option<Builtin>,
+    /// The name of a fixture tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fixture: Option<String>,
+    /// What the fixture does, for the planner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<String>,
+    /// The fixture's annotations (default: side-effecting, medium risk, not idempotent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) annotations: Option<Annotations>,
+    /// The fixture's input schema (default: any object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input_schema: Option<Value>,
+    /// What the fixture returns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) behavior: Option<Behavior>,
+    /// The first this many executions fail with a transient error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fail_first: Option<u32>,
+    /// Every execution first waits this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) delay_ms: Option<u64>,
+    /// A file that gets one line per execution (relative to the data directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) count_file: Option<PathBuf>,
+}
+
+/// The built-in file tools, confined to the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) enum Builtin {
+    /// Reads a text file.
+    #[serde(rename = "fs.read")]
+    Read,
+    /// Lists a directory.
+    #[serde(rename = "fs.list")]
+    List,
+    /// Writes a text file (destructive).
+    #[serde(rename = "fs.write")]
+    Write,
+}
+
+impl Builtin {
+    /// The tool's name.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Self::Read => "fs.read",
+            Self::List => "fs.list",
+            Self::Write => "fs.write",
+        }
+    }
+}
+
+/// What a fixture tool does when it does not fail (see `fail_first`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Behavior {
+    /// Returns this value every time.
+    Output(Value),
+    /// Returns these values in order, then the last one again.
+    Sequence(Vec<Value>),
+    /// Returns its input.
+    Echo,
+    /// Never returns (the timeout ends it).
+    Hang,
+    /// Panics with this message.
+    Panic(String),
+    /// Fails with this error every time.
+    Fail {
+        /// The error message.
+        message: String,
+        /// Whether the error is transient (retried if the tool is idempotent, counted by
+        /// the circuit breaker).
+        #[serde(default)]
+        transient: bool,
+    },
+}
+
+/// Who proposes the decisions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PlannerDef {
+    /// A script: step `n` of the run gets the script's step `n`.
+    Scripted(Vec<ScriptStep>),
+}
+
+/// How tools run: timeouts, retries, circuit breakers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResilienceDef {
+    /// The timeout of each attempt of a tool without a `timeout_ms` annotation (default
+    /// 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) default_timeout_ms: Option<u64>,
+    /// Retries of idempotent tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retry: Option<RetryDef>,
+    /// The per-tool circuit breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) breaker: Option<BreakerDef>,
+}
+
+/// Retries of idempotent tools after transient errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetryDef {
+    /// Attempts per call, the first included (1 = no retries; default 3).
+    pub(crate) max_attempts: NonZeroU32,
+    /// The first backoff (default 100); it doubles each retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) min_backoff_ms: Option<u64>,
+    /// The longest backoff (default 5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_backoff_ms: Option<u64>,
+}
+
+/// The per-tool circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BreakerDef {
+    /// Consecutive failed calls that open the breaker (default 5).
+    pub(crate) consecutive_failures: NonZeroU32,
+    /// How long it stays open (default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) open_for_ms: Option<u64>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
