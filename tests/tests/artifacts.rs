@@ -1,0 +1,157 @@
+//! Artifact offload and integrity: an output larger than the inline limit goes to the artifact
+//! store; evidence and ledger hold a reference whose id, size and checksum match the stored
+//! bytes, and the store hands those bytes back verified.
+
+mod support;
+
+use std::sync::Arc;
+
+use rein::{
+    Annotations, ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, Decision, Engine,
+    EntryKind, EvidenceKind, FsStores, MemoryArtifactStore, Payload, RunStatus, ScriptStep,
+    ScriptedPlanner, State, StoreOptions, Value, json,
+};
+use support::{constant, walk_to};
+
+/// A memory artifact store the test can read after the engine wrote to it.
+#[derive(Debug, Clone, Default)]
+struct Shared(Arc<MemoryArtifactStore>);
+
+impl ArtifactStore for Shared {
+    async fn put(
+        &self,
+        bytes: Vec<u8>,
+        options: StoreOptions,
+    ) -> Result<ArtifactRef, ArtifactError> {
+        self.0.put(bytes, options).await
+    }
+    async fn get(&self, id: &ArtifactId) -> Result<(ArtifactRef, Vec<u8>), ArtifactError> {
+        self.0.get(id).await
+    }
+    async fn stat(&self, id: &ArtifactId) -> Result<ArtifactRef, ArtifactError> {
+        self.0.stat(id).await
+    }
+}
+
+fn big_output() -> Value {
+    json!({"report": "x".repeat(1_000), "rows": (0..50).collect::<Vec<_>>()})
+}
+
+fn script() -> ScriptedPlanner {
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("report", json!({}), "fetch"),
+        ),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::transition(State::Decide, "have it"),
+        ),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(null))),
+    ]);
+    ScriptedPlanner::new(steps)
+}
+
+/// Runs the script on `engine` and returns the payload the evidence holds, after checking the
+/// ledger holds the same and the run replays.
+async fn payload_of(engine: &Engine) -> Payload {
+    let run = engine.run("offload").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let evidence = run
+        .evidence()
+        .iter()
+        .find_map(|e| match &e.kind {
+            EvidenceKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .expect("a tool result");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let recorded = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .expect("a tool result entry");
+    assert_eq!(recorded, evidence);
+    let report = engine.replay(&ledger).await.expect("replay");
+    assert!(report.matches(), "{:?}", report.divergence());
+    evidence
+}
+
+/// Checks that `payload` references exactly the JSON of `output`, as stored in `store`.
+async fn check(payload: &Payload, output: &Value, store: &impl ArtifactStore) {
+    let Payload::Artifact(link) = payload else {
+        panic!("expected an artifact, got {payload:?}");
+    };
+    let expected = serde_json::to_vec(output).expect("json");
+    assert_eq!(link.size, expected.len() as u64);
+    assert_eq!(link.content_type, "application/json");
+    assert_eq!(link.id, ArtifactId::of(&expected).as_str());
+    assert_eq!(link.checksum, Checksum::of(&expected).to_string());
+
+    let id: ArtifactId = link.id.parse().expect("an artifact id");
+    let (reference, bytes) = store.get(&id).await.expect("stored");
+    assert_eq!(bytes, expected);
+    reference.verify(&bytes).expect("checksum verifies");
+    assert_eq!(reference.checksum().to_string(), link.checksum);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&bytes).expect("json"),
+        *output
+    );
+}
+
+#[tokio::test]
+async fn a_large_output_goes_to_the_artifact_store_and_comes_back_verified() {
+    let (report, _) = constant("report", Annotations::read_only(), big_output());
+    let store = Shared::default();
+    let engine = Engine::builder()
+        .tool(report)
+        .planner(script())
+        .artifact_store(store.clone())
+        .inline_output_limit(64)
+        .build()
+        .expect("engine builds");
+    let payload = payload_of(&engine).await;
+    check(&payload, &big_output(), &store).await;
+}
+
+#[tokio::test]
+async fn an_output_within_the_limit_stays_inline() {
+    let small = json!({"ok": true});
+    let (report, _) = constant("report", Annotations::read_only(), small.clone());
+    let engine = Engine::builder()
+        .tool(report)
+        .planner(script())
+        .inline_output_limit(64)
+        .build()
+        .expect("engine builds");
+    assert_eq!(payload_of(&engine).await, Payload::Inline(small));
+}
+
+#[tokio::test]
+async fn artifacts_on_disk_are_verified_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (report, _) = constant("report", Annotations::read_only(), big_output());
+    let engine = Engine::builder()
+        .tool(report)
+        .planner(script())
+        .filesystem(dir.path())
+        .inline_output_limit(64)
+        .build()
+        .expect("engine builds");
+    let payload = payload_of(&engine).await;
+    let stores = FsStores::open(dir.path()).expect("stores");
+    check(&payload, &big_output(), stores.artifacts()).await;
+
+    // A damaged artifact is refused on the way out, never handed back.
+    let Payload::Artifact(link) = &payload else {
+        panic!("expected an artifact");
+    };
+    let id: ArtifactId = link.id.parse().expect("id");
+    let path = stores.artifacts().content_path(&id);
+    std::fs::write(&path, b"tampered").expect("overwrite");
+    assert!(stores.artifacts().get(&id).await.is_err());
+}
