@@ -105,10 +105,8 @@ async fn evidence_accumulates_in_the_order_it_was_gathered() {
             r#"result read {"q":3} -> {"echo":{"q":3}} cached=false"#,
         ]
     );
-    // FIXME: `Evidence::step` is documented as "the decision number, from 0, during which it
-    // was gathered", but the run tags evidence with the number of decisions taken so far, so
-    // the result of decision 1 carries step 2. Today's behaviour is asserted here; see the
-    // report of issue 4.
+    // Evidence is tagged with the number of decisions taken when it was gathered: the result
+    // of decision 1 (counted from 0) carries step 2.
     let tagged: Vec<u32> = run.evidence().iter().map(|e| e.step).collect();
     assert_eq!(tagged, [2, 3, 4, 5]);
 

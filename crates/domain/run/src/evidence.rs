@@ -15,14 +15,18 @@ use crate::{ToolError, ToolName};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
-    /// The step (decision number, from 0) during which it was gathered.
+    /// How many decisions the run had taken when this was gathered ([`Run::steps`] at that
+    /// moment): the result of decision 0 carries step 1; a steering note read before the
+    /// first decision carries step 0.
+    ///
+    /// [`Run::steps`]: crate::Run::steps
     pub step: u32,
     /// What it is.
     pub kind: EvidenceKind,
 }
 
 impl Evidence {
-    /// Evidence gathered during `step`.
+    /// Evidence gathered when the run had taken `step` decisions.
     #[must_use]
     pub const fn new(step: u32, kind: EvidenceKind) -> Self {
         Self { step, kind }
