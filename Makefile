@@ -4,17 +4,28 @@
 CARGO ?= cargo
 SCENARIO ?= examples/scenarios/happy-path.json
 
-.PHONY: help fmt fmt-check lint doc test ci bench run
+.PHONY: help fmt fmt-check lint doc test ci bench bench-peers run reliability crash-test fuzz-smoke fuzz-replay
+
+# The reliability suites (docs/RELIABILITY.md): the long crash test and real fuzzing.
+CRASH_KILLS ?= 200
+CRASH_SEED ?= 0x5EED
+FUZZ_TIME ?= 10
+FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell
 
 help:
 	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
 	@echo "make test       cargo test --workspace"
-	@echo "make ci         fmt-check, lint, doc, test, in that order; stops at the first failure"
+	@echo "make ci         fmt-check, lint, doc, test, reliability, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
-	@echo "make bench      cargo bench --workspace"
+	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
+	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
+	@echo "make reliability  the short forms with their figures: hostile, faults, bypass, shell, properties, fuzz replay, crash (part of make ci)"
+	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
+	@echo "make fuzz-smoke   every cargo-fuzz target for FUZZ_TIME seconds (needs cargo-fuzz; RUSTC_BOOTSTRAP=1)"
+	@echo "make fuzz-replay  the fuzz seeds, their mutations and random bytes through the checks, under cargo test"
 
 fmt:
 	$(CARGO) fmt --all
@@ -41,10 +52,42 @@ ci:
 	@$(MAKE) --no-print-directory doc
 	@echo "==> ci: test"
 	@$(MAKE) --no-print-directory test
+	@echo "==> ci: reliability (short forms, with their figures)"
+	@$(MAKE) --no-print-directory reliability
 	@echo "==> ci: all checks passed"
 
+# The workloads of docs/BENCHMARKS.md, each printed with its baseline and ratio (a few
+# minutes with the build). The other benches (`cargo bench --workspace`) are criterion's.
 bench:
-	$(CARGO) bench --workspace
+	$(CARGO) bench -p rein --bench workloads --bench memory
+
+# W1 in rein and as a LangGraph StateGraph (pinned in bench-peers/requirements.txt).
+PEERS_VENV := bench-peers/.venv
+bench-peers:
+	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q -r bench-peers/requirements.txt
+	CARGO=$(CARGO) $(PEERS_VENV)/bin/python bench-peers/compare.py
 
 run:
 	$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo
+
+# The short forms of docs/RELIABILITY.md, printing their figures: hostile input (table),
+# store faults, policy bypasses, the shell guard, property tests, the fuzz corpus replay, and
+# the crash test with 12 kills per scenario.
+reliability:
+	$(CARGO) test --workspace --test hostile --test faults --test bypass --test shell --test properties --test fuzz_replay --test crash -- --nocapture
+
+# SIGKILL `rein run`/`rein resume` at seeded random points, CRASH_KILLS times per scenario.
+crash-test:
+	REIN_CRASH_KILLS=$(CRASH_KILLS) REIN_CRASH_SEED=$(CRASH_SEED) $(CARGO) test --workspace --test crash -- --nocapture
+
+# Real fuzzing, bounded: each target for FUZZ_TIME seconds, new inputs kept in fuzz/corpus/.
+# Install once with `cargo install cargo-fuzz --locked`.
+fuzz-smoke:
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$t && \
+		(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_TIME)) || exit 1; \
+	done
+
+fuzz-replay:
+	$(CARGO) test --workspace --test fuzz_replay -- --nocapture

@@ -206,6 +206,16 @@ async fn an_interrupted_run_makes_no_further_tool_call() {
     assert_eq!(read.calls(), 0, "no tool call after an interrupt");
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     assert_eq!(count(&ledger, "tool_call"), 1);
+    // The proposed call used up no step: resume asks for it again, and it runs then.
+    let decisions = count(&ledger, "decision");
+    engine.resume(run.id()).await.expect("resume");
+    assert_eq!(
+        read.calls(),
+        1,
+        "the call proposed at the interrupt runs after resume"
+    );
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert!(count(&ledger, "decision") > decisions);
 }
 
 #[tokio::test]

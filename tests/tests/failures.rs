@@ -196,6 +196,15 @@ async fn an_open_circuit_refuses_calls_without_running_the_tool() {
         "{errors:?}"
     );
     assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::ToolFailed));
+    // Refused before any attempt: nothing charged, no tool_call entry, nobody asked.
+    assert_eq!(run.usage().used(&rein::BudgetName::TOOL_CALLS), 0);
+    assert!(
+        !ledger
+            .entries()
+            .iter()
+            .any(|e| matches!(e.event(), rein::EntryKind::ToolCall { .. })),
+        "no attempt was recorded"
+    );
 
     // After the open period, the circuit lets a trial call through.
     tokio::time::advance(Duration::from_secs(61)).await;
@@ -294,37 +303,35 @@ impl rein::LedgerStore for FailsOn {
 }
 
 #[tokio::test]
-async fn a_panicking_planner_fails_the_task_not_the_engine_and_the_run_can_resume() {
-    let panicked = Arc::new(AtomicBool::new(false));
-    let once = Arc::clone(&panicked);
+async fn a_panicking_planner_fails_the_run_not_the_engine() {
     let planner = MockPlanner::new(move |request| {
-        if request.step() == 1 && !once.swap(true, Ordering::SeqCst) {
+        if request.step() == 1 {
             panic!("planner bug");
         }
-        Ok(match request.state() {
-            State::Intake => Decision::transition(State::Explore, "go"),
-            State::Explore => Decision::transition(State::Decide, "go"),
-            _ => Decision::finish("done", json!(null)),
-        })
+        Ok(Decision::transition(State::Explore, "go"))
     });
     let engine = Engine::builder()
         .planner(planner)
         .build()
         .expect("engine builds");
     let handle = engine.start("panic").await.expect("start");
-    let id = handle.id().clone();
-    let failed = handle.await;
+    let run = handle.await.expect("the task survives the panic");
+    assert_eq!(run.status(), RunStatus::Failed);
+    let failure = run.failure().expect("a failure");
+    assert_eq!(failure.kind, FailureKind::PlannerError);
     assert!(
-        matches!(failed, Err(EngineError::TaskFailed { .. })),
-        "{failed:?}"
+        failure
+            .message
+            .contains("the planner panicked: planner bug"),
+        "{failure:?}"
     );
-    // The run is not held as active any more, and its ledger stops before the lost step.
-    let run = engine.resume(&id).await.expect("resume");
-    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
-    engine
-        .ledger(&id)
-        .await
-        .expect("ledger")
-        .verify()
-        .expect("verifies");
+    // Recorded like any other failure; the engine drives the next run as before.
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("verifies");
+    assert_eq!(engine.load_run(run.id()).await.expect("rebuilt"), run);
+    let second = engine.run("again").await.expect("the engine still runs");
+    assert_eq!(
+        second.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerError)
+    );
 }

@@ -354,6 +354,14 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
                 }
             }
             EntryKind::ToolResult { cached: true, .. } => cached += 1,
+            // Attempt 0: refused before any attempt (an open circuit): a call that failed.
+            EntryKind::ToolError {
+                tool, attempt: 0, ..
+            } => {
+                calls += 1;
+                errors += 1;
+                *per_tool.entry(tool.to_string()).or_default() += 1;
+            }
             EntryKind::ToolError {
                 will_retry: false, ..
             } => errors += 1,

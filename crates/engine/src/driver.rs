@@ -2,13 +2,15 @@
 //! and records each step in the ledger before it changes the run.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use rein_artifact::StoreOptions;
 use rein_ledger::{EntryKind, InterruptKind, Ledger};
 use rein_policy::{ApprovalRequest, ApprovalResponse};
-use rein_resilience::ToolCall;
+use rein_resilience::{CircuitState, ToolCall};
 use rein_run::{
     ArtifactLink, BudgetName, Decision, Digest, Failure, FailureKind, Payload, PlanRequest, Run,
     RunStatus, State, ToolName,
@@ -22,10 +24,11 @@ use tracing::Instrument as _;
 
 use crate::attempts::AttemptLog;
 use crate::config::{OnToolError, OnViolation};
+use crate::depth;
 use crate::engine::{RunPolicy, Shared};
 use crate::error::{EngineError, Rejection};
 use crate::events::RunEvent;
-use crate::project::{OpenAttempt, Projection, ProjectionError};
+use crate::project::{OpenAttempt, Progress, Projection, ProjectionError, Unsettled};
 use crate::tools::ToolEntry;
 
 /// What a handle sends to its run.
@@ -54,6 +57,8 @@ pub(crate) struct Driver {
     controls: Option<Controls>,
     /// A graceful interrupt arrived: no more tool calls, one more decision.
     interrupting: bool,
+    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut short).
+    prepaid: bool,
 }
 
 /// How a step ended, for the loop.
@@ -80,6 +85,7 @@ impl Driver {
             cache: HashMap::new(),
             controls,
             interrupting: false,
+            prepaid: false,
         }
     }
 
@@ -194,14 +200,7 @@ impl Driver {
             return Ok(Flow::Continue);
         }
         if let Some(exhausted) = self.exhausted(&BudgetName::STEPS) {
-            self.record(EntryKind::BudgetExhausted {
-                name: exhausted.name.clone(),
-                limit: exhausted.limit,
-                used: exhausted.used,
-                requested: 1,
-            })
-            .await?;
-            self.reject(Rejection::BudgetExhausted(exhausted)).await?;
+            self.refuse_over_budget(exhausted).await?;
             return Ok(Flow::Continue);
         }
 
@@ -216,7 +215,28 @@ impl Driver {
                 return Ok(Flow::Stop);
             }
         };
+        if depth::decision_too_deep(&decision) {
+            // Neither recorded (it could not be read back) nor touched recursively.
+            depth::dispose_decision(decision);
+            self.reject(Rejection::TooDeep {
+                limit: depth::MAX_JSON_DEPTH,
+            })
+            .await?;
+            return Ok(Flow::Continue);
+        }
         let step = self.proj.run.steps();
+        if self.interrupting
+            && let Decision::CallTool { tool, .. } = &decision
+        {
+            // No tool calls after an interrupt. The decision is not recorded, so the step is
+            // not used up: resume asks the planner for this step again.
+            let reason = format!(
+                "interrupted through the run handle before the proposed call of `{tool}`; \
+                 resume asks the planner for step {step} again"
+            );
+            self.record(EntryKind::RunInterrupted { reason }).await?;
+            return Ok(Flow::Stop);
+        }
         self.record(EntryKind::Decision {
             step,
             decision: decision.clone(),
@@ -256,10 +276,17 @@ impl Driver {
             self.policy.allowed.in_state(run.state()),
             self.proj.budget().snapshot(run.usage()),
         );
-        let plan = self
-            .shared
-            .planner
-            .plan_boxed(request)
+        // A panicking planner is a planner error on this run, never a dead task.
+        let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
+            .catch_unwind()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|panic| {
+                    Err(rein_run::PlannerError::failed(format!(
+                        "the planner panicked: {}",
+                        panic_message(panic.as_ref())
+                    )))
+                })
+            })
             .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
         match self.cancel_token() {
             None => Some(plan.await),
@@ -394,9 +421,11 @@ impl Driver {
         let message = rejection.to_string();
         tracing::info!(%message, "decision rejected");
         // Running out of steps cannot be corrected by the planner: those always end the run.
+        // Nor can a decision too deep to record: unrecorded, it does not count as a step,
+        // so a planner handed it back would propose it again at the same step.
         let fatal = matches!(
             rejection,
-            Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision
+            Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision | Rejection::TooDeep { .. }
         ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
         let handed_back = !fatal
             && matches!(
@@ -441,7 +470,7 @@ impl Driver {
             let known = shared.tools.names();
             return self
                 .reject(Rejection::UnknownTool {
-                    name: name.to_owned(),
+                    name: crate::tools::clip(name),
                     known,
                 })
                 .await;
@@ -481,6 +510,16 @@ impl Driver {
                     output,
                 })
                 .await;
+        }
+        if let CircuitState::Open { retry_after } = entry.stack.circuit_state()
+            && !retry_after.is_zero()
+        {
+            // Refused before any attempt: nothing is charged, nobody is asked to approve.
+            let error = ToolError::CircuitOpen {
+                tool: tool.clone(),
+                retry_after,
+            };
+            return self.tool_failed(tool, error).await;
         }
         if !self.approve(entry, &input, input_hash).await? {
             return Ok(());
@@ -522,7 +561,18 @@ impl Driver {
                 false,
             ),
             Some(approver) => {
-                let answer = tokio::time::timeout(timeout, approver.decide_boxed(&request));
+                // A panicking approver is an approver error: a denial, like any other.
+                let decide = AssertUnwindSafe(approver.decide_boxed(&request))
+                    .catch_unwind()
+                    .map(|outcome| {
+                        outcome.unwrap_or_else(|panic| {
+                            Err(rein_policy::ApproverError::new(format!(
+                                "the approver panicked: {}",
+                                panic_message(panic.as_ref())
+                            )))
+                        })
+                    });
+                let answer = tokio::time::timeout(timeout, decide);
                 let answer = match self.cancel_token() {
                     None => Some(answer.await),
                     Some(cancel) => tokio::select! {
@@ -601,6 +651,7 @@ impl Driver {
             idempotent,
         })
         .await?;
+        let call_entry = self.ledger.len() - 1;
         if !idempotent {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
@@ -611,7 +662,8 @@ impl Driver {
             .snapshot(self.proj.run.usage())
             .remaining(&BudgetName::TOOL_CALLS);
         let log = Arc::new(AttemptLog::new(retries_affordable));
-        let call = ToolCall::new(input.clone()).with_observer(Arc::clone(&log) as _);
+        // The input moves into the call; retries, which are rare, read it back from the ledger.
+        let call = ToolCall::new(input).with_observer(Arc::clone(&log) as _);
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.proj.state());
         let outcome = match self.cancel_token() {
             None => Some(entry.stack.call(call).instrument(span).await),
@@ -628,9 +680,26 @@ impl Driver {
         if vetoed && let Some(last) = last_error {
             outcome = Err(last);
         }
+        // An output the ledger could not read back is a failed call, taken apart unrecorded.
+        let mut too_deep = None;
+        if outcome.as_ref().is_ok_and(|o| depth::too_deep(o.value())) {
+            let error = ToolError::failed(format!(
+                "the tool returned JSON nested more than {} levels deep, which the ledger cannot \
+                 record",
+                depth::MAX_JSON_DEPTH
+            ));
+            if let Ok(output) = std::mem::replace(&mut outcome, Err(error.clone())) {
+                depth::dispose(output.into_value());
+            }
+            too_deep = Some(error);
+        }
 
         // Ledger every attempt: the first was recorded above; retries get their charge and call now.
         let count = attempts.len();
+        let input = match self.ledger.entries()[call_entry].event() {
+            EntryKind::ToolCall { input, .. } if count > 1 => input.clone(),
+            _ => Value::Null,
+        };
         for (i, attempt) in attempts.into_iter().enumerate() {
             let number = first_attempt + attempt.attempt - 1;
             if number != first_attempt {
@@ -664,7 +733,16 @@ impl Driver {
                     .await?;
                 }
                 (None, true) => {
-                    if let Ok(output) = &outcome {
+                    if let Some(error) = too_deep.take() {
+                        self.record(EntryKind::ToolError {
+                            tool: tool.clone(),
+                            attempt: number,
+                            duration_ms,
+                            error,
+                            will_retry: false,
+                        })
+                        .await?;
+                    } else if let Ok(output) = &outcome {
                         let output = self.payload(&tool, output).await?;
                         if entry.spec.annotations().is_cacheable() {
                             self.cache
@@ -726,8 +804,44 @@ impl Driver {
         Ok(())
     }
 
+    /// Records a call refused before any attempt (attempt 0: nothing ran, nothing was
+    /// charged), and fails the run unless tool errors are handed back.
+    async fn tool_failed(&mut self, tool: ToolName, error: ToolError) -> Result<(), EngineError> {
+        let message = format!("tool `{tool}` failed: {error}");
+        self.record(EntryKind::ToolError {
+            tool,
+            attempt: 0,
+            duration_ms: 0,
+            error,
+            will_retry: false,
+        })
+        .await?;
+        if self.shared.config.on_tool_error == OnToolError::FailRun {
+            self.fail(FailureKind::ToolFailed, message).await?;
+        }
+        Ok(())
+    }
+
+    /// Records that a charge would exceed a budget, then rejects the decision that needed it.
+    async fn refuse_over_budget(
+        &mut self,
+        exhausted: rein_policy::BudgetExhausted,
+    ) -> Result<(), EngineError> {
+        self.record(EntryKind::BudgetExhausted {
+            name: exhausted.name.clone(),
+            limit: exhausted.limit,
+            used: exhausted.used,
+            requested: exhausted.requested,
+        })
+        .await?;
+        self.reject(Rejection::BudgetExhausted(exhausted)).await
+    }
+
     /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
     async fn charge_attempt(&mut self) -> Result<bool, EngineError> {
+        if std::mem::take(&mut self.prepaid) {
+            return Ok(true);
+        }
         let name = BudgetName::TOOL_CALLS;
         match self.exhausted(&name) {
             None => {
@@ -743,14 +857,7 @@ impl Driver {
                 Ok(true)
             }
             Some(exhausted) => {
-                self.record(EntryKind::BudgetExhausted {
-                    name: exhausted.name.clone(),
-                    limit: exhausted.limit,
-                    used: exhausted.used,
-                    requested: 1,
-                })
-                .await?;
-                self.reject(Rejection::BudgetExhausted(exhausted)).await?;
+                self.refuse_over_budget(exhausted).await?;
                 Ok(false)
             }
         }
@@ -774,6 +881,68 @@ impl Driver {
             size: reference.size(),
             content_type: reference.content_type().to_owned(),
         }))
+    }
+
+    /// Finishes the step a crash cut short, from where its ledger stops: records the end
+    /// the step had reached (a completion, a failure, a rejection), or applies the decision
+    /// again when nothing it did is on record but markers (with the attempt's `tool_calls`
+    /// unit already paid, if it was charged).
+    pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
+        match step.progress {
+            Progress::Started => self.apply(step.decision).await,
+            Progress::Charged => {
+                self.prepaid = true;
+                let applied = self.apply(step.decision).await;
+                self.prepaid = false;
+                applied
+            }
+            Progress::Ended(State::Done) => {
+                let (summary, result) = match step.decision {
+                    Decision::Finish { summary, result } => (summary, result),
+                    Decision::Transition { reason, .. } => (reason, Value::Null),
+                    other => (format!("{other:?}"), Value::Null),
+                };
+                self.record(EntryKind::RunCompleted { summary, result })
+                    .await
+            }
+            Progress::Ended(_) => {
+                let reason = match step.decision {
+                    Decision::Fail { reason } | Decision::Transition { reason, .. } => reason,
+                    other => format!("{other:?}"),
+                };
+                self.fail(FailureKind::PlannerGaveUp, reason).await
+            }
+            Progress::Rejected { violation, message } => {
+                let kind = match violation {
+                    rein_ledger::Violation::MaxSteps => FailureKind::MaxSteps,
+                    rein_ledger::Violation::BudgetExhausted => FailureKind::BudgetExhausted,
+                    _ => FailureKind::PolicyViolation,
+                };
+                self.fail(kind, message).await
+            }
+            Progress::Denied {
+                tool,
+                approver,
+                reason,
+            } => {
+                self.reject(Rejection::ApprovalDenied {
+                    tool,
+                    approver,
+                    reason,
+                })
+                .await
+            }
+            Progress::ToolFailed { tool, error } => {
+                if self.shared.config.on_tool_error != OnToolError::FailRun {
+                    return Ok(());
+                }
+                self.fail(
+                    FailureKind::ToolFailed,
+                    format!("tool `{tool}` failed: {error}"),
+                )
+                .await
+            }
+        }
     }
 
     /// Resolves a call left in doubt by a crash, as the in-doubt policy says.
@@ -808,24 +977,40 @@ impl Driver {
     }
 }
 
-/// Reads an approver's response: granted only if it covers the exact input.
+/// Reads an approver's response: granted only if it answers this exact call.
 fn judge(request: &ApprovalRequest, response: &ApprovalResponse) -> (String, String, bool) {
     if !response.covers(request) {
-        return (
-            response.approver().to_owned(),
+        let why = if response.input_hash() == request.input_hash() {
             format!(
-                "the response covers input {} but the call's input is {}; an approval never carries over",
+                "the response was given for another call (tool `{}`), not this call of `{}`; an \
+                 approval never carries over",
+                response.tool(),
+                request.tool()
+            )
+        } else {
+            format!(
+                "the response covers input {} but the call's input is {}; an approval never \
+                 carries over",
                 response.input_hash(),
                 request.input_hash()
-            ),
-            false,
-        );
+            )
+        };
+        return (response.approver().to_owned(), why, false);
     }
     (
         response.approver().to_owned(),
         response.reason().to_owned(),
         response.is_granted(),
     )
+}
+
+/// The message of a panic payload, when it has one.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 fn millis(d: Duration) -> u64 {

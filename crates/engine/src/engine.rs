@@ -95,7 +95,8 @@ impl From<String> for RunSpec {
 #[derive(Debug)]
 pub(crate) struct RunPolicy {
     pub(crate) snapshot: PolicySnapshot,
-    pub(crate) value: Value,
+    /// The snapshot's JSON, shared by every run started under it (see `begin`).
+    pub(crate) value: Arc<Value>,
     pub(crate) eligibility: Eligibility,
     pub(crate) allowed: AllowedSpecs,
     /// The budgets that guard the way into `act`: every limit but `violations`, which counts
@@ -117,7 +118,7 @@ impl RunPolicy {
                 guard.with_limit(name.clone(), *limit)
             });
         Ok(Self {
-            value: snapshot.to_value(),
+            value: Arc::new(snapshot.to_value()),
             snapshot,
             eligibility,
             allowed,
@@ -354,12 +355,27 @@ impl Engine {
         spec: RunSpec,
         controls: Option<Controls>,
     ) -> Result<(Driver, ActiveGuard), EngineError> {
+        if let Some(name) = spec
+            .vars
+            .iter()
+            .find_map(|(name, value)| crate::depth::too_deep(value).then(|| name.clone()))
+        {
+            spec.vars
+                .into_iter()
+                .for_each(|(_, v)| crate::depth::dispose(v));
+            return Err(EngineError::VarTooDeep {
+                name,
+                limit: crate::depth::MAX_JSON_DEPTH,
+            });
+        }
         let chosen = spec.id.is_some();
         let id = spec.id.unwrap_or_else(|| self.shared.ids.run_id());
         let guard = self.acquire(&id)?;
         if chosen {
             match self.shared.ledgers.load_boxed(&id).await {
+                // An empty ledger is a run whose first entry never became durable.
                 Err(LedgerStoreError::NotFound { .. }) => {}
+                Ok(loaded) if loaded.ledger.is_empty() => {}
                 Ok(_) | Err(_) => return Err(EngineError::RunExists { id }),
             }
         }
@@ -368,9 +384,12 @@ impl Engine {
         let started = EntryKind::RunStarted {
             goal: spec.goal,
             vars: spec.vars,
-            policy: policy.value.clone(),
+            policy: Value::clone(&policy.value),
         };
-        let proj = Projection::start(id.clone(), &started, now, policy.snapshot.budget.clone())
+        let budget = policy.snapshot.budget.clone();
+        // The run holds the engine's policy value itself, not a copy of the entry's.
+        let shared = Some(Arc::clone(&policy.value));
+        let proj = Projection::start(id.clone(), &started, now, budget, shared)
             .map_err(|e| inconsistent(&id, 1, &e))?;
         let mut ledger = Ledger::new(id.clone());
         let entry = ledger.append(now, State::Intake, started);
@@ -389,6 +408,11 @@ impl Engine {
 
     async fn load_ledger(&self, id: &RunId) -> Result<rein_ledger::LoadedLedger, EngineError> {
         match self.shared.ledgers.load_boxed(id).await {
+            // A file with no entry (the process died writing the first, and the torn line
+            // was cut): the run never started.
+            Ok(loaded) if loaded.ledger.is_empty() => {
+                Err(EngineError::RunNotFound { id: id.clone() })
+            }
             Ok(loaded) => Ok(loaded),
             Err(LedgerStoreError::NotFound { .. }) => {
                 Err(EngineError::RunNotFound { id: id.clone() })
@@ -408,7 +432,7 @@ impl Engine {
         else {
             return Err(invalid("the ledger does not start with run_started".into()));
         };
-        if *policy == self.shared.policy.value {
+        if *policy == *self.shared.policy.value {
             return Ok(Arc::clone(&self.shared.policy));
         }
         let snapshot = PolicySnapshot::from_value(policy).map_err(|e| invalid(e.to_string()))?;
@@ -459,6 +483,7 @@ impl Engine {
             (None, None) => {}
         }
         let open = proj.open.take();
+        let unsettled = proj.unsettled.take();
         let note = match (&loaded.torn_tail, answer) {
             (Some(torn), _) => format!(
                 "resumed after a restart; a torn final ledger line ({} bytes at line {}) was cut",
@@ -485,6 +510,11 @@ impl Engine {
         if let Some(open) = open {
             let retry_all = self.shared.config.in_doubt == InDoubtPolicy::RetryAll;
             driver.settle_in_doubt(open, retry_all).await?;
+        } else if let Some(step) = unsettled
+            && driver.run().status() == RunStatus::Running
+        {
+            // The process stopped inside a step: finish it before asking for the next one.
+            driver.complete_step(step).await?;
         }
         driver.persist().await?;
         Ok((driver, guard))

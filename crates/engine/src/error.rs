@@ -116,6 +116,18 @@ pub enum EngineError {
         /// Why.
         reason: String,
     },
+    /// A run variable nests JSON deeper than the ledger can record
+    /// ([`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH)); nothing was recorded.
+    #[error(
+        "run variable {name:?} nests arrays and objects more than {limit} levels deep; a ledger \
+         entry holding it could not be read back, so flatten it"
+    )]
+    VarTooDeep {
+        /// The variable.
+        name: String,
+        /// The deepest nesting accepted.
+        limit: usize,
+    },
     /// The run's recorded policy could not be read back.
     #[error("the recorded policy of run {id} is unreadable: {reason}")]
     InvalidRecordedPolicy {
@@ -191,6 +203,17 @@ pub enum Rejection {
     /// A kind of decision this engine does not know.
     #[error("this engine does not support the proposed kind of decision")]
     UnsupportedDecision,
+    /// The decision's JSON (a tool input, a result) nests deeper than
+    /// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH): the ledger could not read it back, so it
+    /// is not recorded.
+    #[error(
+        "the decision holds JSON nested more than {limit} levels deep, which the ledger cannot \
+         record; propose a flatter input or result"
+    )]
+    TooDeep {
+        /// The deepest nesting accepted.
+        limit: usize,
+    },
     /// The run reached the step limit.
     #[error(
         "the run reached its limit of {limit} steps in {state}; raise max_steps or finish sooner"
@@ -215,7 +238,9 @@ impl Rejection {
             Self::ApprovalDenied { .. } => Violation::ApprovalDenied,
             Self::BudgetExhausted(_) => Violation::BudgetExhausted,
             Self::MaxSteps { .. } => Violation::MaxSteps,
-            Self::InvalidQuestion { .. } | Self::UnsupportedDecision => Violation::InvalidInput,
+            Self::InvalidQuestion { .. } | Self::UnsupportedDecision | Self::TooDeep { .. } => {
+                Violation::InvalidInput
+            }
         }
     }
 }

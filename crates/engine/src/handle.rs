@@ -56,19 +56,40 @@ impl RunHandle {
     /// Stops the run gracefully: no further tool calls; the planner gets one more step to
     /// finish or fail, then the run is left `interrupted` (resume continues it).
     pub fn interrupt(&self) {
-        let _ = self.control.send(Control::Interrupt);
+        self.control().interrupt();
     }
 
     /// Stops the run now: in-flight tool and planner futures are dropped and the run fails
     /// as aborted.
     pub fn abort(&self) {
-        self.cancel.cancel();
+        self.control().abort();
     }
 
     /// Adds a note for the planner, seen as evidence before its next decision. Steering is
     /// advice: it never approves a call or widens a policy.
     pub fn steer(&self, note: impl Into<String>) {
-        let _ = self.control.send(Control::Steer(note.into()));
+        self.control().steer(note);
+    }
+
+    /// A cloneable remote for this run, to interrupt, abort or steer it from elsewhere —
+    /// a signal handler, say — while the handle itself is being awaited.
+    ///
+    /// ```no_run
+    /// # async fn f(engine: rein_engine::Engine) -> Result<(), rein_engine::EngineError> {
+    /// let handle = engine.start("Watch the queue").await?;
+    /// let control = handle.control();
+    /// tokio::spawn(async move {
+    ///     // … wait for a signal, a deadline, an operator …
+    ///     control.interrupt(); // graceful: the run can be resumed later
+    /// });
+    /// let run = handle.await?;
+    /// # let _ = run; Ok(()) }
+    /// ```
+    pub fn control(&self) -> RunControl {
+        RunControl {
+            control: self.control.clone(),
+            cancel: self.cancel.clone(),
+        }
     }
 
     /// Subscribes to the run's events. The first subscription sees every event from the
@@ -95,6 +116,31 @@ impl RunHandle {
                 reason: e.to_string(),
             }),
         }
+    }
+}
+
+/// Interrupts, aborts or steers a run from anywhere; from [`RunHandle::control`]. Sending to
+/// a run that has ended does nothing.
+#[derive(Debug, Clone)]
+pub struct RunControl {
+    control: mpsc::UnboundedSender<Control>,
+    cancel: CancellationToken,
+}
+
+impl RunControl {
+    /// As [`RunHandle::interrupt`].
+    pub fn interrupt(&self) {
+        let _ = self.control.send(Control::Interrupt);
+    }
+
+    /// As [`RunHandle::abort`].
+    pub fn abort(&self) {
+        self.cancel.cancel();
+    }
+
+    /// As [`RunHandle::steer`].
+    pub fn steer(&self, note: impl Into<String>) {
+        let _ = self.control.send(Control::Steer(note.into()));
     }
 }
 

@@ -34,6 +34,7 @@
 mod attempts;
 mod clock;
 mod config;
+mod depth;
 mod driver;
 mod engine;
 mod error;
@@ -45,8 +46,9 @@ mod tools;
 
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
 pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
+pub use depth::MAX_JSON_DEPTH;
 pub use engine::{Engine, EngineBuilder, RunSpec};
 pub use error::{BuildError, EngineError, Rejection};
 pub use events::{RunEvent, RunEvents};
-pub use handle::RunHandle;
+pub use handle::{RunControl, RunHandle};
 pub use replay::{ReplayReport, Trace};

@@ -5,10 +5,13 @@
 //! Resume after a crash and replay use the same function over a stored ledger, so a live
 //! run and a rebuilt one cannot disagree.
 
-use rein_ledger::{Entry, EntryKind};
+use std::sync::Arc;
+
+use rein_ledger::{Entry, EntryKind, Violation};
 use rein_policy::Budget;
 use rein_run::{
-    BudgetName, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State, Timestamp, ToolName,
+    BudgetName, Decision, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State,
+    Timestamp, ToolError, ToolName,
 };
 use serde_json::Value;
 
@@ -21,6 +24,39 @@ pub(crate) struct OpenAttempt {
     pub(crate) idempotent: bool,
 }
 
+/// A decision the ledger shows recorded but not fully applied: the process stopped in the
+/// middle of its step. Resume finishes the step from where the ledger shows it stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unsettled {
+    pub(crate) decision: Decision,
+    pub(crate) progress: Progress,
+}
+
+/// How far the application of an [`Unsettled`] decision got, as the ledger shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Progress {
+    /// Nothing that a second application would not repeat harmlessly (approval asked or
+    /// granted, a budget found exhausted, an attempt that failed and was to be retried).
+    Started,
+    /// A `tool_calls` unit was charged for an attempt that never started.
+    Charged,
+    /// The run moved to `done` or `failed`; its `run_completed` / `run_failed` is missing.
+    Ended(State),
+    /// A rejection that was not handed back; the `run_failed` it causes is missing.
+    Rejected {
+        violation: Violation,
+        message: String,
+    },
+    /// The approver denied the call; the rejection is missing.
+    Denied {
+        tool: ToolName,
+        approver: String,
+        reason: String,
+    },
+    /// The call's last attempt failed; the run fails unless tool errors are handed back.
+    ToolFailed { tool: ToolName, error: ToolError },
+}
+
 /// A run as its ledger describes it so far.
 #[derive(Debug, Clone)]
 pub(crate) struct Projection {
@@ -30,6 +66,9 @@ pub(crate) struct Projection {
     call_input: Option<Value>,
     /// An attempt started and not finished: the in-doubt call if the ledger ends here.
     pub(crate) open: Option<OpenAttempt>,
+    /// The last decision, while its application is not finished: the interrupted step if
+    /// the ledger ends here.
+    pub(crate) unsettled: Option<Unsettled>,
 }
 
 /// Why an entry does not fit the run the ledger describes so far.
@@ -54,11 +93,14 @@ fn unfit(reason: impl Into<String>) -> ProjectionError {
 
 impl Projection {
     /// The run a `RunStarted` entry creates.
+    /// `shared_policy`, when given, is the entry's policy value already shared by the
+    /// caller: the run holds it rather than a copy.
     pub(crate) fn start(
         id: RunId,
         kind: &EntryKind,
         at: Timestamp,
         budget: Budget,
+        shared_policy: Option<Arc<Value>>,
     ) -> Result<Self, ProjectionError> {
         let EntryKind::RunStarted { goal, vars, policy } = kind else {
             return Err(unfit(format!(
@@ -66,12 +108,14 @@ impl Projection {
                 kind.name()
             )));
         };
-        let run = Run::new(id, goal.clone(), vars.clone(), policy.clone(), at);
+        let policy = shared_policy.unwrap_or_else(|| Arc::new(policy.clone()));
+        let run = Run::new(id, goal.clone(), vars.clone(), policy, at);
         Ok(Self {
             run,
             budget,
             call_input: None,
             open: None,
+            unsettled: None,
         })
     }
 
@@ -85,8 +129,14 @@ impl Projection {
             return Err((0, unfit("the ledger is empty")));
         };
         let budget = budget_of(first.event()).map_err(|e| (first.seq(), e))?;
-        let mut projection = Self::start(first.run_id().clone(), first.event(), first.at(), budget)
-            .map_err(|e| (first.seq(), e))?;
+        let mut projection = Self::start(
+            first.run_id().clone(),
+            first.event(),
+            first.at(),
+            budget,
+            None,
+        )
+        .map_err(|e| (first.seq(), e))?;
         for entry in &entries[1..] {
             if entry.state() != projection.run.state() {
                 return Err((
@@ -107,6 +157,77 @@ impl Projection {
 
     /// What `kind`, recorded at `at`, does to the run.
     pub(crate) fn apply(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
+        self.apply_to_run(kind, at)?;
+        self.track_step(kind);
+        Ok(())
+    }
+
+    /// Follows how far the current decision's application got (see [`Unsettled`]).
+    fn track_step(&mut self, kind: &EntryKind) {
+        let progress = match kind {
+            EntryKind::Decision { decision, .. } => {
+                self.unsettled = Some(Unsettled {
+                    decision: decision.clone(),
+                    progress: Progress::Started,
+                });
+                return;
+            }
+            EntryKind::Transition { to, .. } if to.is_terminal() => Progress::Ended(*to),
+            EntryKind::BudgetConsumed { name, .. } if *name == BudgetName::TOOL_CALLS => {
+                Progress::Charged
+            }
+            EntryKind::ToolCall { .. }
+            | EntryKind::ToolError {
+                will_retry: true, ..
+            } => Progress::Started,
+            EntryKind::ToolError {
+                tool,
+                error,
+                will_retry: false,
+                ..
+            } => Progress::ToolFailed {
+                tool: tool.clone(),
+                error: error.clone(),
+            },
+            EntryKind::PolicyViolation {
+                violation,
+                message,
+                handed_back: false,
+            } => Progress::Rejected {
+                violation: *violation,
+                message: message.clone(),
+            },
+            EntryKind::ApprovalDenied {
+                tool,
+                approver,
+                reason,
+                ..
+            } => Progress::Denied {
+                tool: tool.clone(),
+                approver: approver.clone(),
+                reason: reason.clone(),
+            },
+            // The step is over: the decision took effect, or the run stopped.
+            EntryKind::Transition { .. }
+            | EntryKind::ToolResult { .. }
+            | EntryKind::PolicyViolation { .. }
+            | EntryKind::HumanInputRequested { .. }
+            | EntryKind::RunPaused { .. }
+            | EntryKind::RunInterrupted { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. } => {
+                self.unsettled = None;
+                return;
+            }
+            // Markers a second application repeats harmlessly, and entries between steps.
+            _ => return,
+        };
+        if let Some(unsettled) = &mut self.unsettled {
+            unsettled.progress = progress;
+        }
+    }
+
+    fn apply_to_run(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
         let run = &mut self.run;
         match kind {
             EntryKind::RunStarted { .. } => return Err(unfit("run_started appears twice")),
@@ -166,7 +287,8 @@ impl Projection {
                 ..
             } => {
                 self.open = None;
-                let input = self.call_input.clone().unwrap_or(Value::Null);
+                // A call's result ends its step: the input moves into the evidence.
+                let input = self.call_input.take().unwrap_or(Value::Null);
                 run.add_evidence(
                     EvidenceKind::ToolResult {
                         tool: tool.clone(),
@@ -185,7 +307,8 @@ impl Projection {
             } => {
                 self.open = None;
                 if !will_retry {
-                    let input = self.call_input.clone().unwrap_or(Value::Null);
+                    // The last attempt's error ends the call's step, like a result.
+                    let input = self.call_input.take().unwrap_or(Value::Null);
                     run.add_evidence(
                         EvidenceKind::ToolFailure {
                             tool: tool.clone(),

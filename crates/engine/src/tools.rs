@@ -30,9 +30,25 @@ impl ToolEntry {
             .take(8)
             .map(|e| {
                 let path = e.instance_path().as_str();
-                format!("{}: {e}", if path.is_empty() { "/" } else { path })
+                clip(&format!(
+                    "{}: {e}",
+                    if path.is_empty() { "/" } else { path }
+                ))
             })
             .collect()
+    }
+}
+
+/// The most characters of planner-made text a rejection message repeats.
+const ECHO_LIMIT: usize = 256;
+
+/// `text` cut to [`ECHO_LIMIT`] characters (with `…`): a rejection repeats what the planner
+/// proposed (a name, the value a schema refused), and a megabyte proposed must not come
+/// back as megabytes in the ledger and in the evidence a planner is handed back.
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(ECHO_LIMIT) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
     }
 }
 

@@ -52,6 +52,7 @@
 //! flight when the process died is retried only if the tool is idempotent.
 
 mod closure_tool;
+pub mod shell;
 
 pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 
@@ -92,9 +93,9 @@ pub mod tool {
 // ---- the engine ------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_engine::{
-    BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy, ManualClock,
-    OnToolError, OnViolation, Rejection, ReplayReport, RunEvent, RunEvents, RunHandle, RunSpec,
-    SequentialIds, SystemClock, Trace, UuidV7Ids,
+    BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
+    MAX_JSON_DEPTH, ManualClock, OnToolError, OnViolation, Rejection, ReplayReport, RunControl,
+    RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------

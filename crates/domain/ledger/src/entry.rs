@@ -1,6 +1,9 @@
 //! `Entry`: one sealed link of a run's hash chain, and its canonical encoding.
 
+use std::cell::RefCell;
+use std::fmt;
 use std::io;
+use std::sync::Arc;
 
 use rein_run::{Digest, RunId, State, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
@@ -43,8 +46,16 @@ use crate::EntryKind;
 /// assert_eq!(entry.to_json_line(), format!("{}\n", serde_json::to_string(entry)?));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// # Serialized once
+///
+/// An entry is encoded once, when it is sealed (or read back): it keeps its JSON line, and
+/// everything that needs its bytes uses that line — the hash, [`verify`](crate::Ledger::verify),
+/// a JSONL store's write ([`json_line`](Self::json_line)), a memory store's copy
+/// ([`shared_json_line`](Self::shared_json_line)). An entry cannot be changed after it is
+/// made, so the line always encodes its fields.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "EntryRepr")]
 pub struct Entry {
     // Declaration order is serialization order, and part of the canonical encoding.
     seq: u64,
@@ -54,7 +65,16 @@ pub struct Entry {
     event: EntryKind,
     prev: Digest,
     hash: Digest,
+    /// The JSON line: the canonical bytes with `,"hash":"…"` spliced in before their closing
+    /// brace, then a newline (so the canonical bytes are the line less [`HASH_SUFFIX`] bytes,
+    /// plus `}`).
+    #[serde(skip_serializing)]
+    line: Arc<[u8]>,
 }
+
+/// The length of what follows the canonical bytes (less their closing brace) in a line:
+/// `,"hash":"` (9 bytes), 64 hex digits, `"}` (2) and the newline (1).
+const HASH_SUFFIX: usize = 9 + 64 + 2 + 1;
 
 impl Entry {
     /// Numbers, links and seals a new entry. Only the ledger calls it.
@@ -66,17 +86,32 @@ impl Entry {
         event: EntryKind,
         prev: Digest,
     ) -> Self {
-        let mut entry = Self {
+        let body = EntryBody {
+            seq,
+            at,
+            run_id: &run_id,
+            state,
+            event: &event,
+            prev: &prev,
+        };
+        let (hash, line) = with_scratch(|buf| {
+            write_json(&mut *buf, &body);
+            let mut hasher = Sha256::new();
+            hasher.update(prev.as_bytes());
+            hasher.update(&buf[..]);
+            let hash = Digest::from_bytes(hasher.finalize().into());
+            (hash, seal_line(buf, hash))
+        });
+        Self {
             seq,
             at,
             run_id,
             state,
             event,
             prev,
-            hash: Digest::ZERO,
-        };
-        entry.hash = entry.computed_hash();
-        entry
+            hash,
+            line,
+        }
     }
 
     /// The entry's sequence number: 1 for the first entry of a run, then one more each.
@@ -128,7 +163,8 @@ impl Entry {
     pub fn computed_hash(&self) -> Digest {
         let mut hasher = Sha256::new();
         hasher.update(self.prev.as_bytes());
-        write_json(HashWriter(&mut hasher), &self.body());
+        hasher.update(self.canonical_prefix());
+        hasher.update(b"}");
         Digest::from_bytes(hasher.finalize().into())
     }
 
@@ -136,46 +172,144 @@ impl Entry {
     /// the entry without its `hash` field.
     #[must_use]
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        write_json(&mut out, &self.body());
+        let prefix = self.canonical_prefix();
+        let mut out = Vec::with_capacity(prefix.len() + 1);
+        out.extend_from_slice(prefix);
+        out.push(b'}');
         out
     }
 
-    /// Appends the entry's JSON and a newline to `out`: the line a JSONL store writes.
-    ///
-    /// The bytes are exactly `serde_json::to_vec(self)` followed by `\n`, produced faster:
-    /// the canonical body is serialized once and `,"hash":"…"}` is appended to it, so a
-    /// store can reuse one buffer for every line.
-    pub fn write_json_line(&self, out: &mut Vec<u8>) {
-        write_json(&mut *out, &self.body());
-        // The body is a JSON object: replace its closing brace with the hash field.
-        out.pop();
-        let mut hex = [0u8; 64];
-        self.hash.write_hex(&mut hex);
-        out.extend_from_slice(b",\"hash\":\"");
-        out.extend_from_slice(&hex);
-        out.extend_from_slice(b"\"}\n");
+    /// The entry's JSON and a newline: the line a JSONL store writes. Exactly
+    /// `serde_json::to_vec(self)` followed by `\n`, made when the entry was.
+    #[must_use]
+    pub fn json_line(&self) -> &[u8] {
+        &self.line
     }
 
-    /// The entry as one newline-terminated JSON line (see [`write_json_line`](Self::write_json_line)).
+    /// [`json_line`](Self::json_line), shared rather than copied: what a store that keeps
+    /// lines in memory holds.
+    #[must_use]
+    pub fn shared_json_line(&self) -> Arc<[u8]> {
+        Arc::clone(&self.line)
+    }
+
+    /// Appends the entry's JSON and a newline to `out` (see [`json_line`](Self::json_line)).
+    pub fn write_json_line(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.line);
+    }
+
+    /// The entry as one newline-terminated JSON line (see [`json_line`](Self::json_line)).
     #[must_use]
     pub fn to_json_line(&self) -> String {
-        let mut out = Vec::with_capacity(320);
-        self.write_json_line(&mut out);
-        String::from_utf8(out).expect("serde_json writes UTF-8 and the hash is ASCII hex")
+        String::from_utf8(self.line.to_vec())
+            .expect("serde_json writes UTF-8 and the hash is ASCII hex")
     }
 
-    /// The entry without its hash, borrowed: what the canonical encoding serializes.
-    const fn body(&self) -> EntryBody<'_> {
-        EntryBody {
-            seq: self.seq,
-            at: self.at,
-            run_id: &self.run_id,
-            state: self.state,
-            event: &self.event,
-            prev: &self.prev,
+    /// The canonical bytes less their closing brace: the start of the line.
+    fn canonical_prefix(&self) -> &[u8] {
+        &self.line[..self.line.len() - HASH_SUFFIX]
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The line is the same fields again, encoded: left out.
+        f.debug_struct("Entry")
+            .field("seq", &self.seq)
+            .field("at", &self.at)
+            .field("run_id", &self.run_id)
+            .field("state", &self.state)
+            .field("event", &self.event)
+            .field("prev", &self.prev)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+/// An [`Entry`] as it is read: its fields and the hash it was stored with. Reading one
+/// encodes it again (its line is made from what was read, never kept from the input), so
+/// verification sees exactly what the fields say.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryRepr {
+    seq: u64,
+    at: Timestamp,
+    run_id: RunId,
+    state: State,
+    event: EntryKind,
+    prev: Digest,
+    hash: Digest,
+}
+
+impl From<EntryRepr> for Entry {
+    fn from(repr: EntryRepr) -> Self {
+        let EntryRepr {
+            seq,
+            at,
+            run_id,
+            state,
+            event,
+            prev,
+            hash,
+        } = repr;
+        let body = EntryBody {
+            seq,
+            at,
+            run_id: &run_id,
+            state,
+            event: &event,
+            prev: &prev,
+        };
+        let line = with_scratch(|buf| {
+            write_json(&mut *buf, &body);
+            seal_line(buf, hash)
+        });
+        Self {
+            seq,
+            at,
+            run_id,
+            state,
+            event,
+            prev,
+            hash,
+            line,
         }
     }
+}
+
+/// Turns `buf`, holding canonical bytes, into the JSON line with `hash`: `,"hash":"…"` goes
+/// in place of the closing brace.
+fn seal_line(buf: &mut Vec<u8>, hash: Digest) -> Arc<[u8]> {
+    debug_assert_eq!(buf.last(), Some(&b'}'), "canonical bytes are a JSON object");
+    buf.pop();
+    let mut hex = [0u8; 64];
+    hash.write_hex(&mut hex);
+    buf.extend_from_slice(b",\"hash\":\"");
+    buf.extend_from_slice(&hex);
+    buf.extend_from_slice(b"\"}\n");
+    Arc::from(&buf[..])
+}
+
+/// Runs `f` with an empty buffer that this thread reuses, so making a line costs one
+/// allocation (the line itself) rather than a growing buffer and a copy.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    /// Past this, a buffer grown by one huge entry is not kept.
+    const KEEP: usize = 64 * 1024;
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            let result = f(&mut buf);
+            if buf.capacity() > KEEP {
+                *buf = Vec::new();
+            }
+            result
+        }
+        // Only if serializing an entry made another one, which nothing does.
+        Err(_) => f(&mut Vec::new()),
+    })
 }
 
 /// The canonical body of an [`Entry`]: every field but `hash`, same names, same order.
@@ -204,21 +338,6 @@ fn write_json<W: io::Write>(writer: W, body: &EntryBody<'_>) {
     // (serde_json's `Value` cannot hold a NaN or infinite number either).
     let written = serde_json::to_writer(writer, body);
     debug_assert!(written.is_ok(), "entry serialization failed: {written:?}");
-}
-
-/// Adapts the hasher to `io::Write` (sha2's hashers do not implement it) so serde_json
-/// streams into it without a buffer.
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

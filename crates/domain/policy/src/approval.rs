@@ -281,7 +281,8 @@ pub enum Verdict {
     Denied,
 }
 
-/// An approver's answer: the verdict, who gave it and why, and the input hash it covers.
+/// An approver's answer: the verdict, who gave it and why, and the one call it covers — the
+/// run, step and tool of the request it answers, and its input hash.
 ///
 /// ```
 /// use rein_policy::{ApprovalReason, ApprovalRequest, ApprovalResponse};
@@ -296,6 +297,10 @@ pub enum Verdict {
 ///
 /// let other = ApprovalRequest::new("r1".parse()?, 5, State::Act, &spec, json!({"env": "dev"}), ApprovalReason::NamedTool);
 /// assert!(!yes.covers(&other)); // an approval never carries over to another input
+///
+/// let drop = ToolSpec::new("drop_database".parse()?, "");
+/// let same_input = ApprovalRequest::new("r1".parse()?, 4, State::Act, &drop, json!({"env": "prod"}), ApprovalReason::NamedTool);
+/// assert!(!yes.covers(&same_input)); // …nor to another tool, step or run
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,6 +309,9 @@ pub struct ApprovalResponse {
     verdict: Verdict,
     approver: String,
     reason: String,
+    run_id: RunId,
+    step: u32,
+    tool: ToolName,
     input_hash: Digest,
 }
 
@@ -338,6 +346,9 @@ impl ApprovalResponse {
             verdict,
             approver: approver.into(),
             reason: reason.into(),
+            run_id: request.run_id.clone(),
+            step: request.step,
+            tool: request.tool.clone(),
             input_hash: request.input_hash,
         }
     }
@@ -372,10 +383,20 @@ impl ApprovalResponse {
         self.input_hash
     }
 
-    /// Whether this response is about `request`'s exact input.
+    /// The tool of the call it covers.
+    #[must_use]
+    pub const fn tool(&self) -> &ToolName {
+        &self.tool
+    }
+
+    /// Whether this response answers `request`: the same run, step, tool and exact input. A
+    /// response given for one call (and cached, or replayed) never covers another.
     #[must_use]
     pub fn covers(&self, request: &ApprovalRequest) -> bool {
         self.input_hash == request.input_hash
+            && self.tool == request.tool
+            && self.step == request.step
+            && self.run_id == request.run_id
     }
 }
 

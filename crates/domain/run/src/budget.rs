@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// The name of a budget counter: 1 to 64 lowercase ASCII letters, digits, `_`, `-` or `.`,
 /// a letter first. Well-known names are constants.
@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 /// # let _ = custom;
 /// # Ok::<(), rein_run::BudgetNameError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
 pub struct BudgetName(Cow<'static, str>);
 
 /// Why a string is not a [`BudgetName`].
@@ -73,6 +73,13 @@ impl BudgetName {
 impl fmt::Display for BudgetName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl Serialize for BudgetName {
+    /// The name as a string, borrowed (no copy per serialization).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

@@ -2,8 +2,9 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// The identity of a run: 1 to 128 ASCII letters, digits, `-` or `_`.
 ///
@@ -18,9 +19,9 @@ use serde::{Deserialize, Serialize};
 /// assert!("../etc/passwd".parse::<RunId>().is_err());
 /// # Ok::<(), rein_run::RunIdError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct RunId(String);
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
+pub struct RunId(Arc<str>);
 
 /// Why a string is not a [`RunId`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +63,8 @@ impl RunId {
                 value: value.chars().take(140).collect(),
                 reason,
             }),
-            None => Ok(Self(value)),
+            // Shared, not copied: a run's id is cloned into every entry of its ledger.
+            None => Ok(Self(value.into())),
         }
     }
 
@@ -95,7 +97,14 @@ impl TryFrom<String> for RunId {
 
 impl From<RunId> for String {
     fn from(id: RunId) -> Self {
-        id.0
+        id.0.as_ref().to_owned()
+    }
+}
+
+impl Serialize for RunId {
+    /// The id as a string, borrowed (no copy per serialization: every ledger entry has one).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

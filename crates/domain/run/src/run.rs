@@ -1,6 +1,8 @@
 //! The `Run` aggregate: a run's whole state, changed only through methods that keep its rules.
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::{BudgetUsage, Evidence, EvidenceKind, RunError, RunId, RunStatus, State, Timestamp};
@@ -86,8 +88,8 @@ pub struct PendingQuestion {
 /// assert_eq!(run.evidence().len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RunRepr", into = "RunRepr")]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RunRepr")]
 pub struct Run {
     /// The run's id. Public so `&run.id` reads naturally; every other field is private
     /// because only the methods below keep the run's rules.
@@ -105,7 +107,9 @@ pub struct Run {
     steps: u32,
     created_at: Timestamp,
     updated_at: Timestamp,
-    policy: Value,
+    /// Shared, not copied: every snapshot of the run, and every run an engine starts under
+    /// the same policy, can hold the one value.
+    policy: Arc<Value>,
 }
 
 impl Run {
@@ -113,13 +117,14 @@ impl Run {
     ///
     /// `policy` is the snapshot of the policy the run starts under (budget limits,
     /// eligibility, transitions, approvals) as the engine serialized it: resume uses it, so
-    /// a restart with another configuration cannot widen what this run may do.
+    /// a restart with another configuration cannot widen what this run may do. Pass an
+    /// `Arc<Value>` to share one snapshot between many runs.
     #[must_use]
     pub fn new(
         id: RunId,
         goal: impl Into<String>,
         vars: Map<String, Value>,
-        policy: Value,
+        policy: impl Into<Arc<Value>>,
         now: Timestamp,
     ) -> Self {
         Self {
@@ -137,7 +142,7 @@ impl Run {
             steps: 0,
             created_at: now,
             updated_at: now,
-            policy,
+            policy: policy.into(),
         }
     }
 
@@ -229,7 +234,7 @@ impl Run {
 
     /// The policy snapshot the run started under.
     #[must_use]
-    pub const fn policy(&self) -> &Value {
+    pub fn policy(&self) -> &Value {
         &self.policy
     }
 
@@ -455,8 +460,52 @@ impl Run {
     }
 }
 
-/// The persisted form; loading checks that its fields agree with each other.
-#[derive(Serialize, Deserialize)]
+/// The persisted form, as written: the run's fields, borrowed (saving a run copies nothing).
+/// Field for field the same as [`RunRepr`].
+#[derive(Serialize)]
+struct RunView<'a> {
+    id: &'a RunId,
+    goal: &'a str,
+    state: State,
+    status: RunStatus,
+    evidence: &'a [Evidence],
+    vars: &'a Map<String, Value>,
+    usage: &'a BudgetUsage,
+    summary: &'a Option<String>,
+    result: &'a Option<Value>,
+    failure: &'a Option<Failure>,
+    pending: &'a Option<PendingQuestion>,
+    steps: u32,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    policy: &'a Value,
+}
+
+impl Serialize for Run {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RunView {
+            id: &self.id,
+            goal: &self.goal,
+            state: self.state,
+            status: self.status,
+            evidence: &self.evidence,
+            vars: &self.vars,
+            usage: &self.usage,
+            summary: &self.summary,
+            result: &self.result,
+            failure: &self.failure,
+            pending: &self.pending,
+            steps: self.steps,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            policy: &self.policy,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The persisted form, as read; loading checks that its fields agree with each other.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunRepr {
     id: RunId,
@@ -519,30 +568,8 @@ impl TryFrom<RunRepr> for Run {
             steps: r.steps,
             created_at: r.created_at,
             updated_at: r.updated_at,
-            policy: r.policy,
+            policy: Arc::new(r.policy),
         })
-    }
-}
-
-impl From<Run> for RunRepr {
-    fn from(r: Run) -> Self {
-        Self {
-            id: r.id,
-            goal: r.goal,
-            state: r.state,
-            status: r.status,
-            evidence: r.evidence,
-            vars: r.vars,
-            usage: r.usage,
-            summary: r.summary,
-            result: r.result,
-            failure: r.failure,
-            pending: r.pending,
-            steps: r.steps,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            policy: r.policy,
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -23,8 +23,8 @@ use sha2::{Digest as _, Sha256};
 /// assert_eq!(a.to_string().parse::<Digest>()?, a);
 /// # Ok::<(), rein_tool::DigestError>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
 pub struct Digest([u8; 32]);
 
 /// Why a string is not a [`Digest`].
@@ -74,6 +74,17 @@ impl Digest {
             out[2 * i] = HEX[usize::from(byte >> 4)];
             out[2 * i + 1] = HEX[usize::from(byte & 0x0f)];
         }
+    }
+}
+
+impl Serialize for Digest {
+    /// The 64 hex digits, as a string (written from the stack: ledger hashing serializes
+    /// digests on every entry).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut hex = [0u8; 64];
+        self.write_hex(&mut hex);
+        let hex = std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(hex)
     }
 }
 

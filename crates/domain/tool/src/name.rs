@@ -1,9 +1,11 @@
 //! `ToolName`: the validated name a tool is registered and called by.
 
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// The name of a tool: 1 to 64 ASCII characters, a letter first, then letters, digits,
 /// `_`, `-` or `.` (so `fs.read` and `web_search` are names; `../x`, `a b` and `` are not).
@@ -15,9 +17,16 @@ use serde::{Deserialize, Serialize};
 /// assert!("rm -rf".parse::<ToolName>().is_err());
 /// # Ok::<(), rein_tool::ToolNameError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ToolName(String);
+#[derive(Clone, Deserialize)]
+#[serde(try_from = "String")]
+pub struct ToolName {
+    /// The name's bytes, kept inline: a name is short and is copied into every ledger entry
+    /// and piece of evidence about its tool, so a clone copies 65 bytes instead of
+    /// allocating (and, unlike an `Arc`, shares no count between the threads of concurrent
+    /// runs). Validated ASCII, so always UTF-8. Equality, order and hash are the `str`'s.
+    bytes: [u8; Self::MAX_LEN],
+    len: u8,
+}
 
 /// Why a string is not a [`ToolName`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,20 +67,27 @@ impl ToolName {
         };
         match reason {
             Some(reason) => Err(ToolNameError { value, reason }),
-            None => Ok(Self(value)),
+            None => {
+                let mut bytes = [0; Self::MAX_LEN];
+                bytes[..value.len()].copy_from_slice(value.as_bytes());
+                // At most MAX_LEN (64) bytes: fits in a u8.
+                let len = u8::try_from(value.len()).unwrap_or(u8::MAX);
+                Ok(Self { bytes, len })
+            }
         }
     }
 
     /// The name as a string slice.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        // ASCII by construction: the conversion cannot fail.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
     }
 }
 
 impl fmt::Display for ToolName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -98,19 +114,59 @@ impl TryFrom<&str> for ToolName {
 
 impl From<ToolName> for String {
     fn from(name: ToolName) -> Self {
-        name.0
+        name.as_str().to_owned()
+    }
+}
+
+impl fmt::Debug for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ToolName").field(&self.as_str()).finish()
+    }
+}
+
+impl PartialEq for ToolName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ToolName {}
+
+impl PartialOrd for ToolName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ToolName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Hash for ToolName {
+    /// As the `str` hashes, so maps keyed by names can be looked up with a `&str`.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl Serialize for ToolName {
+    /// The name as a string, borrowed (no copy per serialization).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
 impl AsRef<str> for ToolName {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl std::borrow::Borrow<str> for ToolName {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
@@ -144,6 +200,35 @@ mod tests {
             ToolName::new("x".repeat(65)).unwrap_err().reason,
             "it is longer than 64 bytes"
         );
+    }
+
+    #[test]
+    fn compares_orders_and_hashes_as_its_str() {
+        use std::collections::{BTreeSet, HashSet};
+        use std::hash::BuildHasher;
+        let names = ["web_search", "a", "fs.read", "b-2", "fs", &"z".repeat(64)];
+        let mut by_name: Vec<ToolName> = names.iter().map(|n| ToolName::new(*n).unwrap()).collect();
+        by_name.sort();
+        let mut by_str = names.to_vec();
+        by_str.sort_unstable();
+        assert_eq!(
+            by_name.iter().map(ToolName::as_str).collect::<Vec<_>>(),
+            by_str
+        );
+        assert_eq!(
+            by_name.iter().collect::<BTreeSet<_>>().len(),
+            names.len(),
+            "distinct names stay distinct"
+        );
+        let state = std::hash::RandomState::new();
+        for n in names {
+            let name = ToolName::new(n).unwrap();
+            assert_eq!(state.hash_one(&name), state.hash_one(n));
+            assert_eq!(name, ToolName::new(n.to_owned()).unwrap());
+            assert_eq!(format!("{name:?}"), format!("ToolName({n:?})"));
+        }
+        let set: HashSet<ToolName> = names.iter().map(|n| ToolName::new(*n).unwrap()).collect();
+        assert!(set.contains("fs.read"));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::iter::Repeat;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -90,6 +90,13 @@ struct Shared {
     open_for: Duration,
     state: AtomicU8,
     opened_at: Mutex<Option<Instant>>,
+    /// Whether failsafe was told of a failure since it was last told of a success. While
+    /// the circuit is closed and this is false, failsafe's count of consecutive failures is
+    /// zero, so a success would change nothing there: it is not fed, and the healthy path
+    /// (every call of every run of the tool) takes no lock. Set only *after* failsafe has
+    /// the failure, so a success that skips the lock can always be ordered before any
+    /// failure it did not see.
+    failed_since_success: AtomicBool,
 }
 
 /// failsafe's `Instrument`: records transitions and logs them.
@@ -164,7 +171,7 @@ where
 impl Drop for InFlight {
     fn drop(&mut self) {
         if let Some(circuit) = self.circuit.take() {
-            circuit.machine.on_error();
+            circuit.on_error();
         }
     }
 }
@@ -177,6 +184,7 @@ impl Circuit {
             open_for: config.open_for,
             state: AtomicU8::new(CLOSED),
             opened_at: Mutex::new(None),
+            failed_since_success: AtomicBool::new(false),
         });
         // The open window is kept here, on tokio's clock; failsafe's own (std) delay is zero.
         let policy = consecutive_failures(
@@ -203,12 +211,17 @@ impl Circuit {
 
     /// Whether a call may go through now; `CircuitOpen` naming the tool if not.
     fn admit(&self) -> Result<(), ToolError> {
-        if self.shared.state.load(Ordering::Acquire) == OPEN {
-            let retry_after = self.shared.open_remaining();
-            if !retry_after.is_zero() {
-                tracing::debug!(tool = %self.shared.tool, ?retry_after, "circuit open: call rejected");
-                return Err(self.open_error(retry_after));
+        match self.shared.state.load(Ordering::Acquire) {
+            // failsafe permits every call while closed: asking it would only take its lock.
+            CLOSED => return Ok(()),
+            OPEN => {
+                let retry_after = self.shared.open_remaining();
+                if !retry_after.is_zero() {
+                    tracing::debug!(tool = %self.shared.tool, ?retry_after, "circuit open: call rejected");
+                    return Err(self.open_error(retry_after));
+                }
             }
+            _ => {}
         }
         // Closed, half-open, or open with the window passed: failsafe turns half-open then.
         if self.machine.is_call_permitted() {
@@ -222,10 +235,31 @@ impl Circuit {
     /// count neither way.
     fn record(&self, outcome: &Result<ToolOutput, Failure>) {
         match outcome {
-            Err(Failure::Tool(error)) if counts_as_failure(error) => self.machine.on_error(),
-            Ok(_) | Err(Failure::Tool(_)) => self.machine.on_success(),
+            Err(Failure::Tool(error)) if counts_as_failure(error) => self.on_error(),
+            Ok(_) | Err(Failure::Tool(_)) => self.on_success(),
             Err(Failure::Vetoed(_)) => {}
         }
+    }
+
+    fn on_error(&self) {
+        self.machine.on_error();
+        self.shared
+            .failed_since_success
+            .store(true, Ordering::Release);
+    }
+
+    fn on_success(&self) {
+        let closed = self.shared.state.load(Ordering::Acquire) == CLOSED;
+        if closed
+            && !self
+                .shared
+                .failed_since_success
+                .swap(false, Ordering::AcqRel)
+        {
+            // Closed, and no failure since the last success: nothing for failsafe to reset.
+            return;
+        }
+        self.machine.on_success();
     }
 
     fn open_error(&self, retry_after: Duration) -> ToolError {
@@ -341,6 +375,27 @@ mod tests {
             }
             other => panic!("expected CircuitOpen, got {other:?}"),
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_success_between_failures_resets_the_count() {
+        let config = BreakerConfig {
+            consecutive_failures: 2.try_into().unwrap(),
+            open_for: Duration::from_secs(10),
+        };
+        let circuit = Circuit::new(tool(), config);
+        let failed: Result<ToolOutput, Failure> = Err(Failure::Tool(ToolError::transient("x")));
+        let ok: Result<ToolOutput, Failure> = Ok(ToolOutput::new(serde_json::Value::Null));
+        // Successes on a healthy circuit (the lock-free path) leave it closed and counting.
+        for outcome in [&ok, &ok, &failed, &ok, &ok, &failed, &ok] {
+            circuit.record(outcome);
+            assert_eq!(circuit.state(), CircuitState::Closed);
+            assert!(circuit.admit().is_ok());
+        }
+        circuit.record(&failed);
+        circuit.record(&failed);
+        assert!(matches!(circuit.state(), CircuitState::Open { .. }));
+        assert!(circuit.admit().is_err());
     }
 
     #[tokio::test(start_paused = true)]

@@ -76,6 +76,9 @@ struct OpenLedger {
     /// Whether entries were written since the last `fdatasync` (only tracked for
     /// [`FsyncPolicy::EveryStep`]).
     dirty: bool,
+    /// Whether this handle holds the file's exclusive lock (taken before the first append
+    /// or a torn-tail cut, released when the handle closes).
+    locked: bool,
 }
 
 impl FsLedgerStore {
@@ -135,11 +138,12 @@ impl Inner {
         lock(&self.slots).get(run_id).map(Arc::clone)
     }
 
-    /// Opens the ledger file at `path` (creating it if `create`), cuts a torn last line,
-    /// and returns the handle with the file's complete lines. `None` if it does not exist
-    /// and `create` is false.
+    /// Opens the ledger file of `run_id` at `path` (creating it if `create`), cuts a torn
+    /// last line, and returns the handle with the file's complete lines. `None` if it does
+    /// not exist and `create` is false.
     fn open(
         &self,
+        run_id: &RunId,
         path: &Path,
         create: bool,
     ) -> Result<Option<(OpenLedger, Vec<u8>)>, LedgerStoreError> {
@@ -174,7 +178,21 @@ impl Inner {
         let mut bytes = file::read_up_to(&file, len).map_err(io_error("reading"))?;
         let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let mut torn = None;
+        let mut locked = false;
         if complete < bytes.len() {
+            // A torn line is cut only from a ledger that is whole without it: a damaged
+            // file keeps every byte for whoever repairs it, and the error says what is wrong.
+            let entries = parse(path, &bytes[..complete])?;
+            Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
+                LedgerStoreError::Broken {
+                    run_id: run_id.clone(),
+                    source,
+                }
+            })?;
+            // Only a writer that is gone leaves a torn line: cut it only under the lock,
+            // never the line a live writer in another process is in the middle of.
+            lock_for_writing(&file, path)?;
+            locked = true;
             let line = count_lines(&bytes[..complete]) + 1;
             let cut = (bytes.len() - complete) as u64;
             file.set_len(complete as u64)
@@ -194,6 +212,7 @@ impl Inner {
             tip: None,
             torn,
             dirty: false,
+            locked,
         };
         Ok(Some((open, bytes)))
     }
@@ -213,7 +232,7 @@ impl Inner {
             Some(open) => open,
             empty => {
                 let path = self.path(run_id);
-                let opened = self.open(&path, true)?;
+                let opened = self.open(run_id, &path, true)?;
                 let (open, bytes) = opened.ok_or_else(|| LedgerStoreError::Io {
                     context: format!("creating {}", path.display()),
                     source: io::ErrorKind::NotFound.into(),
@@ -224,6 +243,23 @@ impl Inner {
         };
         if open.tip.is_none() {
             let path = self.path(run_id);
+            if !open.locked {
+                // One writer per ledger across processes; and what this handle read must
+                // still be the whole file, or another process wrote since.
+                lock_for_writing(&open.file, &path)?;
+                open.locked = true;
+                let now = open.file.metadata().map(|m| m.len());
+                if now.as_ref().ok() != Some(&open.len) {
+                    *guard = None;
+                    return Err(LedgerStoreError::Io {
+                        context: format!("appending entry {} to {}", link.seq(), path.display()),
+                        source: io::Error::other(
+                            "the ledger changed since this process read it: another process \
+                             wrote to it; load the run again",
+                        ),
+                    });
+                }
+            }
             let bytes = match fresh {
                 Some(bytes) => bytes,
                 None => read_complete(&path, open.len)?,
@@ -322,7 +358,7 @@ impl Inner {
             match guard.as_ref() {
                 Some(open) => (read_complete(&path, open.len)?, open.torn),
                 None => {
-                    let Some((open, bytes)) = self.open(&path, false)? else {
+                    let Some((open, bytes)) = self.open(run_id, &path, false)? else {
                         return Err(LedgerStoreError::NotFound {
                             run_id: run_id.clone(),
                         });
@@ -365,18 +401,18 @@ impl Inner {
 
 impl LedgerStore for FsLedgerStore {
     async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
-        let mut line = Vec::with_capacity(512);
-        entry.write_json_line(&mut line);
+        // The line the entry was sealed with: written as is, never encoded again.
         let slot = self.inner.slot(entry.run_id());
         let link = Link::of(entry);
-        if let Some(done) = self
-            .inner
-            .try_append_inline(entry.run_id(), &slot, link, &line)
+        if let Some(done) =
+            self.inner
+                .try_append_inline(entry.run_id(), &slot, link, entry.json_line())
         {
             return done;
         }
         let inner = Arc::clone(&self.inner);
         let run_id = entry.run_id().clone();
+        let line = entry.shared_json_line();
         blocking::run(move || Ok(inner.append(&run_id, &slot, link, &line)))
             .await
             .map_err(|source| LedgerStoreError::Io {
@@ -392,6 +428,10 @@ impl LedgerStore for FsLedgerStore {
         let Some(slot) = self.inner.existing_slot(run_id) else {
             return Ok(());
         };
+        if !slot.is_dirty_or_busy() {
+            // Everything written is on disk already: no hop to the blocking pool.
+            return Ok(());
+        }
         let inner = Arc::clone(&self.inner);
         let owned = run_id.clone();
         blocking::run(move || Ok(inner.sync(&owned, &slot)))
@@ -450,6 +490,29 @@ impl Slot {
                 .as_ref()
                 .is_some_and(|open| open.dirty),
             Err(TryLockError::WouldBlock) => true,
+        }
+    }
+}
+
+/// Takes `file`'s exclusive advisory lock (`flock`), held until the handle closes, so that
+/// one process at a time appends to a ledger or cuts its torn tail. Another process holding
+/// it is an error; a filesystem that cannot lock is logged and tolerated (the chain check
+/// on append still refuses most forks).
+fn lock_for_writing(file: &File, path: &Path) -> Result<(), LedgerStoreError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LedgerStoreError::Io {
+            context: format!("locking {} for writing", path.display()),
+            source: io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "another process is writing this ledger; let it finish, or stop it, before \
+                 resuming the run here",
+            ),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            tracing::warn!(path = %path.display(), error = %e,
+                "cannot lock the ledger file; two processes writing it at once would fork it");
+            Ok(())
         }
     }
 }
@@ -545,6 +608,50 @@ mod tests {
                 last_hash: ledger.last_hash()
             }
         );
+    }
+
+    #[test]
+    fn a_second_process_cannot_append_to_a_ledger_another_one_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two stores over one folder stand for two processes: each opens its own handle.
+        let first = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4);
+        let second = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4);
+        let (ledger, _) = lines(3);
+        let run_id = ledger.run_id().clone();
+        let append = |store: &FsLedgerStore, entry: &rein_ledger::Entry| {
+            store.inner.append(
+                &run_id,
+                &store.inner.slot(&run_id),
+                Link::of(entry),
+                entry.to_json_line().as_bytes(),
+            )
+        };
+        append(&first, &ledger.entries()[0]).unwrap();
+        // The second reads what the first wrote, then tries to write on.
+        let loaded = second
+            .inner
+            .load(&run_id, &second.inner.slot(&run_id))
+            .unwrap();
+        assert_eq!(loaded.ledger.len(), 1);
+        let err = append(&second, &ledger.entries()[1]).unwrap_err();
+        assert!(err.to_string().contains("another process"), "{err}");
+        append(&first, &ledger.entries()[1]).unwrap();
+        // Once the first process is gone, the second's stale view is refused, not forked...
+        drop(first);
+        let err = append(&second, &ledger.entries()[1]).unwrap_err();
+        assert!(err.to_string().contains("changed since"), "{err}");
+        // ...and after loading again it writes on.
+        let loaded = second
+            .inner
+            .load(&run_id, &second.inner.slot(&run_id))
+            .unwrap();
+        assert_eq!(loaded.ledger.len(), 2);
+        append(&second, &ledger.entries()[2]).unwrap();
+        let loaded = second
+            .inner
+            .load(&run_id, &second.inner.slot(&run_id))
+            .unwrap();
+        assert_eq!(loaded.ledger, ledger);
     }
 
     #[test]

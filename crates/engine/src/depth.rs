@@ -1,0 +1,109 @@
+//! How deeply nested the JSON the engine records may be.
+//!
+//! Two reasons for a bound. A ledger line or run snapshot must read back, and serde_json
+//! stops reading at 128 levels of nesting: a value nested 126 levels deep inside an entry
+//! makes a ledger that can never be loaded, resumed or verified again. And nothing the
+//! engine does with a value (hash, validate, clone, serialize, drop) may recurse without
+//! bound on a value a planner or a tool made: each of those recurses once per level, and a
+//! few thousand levels overflow a thread's stack. So the engine measures depth without
+//! recursion before it touches a value, refuses values deeper than [`MAX_JSON_DEPTH`], and
+//! takes refused values apart without recursion.
+
+use rein_run::Decision;
+use serde_json::Value;
+
+/// The deepest nesting of arrays and objects the engine records in a value: a tool input, a
+/// result, a tool output, a run variable. Far deeper than any real document, and it leaves
+/// room for the entry or snapshot around the value under serde_json's limit of 128.
+pub const MAX_JSON_DEPTH: usize = 100;
+
+/// Whether `value` nests arrays and objects more than [`MAX_JSON_DEPTH`] levels deep.
+/// Iterative: safe on any value.
+pub(crate) fn too_deep(value: &Value) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth + 1 > MAX_JSON_DEPTH {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// Whether any JSON value `decision` carries is [`too_deep`].
+pub(crate) fn decision_too_deep(decision: &Decision) -> bool {
+    match decision {
+        Decision::CallTool { input, .. } => too_deep(input),
+        Decision::Finish { result, .. } => too_deep(result),
+        _ => false,
+    }
+}
+
+/// Drops `value` without recursion (serde_json's `Drop` recurses once per level).
+pub(crate) fn dispose(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+/// Drops `decision` without recursion.
+pub(crate) fn dispose_decision(decision: Decision) {
+    match decision {
+        Decision::CallTool { input, .. } => dispose(input),
+        Decision::Finish { result, .. } => dispose(result),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn nested(depth: usize) -> Value {
+        let mut value = json!("leaf");
+        for i in 0..depth {
+            // Built by hand: `json!` serializes interpolated values, recursively.
+            value = if i % 2 == 0 {
+                Value::Array(vec![value])
+            } else {
+                Value::Object(std::iter::once(("k".to_owned(), value)).collect())
+            };
+        }
+        value
+    }
+
+    #[test]
+    fn depth_counts_arrays_and_objects_and_stops_at_the_limit() {
+        assert!(!too_deep(&json!(1)));
+        assert!(!too_deep(&json!({"a": [1, {"b": []}]})));
+        let at_limit = nested(MAX_JSON_DEPTH);
+        assert!(!too_deep(&at_limit));
+        // What the engine accepts reads back through serde_json inside an entry.
+        let line = json!({"event": {"decision": {"input": at_limit}}}).to_string();
+        assert!(serde_json::from_str::<Value>(&line).is_ok());
+        assert!(too_deep(&nested(MAX_JSON_DEPTH + 1)));
+        assert!(too_deep(&json!([1, 2, nested(MAX_JSON_DEPTH)])));
+    }
+
+    #[test]
+    fn a_value_far_too_deep_to_recurse_over_is_measured_and_dropped_safely() {
+        let value = nested(200_000);
+        assert!(too_deep(&value));
+        let decision = Decision::call_tool("t", value, "deep");
+        assert!(decision_too_deep(&decision));
+        dispose_decision(decision);
+        assert!(!decision_too_deep(&Decision::finish("ok", json!([[1]]))));
+    }
+}
