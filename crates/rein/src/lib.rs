@@ -134,7 +134,7 @@ pub use rein_artifact::{
 };
 #[doc(inline)]
 pub use rein_storage::{
-    FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
+    FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------
