@@ -8,25 +8,11 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use rein::{
-    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, Decision, Engine,
-    EngineError, Entry, EntryKind, Ledger, LedgerStoreError, OnToolError, OnViolation, Problem,
-    RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, Value, json,
+    Annotations, Decision, Engine, EngineError, Entry, EntryKind, Ledger, LedgerStoreError,
+    OnToolError, OnViolation, Problem, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
+    Value, json,
 };
-use support::{assert_chain, count, echo, failing, walk_to};
-
-/// Grants staging deployments, denies the rest.
-#[derive(Debug)]
-struct StagingOnly;
-
-impl Approver for StagingOnly {
-    async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
-        Ok(if request.input()["env"] == "staging" {
-            ApprovalResponse::grant(request, "ops", "staging is fine")
-        } else {
-            ApprovalResponse::deny(request, "ops", "prod is frozen")
-        })
-    }
-}
+use support::{StagingOnly, assert_chain, count, echo, failing, walk_to};
 
 fn engine(script: Vec<ScriptStep>) -> Engine {
     let (read, _) = echo("read", Annotations::read_only());

@@ -10,25 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rein::{
-    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, Decision, Engine,
-    EngineBuilder, OnToolError, OnViolation, ResilienceConfig, RetryConfig, Run, RunStatus,
-    ScriptStep, ScriptedPlanner, State, Tool, ToolError, Value, json,
+    Annotations, Decision, Engine, EngineBuilder, OnToolError, OnViolation, ResilienceConfig,
+    RetryConfig, Run, RunStatus, ScriptStep, ScriptedPlanner, State, Tool, ToolError, Value, json,
 };
-use support::{Probe, echo, failing, walk_to};
-
-/// Grants staging deployments, denies the rest.
-#[derive(Debug)]
-struct StagingOnly;
-
-impl Approver for StagingOnly {
-    async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
-        Ok(if request.input()["env"] == "staging" {
-            ApprovalResponse::grant(request, "ops", "staging is fine")
-        } else {
-            ApprovalResponse::deny(request, "ops", "prod is frozen")
-        })
-    }
-}
+use support::{Probe, StagingOnly, echo, failing, walk_to};
 
 /// Fails transiently on every first attempt, succeeds on the retry.
 fn flaky() -> Tool {

@@ -28,52 +28,61 @@ impl Probe {
     }
 }
 
-/// A tool that answers `{"echo": input}` and counts its calls.
-pub(crate) fn echo(name: &str, annotations: Annotations) -> (Tool, Probe) {
+/// A tool whose handler answers with `respond(input)`, counting its calls. The other tool
+/// helpers are this one with a fixed answer.
+pub(crate) fn counting(
+    name: &str,
+    description: &str,
+    annotations: Annotations,
+    respond: impl Fn(Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+) -> (Tool, Probe) {
     let probe = Probe::default();
     let counter = probe.clone();
     let tool = Tool::builder(name)
-        .description("echoes its input")
+        .description(description)
         .annotations(annotations)
         .handler(move |input: Value| {
             counter.hit();
-            async move { Ok(json!({ "echo": input })) }
+            let answer = respond(input);
+            async move { answer }
         })
         .build()
         .expect("a valid tool");
     (tool, probe)
+}
+
+/// A tool that answers `{"echo": input}` and counts its calls.
+pub(crate) fn echo(name: &str, annotations: Annotations) -> (Tool, Probe) {
+    counting(name, "echoes its input", annotations, |input| {
+        Ok(json!({ "echo": input }))
+    })
 }
 
 /// A tool that answers `output` whatever the input, and counts its calls.
 pub(crate) fn constant(name: &str, annotations: Annotations, output: Value) -> (Tool, Probe) {
-    let probe = Probe::default();
-    let counter = probe.clone();
-    let tool = Tool::builder(name)
-        .annotations(annotations)
-        .handler(move |_: Value| {
-            counter.hit();
-            let output = output.clone();
-            async move { Ok(output) }
-        })
-        .build()
-        .expect("a valid tool");
-    (tool, probe)
+    counting(name, "", annotations, move |_| Ok(output.clone()))
 }
 
 /// A tool that always fails with `error`, and counts its calls.
 pub(crate) fn failing(name: &str, annotations: Annotations, error: ToolError) -> (Tool, Probe) {
-    let probe = Probe::default();
-    let counter = probe.clone();
-    let tool = Tool::builder(name)
-        .annotations(annotations)
-        .handler(move |_: Value| {
-            counter.hit();
-            let error = error.clone();
-            async move { Err(error) }
+    counting(name, "", annotations, move |_| Err(error.clone()))
+}
+
+/// Grants staging deployments (`{"env": "staging"}`), denies the rest, signed `ops`.
+#[derive(Debug)]
+pub(crate) struct StagingOnly;
+
+impl rein::Approver for StagingOnly {
+    async fn decide(
+        &self,
+        request: &rein::ApprovalRequest,
+    ) -> Result<rein::ApprovalResponse, rein::ApproverError> {
+        Ok(if request.input()["env"] == "staging" {
+            rein::ApprovalResponse::grant(request, "ops", "staging is fine")
+        } else {
+            rein::ApprovalResponse::deny(request, "ops", "prod is frozen")
         })
-        .build()
-        .expect("a valid tool");
-    (tool, probe)
+    }
 }
 
 /// Lets a test hold a tool call in flight: the tool signals `entered`, then waits for
