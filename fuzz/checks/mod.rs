@@ -30,6 +30,7 @@ pub(crate) const TARGETS: &[(&str, Check)] = &[
     ("ids", ids),
     ("policy", policy),
     ("shell", shell),
+    ("scenario", scenario),
 ];
 
 /// One ledger line, and a ledger made of lines: parse, re-encode, verify.
@@ -225,5 +226,30 @@ fn block_on<F: Future>(future: F) -> F::Output {
     {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("a store call outside a runtime does not wait"),
+    }
+}
+
+/// A scenario file's text, checked as `rein validate` checks it: parsing, the field rules,
+/// building the engine, and the error locator that points into the text.
+pub(crate) fn scenario(data: &[u8]) {
+    // Scenario files are read as UTF-8 (`rein` refuses other bytes before parsing); lossy
+    // decoding keeps the rest of a damaged input worth parsing.
+    let text = String::from_utf8_lossy(data);
+    thread_local! {
+        static DIR: tempfile::TempDir = tempfile::tempdir().expect("tempdir");
+    }
+    let result = DIR.with(|dir| rein_cli::check_scenario(&text, dir.path()));
+    if let Err(error) = result {
+        // Every refusal says something, and where it points is inside the text.
+        assert!(!error.message().is_empty(), "{error:?}");
+        if let Some((line, column)) = error.line_column() {
+            let lines = text.split('\n').count();
+            assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {error}"
+            );
+            assert!(column >= 1, "{error}");
+        }
+        let _ = error.to_string();
     }
 }

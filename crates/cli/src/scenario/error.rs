@@ -5,9 +5,11 @@ use std::fmt;
 
 use crate::locate::{JsonPath, Position, SpanIndex};
 
-/// A scenario file that cannot be used.
+/// A scenario file that cannot be used: what is wrong, where, and how to fix it. Its
+/// `Display` is what `rein` prints: `file:line:column: message`, then the JSON path and the
+/// help on their own lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ScenarioError {
+pub struct ScenarioError {
     /// The file, as the user named it.
     pub(crate) file: String,
     /// Where in the file, if known.
@@ -21,6 +23,31 @@ pub(crate) struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// What is wrong, in one sentence.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The 1-based line and column of the problem in the file, where known.
+    #[must_use]
+    pub fn line_column(&self) -> Option<(usize, usize)> {
+        self.position.map(|p| (p.line, p.column))
+    }
+
+    /// The JSON path of the value at fault (`planner.scripted[2].decision`), where known and
+    /// not the whole file.
+    #[must_use]
+    pub fn json_path(&self) -> Option<String> {
+        self.path.as_ref().map(ToString::to_string)
+    }
+
+    /// What is allowed instead, or how to fix it, where there is something to say.
+    #[must_use]
+    pub fn advice(&self) -> Option<&str> {
+        self.help.as_deref()
+    }
+
     /// An error about the value at `path` in `text`.
     pub(crate) fn at(file: &str, text: &str, path: JsonPath, message: impl Into<String>) -> Self {
         let position = SpanIndex::new(text).position_of(&path);
@@ -118,6 +145,8 @@ impl fmt::Display for ScenarioError {
         Ok(())
     }
 }
+
+impl std::error::Error for ScenarioError {}
 
 /// When byte `offset` of `text` sits on a closing bracket or comma after a value (only
 /// whitespace between), the end of that value.

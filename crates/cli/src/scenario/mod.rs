@@ -12,7 +12,7 @@ use rein::Value;
 
 pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
-pub(crate) use error::ScenarioError;
+pub use error::ScenarioError;
 pub(crate) use model::{
     Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer,
 };
