@@ -10,12 +10,12 @@ SCENARIO ?= examples/scenarios/happy-path.json
 CRASH_KILLS ?= 200
 CRASH_SEED ?= 0x5EED
 FUZZ_TIME ?= 10
-FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell
+FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell scenario
 
 help:
 	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
 	@echo "make test       cargo test --workspace"
-	@echo "make ci         fmt-check, lint, doc, test, reliability, in that order; stops at the first failure"
+	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
@@ -24,7 +24,7 @@ help:
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
 	@echo "make reliability  the short forms with their figures: hostile, faults, bypass, shell, properties, fuzz replay, crash (part of make ci)"
 	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
-	@echo "make fuzz-smoke   every cargo-fuzz target for FUZZ_TIME seconds (needs cargo-fuzz; RUSTC_BOOTSTRAP=1)"
+	@echo "make fuzz-smoke   every cargo-fuzz target for FUZZ_TIME seconds (default 10; installs cargo-fuzz into target/tools)"
 	@echo "make fuzz-replay  the fuzz seeds, their mutations and random bytes through the checks, under cargo test"
 
 fmt:
@@ -54,6 +54,8 @@ ci:
 	@$(MAKE) --no-print-directory test
 	@echo "==> ci: reliability (short forms, with their figures)"
 	@$(MAKE) --no-print-directory reliability
+	@echo "==> ci: fuzz-smoke (every fuzz target, FUZZ_TIME seconds each)"
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@echo "==> ci: all checks passed"
 
 # The workloads of docs/BENCHMARKS.md, each printed with its baseline and ratio (a few
@@ -82,11 +84,16 @@ crash-test:
 	REIN_CRASH_KILLS=$(CRASH_KILLS) REIN_CRASH_SEED=$(CRASH_SEED) $(CARGO) test --workspace --test crash -- --nocapture
 
 # Real fuzzing, bounded: each target for FUZZ_TIME seconds, new inputs kept in fuzz/corpus/.
-# Install once with `cargo install cargo-fuzz --locked`.
+# cargo-fuzz is installed at a pinned version into target/tools (once; ~30 s), so nothing
+# outside the checkout is needed or changed. CI runs this with FUZZ_TIME=10.
+CARGO_FUZZ_VERSION := 0.13.2
+TOOLS := $(CURDIR)/target/tools
 fuzz-smoke:
+	$(CARGO) install cargo-fuzz --version $(CARGO_FUZZ_VERSION) --locked --quiet --root $(TOOLS)
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(TOOLS)/bin/cargo-fuzz build
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p fuzz/corpus/$$t && \
-		(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_TIME)) || exit 1; \
+		(cd fuzz && RUSTC_BOOTSTRAP=1 $(TOOLS)/bin/cargo-fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_TIME)) || exit 1; \
 	done
 
 fuzz-replay:
