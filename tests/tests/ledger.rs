@@ -477,3 +477,29 @@ async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
     let ledger = build().ledger(run.id()).await.expect("ledger");
     assert_eq!(saved.ledger_head(), ledger.head());
 }
+
+#[tokio::test]
+async fn an_unreadable_snapshot_does_not_stop_resume_and_the_skipped_check_is_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    std::fs::write(stores.runs().snapshot_path(run.id()), b"{ not json").expect("write");
+    let done = build()
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("the ledger is the source of truth");
+    assert_eq!(done.status(), RunStatus::Completed);
+    let ledger = build().ledger(run.id()).await.expect("ledger");
+    let note = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::RunResumed { note } => Some(note.clone()),
+            _ => None,
+        })
+        .expect("a run_resumed entry");
+    assert!(
+        note.contains("the run snapshot could not be read, so the ledger was not checked"),
+        "{note}"
+    );
+}

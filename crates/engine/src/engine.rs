@@ -231,7 +231,9 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::RunNotFound`], [`EngineError::RunFinished`],
-    /// [`EngineError::AwaitingAnswer`], or a store error.
+    /// [`EngineError::AwaitingAnswer`], [`EngineError::LedgerBehindSnapshot`] when the
+    /// ledger falls short of the head the run's snapshot was saved after (nothing is
+    /// written), or a store error.
     pub async fn resume(&self, id: &RunId) -> Result<Run, EngineError> {
         let (driver, _guard) = self.reopen(id, None, None).await?;
         driver.drive().await
@@ -264,7 +266,9 @@ impl Engine {
     /// The ledger of run `id`, verified.
     ///
     /// # Errors
-    /// [`EngineError::RunNotFound`], or the ledger store's error (a broken chain included).
+    /// [`EngineError::RunNotFound`], [`EngineError::LedgerBehindSnapshot`] when the ledger
+    /// falls short of the head the run's snapshot was saved after, or the ledger store's
+    /// error (a broken chain included).
     pub async fn ledger(&self, id: &RunId) -> Result<Ledger, EngineError> {
         Ok(self.load_ledger(id).await?.loaded.ledger)
     }
