@@ -273,7 +273,9 @@ async fn recover(memory: &Memory, faulty: &Tools, expected: &Run, why: &str) {
     }
 }
 
-#[tokio::test]
+// Paused time: the entries are compared with the baseline run's whole, and a tool's
+// `duration_ms` is measured on tokio's clock — real time would make them differ under load.
+#[tokio::test(start_paused = true)]
 async fn a_full_disk_at_every_append_stops_the_run_and_keeps_what_was_written() {
     let (expected, full) = baseline().await;
     let total = full.len() as u64;
@@ -398,7 +400,9 @@ async fn an_unreadable_ledger_fails_resume_and_reads_with_a_typed_error_and_chan
     assert_eq!(run.status(), RunStatus::Completed);
 }
 
-#[tokio::test]
+// Paused time: the entries are compared with the baseline run's whole, and a tool's
+// `duration_ms` is measured on tokio's clock — real time would make them differ under load.
+#[tokio::test(start_paused = true)]
 async fn a_failing_snapshot_save_is_a_run_store_error_and_the_ledger_stays_the_truth() {
     let (expected, full) = baseline().await;
     let saves = {
@@ -522,7 +526,9 @@ async fn a_failing_artifact_write_stops_the_run_after_the_call_and_resume_follow
 
 /// The filesystem stores under faults: a full disk at every append and a failing fsync
 /// at every sync, then a fresh process (new `FsStores`) over the same directory resumes.
-#[tokio::test]
+// Paused time, as above: entries are compared with the baseline's whole. Tokio holds its
+// paused clock while the stores' blocking I/O runs, so no timeout fires early.
+#[tokio::test(start_paused = true)]
 async fn filesystem_stores_under_faults_keep_a_verifying_ledger_and_resume() {
     let (expected, full) = baseline().await;
     let total = full.len() as u64;

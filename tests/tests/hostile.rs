@@ -7,7 +7,9 @@
 //! Every case goes through [`check`]: it feeds the input, names the typed outcome it got
 //! (never a panic, never a stack overflow), and asserts the invariants that hold for every
 //! case: a ledger that exists still verifies; a refused resume leaves the ledger file byte
-//! for byte as it was; no tool ran without a `tool_call` entry for it.
+//! for byte as it was; no tool ran without a `tool_call` entry for it. A ledger that falls
+//! short of the head its run's snapshot was saved after (whole lines cut, the head entry
+//! torn, emptied, removed) is refused on resume with `LedgerBehindSnapshot`.
 
 mod chaos;
 
@@ -106,7 +108,9 @@ enum Outcome {
     /// The ledger loaded after cutting a torn final line (reported).
     TornTailCut,
     /// The ledger loaded without error but shorter than written: whole final lines were
-    /// removed, which a plain hash chain cannot detect (docs/RELIABILITY.md).
+    /// removed, which a plain hash chain cannot detect (docs/RELIABILITY.md). The engine
+    /// refuses such a ledger when the run's snapshot was saved after the lines cut
+    /// (`Refused("LedgerBehindSnapshot")`), so no case of a paused run ends here.
     LoadedShorter,
     /// The ledger loaded whole (a harmless change).
     Loaded,
@@ -535,11 +539,21 @@ fn cases() -> Vec<Case> {
             expect: Ledger("corrupt"),
         },
         Case {
-            name: "ledger: torn final line",
+            name: "ledger: torn final line after the snapshot's head",
+            input: LedgerBytes(|b| {
+                // A power cut in the middle of appending the next entry: a prefix of a line.
+                let last = b[..b.len() - 1].iter().rposition(|&c| c == b'\n').unwrap() + 1;
+                let next = b[last..b.len() - 20].to_vec();
+                b.extend_from_slice(&next);
+            }),
+            expect: TornTailCut,
+        },
+        Case {
+            name: "ledger: the snapshot's head entry torn (behind the snapshot's head)",
             input: LedgerBytes(|b| {
                 b.truncate(b.len() - 20);
             }),
-            expect: TornTailCut,
+            expect: Refused("LedgerBehindSnapshot"),
         },
         Case {
             name: "ledger: torn final line of invalid UTF-8",
@@ -555,11 +569,11 @@ fn cases() -> Vec<Case> {
             expect: Ledger("corrupt"),
         },
         Case {
-            name: "ledger: whole final lines cut (undetectable tail truncation)",
+            name: "ledger: whole final lines cut (behind the snapshot's head)",
             input: LedgerLines(|l, _| {
                 l.truncate(l.len() - 2);
             }),
-            expect: LoadedShorter,
+            expect: Refused("LedgerBehindSnapshot"),
         },
         Case {
             name: "ledger: CRLF line ends (harmless)",
@@ -567,17 +581,17 @@ fn cases() -> Vec<Case> {
             expect: Loaded,
         },
         Case {
-            name: "ledger: emptied (the run never started)",
+            name: "ledger: emptied (behind the snapshot's head)",
             input: LedgerBytes(Vec::clear),
-            expect: Refused("RunNotFound"),
+            expect: Refused("LedgerBehindSnapshot"),
         },
         Case {
-            name: "ledger: only a torn first line",
+            name: "ledger: only a torn first line (behind the snapshot's head)",
             input: LedgerBytes(|b| {
                 let first = b.iter().position(|&c| c == b'\n').unwrap();
                 b.truncate(first - 5);
             }),
-            expect: TornTailCut,
+            expect: Refused("LedgerBehindSnapshot"),
         },
         Case {
             name: "ledger: a symlink to a file outside",
@@ -598,7 +612,7 @@ fn cases() -> Vec<Case> {
             expect: Ledger("io"),
         },
         Case {
-            name: "ledger: removed",
+            name: "ledger: removed (the snapshot's head is missing)",
             input: LedgerPath(|p, _| std::fs::remove_file(p).unwrap()),
             expect: Ledger("not_found"),
         },
@@ -896,8 +910,12 @@ async fn check(case: Case) -> Outcome {
             let resumed = engine.resume_with_input(&id, "yes").await;
             match &outcome {
                 Outcome::Ledger("not_found") => {
+                    // The run's snapshot was saved after entries the ledger no longer has.
                     assert!(
-                        matches!(resumed, Err(EngineError::RunNotFound { .. })),
+                        matches!(
+                            resumed,
+                            Err(EngineError::LedgerBehindSnapshot { last: 0, .. })
+                        ),
                         "{resumed:?}"
                     );
                 }
@@ -1186,6 +1204,7 @@ fn error_name(e: &EngineError) -> &'static str {
         EngineError::InvalidRecordedPolicy { .. } => "InvalidRecordedPolicy",
         EngineError::TaskFailed { .. } => "TaskFailed",
         EngineError::VarTooDeep { .. } => "VarTooDeep",
+        EngineError::LedgerBehindSnapshot { .. } => "LedgerBehindSnapshot",
         _ => "other",
     }
 }
@@ -1278,6 +1297,20 @@ async fn tamper(edit: impl FnOnce(&mut Vec<u8>, &Other)) -> Outcome {
             return Outcome::Refused(error_name(&err));
         }
         _ => {
+            if let Err(err @ EngineError::LedgerBehindSnapshot { .. }) = &resumed {
+                // It loaded, but falls short of the head the run's snapshot was saved after.
+                assert_eq!(
+                    std::fs::read(&path).expect("read"),
+                    before,
+                    "a refused ledger is never written"
+                );
+                assert_eq!(tools.total(), 0);
+                return Outcome::Refused(error_name(err));
+            }
+            // A torn line after the snapshot's head held nothing the run acted on.
+            if outcome == Outcome::TornTailCut {
+                assert!(resumed.is_ok(), "{resumed:?}");
+            }
             // It loaded: whatever resume does, the ledger it leaves verifies.
             if resumed.is_ok() {
                 let fresh = FsStores::open(dir.path()).expect("stores");

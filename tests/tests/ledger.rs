@@ -1,6 +1,8 @@
 //! Ledger completeness and integrity: every decision, transition, call, result, error,
 //! approval, budget event, human input, violation, steering note and interrupt is recorded,
-//! in a hash chain that verifies untouched and fails on any edit, drop, reorder or insertion.
+//! in a hash chain that verifies untouched and fails on any edit, drop, reorder or insertion;
+//! and whole entries cut from its end, which the chain alone cannot see, are refused when the
+//! run's snapshot was saved after them.
 
 mod support;
 
@@ -8,9 +10,9 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use rein::{
-    Annotations, Decision, Engine, EngineError, Entry, EntryKind, Ledger, LedgerStoreError,
-    OnToolError, OnViolation, Problem, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
-    Value, json,
+    Annotations, Decision, Engine, EngineError, Entry, EntryKind, Ledger, LedgerStore,
+    LedgerStoreError, OnToolError, OnViolation, Problem, RunStatus, ScriptStep, ScriptedPlanner,
+    State, ToolError, Value, json,
 };
 use support::{StagingOnly, assert_chain, count, echo, failing, walk_to};
 
@@ -240,6 +242,8 @@ fn recorded() -> &'static Ledger {
 proptest! {
     /// A ledger verifies if and only if nobody touched it — except that a chain alone cannot
     /// tell its last entries were cut off: a truncated ledger is a valid, shorter ledger.
+    /// (The engine catches a cut behind the head its run snapshot records; see
+    /// `a_ledger_cut_behind_its_snapshot_is_refused_and_left_as_it_is`.)
     #[test]
     fn a_ledger_verifies_iff_untouched(tamper in tamper()) {
         let ledger = recorded();
@@ -302,5 +306,200 @@ async fn a_tampered_ledger_on_disk_is_refused() {
             Err(EngineError::LedgerStore(LedgerStoreError::Broken { .. }))
         ),
         "{refused:?}"
+    );
+}
+
+/// A paused run in filesystem stores under `dir`, and how to build its engine again.
+async fn paused_on_disk(dir: &std::path::Path) -> (rein::Run, impl Fn() -> Engine + use<>) {
+    let mut steps = walk_to(State::Decide);
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::ask_human("Finish?", ["yes"]),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::finish("done", json!(1)),
+    ));
+    let dir = dir.to_path_buf();
+    let build = move || {
+        Engine::builder()
+            .planner(ScriptedPlanner::new(steps.clone()))
+            .filesystem(&dir)
+            .build()
+            .expect("engine builds")
+    };
+    let run = build().run("anchor").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Paused);
+    (run, build)
+}
+
+#[tokio::test]
+async fn a_ledger_cut_behind_its_snapshot_is_refused_and_left_as_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let path = stores.ledgers().ledger_path(run.id());
+    let original = std::fs::read(&path).expect("ledger file");
+    let head = run
+        .ledger_head()
+        .expect("a saved run names its ledger head");
+    let lines = original.split_inclusive(|&b| b == b'\n').count();
+    assert_eq!(
+        head.seq, lines as u64,
+        "the snapshot was saved after the last entry"
+    );
+    let snapshot = std::fs::read(stores.runs().snapshot_path(run.id())).expect("snapshot");
+
+    // Cut the last two whole lines: what is left is a shorter chain that verifies.
+    let keep: usize = original
+        .split_inclusive(|&b| b == b'\n')
+        .take(lines - 2)
+        .map(<[u8]>::len)
+        .sum();
+    std::fs::write(&path, &original[..keep]).expect("write");
+    let cut = stores
+        .ledgers()
+        .load(run.id())
+        .await
+        .expect("a valid chain");
+    assert_eq!(cut.ledger.len(), lines - 2);
+    assert!(cut.torn_tail.is_none());
+
+    let engine = build();
+    let refused = engine.resume_with_input(run.id(), "yes").await;
+    let Err(err @ EngineError::LedgerBehindSnapshot { id, head: h, last }) = &refused else {
+        panic!("expected LedgerBehindSnapshot, got {refused:?}");
+    };
+    assert_eq!((id, *h, *last), (run.id(), head, head.seq - 2));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the ledger of run {} falls short of the run's snapshot: the snapshot was saved after \
+             ledger entry {} (hash {}), but the ledger ends at entry {}: its last entries were \
+             cut; restore the ledger from a backup (it was left as it is: nothing was written to \
+             it or cut from it)",
+            run.id(),
+            head.seq,
+            head.hash,
+            head.seq - 2
+        )
+    );
+    // Every way of loading the run refuses it alike, and nothing is written.
+    assert!(matches!(
+        engine.resume(run.id()).await,
+        Err(EngineError::LedgerBehindSnapshot { .. })
+    ));
+    assert!(matches!(
+        engine.ledger(run.id()).await,
+        Err(EngineError::LedgerBehindSnapshot { .. })
+    ));
+    assert!(matches!(
+        engine.load_run(run.id()).await,
+        Err(EngineError::LedgerBehindSnapshot { .. })
+    ));
+    assert_eq!(std::fs::read(&path).expect("read"), &original[..keep]);
+    assert_eq!(
+        std::fs::read(stores.runs().snapshot_path(run.id())).expect("read"),
+        snapshot
+    );
+
+    // Restored from a backup, the run resumes and completes.
+    std::fs::write(&path, &original).expect("restore");
+    let done = build()
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("resumes");
+    assert_eq!(done.status(), RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn the_last_entry_rewritten_behind_the_snapshot_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let path = stores.ledgers().ledger_path(run.id());
+    let text = std::fs::read_to_string(&path).expect("ledger file");
+    let mut entries: Vec<Entry> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an entry"))
+        .collect();
+    // Re-seal the last entry with other content: the chain still verifies.
+    let last = entries.pop().expect("entries");
+    let mut ledger = Ledger::from_entries(run.id().clone(), entries).expect("a chain");
+    ledger.append(
+        last.at(),
+        last.state(),
+        EntryKind::Steering {
+            note: "forged".into(),
+        },
+    );
+    let forged: String = ledger.entries().iter().map(Entry::to_json_line).collect();
+    std::fs::write(&path, &forged).expect("write");
+
+    let refused = build().resume_with_input(run.id(), "yes").await;
+    let Err(err @ EngineError::LedgerBehindSnapshot { last, head, .. }) = &refused else {
+        panic!("expected LedgerBehindSnapshot, got {refused:?}");
+    };
+    assert_eq!(*last, head.seq);
+    assert!(err.to_string().contains("has another hash"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), forged);
+}
+
+#[tokio::test]
+async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let snapshot = stores.runs().snapshot_path(run.id());
+    let mut json: Value =
+        serde_json::from_slice(&std::fs::read(&snapshot).expect("snapshot")).expect("json");
+    assert!(json["ledger_head"].is_object(), "{json}");
+    json.as_object_mut()
+        .expect("an object")
+        .remove("ledger_head");
+    std::fs::write(&snapshot, serde_json::to_vec(&json).expect("json")).expect("write");
+
+    let old = rein::RunStore::load(stores.runs(), run.id())
+        .await
+        .expect("an old snapshot loads");
+    assert_eq!(old.ledger_head(), None);
+    assert_eq!(old.steps(), run.steps());
+    // Without a head there is nothing to check the ledger against: it loads as before,
+    // and the next save records the head.
+    let done = build()
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("resumes");
+    assert_eq!(done.status(), RunStatus::Completed);
+    let saved = rein::RunStore::load(stores.runs(), run.id())
+        .await
+        .expect("saved");
+    let ledger = build().ledger(run.id()).await.expect("ledger");
+    assert_eq!(saved.ledger_head(), ledger.head());
+}
+
+#[tokio::test]
+async fn an_unreadable_snapshot_does_not_stop_resume_and_the_skipped_check_is_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    std::fs::write(stores.runs().snapshot_path(run.id()), b"{ not json").expect("write");
+    let done = build()
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("the ledger is the source of truth");
+    assert_eq!(done.status(), RunStatus::Completed);
+    let ledger = build().ledger(run.id()).await.expect("ledger");
+    let note = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::RunResumed { note } => Some(note.clone()),
+            _ => None,
+        })
+        .expect("a run_resumed entry");
+    assert!(
+        note.contains("the run snapshot could not be read, so the ledger was not checked"),
+        "{note}"
     );
 }

@@ -47,7 +47,7 @@ Exit codes:
   1    the run failed (or rein could not go on: a store error, ...)
   2    bad input: a scenario file, an argument, a run id, a data directory
   3    the run is paused, waiting for a human's answer
-  4    a ledger failed verification
+  4    a ledger failed verification (a broken chain, or one that falls short of its run snapshot)
   130  interrupted with Ctrl-C (the run can be resumed)
 
 Scenario files are documented in docs/SCENARIOS.md; `rein schema scenario` prints their JSON Schema.";

@@ -73,6 +73,11 @@ impl DataDir {
         self.root.join("ledgers").join(format!("{id}.jsonl"))
     }
 
+    /// Where run `id`'s snapshot is.
+    pub(crate) fn snapshot(&self, id: &RunId) -> PathBuf {
+        self.root.join("runs").join(format!("{id}.json"))
+    }
+
     /// Where run `id`'s scenario is.
     pub(crate) fn scenario(&self, id: &RunId) -> PathBuf {
         self.root.join("scenarios").join(format!("{id}.json"))

@@ -1,10 +1,15 @@
-//! Reading a ledger file (one JSON entry per line) and verifying its hash chain — straight
-//! from the bytes on disk, writing nothing — and what a run's ledger says about the run.
+//! Reading a ledger file (one JSON entry per line) and verifying its hash chain — and, for
+//! a ledger in the data directory, that it reaches the head its run's snapshot was saved
+//! after — straight from the bytes on disk, writing nothing; and what a run's ledger says
+//! about the run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rein::{Entry, EntryKind, Ledger, RunId, RunStatus, State, Timestamp, VerifyError};
+use rein::{
+    Entry, EntryKind, Ledger, LedgerHead, Run, RunId, RunStatus, State, Timestamp, VerifyError,
+};
 
+use crate::datadir::DataDir;
 use crate::exit::{CliError, Exit};
 
 /// A ledger file as read.
@@ -14,8 +19,57 @@ pub(crate) struct LedgerFile {
     pub(crate) entries: Vec<Entry>,
     /// A torn final line (no newline, unreadable): the process died while writing it.
     pub(crate) torn: Option<Torn>,
-    /// Whether the chain verifies.
+    /// Whether the chain verifies, and reaches its run snapshot's head.
     pub(crate) verdict: Result<(), Broken>,
+    /// What the ledger was checked against besides itself.
+    pub(crate) anchor: Anchor,
+}
+
+/// The run snapshot a ledger is checked against: the engine saves a snapshot only after
+/// appending the entries it reflects, and records the head (last entry) it was saved after,
+/// so a ledger that is only ever appended to reaches that head.
+#[derive(Debug, Clone)]
+pub(crate) enum Anchor {
+    /// The ledger file is not the data directory's ledger of its run, so no snapshot belongs
+    /// to it.
+    Outside,
+    /// The data directory holds no snapshot of the run.
+    NoSnapshot(PathBuf),
+    /// The snapshot could not be read.
+    Unreadable(PathBuf, String),
+    /// The snapshot was saved before rein recorded ledger heads.
+    NoHead(PathBuf),
+    /// The ledger reaches the head the snapshot records (or was not checked, being broken).
+    Head(PathBuf, LedgerHead),
+}
+
+impl Anchor {
+    /// A line saying what the end of the chain was checked against, for `ledger verify`.
+    pub(crate) fn describe(&self, data: &DataDir) -> String {
+        let unchecked = "so entries cut from the end of the chain cannot be detected";
+        match self {
+            Self::Outside => format!(
+                "note: this file is not a ledger of data directory {}; without its run snapshot, {unchecked}",
+                data.shown()
+            ),
+            Self::NoSnapshot(path) => {
+                format!("note: no run snapshot at {}; {unchecked}", path.display())
+            }
+            Self::Unreadable(path, reason) => format!(
+                "note: the run snapshot {} could not be read ({reason}); {unchecked}",
+                path.display()
+            ),
+            Self::NoHead(path) => format!(
+                "note: the run snapshot {} was saved before rein recorded ledger heads; {unchecked}",
+                path.display()
+            ),
+            Self::Head(path, head) => format!(
+                "reaches entry {}, the head run snapshot {} was saved after ✓",
+                head.seq,
+                path.display()
+            ),
+        }
+    }
 }
 
 /// A torn final line.
@@ -39,6 +93,16 @@ pub(crate) enum Broken {
         /// What is wrong with it.
         reason: String,
     },
+    /// The chain verifies, but does not reach the head its run's snapshot was saved after:
+    /// whole entries were cut from its end, or it was rewritten from that entry on.
+    BehindSnapshot {
+        /// The snapshot.
+        snapshot: PathBuf,
+        /// The head it records.
+        head: LedgerHead,
+        /// The ledger's last sequence number (0 for none).
+        last: u64,
+    },
 }
 
 impl std::fmt::Display for Broken {
@@ -49,17 +113,96 @@ impl std::fmt::Display for Broken {
                 f,
                 "entry {line} (line {line}) is not a readable ledger entry: {reason}"
             ),
+            Self::BehindSnapshot {
+                snapshot,
+                head,
+                last,
+            } => {
+                let found = if *last < head.seq {
+                    format!("the ledger ends at entry {last}: its last entries were cut")
+                } else {
+                    format!(
+                        "the ledger's entry {} has another hash: the ledger was rewritten or replaced",
+                        head.seq
+                    )
+                };
+                write!(
+                    f,
+                    "the run snapshot {} was saved after ledger {head}, but {found}; restore the ledger file from a backup (nothing was written to it)",
+                    snapshot.display()
+                )
+            }
         }
     }
 }
 
 impl LedgerFile {
-    /// Reads the ledger at `path`; `expected` is the run it must belong to, if known.
+    /// Reads the ledger at `path`; `expected` is the run it must belong to, if known. When
+    /// the file is the ledger of a run in `data`, it is also checked against the run's
+    /// snapshot there: the snapshot is read first (a live `rein run` appends entries before
+    /// it saves a snapshot, so a ledger read after it reaches the head it records).
     ///
     /// # Errors
     /// Bad input when the file does not exist, is empty, or is not a ledger at all (its
     /// first line is not an entry).
-    pub(crate) fn read(path: &Path, expected: Option<&RunId>) -> Result<Self, CliError> {
+    pub(crate) fn read(
+        path: &Path,
+        expected: Option<&RunId>,
+        data: &DataDir,
+    ) -> Result<Self, CliError> {
+        let anchor = Self::anchor(path, expected, data);
+        let mut file = Self::read_file(path, expected)?;
+        if let (Ok(()), Anchor::Head(snapshot, head)) = (&file.verdict, &anchor)
+            && !Ledger::entries_reach(&file.entries, head)
+        {
+            file.verdict = Err(Broken::BehindSnapshot {
+                snapshot: snapshot.clone(),
+                head: *head,
+                last: file.entries.last().map_or(0, Entry::seq),
+            });
+        }
+        file.anchor = anchor;
+        Ok(file)
+    }
+
+    /// The snapshot of the run whose ledger in `data` is `path`, if it is one.
+    fn anchor(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Anchor {
+        let id = expected.cloned().or_else(|| {
+            let id: RunId = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .parse()
+                .ok()?;
+            let ours = data.ledger(&id).canonicalize().ok()?;
+            (path.canonicalize().ok()? == ours).then_some(id)
+        });
+        let Some(id) = id else {
+            return Anchor::Outside;
+        };
+        let snapshot = data.snapshot(&id);
+        let bytes = match std::fs::read(&snapshot) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Anchor::NoSnapshot(snapshot);
+            }
+            Err(e) => return Anchor::Unreadable(snapshot, e.to_string()),
+        };
+        match serde_json::from_slice::<Run>(&bytes) {
+            Ok(run) if run.id() != &id => Anchor::Unreadable(
+                snapshot,
+                format!("it is the snapshot of run {}, not {id}", run.id()),
+            ),
+            Ok(run) => match run.ledger_head() {
+                Some(head) => Anchor::Head(snapshot, head),
+                None => Anchor::NoHead(snapshot),
+            },
+            Err(e) => Anchor::Unreadable(snapshot, e.to_string()),
+        }
+    }
+
+    /// Reads the ledger at `path` and verifies its chain, nothing else.
+    fn read_file(path: &Path, expected: Option<&RunId>) -> Result<Self, CliError> {
         let bytes = std::fs::read(path).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::NotFound {
                 "no such file".to_owned()
@@ -120,15 +263,21 @@ impl LedgerFile {
             entries,
             torn,
             verdict,
+            anchor: Anchor::Outside,
         })
     }
 
     /// Reads and insists that the chain verifies.
     ///
     /// # Errors
-    /// As [`LedgerFile::read`], and exit 4 naming the first broken entry.
-    pub(crate) fn read_verified(path: &Path, expected: Option<&RunId>) -> Result<Self, CliError> {
-        let file = Self::read(path, expected)?;
+    /// As [`LedgerFile::read`], and exit 4 naming the first broken entry, or the head of
+    /// the run's snapshot the ledger falls short of.
+    pub(crate) fn read_verified(
+        path: &Path,
+        expected: Option<&RunId>,
+        data: &DataDir,
+    ) -> Result<Self, CliError> {
+        let file = Self::read(path, expected, data)?;
         if let Err(broken) = &file.verdict {
             return Err(CliError::new(
                 Exit::LedgerBroken,

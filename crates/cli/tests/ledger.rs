@@ -29,8 +29,17 @@ fn an_untouched_ledger_verifies_by_id_and_by_file() {
     let (scratch, id) = completed_run();
     rein_in(&scratch, &["ledger", "verify", &id])
         .expect_code(0)
-        .stdout_has(&["30 entries", "verified ✓"]);
+        .stdout_has(&[
+            "30 entries",
+            "verified ✓",
+            "reaches entry 30, the head run snapshot",
+        ]);
     let file = scratch.ledger(&id);
+    // By file, in its data directory: checked against the run's snapshot too.
+    rein_in(&scratch, &["ledger", "verify", file.to_str().unwrap()])
+        .expect_code(0)
+        .stdout_has(&["verified ✓", "reaches entry 30"]);
+    // By file, outside any data directory given: the chain alone, and said so.
     let outcome = Outcome::of(
         &rein()
             .args(["ledger", "verify"])
@@ -38,7 +47,72 @@ fn an_untouched_ledger_verifies_by_id_and_by_file() {
             .output()
             .unwrap(),
     );
-    outcome.expect_code(0).stdout_has(&[&id, "verified ✓"]);
+    outcome.expect_code(0).stdout_has(&[
+        &id,
+        "verified ✓",
+        "entries cut from the end of the chain cannot be detected",
+    ]);
+}
+
+/// Keeps the first `keep` lines of the ledger at `path`; returns the bytes left.
+fn cut_lines(path: &std::path::Path, keep: usize) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let kept: Vec<u8> = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .take(keep)
+        .flatten()
+        .copied()
+        .collect();
+    std::fs::write(path, &kept).unwrap();
+    kept
+}
+
+#[test]
+fn a_ledger_cut_at_a_line_boundary_fails_against_its_run_snapshot() {
+    let (scratch, id) = completed_run();
+    let path = scratch.ledger(&id);
+    let cut = cut_lines(&path, 28);
+    // The 28 lines left are a valid chain; only the run's snapshot shows what is missing.
+    for target in [id.clone(), path.to_str().unwrap().to_owned()] {
+        rein_in(&scratch, &["ledger", "verify", &target])
+            .expect_code(4)
+            .stderr_has(&[
+                "failed verification ✗",
+                &format!("{id}.json was saved after ledger entry 30 (hash "),
+                "but the ledger ends at entry 28: its last entries were cut",
+                "restore the ledger file from a backup",
+            ]);
+    }
+    rein_in(&scratch, &["ledger", "show", &id])
+        .expect_code(4)
+        .stderr_has(&["ends at entry 28"]);
+    rein_in(&scratch, &["inspect", &id])
+        .expect_code(4)
+        .stderr_has(&["ends at entry 28"]);
+    rein_in(&scratch, &["runs", "list"])
+        .expect_code(0)
+        .stdout_has(&[&id, "BROKEN"]);
+    assert_eq!(std::fs::read(&path).unwrap(), cut, "nothing may be written");
+}
+
+#[test]
+fn resuming_a_run_whose_ledger_was_cut_behind_its_snapshot_is_refused() {
+    let scratch = Scratch::new();
+    scratch.run("ask-human.json", &[]).expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    let path = scratch.ledger(&id);
+    let lines = std::fs::read(&path)
+        .unwrap()
+        .split_inclusive(|&b| b == b'\n')
+        .count();
+    let cut = cut_lines(&path, lines - 1);
+    rein_in(&scratch, &["resume", &id, "--input", "yes"])
+        .expect_code(4)
+        .stderr_has(&[&format!(
+            "but the ledger ends at entry {}: its last entries were cut",
+            lines - 1
+        )]);
+    assert_eq!(std::fs::read(&path).unwrap(), cut, "nothing may be written");
 }
 
 #[test]

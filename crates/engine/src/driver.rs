@@ -181,8 +181,29 @@ impl Driver {
         .await
     }
 
-    pub(crate) async fn persist(&self) -> Result<(), EngineError> {
+    /// Makes the ledger as durable as a step boundary requires, then saves the run's
+    /// snapshot anchored to it ([`Driver::save`]).
+    pub(crate) async fn persist(&mut self) -> Result<(), EngineError> {
         self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+        self.save().await
+    }
+
+    /// Saves the run's snapshot, anchored to the ledger: records the ledger's head (the
+    /// last entry appended) in the run, then saves it. Every snapshot the engine saves goes
+    /// through here, after the entries it reflects were appended, so a ledger that is only
+    /// ever appended to always reaches the head its snapshot names (`Engine::load_ledger`
+    /// checks that it does).
+    pub(crate) async fn save(&mut self) -> Result<(), EngineError> {
+        if let Some(head) = self.ledger.head() {
+            self.proj
+                .run
+                .anchor(head)
+                .map_err(|e| EngineError::InconsistentLedger {
+                    id: self.proj.run.id().clone(),
+                    seq: head.seq,
+                    reason: e.to_string(),
+                })?;
+        }
         self.shared.runs.save_boxed(&self.proj.run).await?;
         Ok(())
     }

@@ -231,7 +231,9 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::RunNotFound`], [`EngineError::RunFinished`],
-    /// [`EngineError::AwaitingAnswer`], or a store error.
+    /// [`EngineError::AwaitingAnswer`], [`EngineError::LedgerBehindSnapshot`] when the
+    /// ledger falls short of the head the run's snapshot was saved after (nothing is
+    /// written), or a store error.
     pub async fn resume(&self, id: &RunId) -> Result<Run, EngineError> {
         let (driver, _guard) = self.reopen(id, None, None).await?;
         driver.drive().await
@@ -264,9 +266,11 @@ impl Engine {
     /// The ledger of run `id`, verified.
     ///
     /// # Errors
-    /// [`EngineError::RunNotFound`], or the ledger store's error (a broken chain included).
+    /// [`EngineError::RunNotFound`], [`EngineError::LedgerBehindSnapshot`] when the ledger
+    /// falls short of the head the run's snapshot was saved after, or the ledger store's
+    /// error (a broken chain included).
     pub async fn ledger(&self, id: &RunId) -> Result<Ledger, EngineError> {
-        Ok(self.load_ledger(id).await?.ledger)
+        Ok(self.load_ledger(id).await?.loaded.ledger)
     }
 
     /// Run `id` as its ledger describes it (the ledger is the source of truth; the stored
@@ -275,9 +279,9 @@ impl Engine {
     /// # Errors
     /// As [`Engine::ledger`], or [`EngineError::InconsistentLedger`].
     pub async fn load_run(&self, id: &RunId) -> Result<Run, EngineError> {
-        let loaded = self.load_ledger(id).await?;
-        let policy = self.recorded_policy(id, &loaded.ledger)?;
-        Ok(rebuild(id, &loaded.ledger, &policy)?.run)
+        let ledger = self.load_ledger(id).await?.loaded.ledger;
+        let policy = self.recorded_policy(id, &ledger)?;
+        Ok(rebuild(id, &ledger, &policy)?.run)
     }
 
     /// The ids of every stored run.
@@ -401,23 +405,54 @@ impl Engine {
                     entry.clone(),
                 )));
         }
-        let driver = Driver::new(Arc::clone(&self.shared), policy, proj, ledger, controls);
-        self.shared.runs.save_boxed(driver.run()).await?;
+        let mut driver = Driver::new(Arc::clone(&self.shared), policy, proj, ledger, controls);
+        // Saved without a sync: a snapshot anchored at the first entry proves nothing about
+        // an empty ledger (a power cut may take the unsynced entry and keep the snapshot),
+        // and `load_ledger` takes an empty ledger under it for a run that never started.
+        driver.save().await?;
         Ok((driver, guard))
     }
 
-    async fn load_ledger(&self, id: &RunId) -> Result<rein_ledger::LoadedLedger, EngineError> {
-        match self.shared.ledgers.load_boxed(id).await {
-            // A file with no entry (the process died writing the first, and the torn line
-            // was cut): the run never started.
-            Ok(loaded) if loaded.ledger.is_empty() => {
-                Err(EngineError::RunNotFound { id: id.clone() })
-            }
-            Ok(loaded) => Ok(loaded),
-            Err(LedgerStoreError::NotFound { .. }) => {
-                Err(EngineError::RunNotFound { id: id.clone() })
-            }
-            Err(e) => Err(e.into()),
+    /// Loads and verifies the ledger of run `id`, and checks it against the run's snapshot:
+    /// the ledger must reach the head the snapshot was saved after.
+    ///
+    /// The snapshot is read first. The engine appends entries before it saves a snapshot,
+    /// so a ledger read after the snapshot reaches its head even while the run is being
+    /// driven. A snapshot that cannot be read does not stop a load (the ledger is the source
+    /// of truth); the check is then skipped, and said so in `unchecked`.
+    async fn load_ledger(&self, id: &RunId) -> Result<Loaded, EngineError> {
+        let snapshot = self.shared.runs.load_boxed(id).await;
+        let loaded = match self.shared.ledgers.load_boxed(id).await {
+            Ok(loaded) => Some(loaded),
+            Err(LedgerStoreError::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let (head, unchecked) = match snapshot {
+            Ok(run) => (run.ledger_head(), None),
+            Err(RunStoreError::NotFound { .. }) => (None, None),
+            Err(e) => (None, Some(e)),
+        };
+        let last = loaded
+            .as_ref()
+            .and_then(|l| l.ledger.head())
+            .map_or(0, |h| h.seq);
+        if let Some(head) = head
+            && !loaded.as_ref().is_some_and(|l| l.ledger.reaches(&head))
+            // No entry under a snapshot saved after the first one only: `begin` saves that
+            // snapshot before the entry is synced, so it proves no more than the ledger.
+            && !(last == 0 && head.seq == 1)
+        {
+            return Err(EngineError::LedgerBehindSnapshot {
+                id: id.clone(),
+                head,
+                last,
+            });
+        }
+        match loaded {
+            Some(loaded) if !loaded.ledger.is_empty() => Ok(Loaded { loaded, unchecked }),
+            // No ledger, or a file with no entry (the process died writing the first, and
+            // the torn line was cut): the run never started.
+            _ => Err(EngineError::RunNotFound { id: id.clone() }),
         }
     }
 
@@ -448,7 +483,7 @@ impl Engine {
         controls: Option<Controls>,
     ) -> Result<(Driver, ActiveGuard), EngineError> {
         let guard = self.acquire(id)?;
-        let loaded = self.load_ledger(id).await?;
+        let Loaded { loaded, unchecked } = self.load_ledger(id).await?;
         let policy = self.recorded_policy(id, &loaded.ledger)?;
         let mut proj = rebuild(id, &loaded.ledger, &policy)?;
         let run = &proj.run;
@@ -484,7 +519,7 @@ impl Engine {
         }
         let open = proj.open.take();
         let unsettled = proj.unsettled.take();
-        let note = match (&loaded.torn_tail, answer) {
+        let mut note = match (&loaded.torn_tail, answer) {
             (Some(torn), _) => format!(
                 "resumed after a restart; a torn final ledger line ({} bytes at line {}) was cut",
                 torn.bytes, torn.line
@@ -492,6 +527,12 @@ impl Engine {
             (None, Some(_)) => "resumed with a human's answer".to_owned(),
             (None, None) => "resumed".to_owned(),
         };
+        if let Some(e) = unchecked {
+            note.push_str(&format!(
+                "; the run snapshot could not be read, so the ledger was not checked against \
+                 the head it records ({e})"
+            ));
+        }
         let mut driver = Driver::new(
             Arc::clone(&self.shared),
             policy,
@@ -521,6 +562,13 @@ impl Engine {
     }
 }
 
+/// A ledger loaded for a run, and why it could not be checked against the run's snapshot,
+/// if it could not.
+struct Loaded {
+    loaded: rein_ledger::LoadedLedger,
+    unchecked: Option<RunStoreError>,
+}
+
 struct HandleParts {
     tx: mpsc::UnboundedSender<crate::driver::Control>,
     cancel: CancellationToken,
@@ -536,9 +584,17 @@ fn inconsistent(id: &RunId, seq: u64, e: &ProjectionError) -> EngineError {
     }
 }
 
+/// The run as `ledger` describes it, anchored to the ledger's last entry.
 fn rebuild(id: &RunId, ledger: &Ledger, policy: &RunPolicy) -> Result<Projection, EngineError> {
-    Projection::rebuild(ledger.entries(), |_| Ok(policy.snapshot.budget.clone()))
-        .map_err(|(seq, e)| inconsistent(id, seq, &e))
+    let mut proj = Projection::rebuild(ledger.entries(), |_| Ok(policy.snapshot.budget.clone()))
+        .map_err(|(seq, e)| inconsistent(id, seq, &e))?;
+    if let Some(head) = ledger.head() {
+        // A run rebuilt from scratch has no head yet: anchoring it cannot fail.
+        proj.run
+            .anchor(head)
+            .map_err(|e| inconsistent(id, head.seq, &ProjectionError::from(e)))?;
+    }
+    Ok(proj)
 }
 
 /// Builds an [`Engine`]. Every option has a default: in-memory stores, the default policies

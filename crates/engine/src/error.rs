@@ -3,7 +3,7 @@
 use rein_artifact::ArtifactError;
 use rein_ledger::{LedgerStoreError, Violation};
 use rein_policy::{BudgetExhausted, EligibilityError, Ineligible, TransitionTableError};
-use rein_run::{RunError, RunId, RunStatus, RunStoreError, State, ToolName};
+use rein_run::{LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName};
 use rein_statemachine::TransitionError;
 
 /// Why the engine could not be built. Every policy is validated here, once, so a running
@@ -106,6 +106,25 @@ pub enum EngineError {
     /// The artifact store failed.
     #[error(transparent)]
     ArtifactStore(#[from] ArtifactError),
+    /// The ledger does not reach the head the run's snapshot was saved after: whole entries
+    /// were cut from its end (which its hash chain alone cannot show), or it was rewritten
+    /// or replaced from that entry on. The engine appends entries before it saves a
+    /// snapshot, so a ledger that is only ever appended to always reaches it. Nothing was
+    /// written: the ledger and the snapshot are left as they are.
+    #[error(
+        "the ledger of run {id} falls short of the run's snapshot: the snapshot was saved after \
+         ledger {head}, but {}; restore the ledger from a backup (it was left as it is: nothing \
+         was written to it or cut from it)",
+        shortfall(.head, *.last)
+    )]
+    LedgerBehindSnapshot {
+        /// The run.
+        id: RunId,
+        /// The head the snapshot records.
+        head: LedgerHead,
+        /// The sequence number of the ledger's last entry (0 for no entry).
+        last: u64,
+    },
     /// A ledger's entries do not describe a valid run (they contradict the run's invariants).
     #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {reason}")]
     InconsistentLedger {
@@ -144,6 +163,20 @@ pub enum EngineError {
         /// What happened.
         reason: String,
     },
+}
+
+/// What the ledger holds instead of the snapshot's head.
+fn shortfall(head: &LedgerHead, last: u64) -> String {
+    match last {
+        0 => "the ledger holds no entry".to_owned(),
+        last if last < head.seq => {
+            format!("the ledger ends at entry {last}: its last entries were cut")
+        }
+        _ => format!(
+            "the ledger's entry {} has another hash: the ledger was rewritten or replaced",
+            head.seq
+        ),
+    }
 }
 
 fn options_hint(options: &[String]) -> String {

@@ -104,8 +104,9 @@ pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
 #[doc(inline)]
 pub use rein_run::{
     BudgetName, BudgetSnapshot, BudgetUsage, Decision, DynPlanner, DynRunStore, Evidence,
-    EvidenceKind, Failure, FailureKind, NoteSource, Payload, PendingQuestion, PlanRequest, Planner,
-    PlannerError, Run, RunError, RunId, RunStatus, RunStore, RunStoreError, State, Timestamp,
+    EvidenceKind, Failure, FailureKind, LedgerHead, NoteSource, Payload, PendingQuestion,
+    PlanRequest, Planner, PlannerError, Run, RunError, RunId, RunStatus, RunStore, RunStoreError,
+    State, Timestamp,
 };
 
 // ---- tools ---------------------------------------------------------------------------------------

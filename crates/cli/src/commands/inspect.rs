@@ -38,7 +38,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     };
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected) = find_ledger(target, &data)?;
-    let file = LedgerFile::read_verified(&path, expected.as_ref())?;
+    let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)
 }

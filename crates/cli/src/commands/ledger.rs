@@ -13,7 +13,7 @@ use crate::render::{describe, iso};
 pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected) = find_ledger(&args.target, &data)?;
-    let file = LedgerFile::read(&path, expected.as_ref())?;
+    let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if let Some(torn) = file.torn {
         println!(
             "note: line {} ({} bytes) is a torn final write (the process died while writing it); it is not part of the chain and is cut when the run resumes",
@@ -32,6 +32,7 @@ pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
             if let Some(last) = last {
                 println!("last hash {last}");
             }
+            println!("{}", file.anchor.describe(&data));
             Ok(Exit::Ok)
         }
         Err(broken) => Err(CliError::new(
@@ -48,7 +49,7 @@ pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
 pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
     let data = DataDir::new(&args.ledger.data.data_dir)?;
     let (path, expected) = find_ledger(&args.ledger.target, &data)?;
-    let file = LedgerFile::read(&path, expected.as_ref())?;
+    let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if args.json {
         let text = serde_json::to_string_pretty(&file.entries)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;

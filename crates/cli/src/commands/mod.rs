@@ -64,7 +64,8 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
         EngineError::LedgerStore(
             LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },
         )
-        | EngineError::InconsistentLedger { .. } => CliError::new(Exit::LedgerBroken, message),
+        | EngineError::InconsistentLedger { .. }
+        | EngineError::LedgerBehindSnapshot { .. } => CliError::new(Exit::LedgerBroken, message),
         _ => CliError::new(Exit::Failed, message),
     }
 }

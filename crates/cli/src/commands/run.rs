@@ -102,7 +102,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     };
     let scenario = scenario::check(&loaded, &setup)?.scenario;
     // A scripted approver continues where the run's earlier processes left off.
-    let ledger = LedgerFile::read_verified(&ledger_path, Some(&id))?;
+    let ledger = LedgerFile::read_verified(&ledger_path, Some(&id), &data)?;
     let approvals_used = ledger
         .entries
         .iter()
@@ -167,7 +167,7 @@ async fn drive(handle: RunHandle, data: &DataDir, progress: bool) -> Result<Run,
 /// Prints the outcome and picks the exit code. The ledger is read back from disk and
 /// verified first.
 fn finish(run: &Run, data: &DataDir, json: bool) -> CliResult {
-    let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()))?;
+    let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
     if json {
         let text = serde_json::to_string_pretty(run)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the run: {e}")))?;

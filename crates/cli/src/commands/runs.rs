@@ -26,7 +26,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         "RUN ID", "STATUS", "STATE", "STEPS", "AGE"
     );
     for id in ids {
-        let row = match LedgerFile::read(&data.ledger(&id), Some(&id)) {
+        let row = match LedgerFile::read(&data.ledger(&id), Some(&id), &data) {
             Err(e) => format!("{:<36}  {:<11}  {e}", id.as_str(), "unreadable"),
             Ok(file) => {
                 let info = file.info();

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use rein_run::{Digest, RunId, State, Timestamp};
+use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
@@ -154,6 +154,13 @@ impl Entry {
     #[must_use]
     pub const fn hash(&self) -> Digest {
         self.hash
+    }
+
+    /// This entry as a ledger head: its sequence number and hash, what a run snapshot
+    /// saved after it records.
+    #[must_use]
+    pub const fn head(&self) -> LedgerHead {
+        LedgerHead::new(self.seq, self.hash)
     }
 
     /// The hash this entry's `prev` and content call for, computed now. It equals

@@ -1,6 +1,6 @@
 //! The `Ledger` aggregate: a run's append-only hash chain, and how it is verified.
 
-use rein_run::{Digest, RunId, State, Timestamp};
+use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::{Entry, EntryKind, Problem, VerifyError};
@@ -36,9 +36,28 @@ use crate::{Entry, EntryKind, Problem, VerifyError};
 ///
 /// Verification detects any single edited, dropped, reordered or inserted entry *inside*
 /// the chain. The chain alone cannot tell that entries were cut from its end, or that its
-/// last entry was rewritten and re-hashed (or a well-formed entry appended): a suffix of
-/// a valid chain is missing no link. To catch those, compare [`len`](Self::len) and
-/// [`last_hash`](Self::last_hash) with values recorded elsewhere.
+/// last entry was rewritten and re-hashed (or a well-formed entry appended): a prefix of
+/// a valid chain is missing no link. To catch those, record the [`head`](Self::head)
+/// elsewhere and check later that the ledger still [`reaches`](Self::reaches) it — the
+/// engine records it in every run snapshot it saves. What was appended after the recorded
+/// head stays as unprovable as before.
+///
+/// ```
+/// use rein_ledger::{EntryKind, Ledger};
+/// use rein_run::{State, Timestamp};
+///
+/// let t = Timestamp::from_unix_millis(0);
+/// let mut ledger = Ledger::new("run-1".parse()?);
+/// for note in ["one", "two", "three"] {
+///     ledger.append(t, State::Intake, EntryKind::Steering { note: note.into() });
+/// }
+/// let head = ledger.head().expect("three entries");
+/// let cut = Ledger::from_entries(ledger.run_id().clone(), ledger.entries()[..2].to_vec())?;
+/// cut.verify()?; // a shorter chain verifies …
+/// assert!(!cut.reaches(&head)); // … but no longer reaches the head recorded before
+/// assert!(ledger.reaches(&head));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "LedgerRepr", deny_unknown_fields)]
 pub struct Ledger {
@@ -104,6 +123,30 @@ impl Ledger {
     #[must_use]
     pub fn last_hash(&self) -> Digest {
         self.entries.last().map_or(Digest::ZERO, Entry::hash)
+    }
+
+    /// The head: the last entry's sequence number and hash; `None` for an empty ledger.
+    #[must_use]
+    pub fn head(&self) -> Option<LedgerHead> {
+        self.entries.last().map(Entry::head)
+    }
+
+    /// Whether this ledger holds the entry `head` names: an entry numbered `head.seq` whose
+    /// hash is `head.hash`. A ledger cut before that entry, or rewritten from it on, does not.
+    #[must_use]
+    pub fn reaches(&self, head: &LedgerHead) -> bool {
+        Self::entries_reach(&self.entries, head)
+    }
+
+    /// As [`Ledger::reaches`], for entries read but not (yet) made into a ledger: whether
+    /// `entries` (numbered from 1, as a verified chain is) hold the entry `head` names.
+    #[must_use]
+    pub fn entries_reach(entries: &[Entry], head: &LedgerHead) -> bool {
+        usize::try_from(head.seq)
+            .ok()
+            .and_then(|seq| seq.checked_sub(1))
+            .and_then(|index| entries.get(index))
+            .is_some_and(|entry| entry.head() == *head)
     }
 
     /// Checks the whole chain again.

@@ -1,6 +1,6 @@
 //! `RunError`: a method of `Run` was called in a state where it would break an invariant.
 
-use crate::{RunId, RunStatus, State};
+use crate::{LedgerHead, RunId, RunStatus, State};
 
 /// A [`Run`](crate::Run) refused a change that would break one of its invariants. Nothing
 /// changed.
@@ -65,6 +65,19 @@ pub enum RunError {
     /// An empty answer to an open question.
     #[error("the answer is empty; give a non-empty answer")]
     EmptyAnswer,
+    /// A run's ledger head only moves forward: its ledger only grows.
+    #[error(
+        "run {id} was saved after ledger {was}; it cannot be anchored to {head}, which is not \
+         further along the same ledger"
+    )]
+    AnchorBackwards {
+        /// The run.
+        id: RunId,
+        /// The head recorded.
+        was: LedgerHead,
+        /// The head refused.
+        head: LedgerHead,
+    },
     /// A persisted run whose fields contradict each other (e.g. completed but in `explore`).
     #[error("inconsistent run snapshot: {0}")]
     Inconsistent(String),

@@ -29,6 +29,7 @@ mod budget;
 mod decision;
 mod error;
 mod evidence;
+mod head;
 mod id;
 mod planner;
 mod run;
@@ -42,6 +43,7 @@ pub use budget::{
 pub use decision::Decision;
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};
+pub use head::LedgerHead;
 pub use id::{RunId, RunIdError};
 pub use planner::{DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{BudgetUsage, Evidence, EvidenceKind, RunError, RunId, RunStatus, State, Timestamp};
+use crate::{
+    BudgetUsage, Evidence, EvidenceKind, LedgerHead, RunError, RunId, RunStatus, State, Timestamp,
+};
 
 /// Why a run failed: a kind to branch on and a message for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +112,8 @@ pub struct Run {
     /// Shared, not copied: every snapshot of the run, and every run an engine starts under
     /// the same policy, can hold the one value.
     policy: Arc<Value>,
+    /// The ledger entry the run was last saved after (see [`Run::anchor`]).
+    ledger_head: Option<LedgerHead>,
 }
 
 impl Run {
@@ -143,6 +147,7 @@ impl Run {
             created_at: now,
             updated_at: now,
             policy: policy.into(),
+            ledger_head: None,
         }
     }
 
@@ -236,6 +241,14 @@ impl Run {
     #[must_use]
     pub fn policy(&self) -> &Value {
         &self.policy
+    }
+
+    /// The last ledger entry this run reflects: the one the engine had appended when it
+    /// saved this snapshot of the run, or the last one of the ledger it was rebuilt from.
+    /// `None` for a new run, and for a snapshot saved before rein recorded heads.
+    #[must_use]
+    pub const fn ledger_head(&self) -> Option<LedgerHead> {
+        self.ledger_head
     }
 
     /// Whether the run is over.
@@ -434,6 +447,48 @@ impl Run {
         Ok(())
     }
 
+    /// Anchors the run to its ledger: records `head`, the ledger's last entry, as the entry
+    /// this run reflects. The engine calls it right before it saves a snapshot, so every
+    /// snapshot names the entry it was saved after, and whoever loads the snapshot with the
+    /// ledger can check that the ledger still reaches it (a hash chain alone cannot see
+    /// entries cut from its end).
+    ///
+    /// Allowed in every status, a finished run included: the anchor says where the run was
+    /// saved, not what it did, and changes nothing else (not even
+    /// [`updated_at`](Self::updated_at)).
+    ///
+    /// ```
+    /// use rein_run::{Digest, LedgerHead, Run, Timestamp};
+    /// use serde_json::json;
+    ///
+    /// let now = Timestamp::from_unix_millis(0);
+    /// let mut run = Run::new("r1".parse()?, "Deploy", Default::default(), json!({}), now);
+    /// assert_eq!(run.ledger_head(), None);
+    /// let head = LedgerHead::new(3, Digest::of_bytes(b"entry 3"));
+    /// run.anchor(head)?;
+    /// assert_eq!(run.ledger_head(), Some(head));
+    /// // A ledger only grows: the anchor never moves back.
+    /// assert!(run.anchor(LedgerHead::new(2, Digest::of_bytes(b"entry 2"))).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`RunError::AnchorBackwards`] when `head` is before the head already recorded, or is
+    /// the same entry with another hash; nothing changes.
+    pub fn anchor(&mut self, head: LedgerHead) -> Result<(), RunError> {
+        if let Some(was) = self.ledger_head
+            && (head.seq < was.seq || (head.seq == was.seq && head.hash != was.hash))
+        {
+            return Err(RunError::AnchorBackwards {
+                id: self.id.clone(),
+                was,
+                head,
+            });
+        }
+        self.ledger_head = Some(head);
+        Ok(())
+    }
+
     fn ensure_not_finished(&self) -> Result<(), RunError> {
         if self.status.is_terminal() {
             return Err(RunError::Finished {
@@ -479,6 +534,7 @@ struct RunView<'a> {
     created_at: Timestamp,
     updated_at: Timestamp,
     policy: &'a Value,
+    ledger_head: Option<LedgerHead>,
 }
 
 impl Serialize for Run {
@@ -499,6 +555,7 @@ impl Serialize for Run {
             created_at: self.created_at,
             updated_at: self.updated_at,
             policy: &self.policy,
+            ledger_head: self.ledger_head,
         }
         .serialize(serializer)
     }
@@ -527,6 +584,9 @@ struct RunRepr {
     created_at: Timestamp,
     updated_at: Timestamp,
     policy: Value,
+    /// Absent from snapshots saved before rein recorded ledger heads.
+    #[serde(default)]
+    ledger_head: Option<LedgerHead>,
 }
 
 impl TryFrom<RunRepr> for Run {
@@ -553,6 +613,9 @@ impl TryFrom<RunRepr> for Run {
         if r.updated_at < r.created_at {
             return inconsistent("updated before it was created");
         }
+        if r.ledger_head.is_some_and(|head| head.seq == 0) {
+            return inconsistent("saved after ledger entry 0, but entries count from 1");
+        }
         Ok(Self {
             id: r.id,
             goal: r.goal,
@@ -569,6 +632,7 @@ impl TryFrom<RunRepr> for Run {
             created_at: r.created_at,
             updated_at: r.updated_at,
             policy: Arc::new(r.policy),
+            ledger_head: r.ledger_head,
         })
     }
 }
@@ -713,6 +777,51 @@ mod tests {
         assert!(serde_json::from_value::<Run>(v).is_err());
     }
 
+    fn head(seq: u64) -> LedgerHead {
+        LedgerHead::new(seq, crate::Digest::of_bytes(&seq.to_be_bytes()))
+    }
+
+    #[test]
+    fn the_anchor_only_moves_forward_and_changes_nothing_else() {
+        let mut r = run();
+        r.complete("ok", json!(1), t(2)).unwrap();
+        let before = r.clone();
+        r.anchor(head(3)).unwrap();
+        r.anchor(head(3)).unwrap(); // the same head again: saved twice after one entry
+        assert_eq!(r.ledger_head(), Some(head(3)));
+        assert_eq!(r.updated_at(), before.updated_at());
+        let err = r.anchor(head(2)).unwrap_err();
+        assert!(matches!(err, RunError::AnchorBackwards { .. }), "{err}");
+        let forked = LedgerHead::new(3, crate::Digest::ZERO);
+        assert!(r.anchor(forked).is_err());
+        assert_eq!(r.ledger_head(), Some(head(3)));
+        r.anchor(head(9)).unwrap();
+        assert_eq!(r.ledger_head(), Some(head(9)));
+    }
+
+    #[test]
+    fn snapshots_from_before_ledger_heads_still_load() {
+        let mut v = serde_json::to_value(run()).unwrap();
+        assert_eq!(v["ledger_head"], Value::Null);
+        v.as_object_mut().unwrap().remove("ledger_head");
+        let old = serde_json::from_value::<Run>(v).unwrap();
+        assert_eq!(old, run());
+        assert_eq!(old.ledger_head(), None);
+    }
+
+    #[test]
+    fn a_saved_head_round_trips_and_entry_zero_is_refused() {
+        let mut r = run();
+        r.anchor(head(4)).unwrap();
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["ledger_head"]["seq"], 4);
+        assert_eq!(serde_json::from_value::<Run>(v.clone()).unwrap(), r);
+        let mut zero = v;
+        zero["ledger_head"]["seq"] = json!(0);
+        let err = serde_json::from_value::<Run>(zero).unwrap_err();
+        assert!(err.to_string().contains("entries count from 1"), "{err}");
+    }
+
     #[test]
     fn time_never_goes_backwards() {
         let mut r = run();
@@ -727,8 +836,9 @@ mod tests {
             proptest::collection::vec(0u8..6, 0..12),
             any::<u64>(),
             proptest::option::of("[a-z ]{1,10}"),
+            proptest::option::of(1u64..1000),
         )
-            .prop_map(|(goal, ops, base, note)| {
+            .prop_map(|(goal, ops, base, note, seq)| {
                 let mut r = Run::new(
                     RunId::new("id").unwrap(),
                     goal,
@@ -757,6 +867,9 @@ mod tests {
                         }),
                         _ => r.count_step(now).map(|_| ()),
                     };
+                }
+                if let Some(seq) = seq {
+                    r.anchor(head(seq)).unwrap();
                 }
                 r
             })
