@@ -59,6 +59,10 @@ pub(crate) struct Driver {
     interrupting: bool,
     /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut short).
     prepaid: bool,
+    /// Where every tool call's [`AttemptLink`] reports: one channel for the run, empty
+    /// between calls.
+    attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
+    attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
 }
 
 /// One call's attempts, as the driver has ledgered them so far.
@@ -107,6 +111,7 @@ impl Driver {
         controls: Option<Controls>,
     ) -> Self {
         let lifecycle = Lifecycle::new(proj.state(), policy.snapshot.transitions).ok();
+        let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
         Self {
             shared,
             policy,
@@ -117,6 +122,8 @@ impl Driver {
             controls,
             interrupting: false,
             prepaid: false,
+            attempt_tx,
+            attempt_rx,
         }
     }
 
@@ -709,7 +716,7 @@ impl Driver {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
         }
-        let (link, mut events) = AttemptLink::new();
+        let link = AttemptLink::new(self.attempt_tx.clone());
         // The input moves into the call; retries, which are rare, read it back from the ledger.
         let call = ToolCall::new(input).with_observer(Arc::new(link));
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.proj.state());
@@ -733,13 +740,13 @@ impl Driver {
                 let next = match &cancel {
                     None => tokio::select! {
                         biased;
-                        event = events.recv(), if open => Next::Event(event),
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
                         outcome = &mut call => Next::Done(outcome),
                     },
                     Some(cancel) => tokio::select! {
                         biased;
                         () = cancel.cancelled() => Next::Aborted,
-                        event = events.recv(), if open => Next::Event(event),
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
                         outcome = &mut call => Next::Done(outcome),
                     },
                 };
@@ -752,7 +759,7 @@ impl Driver {
             }
             // Dropping the call here drops an attempt still in flight, which reports itself.
         };
-        while let Ok(event) = events.try_recv() {
+        while let Ok(event) = self.attempt_rx.try_recv() {
             // Only ends are left: a retry asked for now would never be polled.
             if let AttemptEvent::Ended(record) = event {
                 attempts.ended = Some(record);
