@@ -651,3 +651,257 @@ fn open_fs(dir: &std::path::Path, policy: FsyncPolicy) -> FsStores {
 fn configure<C: Default, T>(open: impl FnOnce(C) -> T, set: impl FnOnce(C) -> C) -> T {
     open(set(C::default()))
 }
+
+// ---- retries: every attempt charged and recorded before it runs ---------------------------------
+
+/// Explores with one call of `flaky` (idempotent), then finishes.
+fn retry_script() -> ScriptedPlanner {
+    ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("flaky", json!({"q": 7}), "flaky upstream"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!({"ok": true}))),
+    ])
+}
+
+/// What `flaky` saw of the stored ledger each time it ran: the kinds of the last entries.
+type Seen = Arc<std::sync::Mutex<Vec<Vec<&'static str>>>>;
+
+/// An engine over `memory` whose `flaky` tool (read-only, so idempotent and retried up to
+/// three times without backoff) fails transiently on its first two executions over all
+/// engines sharing `runs`, then answers; each execution first notes the tail of the ledger
+/// stored in `memory`, as it is when the attempt starts.
+fn retry_engine(memory: &Memory, faults: &Arc<Faults>, runs: &Counter, seen: &Seen) -> Engine {
+    let (ledgers, runs, seen) = (Arc::clone(&memory.ledgers), runs.clone(), Arc::clone(seen));
+    let flaky = rein::Tool::builder("flaky")
+        .annotations(Annotations::read_only())
+        .handler(move |input: rein::Value| {
+            let (ledgers, runs, seen) = (Arc::clone(&ledgers), runs.clone(), Arc::clone(&seen));
+            async move {
+                let stored = ledgers.load(&run_id()).await.expect("the ledger so far");
+                let tail = stored.ledger.entries().iter().rev().take(3).rev();
+                seen.lock()
+                    .expect("not poisoned")
+                    .push(tail.map(|e| e.event().name()).collect());
+                runs.hit();
+                if runs.get() <= 2 {
+                    Err(rein::ToolError::transient("upstream 503"))
+                } else {
+                    Ok(json!({"echo": input}))
+                }
+            }
+        })
+        .build()
+        .expect("a valid tool");
+    Engine::builder()
+        .tool(flaky)
+        .planner(retry_script())
+        .budget("tool_calls", 10)
+        .resilience(rein::ResilienceConfig {
+            retry: rein::RetryConfig {
+                max_attempts: 3.try_into().expect("non-zero"),
+                min_backoff: std::time::Duration::ZERO,
+                max_backoff: std::time::Duration::ZERO,
+                ..rein::RetryConfig::default()
+            },
+            ..rein::ResilienceConfig::default()
+        })
+        .clock(ManualClock::starting_at(1_700_000_000_000).with_step(1))
+        .ledger_store(Faulty::new(&memory.ledgers, faults))
+        .run_store(Faulty::new(&memory.runs, faults))
+        .artifact_store(Faulty::new(&memory.artifacts, faults))
+        .build()
+        .expect("engine builds")
+}
+
+/// The `tool_calls` units the ledger charged.
+fn tool_calls_used(entries: &[Entry]) -> usize {
+    entries
+        .iter()
+        .filter(|e| {
+            matches!(e.event(), EntryKind::BudgetConsumed { name, .. } if *name == rein::BudgetName::TOOL_CALLS)
+        })
+        .count()
+}
+
+/// Every retry announced in `entries` (`tool_error` with `will_retry`) is followed by its
+/// charge and its call, numbered one up; every call comes right after its charge; calls are
+/// numbered 1, 2, 3… — the order charge → call → error or result, for every attempt. A
+/// resume's `run_resumed` between them does not count; the ledger may end anywhere.
+fn assert_retry_order(entries: &[Entry], why: &str) {
+    let events: Vec<&EntryKind> = entries
+        .iter()
+        .map(Entry::event)
+        .filter(|e| !matches!(e, EntryKind::RunResumed { .. }))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.name()).collect();
+    let mut next_call = 1;
+    for (i, event) in events.iter().enumerate() {
+        match event {
+            EntryKind::ToolError {
+                attempt,
+                will_retry: true,
+                ..
+            } => match (events.get(i + 1), events.get(i + 2)) {
+                (
+                    Some(EntryKind::BudgetConsumed { .. }),
+                    Some(EntryKind::ToolCall { attempt: next, .. }),
+                ) => {
+                    assert_eq!(*next, attempt + 1, "{why}: {kinds:?}");
+                }
+                (None, _) | (Some(EntryKind::BudgetConsumed { .. }), None) => {}
+                _ => panic!("{why}: a retry without its charge and call: {kinds:?}"),
+            },
+            EntryKind::ToolCall { attempt, .. } => {
+                assert_eq!(*attempt, next_call, "{why}: {kinds:?}");
+                next_call += 1;
+                assert!(
+                    matches!(
+                        events.get(i.wrapping_sub(1)),
+                        Some(EntryKind::BudgetConsumed { .. })
+                    ),
+                    "{why}: call {attempt} not right after its charge: {kinds:?}"
+                );
+            }
+            EntryKind::ToolResult { attempt, .. }
+            | EntryKind::ToolError {
+                attempt,
+                will_retry: false,
+                ..
+            } => assert_eq!(*attempt + 1, next_call, "{why}: {kinds:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_retry_is_charged_and_recorded_before_it_runs() {
+    let memory = Memory::new();
+    let (runs, seen) = (Counter::default(), Seen::default());
+    let engine = retry_engine(&memory, &Faults::new(), &runs, &seen);
+    let run = engine.run(spec()).await.expect("the run");
+    assert_eq!(run.status(), RunStatus::Completed);
+    let ledger = memory.stored().await.expect("the ledger");
+    assert_chain(&ledger);
+    assert_eq!(runs.get(), 3);
+    // When each attempt started, the store already held its charge and its call — and,
+    // for a retry, the failure before it, marked as retried.
+    assert_eq!(
+        *seen.lock().expect("not poisoned"),
+        [
+            vec!["decision", "budget_consumed", "tool_call"],
+            vec!["tool_error", "budget_consumed", "tool_call"],
+            vec!["tool_error", "budget_consumed", "tool_call"],
+        ]
+    );
+    assert_retry_order(ledger.entries(), "no fault");
+    assert_eq!(calls_of(ledger.entries(), "flaky"), 3);
+    assert_eq!(tool_calls_used(ledger.entries()), 3);
+    let retried: Vec<(u32, bool)> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolError {
+                attempt,
+                will_retry,
+                ..
+            } => Some((*attempt, *will_retry)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retried, [(1, true), (2, true)]);
+}
+
+#[tokio::test]
+async fn a_full_disk_during_retries_stops_them_and_resume_finishes_the_call() {
+    let baseline = {
+        let memory = Memory::new();
+        let engine = retry_engine(
+            &memory,
+            &Faults::new(),
+            &Counter::default(),
+            &Seen::default(),
+        );
+        engine.run(spec()).await.expect("the healthy run");
+        memory.stored().await.expect("the ledger")
+    };
+    let first_call = baseline
+        .entries()
+        .iter()
+        .position(|e| matches!(e.event(), EntryKind::ToolCall { .. }))
+        .expect("a call");
+    let result = baseline
+        .entries()
+        .iter()
+        .position(|e| matches!(e.event(), EntryKind::ToolResult { .. }))
+        .expect("a result");
+    // A full disk at every append from the first attempt's charge to the result: among them
+    // the second attempt's `tool_call` (the retry must not run), the first attempt's
+    // failure (the retry must not start), the retry's charge.
+    for n in first_call - 1..=result {
+        let at = baseline.entries()[n].event().name();
+        let why = format!("disk full at append {n} ({at})");
+        let memory = Memory::new();
+        let faults = Faults::new();
+        faults.disk_full_after(n as u64);
+        let (runs, seen) = (Counter::default(), Seen::default());
+        let err = retry_engine(&memory, &faults, &runs, &seen)
+            .run(spec())
+            .await
+            .expect_err(&why);
+        assert_eq!(
+            io_kind(&err),
+            Some(io::ErrorKind::StorageFull),
+            "{why}: {err}"
+        );
+        let stored = memory.stored().await.expect("the ledger so far");
+        assert_chain(&stored);
+        // What was written before the fault, as the healthy run wrote it (durations aside).
+        let names =
+            |entries: &[Entry]| entries.iter().map(|e| e.event().name()).collect::<Vec<_>>();
+        assert_eq!(
+            names(stored.entries()),
+            names(&baseline.entries()[..n]),
+            "{why}"
+        );
+        // Every attempt that ran has its call on record, and was charged; only a charge whose
+        // call could not be written is paid without an attempt (never the other way round).
+        let executed = runs.get();
+        assert_eq!(executed, calls_of(stored.entries(), "flaky"), "{why}");
+        let unspent = usize::from(matches!(
+            stored.entries().last().map(Entry::event),
+            Some(EntryKind::BudgetConsumed { .. })
+        ));
+        assert_eq!(
+            tool_calls_used(stored.entries()),
+            executed + unspent,
+            "{why}"
+        );
+        assert_retry_order(stored.entries(), &why);
+
+        // A healthy process finishes the call: retried as a new, charged attempt.
+        let healthy = retry_engine(&memory, &Faults::new(), &runs, &seen);
+        let run = healthy.resume(&run_id()).await.expect(&why);
+        assert_eq!(
+            run.status(),
+            RunStatus::Completed,
+            "{why}: {:?}",
+            run.failure()
+        );
+        assert_eq!(run.result(), Some(&json!({"ok": true})), "{why}");
+        let after = memory.stored().await.expect("the ledger");
+        after.verify().expect("the resumed ledger verifies");
+        assert_eq!(
+            &after.entries()[..n],
+            stored.entries(),
+            "{why}: resume only appends"
+        );
+        let executed = runs.get();
+        assert_eq!(executed, calls_of(after.entries(), "flaky"), "{why}");
+        assert_eq!(executed, tool_calls_used(after.entries()), "{why}");
+        assert_retry_order(after.entries(), &why);
+    }
+}

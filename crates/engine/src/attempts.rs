@@ -1,75 +1,70 @@
-//! `AttemptLog`: the engine's observer on the resilience stack — it vetoes retries the
-//! budget cannot pay for and remembers every attempt so the engine can ledger it.
+//! `AttemptLink`: the engine's observer on the resilience stack. It tells the driver how
+//! each attempt ended and asks it before every retry, so the driver can charge and ledger
+//! the retry — and ledger the failure before it — before the retry starts.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
-use rein_resilience::{AttemptObserver, AttemptReport};
+use rein_resilience::{Admission, AttemptObserver, AttemptReport};
 use rein_run::ToolName;
 use rein_tool::ToolError;
+use tokio::sync::{mpsc, oneshot};
 
 /// How one attempt ended. Successful outputs are not copied: the call's result carries it.
 #[derive(Debug, Clone)]
 pub(crate) struct AttemptRecord {
+    /// The attempt's number in the stack's count (from 1 in every call of the stack).
     pub(crate) attempt: u32,
     pub(crate) error: Option<ToolError>,
     pub(crate) elapsed: Duration,
 }
 
-#[derive(Debug, Default)]
-struct Log {
-    records: Vec<AttemptRecord>,
-    vetoed: bool,
+/// What the observer tells the driver while a call runs, in the order it happened.
+#[derive(Debug)]
+pub(crate) enum AttemptEvent {
+    /// An attempt ended.
+    Ended(AttemptRecord),
+    /// The stack wants to start attempt `attempt` (a retry); it waits for the reply.
+    Admit {
+        attempt: u32,
+        reply: oneshot::Sender<Result<(), ToolError>>,
+    },
 }
 
-/// Allows attempt 1 (already paid for and ledgered by the engine) and as many retries as
-/// `retries_affordable`; records each finished attempt.
+/// Admits attempt 1 at once (the driver charged and ledgered it before the call); asks the
+/// driver before every later attempt and reports every attempt's end.
 #[derive(Debug)]
-pub(crate) struct AttemptLog {
-    retries_affordable: Option<u64>,
-    log: Mutex<Log>,
+pub(crate) struct AttemptLink {
+    tx: mpsc::UnboundedSender<AttemptEvent>,
 }
 
 /// The veto's error: never seen by the planner (the engine reports the last real attempt's
 /// error), but named so a user layer that logs it is not confused.
 pub(crate) const VETO_MESSAGE: &str = "no retry: the tool_calls budget has nothing left";
 
-impl AttemptLog {
-    pub(crate) fn new(retries_affordable: Option<u64>) -> Self {
-        Self {
-            retries_affordable,
-            log: Mutex::new(Log::default()),
-        }
-    }
-
-    /// The attempts, in order, and whether a retry was vetoed for lack of budget.
-    pub(crate) fn finish(&self) -> (Vec<AttemptRecord>, bool) {
-        let mut log = self
-            .log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (std::mem::take(&mut log.records), log.vetoed)
+impl AttemptLink {
+    /// An observer that reports to the driver holding `tx`'s receiver. The driver keeps one
+    /// channel for the whole run (a channel allocates its first block of slots on first
+    /// use, which per call cost W1 ~0.7 µs a decision) and drains it after every call.
+    pub(crate) const fn new(tx: mpsc::UnboundedSender<AttemptEvent>) -> Self {
+        Self { tx }
     }
 }
 
-impl AttemptObserver for AttemptLog {
-    fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Result<(), ToolError> {
+impl AttemptObserver for AttemptLink {
+    fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
         if attempt <= 1 {
-            return Ok(());
+            return Admission::allow();
         }
-        let retries = u64::from(attempt - 1);
+        let (reply, answer) = oneshot::channel();
         if self
-            .retries_affordable
-            .is_some_and(|affordable| retries > affordable)
+            .tx
+            .send(AttemptEvent::Admit { attempt, reply })
+            .is_err()
         {
-            let mut log = self
-                .log
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            log.vetoed = true;
-            return Err(ToolError::failed(VETO_MESSAGE));
+            // The driver is gone: nothing could record the attempt, so it must not run.
+            return Admission::deny(ToolError::Cancelled);
         }
-        Ok(())
+        Admission::wait(async move { answer.await.unwrap_or(Err(ToolError::Cancelled)) })
     }
 
     fn after_attempt(&self, report: &AttemptReport<'_>) {
@@ -78,10 +73,7 @@ impl AttemptObserver for AttemptLog {
             error: report.outcome.as_ref().err().cloned(),
             elapsed: report.elapsed,
         };
-        self.log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .records
-            .push(record);
+        // A driver that is gone has stopped recording; the report has nowhere to go.
+        let _ = self.tx.send(AttemptEvent::Ended(record));
     }
 }

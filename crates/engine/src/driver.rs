@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::attempts::AttemptLog;
+use crate::attempts::{AttemptEvent, AttemptLink, AttemptRecord, VETO_MESSAGE};
 use crate::config::{OnToolError, OnViolation};
 use crate::depth;
 use crate::engine::{RunPolicy, Shared};
@@ -59,6 +59,41 @@ pub(crate) struct Driver {
     interrupting: bool,
     /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut short).
     prepaid: bool,
+    /// Where every tool call's [`AttemptLink`] reports: one channel for the run, empty
+    /// between calls.
+    attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
+    attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
+}
+
+/// One call's attempts, as the driver has ledgered them so far.
+struct Attempts {
+    tool: ToolName,
+    input_hash: Digest,
+    idempotent: bool,
+    /// The number the call's first attempt has in the ledger (above 1 when a resume retries).
+    first_attempt: u32,
+    /// Where the first attempt's `tool_call` entry is in the ledger (retries copy its input).
+    call_entry: usize,
+    /// The stack's number of the last attempt whose `tool_call` is recorded.
+    current: u32,
+    /// The last attempt's end, not recorded until it is known whether a retry follows.
+    ended: Option<AttemptRecord>,
+    /// A retry was vetoed for lack of budget: the error of the attempt before it, recorded.
+    veto: Option<ToolError>,
+}
+
+impl Attempts {
+    /// The ledger's number for the stack's attempt `attempt`.
+    const fn number(&self, attempt: u32) -> u32 {
+        self.first_attempt.saturating_add(attempt.saturating_sub(1))
+    }
+}
+
+/// What woke the driver while a call runs.
+enum Next {
+    Event(Option<AttemptEvent>),
+    Done(Result<ToolOutput, ToolError>),
+    Aborted,
 }
 
 /// How a step ended, for the loop.
@@ -76,6 +111,7 @@ impl Driver {
         controls: Option<Controls>,
     ) -> Self {
         let lifecycle = Lifecycle::new(proj.state(), policy.snapshot.transitions).ok();
+        let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
         Self {
             shared,
             policy,
@@ -86,6 +122,8 @@ impl Driver {
             controls,
             interrupting: false,
             prepaid: false,
+            attempt_tx,
+            attempt_rx,
         }
     }
 
@@ -651,7 +689,8 @@ impl Driver {
     }
 
     /// Charges and ledgers attempt `first_attempt`, runs the call through the tool's stack,
-    /// then ledgers every retry and the outcome.
+    /// and ledgers every retry as the stack asks for it — the failed attempt's error, the
+    /// retry's charge and its `tool_call`, before the retry starts — then the outcome.
     async fn execute(
         &mut self,
         entry: &ToolEntry,
@@ -677,138 +716,63 @@ impl Driver {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
         }
-        let retries_affordable = self
-            .proj
-            .budget()
-            .snapshot(self.proj.run.usage())
-            .remaining(&BudgetName::TOOL_CALLS);
-        let log = Arc::new(AttemptLog::new(retries_affordable));
+        let link = AttemptLink::new(self.attempt_tx.clone());
         // The input moves into the call; retries, which are rare, read it back from the ledger.
-        let call = ToolCall::new(input).with_observer(Arc::clone(&log) as _);
+        let call = ToolCall::new(input).with_observer(Arc::new(link));
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.proj.state());
-        let outcome = match self.cancel_token() {
-            None => Some(entry.stack.call(call).instrument(span).await),
-            Some(cancel) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                outcome = entry.stack.call(call).instrument(span) => Some(outcome),
-            },
+        let mut attempts = Attempts {
+            tool: tool.clone(),
+            input_hash,
+            idempotent,
+            first_attempt,
+            call_entry,
+            current: 1,
+            ended: None,
+            veto: None,
         };
-        let (attempts, vetoed) = log.finish();
+        let cancel = self.cancel_token();
+        let outcome = {
+            let call = entry.stack.call(call).instrument(span);
+            tokio::pin!(call);
+            let mut open = true;
+            loop {
+                // Attempt events first: a retry waits on its admission while the call is polled.
+                let next = match &cancel {
+                    None => tokio::select! {
+                        biased;
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
+                        outcome = &mut call => Next::Done(outcome),
+                    },
+                    Some(cancel) => tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => Next::Aborted,
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
+                        outcome = &mut call => Next::Done(outcome),
+                    },
+                };
+                match next {
+                    Next::Event(Some(event)) => self.on_attempt(&mut attempts, event).await?,
+                    Next::Event(None) => open = false,
+                    Next::Done(outcome) => break Some(outcome),
+                    Next::Aborted => break None,
+                }
+            }
+            // Dropping the call here drops an attempt still in flight, which reports itself.
+        };
+        while let Ok(event) = self.attempt_rx.try_recv() {
+            // Only ends are left: a retry asked for now would never be polled.
+            if let AttemptEvent::Ended(record) = event {
+                attempts.ended = Some(record);
+            }
+        }
         let aborted = outcome.is_none();
         let mut outcome = outcome.unwrap_or(Err(ToolError::Cancelled));
-        let last_error = attempts.iter().rev().find_map(|a| a.error.clone());
-        if vetoed && let Some(last) = last_error {
+        if let Some(last) = attempts.veto.take() {
+            // A vetoed retry is no failure of its own: the call failed with the last attempt.
             outcome = Err(last);
-        }
-        // An output the ledger could not read back is a failed call, taken apart unrecorded.
-        let mut too_deep = None;
-        if outcome.as_ref().is_ok_and(|o| depth::too_deep(o.value())) {
-            let error = ToolError::failed(format!(
-                "the tool returned JSON nested more than {} levels deep, which the ledger cannot \
-                 record",
-                depth::MAX_JSON_DEPTH
-            ));
-            if let Ok(output) = std::mem::replace(&mut outcome, Err(error.clone())) {
-                depth::dispose(output.into_value());
-            }
-            too_deep = Some(error);
-        }
-
-        // Ledger every attempt: the first was recorded above; retries get their charge and call now.
-        let count = attempts.len();
-        let input = match self.ledger.entries()[call_entry].event() {
-            EntryKind::ToolCall { input, .. } if count > 1 => input.clone(),
-            _ => Value::Null,
-        };
-        for (i, attempt) in attempts.into_iter().enumerate() {
-            let number = first_attempt + attempt.attempt - 1;
-            if number != first_attempt {
-                self.record(EntryKind::BudgetConsumed {
-                    name: BudgetName::TOOL_CALLS,
-                    amount: 1,
-                    used: self.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
-                    limit: self.proj.budget().limit(&BudgetName::TOOL_CALLS),
-                })
+        } else {
+            self.record_last_attempt(entry, &attempts, &mut outcome)
                 .await?;
-                self.record(EntryKind::ToolCall {
-                    tool: tool.clone(),
-                    input: input.clone(),
-                    input_hash,
-                    attempt: number,
-                    idempotent,
-                })
-                .await?;
-            }
-            let duration_ms = millis(attempt.elapsed);
-            let last = i + 1 == count;
-            match (attempt.error, last) {
-                (Some(error), _) => {
-                    self.record(EntryKind::ToolError {
-                        tool: tool.clone(),
-                        attempt: number,
-                        duration_ms,
-                        error,
-                        will_retry: !last,
-                    })
-                    .await?;
-                }
-                (None, true) => {
-                    if let Some(error) = too_deep.take() {
-                        self.record(EntryKind::ToolError {
-                            tool: tool.clone(),
-                            attempt: number,
-                            duration_ms,
-                            error,
-                            will_retry: false,
-                        })
-                        .await?;
-                    } else if let Ok(output) = &outcome {
-                        let output = self.payload(&tool, output).await?;
-                        if entry.spec.annotations().is_cacheable() {
-                            self.cache
-                                .insert((tool.clone(), input_hash), output.clone());
-                        }
-                        self.record(EntryKind::ToolResult {
-                            tool: tool.clone(),
-                            attempt: number,
-                            duration_ms,
-                            cached: false,
-                            output,
-                        })
-                        .await?;
-                    }
-                }
-                (None, false) => {}
-            }
-        }
-        if count == 0 {
-            // Refused before any attempt (open circuit, full bulkhead): the charged attempt failed.
-            if let Err(error) = &outcome {
-                self.record(EntryKind::ToolError {
-                    tool: tool.clone(),
-                    attempt: first_attempt,
-                    duration_ms: 0,
-                    error: error.clone(),
-                    will_retry: false,
-                })
-                .await?;
-            }
-        }
-        if vetoed {
-            let limit = self
-                .proj
-                .budget()
-                .limit(&BudgetName::TOOL_CALLS)
-                .unwrap_or(0);
-            let used = self.proj.run.usage().used(&BudgetName::TOOL_CALLS);
-            self.record(EntryKind::BudgetExhausted {
-                name: BudgetName::TOOL_CALLS,
-                limit,
-                used,
-                requested: 1,
-            })
-            .await?;
         }
         if aborted {
             return self.abort().await;
@@ -820,6 +784,155 @@ impl Driver {
                 FailureKind::ToolFailed,
                 format!("tool `{tool}` failed: {error}"),
             )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Handles what the call's observer reports: keeps an attempt's end until it is known
+    /// whether a retry follows; admits a retry only once its charge and call are recorded
+    /// (and the failure before it), or vetoes it when the `tool_calls` budget cannot pay.
+    async fn on_attempt(
+        &mut self,
+        attempts: &mut Attempts,
+        event: AttemptEvent,
+    ) -> Result<(), EngineError> {
+        let (attempt, reply) = match event {
+            AttemptEvent::Ended(record) => {
+                attempts.ended = Some(record);
+                return Ok(());
+            }
+            AttemptEvent::Admit { attempt, reply } => (attempt, reply),
+        };
+        // The stack reports an attempt before it asks for the next, and retries only errors.
+        let Some(AttemptRecord {
+            attempt: failed,
+            error: Some(error),
+            elapsed,
+        }) = attempts.ended.take()
+        else {
+            let _ = reply.send(Err(ToolError::failed(
+                "no retry: the attempt before it was not reported as failed",
+            )));
+            return Ok(());
+        };
+        let tool = attempts.tool.clone();
+        let failed_number = attempts.number(failed);
+        let duration_ms = millis(elapsed);
+        if let Some(exhausted) = self.exhausted(&BudgetName::TOOL_CALLS) {
+            self.record(EntryKind::ToolError {
+                tool,
+                attempt: failed_number,
+                duration_ms,
+                error: error.clone(),
+                will_retry: false,
+            })
+            .await?;
+            self.record(EntryKind::BudgetExhausted {
+                name: exhausted.name,
+                limit: exhausted.limit,
+                used: exhausted.used,
+                requested: exhausted.requested,
+            })
+            .await?;
+            attempts.veto = Some(error);
+            let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
+            return Ok(());
+        }
+        self.record(EntryKind::ToolError {
+            tool: tool.clone(),
+            attempt: failed_number,
+            duration_ms,
+            error,
+            will_retry: true,
+        })
+        .await?;
+        self.record(EntryKind::BudgetConsumed {
+            name: BudgetName::TOOL_CALLS,
+            amount: 1,
+            used: self.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
+            limit: self.proj.budget().limit(&BudgetName::TOOL_CALLS),
+        })
+        .await?;
+        let input = match self.ledger.entries()[attempts.call_entry].event() {
+            EntryKind::ToolCall { input, .. } => input.clone(),
+            _ => Value::Null,
+        };
+        self.record(EntryKind::ToolCall {
+            tool,
+            input,
+            input_hash: attempts.input_hash,
+            attempt: attempts.number(attempt),
+            idempotent: attempts.idempotent,
+        })
+        .await?;
+        if !attempts.idempotent {
+            // The same rule as for the first attempt: durable before the side effect.
+            self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+        }
+        attempts.current = attempt;
+        // A call dropped meanwhile no longer listens; the attempt is recorded, never run.
+        let _ = reply.send(Ok(()));
+        Ok(())
+    }
+
+    /// Records how the call's last attempt ended: its result, its error, or — when it never
+    /// reported (refused before any attempt by an open circuit or a full bulkhead, or dropped
+    /// by an abort before it started) — the call's error.
+    async fn record_last_attempt(
+        &mut self,
+        entry: &ToolEntry,
+        attempts: &Attempts,
+        outcome: &mut Result<ToolOutput, ToolError>,
+    ) -> Result<(), EngineError> {
+        let tool = attempts.tool.clone();
+        // An output the ledger could not read back is a failed call, taken apart unrecorded.
+        let mut too_deep = None;
+        if outcome.as_ref().is_ok_and(|o| depth::too_deep(o.value())) {
+            let error = ToolError::failed(format!(
+                "the tool returned JSON nested more than {} levels deep, which the ledger cannot \
+                 record",
+                depth::MAX_JSON_DEPTH
+            ));
+            if let Ok(output) = std::mem::replace(outcome, Err(error.clone())) {
+                depth::dispose(output.into_value());
+            }
+            too_deep = Some(error);
+        }
+        let number = attempts.number(attempts.current);
+        let (error, duration_ms) = match &attempts.ended {
+            Some(ended) if ended.attempt == attempts.current => {
+                (ended.error.clone(), millis(ended.elapsed))
+            }
+            _ => match outcome {
+                Err(error) => (Some(error.clone()), 0),
+                Ok(_) => (None, 0),
+            },
+        };
+        if let Some(error) = error.or(too_deep) {
+            return self
+                .record(EntryKind::ToolError {
+                    tool,
+                    attempt: number,
+                    duration_ms,
+                    error,
+                    will_retry: false,
+                })
+                .await;
+        }
+        if let Ok(output) = outcome {
+            let output = self.payload(&tool, output).await?;
+            if entry.spec.annotations().is_cacheable() {
+                self.cache
+                    .insert((tool.clone(), attempts.input_hash), output.clone());
+            }
+            self.record(EntryKind::ToolResult {
+                tool,
+                attempt: number,
+                duration_ms,
+                cached: false,
+                output,
+            })
             .await?;
         }
         Ok(())
@@ -917,6 +1030,8 @@ impl Driver {
                 self.prepaid = false;
                 applied
             }
+            Progress::Retrying { failed, error } => self.retry(failed, error, false).await,
+            Progress::RetryCharged { failed, error } => self.retry(failed, error, true).await,
             Progress::Ended(State::Done) => {
                 let (summary, result) = match step.decision {
                     Decision::Finish { summary, result } => (summary, result),
@@ -966,6 +1081,67 @@ impl Driver {
         }
     }
 
+    /// Makes the retry a crash cut short after attempt `failed` failed: the next attempt,
+    /// charged unless `charged` says its unit is paid already. A retry the budget cannot pay,
+    /// of a tool not idempotent or no longer registered, ends the call with the failure on
+    /// record — as the stack would have ended it.
+    async fn retry(
+        &mut self,
+        failed: OpenAttempt,
+        error: ToolError,
+        charged: bool,
+    ) -> Result<(), EngineError> {
+        let shared = Arc::clone(&self.shared);
+        let entry = shared
+            .tools
+            .get(failed.tool.as_str())
+            .filter(|_| failed.idempotent);
+        let exhausted = if charged {
+            None
+        } else {
+            self.exhausted(&BudgetName::TOOL_CALLS)
+        };
+        let Some(entry) = entry.filter(|_| exhausted.is_none()) else {
+            self.record(EntryKind::ToolError {
+                tool: failed.tool.clone(),
+                attempt: failed.attempt,
+                duration_ms: 0,
+                error: error.clone(),
+                will_retry: false,
+            })
+            .await?;
+            if let Some(exhausted) = exhausted {
+                self.record(EntryKind::BudgetExhausted {
+                    name: exhausted.name,
+                    limit: exhausted.limit,
+                    used: exhausted.used,
+                    requested: exhausted.requested,
+                })
+                .await?;
+            }
+            if self.shared.config.on_tool_error == OnToolError::FailRun {
+                self.fail(
+                    FailureKind::ToolFailed,
+                    format!("tool `{}` failed: {error}", failed.tool),
+                )
+                .await?;
+            }
+            return Ok(());
+        };
+        let input_hash = Digest::of_json(&failed.input);
+        self.prepaid = charged;
+        let executed = self
+            .execute(
+                entry,
+                failed.input,
+                input_hash,
+                failed.attempt.saturating_add(1),
+            )
+            .await;
+        self.prepaid = false;
+        executed
+    }
+
     /// Resolves a call left in doubt by a crash, as the in-doubt policy says.
     pub(crate) async fn settle_in_doubt(
         &mut self,
@@ -993,8 +1169,13 @@ impl Driver {
                 .await;
         };
         let input_hash = Digest::of_json(&open.input);
-        self.execute(entry, open.input, input_hash, open.attempt + 1)
-            .await
+        self.execute(
+            entry,
+            open.input,
+            input_hash,
+            open.attempt.saturating_add(1),
+        )
+        .await
     }
 }
 

@@ -55,6 +55,18 @@ pub(crate) enum Progress {
     },
     /// The call's last attempt failed; the run fails unless tool errors are handed back.
     ToolFailed { tool: ToolName, error: ToolError },
+    /// An attempt of an idempotent call failed and a retry was to follow; nothing of the
+    /// retry is on record. Resume retries it as the next attempt (charged like any attempt).
+    Retrying {
+        failed: OpenAttempt,
+        error: ToolError,
+    },
+    /// As [`Progress::Retrying`], and the retry's `tool_calls` unit is charged; its
+    /// `tool_call` is missing. Resume makes the retry without charging it again.
+    RetryCharged {
+        failed: OpenAttempt,
+        error: ToolError,
+    },
 }
 
 /// A run as its ledger describes it so far.
@@ -66,6 +78,8 @@ pub(crate) struct Projection {
     call_input: Option<Value>,
     /// An attempt started and not finished: the in-doubt call if the ledger ends here.
     pub(crate) open: Option<OpenAttempt>,
+    /// The attempt a `tool_error` with `will_retry` just ended, for [`Progress::Retrying`].
+    failed: Option<OpenAttempt>,
     /// The last decision, while its application is not finished: the interrupted step if
     /// the ledger ends here.
     pub(crate) unsettled: Option<Unsettled>,
@@ -115,6 +129,7 @@ impl Projection {
             budget,
             call_input: None,
             open: None,
+            failed: None,
             unsettled: None,
         })
     }
@@ -174,12 +189,26 @@ impl Projection {
             }
             EntryKind::Transition { to, .. } if to.is_terminal() => Progress::Ended(*to),
             EntryKind::BudgetConsumed { name, .. } if *name == BudgetName::TOOL_CALLS => {
-                Progress::Charged
+                if let Some(unsettled) = &mut self.unsettled {
+                    let before = std::mem::replace(&mut unsettled.progress, Progress::Charged);
+                    if let Progress::Retrying { failed, error } = before {
+                        unsettled.progress = Progress::RetryCharged { failed, error };
+                    }
+                }
+                return;
             }
-            EntryKind::ToolCall { .. }
-            | EntryKind::ToolError {
-                will_retry: true, ..
-            } => Progress::Started,
+            EntryKind::ToolError {
+                error,
+                will_retry: true,
+                ..
+            } => match self.failed.take() {
+                Some(failed) => Progress::Retrying {
+                    failed,
+                    error: error.clone(),
+                },
+                None => Progress::Started,
+            },
+            EntryKind::ToolCall { .. } => Progress::Started,
             EntryKind::ToolError {
                 tool,
                 error,
@@ -305,8 +334,11 @@ impl Projection {
                 will_retry,
                 ..
             } => {
-                self.open = None;
-                if !will_retry {
+                let ended = self.open.take();
+                if *will_retry {
+                    // Kept for the step's progress: a retry of it is due.
+                    self.failed = ended.filter(|open| open.tool == *tool);
+                } else {
                     // The last attempt's error ends the call's step, like a result.
                     let input = self.call_input.take().unwrap_or(Value::Null);
                     run.add_evidence(

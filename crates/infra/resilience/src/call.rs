@@ -1,11 +1,12 @@
 //! `ToolCall`, the request that travels down the stack, and `AttemptObserver`, the caller's
-//! hook on every attempt.
+//! hook on every attempt, with the `Admission` it answers each attempt with.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_tool::{ToolError, ToolName, ToolOutput};
+use rein_tool::{BoxFuture, ToolError, ToolName, ToolOutput};
 use serde_json::Value;
 
 /// One call of a tool through its [`ToolStack`](crate::ToolStack): the input, and optionally
@@ -29,42 +30,54 @@ pub struct ToolCall {
     pub(crate) observer: Option<Arc<dyn AttemptObserver>>,
 }
 
-/// The caller's hook on every attempt of a call: it may veto an attempt before it starts and
-/// is told how each one ended. The engine uses it to reserve a budget unit per attempt and
-/// to ledger every attempt.
+/// The caller's hook on every attempt of a call: it admits (or vetoes) each attempt before it
+/// starts, possibly after awaiting something, and is told how each one ended. The engine uses
+/// it to charge a budget unit and ledger every attempt — durably — before the attempt runs.
 ///
 /// # Contract
-/// - For every attempt that reaches the tool, [`before_attempt`] is called first. If it
-///   returns `Err`, the tool is not called, no further attempt is made, and the call fails
-///   with that error. A call rejected before any attempt (a full [fail-fast
-///   bulkhead](crate::Bulkhead::FailFast), an [open circuit](crate::CircuitState::Open))
-///   makes no attempt and calls neither method.
-/// - Every `before_attempt` that returned `Ok` is followed by exactly one
-///   [`after_attempt`] for the same attempt: with the tool's result, with
-///   [`ToolError::TimedOut`] or [`ToolError::Panicked`] made by the stack, or with
-///   [`ToolError::Cancelled`] when the call was dropped while the attempt ran.
-/// - Both methods run synchronously on the task that polls the call, and
-///   `after_attempt` may run inside a `Drop`: they MUST be quick, MUST NOT block and MUST NOT
-///   panic. Hand slow work (a store write) to a channel.
+/// - For every attempt that reaches the tool, [`before_attempt`] is called first and the
+///   [`Admission`] it returns is settled before the attempt starts: [`Admission::allow`]
+///   starts it at once, [`Admission::deny`] vetoes it, and [`Admission::wait`] holds it until
+///   the future resolves (`Ok` starts it, `Err` vetoes it). The wait does not count against
+///   the attempt's timeout. A vetoed attempt never reaches the tool, no further attempt is
+///   made, and the call fails with the veto's error. A call rejected before any attempt (a
+///   full [fail-fast bulkhead](crate::Bulkhead::FailFast), an [open
+///   circuit](crate::CircuitState::Open)) makes no attempt and calls neither method.
+/// - [`after_attempt`] for attempt `n` is called before [`before_attempt`] for attempt
+///   `n + 1`: an observer learns how an attempt ended before it admits the next one.
+/// - Every attempt admitted (and so started) is followed by exactly one [`after_attempt`]
+///   for it: with the tool's result, with [`ToolError::TimedOut`] or
+///   [`ToolError::Panicked`] made by the stack, or with [`ToolError::Cancelled`] when the
+///   call was dropped while the attempt ran. A call dropped while it waits on an admission
+///   starts no attempt and reports nothing for it.
+/// - Both methods run synchronously on the task that polls the call, and `after_attempt` may
+///   run inside a `Drop`: they MUST be quick, MUST NOT block and MUST NOT panic. Slow work
+///   (a store write) goes to a channel; an admission that needs its answer returns
+///   [`Admission::wait`] with the future of that answer. The future MUST resolve (with
+///   `Err` if the other side is gone), or the call waits forever.
 ///
-/// Attempts are numbered from 1.
+/// Attempts are numbered from 1. Admitting without waiting costs nothing: no allocation.
+///
+/// # Examples
+///
+/// An observer that admits attempts synchronously, from a budget it keeps itself:
 ///
 /// ```
 /// use std::sync::Mutex;
-/// use rein_resilience::{AttemptObserver, AttemptReport};
+/// use rein_resilience::{Admission, AttemptObserver, AttemptReport};
 /// use rein_tool::{ToolError, ToolName};
 ///
 /// /// Allows `limit` attempts in all, and keeps a line per finished attempt.
 /// struct Budget { left: Mutex<u32>, log: Mutex<Vec<String>> }
 ///
 /// impl AttemptObserver for Budget {
-///     fn before_attempt(&self, _tool: &ToolName, _attempt: u32) -> Result<(), ToolError> {
+///     fn before_attempt(&self, _tool: &ToolName, _attempt: u32) -> Admission {
 ///         let mut left = self.left.lock().unwrap();
 ///         if *left == 0 {
-///             return Err(ToolError::failed("tool_calls budget exhausted"));
+///             return Admission::deny(ToolError::failed("tool_calls budget exhausted"));
 ///         }
 ///         *left -= 1;
-///         Ok(())
+///         Admission::allow()
 ///     }
 ///     fn after_attempt(&self, report: &AttemptReport<'_>) {
 ///         let line = format!("{} #{}: ok={}", report.tool, report.attempt, report.outcome.is_ok());
@@ -73,23 +86,130 @@ pub struct ToolCall {
 /// }
 /// ```
 ///
+/// Wrong: doing the slow work (here, writing a record somewhere durable) inside the method,
+/// where it blocks the task that polls the call:
+///
+/// ```
+/// use rein_resilience::{Admission, AttemptObserver};
+/// use rein_tool::{ToolError, ToolName};
+///
+/// struct WriteFirst;
+///
+/// impl AttemptObserver for WriteFirst {
+///     fn before_attempt(&self, tool: &ToolName, attempt: u32) -> Admission {
+///         // Blocks the task that polls the call (and every call it polls) on the disk.
+///         match std::fs::write("attempts.log", format!("{tool} {attempt}\n")) {
+///             Ok(()) => Admission::allow(),
+///             Err(e) => Admission::deny(ToolError::failed(e.to_string())),
+///         }
+///     }
+/// }
+/// ```
+///
+/// Right: ask whoever does the slow work, and let the attempt wait for the answer. The
+/// first attempt, which the caller set up before the call, is admitted at once:
+///
+/// ```
+/// use rein_resilience::{Admission, AttemptObserver};
+/// use rein_tool::{ToolError, ToolName};
+/// use tokio::sync::{mpsc, oneshot};
+///
+/// /// Asks the task that owns the record to write it, and starts a retry once it has.
+/// struct RecordFirst { tx: mpsc::UnboundedSender<(u32, oneshot::Sender<Result<(), ToolError>>)> }
+///
+/// impl AttemptObserver for RecordFirst {
+///     fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
+///         if attempt == 1 {
+///             return Admission::allow();
+///         }
+///         let (reply, answer) = oneshot::channel();
+///         if self.tx.send((attempt, reply)).is_err() {
+///             return Admission::deny(ToolError::Cancelled);
+///         }
+///         // No answer (the recorder is gone) vetoes the attempt rather than waiting forever.
+///         Admission::wait(async move { answer.await.unwrap_or(Err(ToolError::Cancelled)) })
+///     }
+/// }
+/// ```
+///
 /// [`before_attempt`]: AttemptObserver::before_attempt
 /// [`after_attempt`]: AttemptObserver::after_attempt
 pub trait AttemptObserver: Send + Sync {
-    /// Called before attempt number `attempt` of `tool` starts; `Err` vetoes it (and every
-    /// later attempt of the call), and becomes the call's error. The default allows it.
-    ///
-    /// # Errors
-    /// The error the call fails with, when the attempt must not be made.
-    fn before_attempt(&self, tool: &ToolName, attempt: u32) -> Result<(), ToolError> {
+    /// Called before attempt number `attempt` of `tool` starts; the [`Admission`] says
+    /// whether and when it may. A veto (now or after a wait) stops the attempt and every
+    /// later attempt of the call, and its error becomes the call's error. The default allows
+    /// every attempt.
+    fn before_attempt(&self, tool: &ToolName, attempt: u32) -> Admission {
         let _ = (tool, attempt);
-        Ok(())
+        Admission::allow()
     }
 
-    /// Called once when an attempt that was allowed to start has ended. The default does
-    /// nothing.
+    /// Called once when an attempt that was admitted has ended. The default does nothing.
     fn after_attempt(&self, report: &AttemptReport<'_>) {
         let _ = report;
+    }
+}
+
+/// An [`AttemptObserver`]'s answer to "may this attempt start?": yes, no (with the error the
+/// call fails with), or once a future says so.
+///
+/// ```
+/// use rein_resilience::Admission;
+/// use rein_tool::ToolError;
+///
+/// let now = Admission::allow();
+/// let never = Admission::deny(ToolError::failed("no budget left"));
+/// let later = Admission::wait(async { Ok(()) });
+/// let from_result: Admission = Ok(()).into();
+/// # let _ = (now, never, later, from_result);
+/// ```
+#[must_use = "an admission decides whether an attempt starts"]
+pub struct Admission(pub(crate) Admit);
+
+/// What an [`Admission`] holds.
+pub(crate) enum Admit {
+    Allow,
+    Deny(ToolError),
+    Wait(BoxFuture<'static, Result<(), ToolError>>),
+}
+
+impl Admission {
+    /// The attempt starts now.
+    pub const fn allow() -> Self {
+        Self(Admit::Allow)
+    }
+
+    /// The attempt is vetoed: the call fails with `error`, and no later attempt is made.
+    pub const fn deny(error: ToolError) -> Self {
+        Self(Admit::Deny(error))
+    }
+
+    /// The attempt waits for `answer`: `Ok` starts it, `Err` vetoes it with that error.
+    /// Dropping the call while it waits drops `answer` too.
+    pub fn wait<F>(answer: F) -> Self
+    where
+        F: Future<Output = Result<(), ToolError>> + Send + 'static,
+    {
+        Self(Admit::Wait(Box::pin(answer)))
+    }
+}
+
+impl From<Result<(), ToolError>> for Admission {
+    fn from(answer: Result<(), ToolError>) -> Self {
+        match answer {
+            Ok(()) => Self::allow(),
+            Err(error) => Self::deny(error),
+        }
+    }
+}
+
+impl fmt::Debug for Admission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Admit::Allow => f.write_str("Admission::Allow"),
+            Admit::Deny(error) => f.debug_tuple("Admission::Deny").field(error).finish(),
+            Admit::Wait(_) => f.write_str("Admission::Wait(..)"),
+        }
     }
 }
 

@@ -9,13 +9,14 @@
 //! | bulkhead | call | caps concurrent calls of the tool; queues, or fails fast | [`ToolError::Overloaded`] |
 //! | retry | call | idempotent tools only: retries [transient] errors, bounded, exponential backoff with jitter | – |
 //! | circuit breaker | attempt | one per tool, on failsafe's state machine; an open breaker never reaches the tool | [`ToolError::CircuitOpen`] |
-//! | attempt | attempt | asks the call's [`AttemptObserver`] first (a veto ends the call), reports how it ended | the veto's error |
+//! | attempt | attempt | asks the call's [`AttemptObserver`] first and waits for its [`Admission`] (a veto ends the call), reports how it ended | the veto's error |
 //! | timeout | attempt | [`Annotations::timeout`](rein_tool::Annotations::timeout), else the default | [`ToolError::TimedOut`] |
 //! | panic | attempt | a panic in the tool or a user layer | [`ToolError::Panicked`] |
 //! | user layers | attempt | [`ExecutionStack::with_layer`], inside every policy layer | their own |
 //!
 //! Each attempt is a separate trip through the breaker, the observer and the timeout, so the
-//! engine can charge a budget unit and write a ledger entry per attempt, a timed-out attempt
+//! engine can charge a budget unit and write a ledger entry per attempt — and, since an
+//! admission may wait, make both durable before the attempt starts — a timed-out attempt
 //! is retried like any transient failure, a hanging tool opens its breaker, and an open
 //! breaker cuts retries short. Errors stay typed: every failure is a [`ToolError`].
 //!
@@ -85,7 +86,7 @@ mod config;
 mod layer;
 mod stack;
 
-pub use call::{AttemptObserver, AttemptReport, ToolCall};
+pub use call::{Admission, AttemptObserver, AttemptReport, ToolCall};
 pub use config::{
     BreakerConfig, Bulkhead, Jitter, ResilienceConfig, RetryConfig, ToolOverrides, ToolPolicy,
 };

@@ -4,7 +4,7 @@
 //! bulkhead     one permit per call, held through every retry          → Overloaded
 //! retry        idempotent tools, transient errors, bounded, backoff    (skipped otherwise)
 //! breaker      per tool; checked before the inner service is called  → CircuitOpen
-//! attempt      the caller's veto and report, once per attempt
+//! attempt      the caller's admission (awaited when it waits) and report, once per attempt
 //! timeout      per attempt                                           → TimedOut
 //! catch_panic  the tool's and user layers' panics                    → Panicked
 //! user layers  ExecutionStack::with_layer, first added outermost

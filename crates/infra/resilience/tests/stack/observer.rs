@@ -1,9 +1,12 @@
-//! The attempt observer: a veto before each attempt, a report after each.
+//! The attempt observer: an admission (now, never, or once a future says so) before each
+//! attempt, a report after each.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rein_resilience::{Admission, AttemptObserver, AttemptReport, ToolCall};
 use rein_tool::{Annotations, ToolError};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::support::{
     Event, Recorder, Script, budget_exhausted, config, fake, observed_call, stack, transient,
@@ -92,4 +95,195 @@ async fn stack_made_errors_are_reported_as_the_attempt_outcome() {
             })
         )]
     );
+}
+
+/// A request for an admission: the attempt, and where its answer goes.
+type Ask = (u32, oneshot::Sender<Result<(), ToolError>>);
+
+/// What a [`Gate`] was asked, or told, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Ended(u32, bool),
+    Asked(u32),
+}
+
+/// Admits attempt 1 at once and makes every later attempt wait for the test's answer, sent
+/// through `answers`; keeps what it saw, in order.
+struct Gate {
+    asks: mpsc::UnboundedSender<Ask>,
+    seen: std::sync::Mutex<Vec<Seen>>,
+}
+
+impl Gate {
+    fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<Ask>) {
+        let (asks, rx) = mpsc::unbounded_channel();
+        let gate = Self {
+            asks,
+            seen: std::sync::Mutex::default(),
+        };
+        (Arc::new(gate), rx)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl AttemptObserver for Gate {
+    fn before_attempt(&self, _tool: &rein_tool::ToolName, attempt: u32) -> Admission {
+        self.seen.lock().unwrap().push(Seen::Asked(attempt));
+        if attempt == 1 {
+            return Admission::allow();
+        }
+        let (reply, answer) = oneshot::channel();
+        if self.asks.send((attempt, reply)).is_err() {
+            return Admission::deny(ToolError::Cancelled);
+        }
+        Admission::wait(async move { answer.await.unwrap_or(Err(ToolError::Cancelled)) })
+    }
+
+    fn after_attempt(&self, report: &AttemptReport<'_>) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(Seen::Ended(report.attempt, report.outcome.is_ok()));
+    }
+}
+
+fn gated_call(gate: &Arc<Gate>) -> ToolCall {
+    ToolCall::new(serde_json::json!({"q": 1}))
+        .with_observer(Arc::clone(gate) as Arc<dyn AttemptObserver>)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_admission_holds_the_attempt_until_it_is_answered() {
+    let (tool, probe) = fake(
+        "flaky",
+        Annotations::read_only(),
+        Script::FailTimes {
+            times: 2,
+            error: transient(),
+        },
+    );
+    let (gate, mut asks) = Gate::new();
+    let call = tokio::spawn(stack(tool, config()).call(gated_call(&gate)));
+    for attempt in 2..=3 {
+        let (asked, reply) = asks.recv().await.expect("the stack asks");
+        assert_eq!(asked, attempt);
+        // Asked, not answered: the attempt has not reached the tool, however long we wait.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(probe.calls(), attempt - 1);
+        // The attempt before it was reported before this one was asked for.
+        assert_eq!(
+            gate.seen().last(),
+            Some(&Seen::Asked(attempt)),
+            "{:?}",
+            gate.seen()
+        );
+        reply.send(Ok(())).unwrap();
+    }
+    let output = call.await.unwrap().unwrap();
+    assert_eq!(output.value()["q"], 1);
+    assert_eq!(probe.calls(), 3);
+    assert_eq!(
+        gate.seen(),
+        [
+            Seen::Asked(1),
+            Seen::Ended(1, false),
+            Seen::Asked(2),
+            Seen::Ended(2, false),
+            Seen::Asked(3),
+            Seen::Ended(3, true),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_admission_answered_with_an_error_vetoes_the_attempt() {
+    let (tool, probe) = fake(
+        "flaky",
+        Annotations::read_only(),
+        Script::FailTimes {
+            times: u32::MAX,
+            error: transient(),
+        },
+    );
+    let (gate, mut asks) = Gate::new();
+    let stack = stack(tool, config());
+    let call = tokio::spawn(stack.call(gated_call(&gate)));
+    let (_, reply) = asks.recv().await.expect("the stack asks for attempt 2");
+    reply.send(Err(budget_exhausted())).unwrap();
+    assert_eq!(call.await.unwrap(), Err(budget_exhausted()));
+    assert_eq!(
+        probe.calls(),
+        1,
+        "the vetoed attempt never reached the tool"
+    );
+    assert_eq!(
+        gate.seen(),
+        [Seen::Asked(1), Seen::Ended(1, false), Seen::Asked(2)]
+    );
+    assert!(asks.try_recv().is_err(), "nothing is asked after a veto");
+    // A veto is no failure of the tool: one failure in, the breaker stays closed.
+    assert_eq!(stack.circuit_state(), rein_resilience::CircuitState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_while_an_admission_waits_starts_nothing_and_reports_nothing() {
+    let (tool, probe) = fake(
+        "flaky",
+        Annotations::read_only(),
+        Script::FailTimes {
+            times: u32::MAX,
+            error: transient(),
+        },
+    );
+    let (gate, mut asks) = Gate::new();
+    let call = tokio::spawn(stack(tool, config()).call(gated_call(&gate)));
+    let (_, reply) = asks.recv().await.expect("the stack asks for attempt 2");
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert!(
+        reply.is_closed(),
+        "the waiting admission was dropped with the call"
+    );
+    assert_eq!(probe.calls(), 1);
+    assert_eq!(probe.dropped_unfinished(), 0);
+    assert_eq!(
+        gate.seen(),
+        [Seen::Asked(1), Seen::Ended(1, false), Seen::Asked(2)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_an_admission_is_not_part_of_the_attempts_timeout() {
+    let annotations = Annotations::read_only().with_timeout(Duration::from_secs(1));
+    let (tool, probe) = fake(
+        "flaky",
+        annotations,
+        Script::FailTimes {
+            times: 1,
+            error: transient(),
+        },
+    );
+    let (gate, mut asks) = Gate::new();
+    let call = tokio::spawn(stack(tool, config()).call(gated_call(&gate)));
+    let (_, reply) = asks.recv().await.expect("the stack asks for attempt 2");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    reply.send(Ok(())).unwrap();
+    assert!(
+        call.await.unwrap().is_ok(),
+        "five seconds of waiting, no timeout"
+    );
+    assert_eq!(probe.calls(), 2);
+}
+
+#[test]
+fn an_admission_converts_from_a_result() {
+    let allowed: Admission = Ok(()).into();
+    assert_eq!(format!("{allowed:?}"), "Admission::Allow");
+    let denied: Admission = Err(budget_exhausted()).into();
+    assert!(format!("{denied:?}").starts_with("Admission::Deny"));
+    let waiting = Admission::wait(async { Ok(()) });
+    assert_eq!(format!("{waiting:?}"), "Admission::Wait(..)");
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rein_resilience::{
-    AttemptObserver, AttemptReport, BreakerConfig, Bulkhead, ExecutionStack, Jitter,
+    Admission, AttemptObserver, AttemptReport, BreakerConfig, Bulkhead, ExecutionStack, Jitter,
     ResilienceConfig, RetryConfig, ToolCall, ToolStack,
 };
 use rein_tool::{Annotations, SharedTool, Tool, ToolError, ToolName, ToolOutput, ToolSpec};
@@ -196,13 +196,13 @@ impl Recorder {
 }
 
 impl AttemptObserver for Recorder {
-    fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Result<(), ToolError> {
+    fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
         if self.veto_from.is_some_and(|from| attempt >= from) {
             self.vetoed.lock().unwrap().push(attempt);
-            return Err(budget_exhausted());
+            return Admission::deny(budget_exhausted());
         }
         self.events.lock().unwrap().push(Event::Started(attempt));
-        Ok(())
+        Admission::allow()
     }
 
     fn after_attempt(&self, report: &AttemptReport<'_>) {
