@@ -182,6 +182,46 @@ async fn a_reopened_store_continues_the_chain() {
     );
 }
 
+/// A reader in another process (here: another store over the same folder) sees what the
+/// writer appended since the reader's last load — never a stale prefix, which a reader
+/// checking the ledger against a newer run snapshot would take for a cut ledger — and never
+/// the line the writer is in the middle of.
+#[tokio::test]
+async fn a_reader_sees_what_another_process_appended_since_its_last_load() {
+    let root = tempfile::tempdir().unwrap();
+    let mut ledger = ledger("shared", 3);
+    let writer = fs_stores(root.path(), FsyncPolicy::EveryEntry);
+    store(writer.ledgers(), &ledger).await;
+    let reader = fs_stores(root.path(), FsyncPolicy::EveryEntry);
+    let first = reader.ledgers().load(ledger.run_id()).await.unwrap();
+    assert_eq!(first.ledger, ledger);
+
+    for i in 4..=6 {
+        push(&mut ledger, i);
+        writer
+            .ledgers()
+            .append(&ledger.entries()[(i - 1) as usize])
+            .await
+            .unwrap();
+    }
+    let second = reader.ledgers().load(ledger.run_id()).await.unwrap();
+    assert_eq!(second.ledger, ledger, "the reader sees entries 4 to 6");
+
+    // Half a line being written by the live writer: the reader leaves it alone.
+    let path = writer.ledgers().dir().join("shared.jsonl");
+    let before = fs::read(&path).unwrap();
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(br#"{"seq":7,"#)
+        .unwrap();
+    let third = reader.ledgers().load(ledger.run_id()).await.unwrap();
+    assert_eq!(third.ledger, ledger);
+    assert_eq!(third.torn_tail, None);
+    assert_eq!(fs::read(&path).unwrap().len(), before.len() + 9, "not cut");
+}
+
 #[tokio::test]
 async fn the_file_is_one_json_line_per_entry() {
     let root = tempfile::tempdir().unwrap();

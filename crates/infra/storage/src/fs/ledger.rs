@@ -355,8 +355,28 @@ impl Inner {
         let path = self.path(run_id);
         let (bytes, torn_tail) = {
             let mut guard = lock(&slot.file);
-            match guard.as_ref() {
-                Some(open) => (read_complete(&path, open.len)?, open.torn),
+            match guard.as_mut() {
+                // This handle is the writer: the file ends where it last wrote.
+                Some(open) if open.locked => (read_complete(&path, open.len)?, open.torn),
+                // Only read through so far: another process may be the writer and have
+                // appended since. Read what the file holds now, up to its last complete line
+                // (a line being written is the writer's, not ours to cut), and remember that
+                // length, so a later append by this handle still finds any change since.
+                Some(open) => {
+                    let now = open
+                        .file
+                        .metadata()
+                        .map_err(|source| LedgerStoreError::Io {
+                            context: format!("reading {}", path.display()),
+                            source,
+                        })?
+                        .len();
+                    let mut bytes = read_complete(&path, now)?;
+                    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                    bytes.truncate(complete);
+                    open.len = complete as u64;
+                    (bytes, open.torn)
+                }
                 None => {
                     let Some((open, bytes)) = self.open(run_id, &path, false)? else {
                         return Err(LedgerStoreError::NotFound {
