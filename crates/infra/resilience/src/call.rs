@@ -32,7 +32,9 @@ pub struct ToolCall {
 
 /// The caller's hook on every attempt of a call: it admits (or vetoes) each attempt before it
 /// starts, possibly after awaiting something, and is told how each one ended. The engine uses
-/// it to charge a budget unit and ledger every attempt — durably — before the attempt runs.
+/// it to charge a budget unit and ledger every attempt before the attempt runs (appended to
+/// the ledger store; synced first only where the engine's fsync rules call for it, as for a
+/// non-idempotent tool's call).
 ///
 /// # Contract
 /// - For every attempt that reaches the tool, [`before_attempt`] is called first and the
