@@ -448,6 +448,45 @@ async fn a_failing_snapshot_save_is_a_run_store_error_and_the_ledger_stays_the_t
     );
 }
 
+/// A snapshot the store fails to read may hold the ledger head that proves a cut: resume
+/// refuses with the store's error and writes nothing, rather than overwrite it. A healthy
+/// store then resumes as usual.
+#[tokio::test(start_paused = true)]
+async fn resume_refuses_when_the_snapshot_cannot_be_read_and_writes_nothing() {
+    let (expected, full) = baseline().await;
+    let memory = Memory::new();
+    let faults = Faults::new();
+    faults.disk_full_after(full.len() as u64 / 2);
+    let (engine, tools) = memory.engine(&faults);
+    engine.run(spec()).await.expect_err("the disk fills up");
+    let before = memory.stored().await.expect("a ledger");
+    let snapshot = RunStore::load(&*memory.runs, &run_id())
+        .await
+        .expect("a snapshot");
+
+    let unreadable = Faults::new();
+    unreadable.fail_run_load(true);
+    let (engine, _) = memory.engine(&unreadable);
+    let err = engine.resume(&run_id()).await.expect_err("refused");
+    assert!(
+        matches!(err, EngineError::RunStore(RunStoreError::Io { .. })),
+        "{err}"
+    );
+    assert_eq!(
+        memory.stored().await.expect("a ledger"),
+        before,
+        "ledger untouched"
+    );
+    assert_eq!(
+        RunStore::load(&*memory.runs, &run_id())
+            .await
+            .expect("a snapshot"),
+        snapshot,
+        "snapshot untouched"
+    );
+    recover(&memory, &tools, &expected, "after the store heals").await;
+}
+
 #[tokio::test]
 async fn a_failing_artifact_write_stops_the_run_after_the_call_and_resume_follows_the_in_doubt_rule()
  {

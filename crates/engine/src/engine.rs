@@ -233,7 +233,9 @@ impl Engine {
     /// [`EngineError::RunNotFound`], [`EngineError::RunFinished`],
     /// [`EngineError::AwaitingAnswer`], [`EngineError::LedgerBehindSnapshot`] when the
     /// ledger falls short of the head the run's snapshot was saved after (nothing is
-    /// written), or a store error.
+    /// written), or a store error — [`EngineError::RunStore`] also when the run store fails
+    /// to read the snapshot (nothing is written: the head it holds is not overwritten
+    /// unchecked).
     pub async fn resume(&self, id: &RunId) -> Result<Run, EngineError> {
         let (driver, _guard) = self.reopen(id, None, None).await?;
         driver.drive().await
@@ -484,6 +486,13 @@ impl Engine {
     ) -> Result<(Driver, ActiveGuard), EngineError> {
         let guard = self.acquire(id)?;
         let Loaded { loaded, unchecked } = self.load_ledger(id).await?;
+        // A snapshot the store failed to read (an I/O error; a corrupt file holds no head
+        // anyone can use) may name a head this ledger does not reach, and resuming would
+        // overwrite it with one that it does. Refuse, before anything is written.
+        let unchecked = match unchecked {
+            Some(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+            other => other,
+        };
         let policy = self.recorded_policy(id, &loaded.ledger)?;
         let mut proj = rebuild(id, &loaded.ledger, &policy)?;
         let run = &proj.run;
