@@ -5,9 +5,9 @@
 //! makes a ledger that can never be loaded, resumed or verified again. And nothing the
 //! engine does with a value (hash, validate, clone, serialize, drop) may recurse without
 //! bound on a value a planner or a tool made: each of those recurses once per level, and a
-//! few thousand levels overflow a thread's stack. So the engine measures depth without
-//! recursion before it touches a value, refuses values deeper than [`MAX_JSON_DEPTH`], and
-//! takes refused values apart without recursion.
+//! few thousand levels overflow a thread's stack. So the engine measures depth before it
+//! touches a value — recursing at most [`MAX_JSON_DEPTH`] + 1 levels, whatever the value —
+//! refuses values deeper than that, and takes refused values apart without recursion.
 
 use rein_run::Decision;
 use serde_json::Value;
@@ -18,21 +18,20 @@ use serde_json::Value;
 pub const MAX_JSON_DEPTH: usize = 100;
 
 /// Whether `value` nests arrays and objects more than [`MAX_JSON_DEPTH`] levels deep.
-/// Iterative: safe on any value.
+///
+/// Safe on any value: it descends at most `MAX_JSON_DEPTH + 1` levels (a few kilobytes of
+/// stack) and stops there. It allocates nothing — it runs on every tool input, tool output
+/// and result the engine records.
 pub(crate) fn too_deep(value: &Value) -> bool {
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth + 1 > MAX_JSON_DEPTH {
-            return true;
+    /// Whether `value` holds a container more than `levels` levels down (itself included).
+    fn deeper_than(value: &Value, levels: usize) -> bool {
+        match value {
+            Value::Array(items) => levels == 0 || items.iter().any(|c| deeper_than(c, levels - 1)),
+            Value::Object(map) => levels == 0 || map.values().any(|c| deeper_than(c, levels - 1)),
+            _ => false,
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
     }
-    false
+    deeper_than(value, MAX_JSON_DEPTH)
 }
 
 /// Whether any JSON value `decision` carries is [`too_deep`].
