@@ -1022,18 +1022,36 @@ impl Driver {
     /// again when nothing it did is on record but markers (with the attempt's `tool_calls`
     /// unit already paid, if it was charged).
     pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
+        // The projection names the decision by its place in this ledger; read it back.
+        let decision = match self
+            .ledger
+            .entries()
+            .get(step.decision_at)
+            .map(rein_ledger::Entry::event)
+        {
+            Some(EntryKind::Decision { decision, .. }) => decision.clone(),
+            _ => {
+                return Err(EngineError::InconsistentLedger {
+                    id: self.proj.run.id().clone(),
+                    seq: step.decision_at as u64 + 1,
+                    reason: "the interrupted step's decision is not at the entry the ledger's \
+                             replay pointed to"
+                        .to_owned(),
+                });
+            }
+        };
         match step.progress {
-            Progress::Started => self.apply(step.decision).await,
+            Progress::Started => self.apply(decision).await,
             Progress::Charged => {
                 self.prepaid = true;
-                let applied = self.apply(step.decision).await;
+                let applied = self.apply(decision).await;
                 self.prepaid = false;
                 applied
             }
             Progress::Retrying { failed, error } => self.retry(failed, error, false).await,
             Progress::RetryCharged { failed, error } => self.retry(failed, error, true).await,
             Progress::Ended(State::Done) => {
-                let (summary, result) = match step.decision {
+                let (summary, result) = match decision {
                     Decision::Finish { summary, result } => (summary, result),
                     Decision::Transition { reason, .. } => (reason, Value::Null),
                     other => (format!("{other:?}"), Value::Null),
@@ -1042,7 +1060,7 @@ impl Driver {
                     .await
             }
             Progress::Ended(_) => {
-                let reason = match step.decision {
+                let reason = match decision {
                     Decision::Fail { reason } | Decision::Transition { reason, .. } => reason,
                     other => format!("{other:?}"),
                 };

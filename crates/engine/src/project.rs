@@ -10,8 +10,8 @@ use std::sync::Arc;
 use rein_ledger::{Entry, EntryKind, Violation};
 use rein_policy::Budget;
 use rein_run::{
-    BudgetName, Decision, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State,
-    Timestamp, ToolError, ToolName,
+    BudgetName, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State, Timestamp,
+    ToolError, ToolName,
 };
 use serde_json::Value;
 
@@ -26,9 +26,13 @@ pub(crate) struct OpenAttempt {
 
 /// A decision the ledger shows recorded but not fully applied: the process stopped in the
 /// middle of its step. Resume finishes the step from where the ledger shows it stopped.
+///
+/// It names the decision by its place in the ledger rather than holding a copy: a live run
+/// passes through here at every decision and never needs it, and a resume reads it back.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Unsettled {
-    pub(crate) decision: Decision,
+    /// The index of the `decision` entry in the run's ledger.
+    pub(crate) decision_at: usize,
     pub(crate) progress: Progress,
 }
 
@@ -83,6 +87,8 @@ pub(crate) struct Projection {
     /// The last decision, while its application is not finished: the interrupted step if
     /// the ledger ends here.
     pub(crate) unsettled: Option<Unsettled>,
+    /// How many entries were applied (`run_started` included): the index the next one has.
+    applied: usize,
 }
 
 /// Why an entry does not fit the run the ledger describes so far.
@@ -131,6 +137,7 @@ impl Projection {
             open: None,
             failed: None,
             unsettled: None,
+            applied: 1,
         })
     }
 
@@ -174,15 +181,16 @@ impl Projection {
     pub(crate) fn apply(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
         self.apply_to_run(kind, at)?;
         self.track_step(kind);
+        self.applied += 1;
         Ok(())
     }
 
     /// Follows how far the current decision's application got (see [`Unsettled`]).
     fn track_step(&mut self, kind: &EntryKind) {
         let progress = match kind {
-            EntryKind::Decision { decision, .. } => {
+            EntryKind::Decision { .. } => {
                 self.unsettled = Some(Unsettled {
-                    decision: decision.clone(),
+                    decision_at: self.applied,
                     progress: Progress::Started,
                 });
                 return;
