@@ -390,12 +390,10 @@ impl Engine {
         let started = EntryKind::RunStarted {
             goal: spec.goal,
             vars: spec.vars,
-            policy: Value::clone(&policy.value),
+            policy: Arc::clone(&policy.value),
         };
         let budget = policy.snapshot.budget.clone();
-        // The run holds the engine's policy value itself, not a copy of the entry's.
-        let shared = Some(Arc::clone(&policy.value));
-        let proj = Projection::start(id.clone(), &started, now, budget, shared)
+        let proj = Projection::start(id.clone(), &started, now, budget)
             .map_err(|e| inconsistent(&id, 1, &e))?;
         let mut ledger = Ledger::new(id.clone());
         let entry = ledger.append(now, State::Intake, started);
@@ -469,7 +467,7 @@ impl Engine {
         else {
             return Err(invalid("the ledger does not start with run_started".into()));
         };
-        if *policy == *self.shared.policy.value {
+        if Arc::ptr_eq(policy, &self.shared.policy.value) || **policy == *self.shared.policy.value {
             return Ok(Arc::clone(&self.shared.policy));
         }
         let snapshot = PolicySnapshot::from_value(policy).map_err(|e| invalid(e.to_string()))?;

@@ -120,7 +120,6 @@ impl Projection {
         kind: &EntryKind,
         at: Timestamp,
         budget: Budget,
-        shared_policy: Option<Arc<Value>>,
     ) -> Result<Self, ProjectionError> {
         let EntryKind::RunStarted { goal, vars, policy } = kind else {
             return Err(unfit(format!(
@@ -128,8 +127,8 @@ impl Projection {
                 kind.name()
             )));
         };
-        let policy = shared_policy.unwrap_or_else(|| Arc::new(policy.clone()));
-        let run = Run::new(id, goal.clone(), vars.clone(), policy, at);
+        // The run and the entry share the engine's policy value.
+        let run = Run::new(id, goal.clone(), vars.clone(), Arc::clone(policy), at);
         Ok(Self {
             run,
             budget,
@@ -151,14 +150,8 @@ impl Projection {
             return Err((0, unfit("the ledger is empty")));
         };
         let budget = budget_of(first.event()).map_err(|e| (first.seq(), e))?;
-        let mut projection = Self::start(
-            first.run_id().clone(),
-            first.event(),
-            first.at(),
-            budget,
-            None,
-        )
-        .map_err(|e| (first.seq(), e))?;
+        let mut projection = Self::start(first.run_id().clone(), first.event(), first.at(), budget)
+            .map_err(|e| (first.seq(), e))?;
         for entry in &entries[1..] {
             if entry.state() != projection.run.state() {
                 return Err((

@@ -1,6 +1,7 @@
 //! `EntryKind`: what a ledger entry records, one variant per event of DESIGN.md §2.
 
 use std::fmt;
+use std::sync::Arc;
 
 use rein_run::{BudgetName, Decision, Digest, Failure, Payload, State, ToolError, ToolName};
 use serde::{Deserialize, Serialize};
@@ -36,8 +37,9 @@ pub enum EntryKind {
         /// The variables the run was started with.
         vars: Map<String, Value>,
         /// The policy the run started under (budget limits, eligibility, transitions,
-        /// approvals), as the engine snapshots it.
-        policy: Value,
+        /// approvals), as the engine snapshots it. Shared, not copied: every run an engine
+        /// starts records the one value (it serializes as the value itself).
+        policy: Arc<Value>,
     },
     /// The run paused, waiting for a human.
     RunPaused {

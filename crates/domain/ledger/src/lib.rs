@@ -16,7 +16,7 @@
 //!
 //! let t = Timestamp::from_unix_millis(1_700_000_000_000);
 //! let mut ledger = Ledger::new("run-1".parse()?);
-//! ledger.append(t, State::Intake, EntryKind::RunStarted { goal: "Say hello".into(), vars: Default::default(), policy: json!({}) });
+//! ledger.append(t, State::Intake, EntryKind::RunStarted { goal: "Say hello".into(), vars: Default::default(), policy: json!({}).into() });
 //! ledger.append(t, State::Intake, EntryKind::Transition {
 //!     from: State::Intake,
 //!     to: State::Explore,

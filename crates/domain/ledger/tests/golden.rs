@@ -28,7 +28,7 @@ fn first_entry() -> Ledger {
             goal: "Say hello".into(),
             vars: serde_json::Map::from_iter([("name".to_owned(), json!("World"))]),
             // Written out of order on purpose: object keys are sorted in the encoding.
-            policy: json!({"budgets": {"tool_calls": 10}, "approvals": {"tools": ["fs.write"]}, "max_steps": 20}),
+            policy: json!({"budgets": {"tool_calls": 10}, "approvals": {"tools": ["fs.write"]}, "max_steps": 20}).into(),
         },
     );
     ledger

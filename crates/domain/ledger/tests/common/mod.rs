@@ -25,7 +25,7 @@ pub fn every_kind() -> Vec<EntryKind> {
         EntryKind::RunStarted {
             goal: "Say hello".into(),
             vars: serde_json::Map::new(),
-            policy: json!({"budgets": {"tool_calls": 10}}),
+            policy: json!({"budgets": {"tool_calls": 10}}).into(),
         },
         EntryKind::RunPaused {
             question: "Deploy?".into(),
@@ -186,7 +186,7 @@ pub fn entry_kind() -> impl Strategy<Value = EntryKind> {
         (text(), json_value()).prop_map(|(goal, policy)| EntryKind::RunStarted {
             goal,
             vars: serde_json::Map::new(),
-            policy
+            policy: policy.into(),
         }),
         text().prop_map(|question| EntryKind::RunPaused { question }),
         text().prop_map(|note| EntryKind::RunResumed { note }),
