@@ -263,32 +263,14 @@ proptest! {
 #[tokio::test]
 async fn a_tampered_ledger_on_disk_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut steps = walk_to(State::Decide);
-    steps.push(ScriptStep::expect(
-        State::Decide,
-        Decision::ask_human("Finish?", ["yes"]),
-    ));
-    steps.push(ScriptStep::expect(
-        State::Decide,
-        Decision::finish("done", json!(1)),
-    ));
-    let build = || {
-        Engine::builder()
-            .planner(ScriptedPlanner::new(steps.clone()))
-            .filesystem(dir.path())
-            .build()
-            .expect("engine builds")
-    };
-    let engine = build();
-    let run = engine.run("tamper").await.expect("run");
-    drop(engine);
+    let (run, build) = paused_on_disk(dir.path()).await;
 
     let path = rein::FsStores::open(dir.path())
         .expect("stores")
         .ledgers()
         .ledger_path(run.id());
     let text = std::fs::read_to_string(&path).expect("ledger file");
-    std::fs::write(&path, text.replacen("\"tamper\"", "\"tampered\"", 1)).expect("write");
+    std::fs::write(&path, text.replacen("\"anchor\"", "\"tampered\"", 1)).expect("write");
 
     let engine = build();
     let refused = engine.ledger(run.id()).await;

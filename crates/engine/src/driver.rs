@@ -828,13 +828,7 @@ impl Driver {
                 will_retry: false,
             })
             .await?;
-            self.record(EntryKind::BudgetExhausted {
-                name: exhausted.name,
-                limit: exhausted.limit,
-                used: exhausted.used,
-                requested: exhausted.requested,
-            })
-            .await?;
+            self.record(exhausted_entry(&exhausted)).await?;
             attempts.veto = Some(error);
             let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
             return Ok(());
@@ -961,13 +955,7 @@ impl Driver {
         &mut self,
         exhausted: rein_policy::BudgetExhausted,
     ) -> Result<(), EngineError> {
-        self.record(EntryKind::BudgetExhausted {
-            name: exhausted.name.clone(),
-            limit: exhausted.limit,
-            used: exhausted.used,
-            requested: exhausted.requested,
-        })
-        .await?;
+        self.record(exhausted_entry(&exhausted)).await?;
         self.reject(Rejection::BudgetExhausted(exhausted)).await
     }
 
@@ -1129,13 +1117,7 @@ impl Driver {
             })
             .await?;
             if let Some(exhausted) = exhausted {
-                self.record(EntryKind::BudgetExhausted {
-                    name: exhausted.name,
-                    limit: exhausted.limit,
-                    used: exhausted.used,
-                    requested: exhausted.requested,
-                })
-                .await?;
+                self.record(exhausted_entry(&exhausted)).await?;
             }
             if self.shared.config.on_tool_error == OnToolError::FailRun {
                 self.fail(
@@ -1255,4 +1237,14 @@ fn fits(value: &Value, limit: usize) -> bool {
         }
     }
     serde_json::to_writer(Counter { left: limit }, value).is_ok()
+}
+
+/// The `budget_exhausted` entry that records `exhausted`.
+fn exhausted_entry(exhausted: &rein_policy::BudgetExhausted) -> EntryKind {
+    EntryKind::BudgetExhausted {
+        name: exhausted.name.clone(),
+        limit: exhausted.limit,
+        used: exhausted.used,
+        requested: exhausted.requested,
+    }
 }

@@ -7,7 +7,8 @@ use rein_resilience::{BreakerConfig, CircuitState, ResilienceConfig, ToolStack};
 use rein_tool::{Annotations, ToolError};
 
 use crate::support::{
-    Probe, Recorder, Script, call, config, fake, name, observed_call, stack, transient,
+    Probe, Recorder, Script, always_failing, call, config, fake, name, observed_call, stack,
+    transient,
 };
 
 const OPEN_FOR: Duration = Duration::from_secs(30);
@@ -198,14 +199,7 @@ async fn permanent_errors_do_not_open_the_breaker() {
 
 #[tokio::test(start_paused = true)]
 async fn an_open_breaker_cuts_retries_short() {
-    let (tool, probe) = fake(
-        "flaky",
-        Annotations::read_only(),
-        Script::FailTimes {
-            times: u32::MAX,
-            error: transient(),
-        },
-    );
+    let (tool, probe) = always_failing(Annotations::read_only());
     let stack = stack(tool, opening_after(2)); // the test config allows 5 attempts
     let recorder = Arc::new(Recorder::default());
     match stack.call(observed_call(&recorder)).await {

@@ -9,19 +9,13 @@ use rein_tool::{Annotations, ToolError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::support::{
-    Event, Recorder, Script, budget_exhausted, config, fake, observed_call, stack, transient,
+    Event, Recorder, Script, always_failing, budget_exhausted, config, fake, observed_call, stack,
+    transient,
 };
 
 #[tokio::test(start_paused = true)]
 async fn a_veto_stops_the_retries() {
-    let (tool, probe) = fake(
-        "flaky",
-        Annotations::read_only(),
-        Script::FailTimes {
-            times: u32::MAX,
-            error: transient(),
-        },
-    );
+    let (tool, probe) = always_failing(Annotations::read_only());
     // The budget allows two attempts; the test config would allow five.
     let recorder = Arc::new(Recorder::vetoing_from(3));
     let result = stack(tool, config()).call(observed_call(&recorder)).await;
@@ -200,14 +194,7 @@ async fn a_waiting_admission_holds_the_attempt_until_it_is_answered() {
 
 #[tokio::test(start_paused = true)]
 async fn a_waiting_admission_answered_with_an_error_vetoes_the_attempt() {
-    let (tool, probe) = fake(
-        "flaky",
-        Annotations::read_only(),
-        Script::FailTimes {
-            times: u32::MAX,
-            error: transient(),
-        },
-    );
+    let (tool, probe) = always_failing(Annotations::read_only());
     let (gate, mut asks) = Gate::new();
     let stack = stack(tool, config());
     let call = tokio::spawn(stack.call(gated_call(&gate)));
@@ -230,14 +217,7 @@ async fn a_waiting_admission_answered_with_an_error_vetoes_the_attempt() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_dropped_while_an_admission_waits_starts_nothing_and_reports_nothing() {
-    let (tool, probe) = fake(
-        "flaky",
-        Annotations::read_only(),
-        Script::FailTimes {
-            times: u32::MAX,
-            error: transient(),
-        },
-    );
+    let (tool, probe) = always_failing(Annotations::read_only());
     let (gate, mut asks) = Gate::new();
     let call = tokio::spawn(stack(tool, config()).call(gated_call(&gate)));
     let (_, reply) = asks.recv().await.expect("the stack asks for attempt 2");

@@ -95,6 +95,18 @@ pub(crate) fn fake(
     )
 }
 
+/// The tool `flaky` with `annotations`: every attempt fails with a [`transient`] error.
+pub(crate) fn always_failing(annotations: Annotations) -> (SharedTool, Arc<Probe>) {
+    fake(
+        "flaky",
+        annotations,
+        Script::FailTimes {
+            times: u32::MAX,
+            error: transient(),
+        },
+    )
+}
+
 impl Tool for FakeTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec

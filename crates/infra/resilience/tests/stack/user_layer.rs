@@ -7,7 +7,7 @@ use rein_resilience::{CircuitState, ExecutionStack, ResilienceConfig, ToolCall, 
 use rein_tool::{Annotations, SharedTool, ToolError};
 use tower::ServiceBuilder;
 
-use crate::support::{Script, call, config, fake, transient};
+use crate::support::{Script, always_failing, call, config, fake, transient};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -57,14 +57,7 @@ async fn an_open_breaker_keeps_calls_from_user_layers() {
         },
         ..config()
     };
-    let (tool, _) = fake(
-        "flaky",
-        Annotations::side_effecting(),
-        Script::FailTimes {
-            times: u32::MAX,
-            error: transient(),
-        },
-    );
+    let (tool, _) = always_failing(Annotations::side_effecting());
     let (stack, log) = logged(tool, config);
     call(&stack).await.unwrap_err();
     assert!(matches!(stack.circuit_state(), CircuitState::Open { .. }));
