@@ -291,6 +291,27 @@ async fn a_tampered_ledger_on_disk_is_refused() {
     );
 }
 
+/// Starting a run under the id of one whose ledger was emptied, while its snapshot names a
+/// later head, is refused: the snapshot is the proof of the cut, and it is left as it is.
+#[tokio::test]
+async fn a_chosen_id_whose_ledger_was_emptied_behind_its_snapshot_is_not_reused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let snapshot_path = stores.runs().snapshot_path(run.id());
+    let snapshot = std::fs::read(&snapshot_path).expect("snapshot");
+    std::fs::write(stores.ledgers().ledger_path(run.id()), b"").expect("empty the ledger");
+
+    let refused = build()
+        .run(rein::RunSpec::new("again").with_id(run.id().clone()))
+        .await;
+    let Err(EngineError::LedgerBehindSnapshot { id, head, last }) = &refused else {
+        panic!("expected LedgerBehindSnapshot, got {refused:?}");
+    };
+    assert_eq!((id, Some(*head), *last), (run.id(), run.ledger_head(), 0));
+    assert_eq!(std::fs::read(&snapshot_path).expect("snapshot"), snapshot);
+}
+
 /// A paused run in filesystem stores under `dir`, and how to build its engine again.
 async fn paused_on_disk(dir: &std::path::Path) -> (rein::Run, impl Fn() -> Engine + use<>) {
     let mut steps = walk_to(State::Decide);

@@ -65,7 +65,10 @@ impl RunSpec {
     }
 
     /// Uses `id` instead of a generated one. Starting a second run with an id that exists
-    /// fails with [`EngineError::AlreadyActive`] or [`EngineError::RunExists`].
+    /// fails with [`EngineError::AlreadyActive`] or [`EngineError::RunExists`]; an id whose
+    /// ledger is empty or gone while its run snapshot names a later entry fails with
+    /// [`EngineError::LedgerBehindSnapshot`] (that snapshot is the proof of a cut ledger, and
+    /// is not overwritten).
     pub fn with_id(mut self, id: RunId) -> Self {
         self.id = Some(id);
         self
@@ -383,6 +386,19 @@ impl Engine {
                 Err(LedgerStoreError::NotFound { .. }) => {}
                 Ok(loaded) if loaded.ledger.is_empty() => {}
                 Ok(_) | Err(_) => return Err(EngineError::RunExists { id }),
+            }
+            // An id whose ledger is empty or gone, under a snapshot saved after more than the
+            // first entry, is a run whose ledger was cut, not a free id: starting afresh would
+            // overwrite the one proof of it.
+            match self.shared.runs.load_boxed(&id).await {
+                Ok(run) => {
+                    if let Some(head) = run.ledger_head().filter(|head| head.seq > 1) {
+                        return Err(EngineError::LedgerBehindSnapshot { id, head, last: 0 });
+                    }
+                }
+                Err(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+                // No snapshot, or a corrupt one: it holds no head anyone can use.
+                Err(_) => {}
             }
         }
         let policy = Arc::clone(&self.shared.policy);
