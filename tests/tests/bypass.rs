@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use chaos::{Counter, assert_chain, count, counted};
 use rein::{
     Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, AutoApprover,
-    BudgetName, BuildError, Decision, DenyApprover, EligibilityRules, Engine, EngineError,
-    EntryKind, EvidenceKind, FailureKind, Ledger, MockPlanner, PlanRequest, Run, RunStatus, State,
-    Value, Violation, json,
+    BudgetName, BuildError, Decision, DenyApprover, DynApprover, EligibilityRules, Engine,
+    EngineError, EntryKind, EvidenceKind, FailureKind, Ledger, MockPlanner, PlanRequest, Run,
+    RunStatus, State, Value, Violation, json,
 };
 
 // ---- helpers -------------------------------------------------------------------------------------
@@ -211,6 +211,19 @@ fn deploy_twice(first: Value, second: Value) -> MockPlanner {
     })
 }
 
+/// An engine with a counted, destructive `deploy` tool behind `approver`, and a planner
+/// that deploys `first`, then `second` ([`deploy_twice`]).
+fn deploy_engine(approver: Arc<dyn DynApprover>, first: Value, second: Value) -> (Engine, Counter) {
+    let (deploy, runs) = counted("deploy", Annotations::destructive());
+    let engine = Engine::builder()
+        .tool(deploy)
+        .shared_approver(approver)
+        .planner(deploy_twice(first, second))
+        .build()
+        .expect("engine");
+    (engine, runs)
+}
+
 fn approvals(ledger: &Ledger) -> Vec<(&'static str, rein::tool::Digest)> {
     ledger
         .entries()
@@ -226,17 +239,12 @@ fn approvals(ledger: &Ledger) -> Vec<(&'static str, rein::tool::Digest)> {
 
 #[tokio::test]
 async fn an_approval_is_never_reused_for_another_input() {
-    let (deploy, runs) = counted("deploy", Annotations::destructive());
     let approver = Arc::new(GrantOnce::default());
-    let engine = Engine::builder()
-        .tool(deploy)
-        .shared_approver(Arc::clone(&approver) as _)
-        .planner(deploy_twice(
-            json!({"env": "staging"}),
-            json!({"env": "prod"}),
-        ))
-        .build()
-        .expect("engine");
+    let (engine, runs) = deploy_engine(
+        Arc::clone(&approver) as _,
+        json!({"env": "staging"}),
+        json!({"env": "prod"}),
+    );
     let run = engine.run("bypass").await.expect("run");
     assert_eq!(run.status(), RunStatus::Failed);
     assert_eq!(
@@ -258,14 +266,12 @@ async fn an_approval_is_never_reused_for_another_input() {
 
 #[tokio::test]
 async fn the_same_input_twice_is_asked_twice() {
-    let (deploy, runs) = counted("deploy", Annotations::destructive());
     let approver = Arc::new(GrantOnce::default());
-    let engine = Engine::builder()
-        .tool(deploy)
-        .shared_approver(Arc::clone(&approver) as _)
-        .planner(deploy_twice(json!({"env": "prod"}), json!({"env": "prod"})))
-        .build()
-        .expect("engine");
+    let (engine, runs) = deploy_engine(
+        Arc::clone(&approver) as _,
+        json!({"env": "prod"}),
+        json!({"env": "prod"}),
+    );
     let run = engine.run("bypass").await.expect("run");
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     let kinds: Vec<&str> = approvals(&ledger).iter().map(|(k, _)| *k).collect();
@@ -276,17 +282,12 @@ async fn the_same_input_twice_is_asked_twice() {
 
 #[tokio::test]
 async fn a_replayed_approval_for_another_input_is_refused_by_the_engine() {
-    let (deploy, runs) = counted("deploy", Annotations::destructive());
     let approver = Arc::new(Replaying::default());
-    let engine = Engine::builder()
-        .tool(deploy)
-        .shared_approver(Arc::clone(&approver) as _)
-        .planner(deploy_twice(
-            json!({"env": "staging"}),
-            json!({"env": "prod"}),
-        ))
-        .build()
-        .expect("engine");
+    let (engine, runs) = deploy_engine(
+        Arc::clone(&approver) as _,
+        json!({"env": "staging"}),
+        json!({"env": "prod"}),
+    );
     let run = engine.run("bypass").await.expect("run");
     assert_eq!(run.status(), RunStatus::Failed);
     let ledger = engine.ledger(run.id()).await.expect("ledger");

@@ -189,6 +189,19 @@ fn io_kind(err: &EngineError) -> Option<io::ErrorKind> {
     Some(source.kind())
 }
 
+/// The fault counters after one healthy run: how many appends, syncs and saves a run makes.
+async fn counted_run() -> Arc<Faults> {
+    let memory = Memory::new();
+    let faults = Faults::new();
+    memory
+        .engine(&faults)
+        .0
+        .run(spec())
+        .await
+        .expect("counting run");
+    faults
+}
+
 /// Resumes the run on a healthy engine over what the faulty one left and checks DESIGN.md §3:
 /// the same outcome as `expected`, unless the stored ledger ends in a non-idempotent call,
 /// which is in doubt and fails the run without running the tool again.
@@ -318,17 +331,7 @@ async fn a_full_disk_at_every_append_stops_the_run_and_keeps_what_was_written() 
 #[tokio::test]
 async fn a_failing_fsync_at_every_sync_stops_the_run_before_the_next_side_effect() {
     let (expected, _) = baseline().await;
-    let syncs = {
-        let memory = Memory::new();
-        let faults = Faults::new();
-        memory
-            .engine(&faults)
-            .0
-            .run(spec())
-            .await
-            .expect("counting run");
-        faults.syncs()
-    };
+    let syncs = counted_run().await.syncs();
     assert!(syncs > 5, "a run syncs at every step: {syncs}");
     for k in 1..=syncs {
         let why = format!("fsync {k} of {syncs} fails");
@@ -405,17 +408,7 @@ async fn an_unreadable_ledger_fails_resume_and_reads_with_a_typed_error_and_chan
 #[tokio::test(start_paused = true)]
 async fn a_failing_snapshot_save_is_a_run_store_error_and_the_ledger_stays_the_truth() {
     let (expected, full) = baseline().await;
-    let saves = {
-        let memory = Memory::new();
-        let faults = Faults::new();
-        memory
-            .engine(&faults)
-            .0
-            .run(spec())
-            .await
-            .expect("counting run");
-        faults.saves()
-    };
+    let saves = counted_run().await.saves();
     for n in 0..saves {
         let why = format!("snapshot save fails after {n} of {saves}");
         let memory = Memory::new();
