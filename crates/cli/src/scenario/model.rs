@@ -274,3 +274,92 @@ pub(crate) struct BreakerDef {
 const fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::json;
+
+    /// For every subset of `full`'s fields, removes them, reads the rest (plus `required`)
+    /// and checks that each removed field reads back as in `default` and each kept one as
+    /// in `full` read back: omitting one field and omitting the whole object agree.
+    fn check<T: Serialize + DeserializeOwned>(default: &T, required: &Value, full: &Value) {
+        let read = |fields: &Map<String, Value>| {
+            let mut input = required.as_object().cloned().unwrap_or_default();
+            input.extend(fields.clone());
+            let t: T = serde_json::from_value(Value::Object(input)).unwrap();
+            serde_json::to_value(t).unwrap()
+        };
+        let default = serde_json::to_value(default).unwrap();
+        let full = full.as_object().unwrap();
+        let full_back = read(full);
+        let keys: Vec<&String> = full.keys().collect();
+        for mask in 0u32..(1 << keys.len()) {
+            let kept: Map<String, Value> = keys
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) == 0)
+                .map(|(_, k)| ((*k).clone(), full[*k].clone()))
+                .collect();
+            let back = read(&kept);
+            for key in &keys {
+                let want = if kept.contains_key(*key) {
+                    full_back.get(*key)
+                } else {
+                    default.get(*key)
+                };
+                assert_eq!(back.get(*key), want, "with {kept:?}, field `{key}`");
+            }
+        }
+    }
+
+    #[test]
+    fn every_scenario_def_defaults_field_by_field_like_the_whole() {
+        check(
+            &Policies::default(),
+            &json!({}),
+            &json!({
+                "budgets": {"tool_calls": 2},
+                "eligibility": {"mode": "explicit", "allow": {"act": ["x"]}},
+                "transitions": {"intake": ["done"]},
+                "approvals": {"timeout_ms": 5},
+                "on_violation": {"hand_back": {"limit": 1}},
+                "on_tool_error": "hand_back",
+            }),
+        );
+        check(
+            &ResilienceDef::default(),
+            &json!({}),
+            &json!({
+                "default_timeout_ms": 5,
+                "retry": {"max_attempts": 2},
+                "breaker": {"consecutive_failures": 1},
+            }),
+        );
+        check(
+            &ToolDef::default(),
+            &json!({}),
+            &json!({
+                "fixture": "x",
+                "description": "d",
+                "annotations": {"idempotent": true},
+                "input_schema": {"type": "object"},
+                "behavior": "echo",
+                "fail_first": 1,
+                "delay_ms": 2,
+                "count_file": "c",
+            }),
+        );
+        let answer = ScriptedAnswer {
+            answer: Answer::Grant,
+            reason: String::new(),
+            delay_ms: 0,
+        };
+        check(
+            &answer,
+            &json!({"answer": "grant"}),
+            &json!({"reason": "r", "delay_ms": 5}),
+        );
+    }
+}

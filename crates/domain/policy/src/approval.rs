@@ -29,27 +29,20 @@ use serde_json::Value;
 /// assert_eq!(policy.clone().exempt("rm".parse()?).requires(&rm), None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+// Every omitted field takes its value from `Default` (the container-level `default`), so
+// omitting one field and omitting the whole policy agree: an `approvals` object that sets
+// only `timeout_ms` still requires approval at risk ≥ high. No field may carry its own
+// `#[serde(default)]`: that would take the field type's default (`None` for `min_risk`)
+// instead of the policy's, and fail open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ApprovalPolicy {
-    #[serde(default = "yes")]
     destructive: bool,
-    #[serde(default)]
     min_risk: Option<RiskLevel>,
-    #[serde(default)]
     tools: BTreeSet<ToolName>,
-    #[serde(default)]
     exempt: BTreeSet<ToolName>,
-    #[serde(
-        rename = "timeout_ms",
-        with = "rein_tool::duration_ms",
-        default = "default_timeout"
-    )]
+    #[serde(rename = "timeout_ms", with = "rein_tool::duration_ms")]
     timeout: Duration,
-}
-
-fn yes() -> bool {
-    true
 }
 
 const fn default_timeout() -> Duration {

@@ -20,22 +20,19 @@ use crate::{ApprovalPolicy, Budget, EligibilityRules, Transitions};
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// Omitted fields take their value from `Default` (container-level `default`), never from
+// their type's own default, so one omitted field and an omitted whole agree.
+#[serde(deny_unknown_fields, default)]
 pub struct PolicySnapshot {
     /// Budget limits.
-    #[serde(default)]
     pub budget: Budget,
     /// Eligibility rules.
-    #[serde(default)]
     pub eligibility: EligibilityRules,
     /// The transition table.
-    #[serde(default)]
     pub transitions: Transitions,
     /// The approval policy.
-    #[serde(default)]
     pub approvals: ApprovalPolicy,
     /// The most decisions a run may take.
-    #[serde(default = "default_max_steps")]
     pub max_steps: u32,
 }
 
