@@ -78,22 +78,86 @@ pub(crate) struct Position {
     pub(crate) column: usize,
 }
 
-/// The values of a JSON text with their byte spans.
+/// The deepest nesting of arrays and objects a scenario file may have. serde_json refuses
+/// more than 128 levels with a message about types; files are checked against this bound
+/// first, in one pass that builds nothing, so a hostile file (`[[[[…`) costs neither memory
+/// nor stack.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// The byte offset of the first `[` or `{` of `text` that opens level `limit + 1`, if any.
+/// Brackets inside strings do not count. One pass, no allocation, whatever the text.
+pub(crate) fn first_too_deep(text: &str, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, &b) in text.as_bytes().iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(offset);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The line and column of byte `offset` of `text`.
+pub(crate) fn position_at(text: &str, offset: usize) -> Position {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Position {
+        line,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+/// The values of a JSON text with their byte spans, as a tree: each value knows its parent
+/// and its key or index there, so a value costs one small record, not a copy of its path.
 #[derive(Debug)]
 pub(crate) struct SpanIndex<'a> {
     text: &'a str,
-    spans: Vec<(JsonPath, usize, usize)>,
+    spans: Vec<Span>,
+}
+
+/// One value: where it is in its parent, and its bytes (`end` is `None` when the text
+/// stopped being JSON inside it).
+#[derive(Debug)]
+struct Span {
+    parent: Option<usize>,
+    segment: Option<Segment>,
+    start: usize,
+    end: Option<usize>,
 }
 
 impl<'a> SpanIndex<'a> {
-    /// Scans `text`; stops quietly where it stops being JSON.
+    /// Scans `text`; stops quietly where it stops being JSON, or nests deeper than
+    /// [`MAX_DEPTH`].
     pub(crate) fn new(text: &'a str) -> Self {
         let mut scanner = Scanner {
             bytes: text.as_bytes(),
             pos: 0,
             spans: Vec::new(),
         };
-        let _ = scanner.value(&JsonPath::root());
+        let _ = scanner.value(None, None, 0);
         Self {
             text,
             spans: scanner.spans,
@@ -102,32 +166,45 @@ impl<'a> SpanIndex<'a> {
 
     /// Where the value at `path` starts, or where its closest scanned ancestor starts.
     pub(crate) fn position_of(&self, path: &JsonPath) -> Option<Position> {
-        let mut path = path.clone();
-        loop {
-            if let Some((_, start, _)) = self.spans.iter().find(|(p, _, _)| *p == path) {
-                return Some(self.position(*start));
-            }
-            path.0.pop()?;
+        let mut found = None;
+        let mut current = self.spans.first().map(|_| 0)?;
+        if self.spans[0].end.is_some() {
+            found = Some(0);
         }
+        for segment in &path.0 {
+            let Some(child) = self.child(current, segment) else {
+                break;
+            };
+            current = child;
+            if self.spans[child].end.is_some() {
+                found = Some(child);
+            }
+        }
+        found.map(|i| position_at(self.text, self.spans[i].start))
     }
 
     /// The innermost value whose span holds byte `offset` (the end of a span counts).
     pub(crate) fn path_at(&self, offset: usize) -> Option<JsonPath> {
         self.spans
             .iter()
-            .filter(|(_, start, end)| *start <= offset && offset <= *end)
-            .min_by_key(|(_, start, end)| end - start)
-            .map(|(path, _, _)| path.clone())
+            .enumerate()
+            .filter_map(|(i, span)| Some((i, span.start, span.end?)))
+            .filter(|&(_, start, end)| start <= offset && offset <= end)
+            .min_by_key(|&(_, start, end)| end - start)
+            .map(|(i, _, _)| self.path_of(i))
     }
 
     /// The index of the element of the array at `path` whose value is the string `text`.
     pub(crate) fn find_string_in(&self, path: &JsonPath, text: &str) -> Option<usize> {
-        self.spans.iter().find_map(|(p, start, end)| {
-            let (last, parent) = p.0.split_last()?;
-            let Segment::Index(i) = last else { return None };
-            (parent == path.0.as_slice()
-                && serde_json::from_str::<String>(&self.text[*start..*end]).ok()? == text)
-                .then_some(*i)
+        let array = self.find(path)?;
+        self.spans.iter().find_map(|span| {
+            let Some(Segment::Index(i)) = span.segment else {
+                return None;
+            };
+            (span.parent == Some(array)
+                && serde_json::from_str::<String>(self.text.get(span.start..span.end?)?).ok()?
+                    == text)
+                .then_some(i)
         })
     }
 
@@ -148,21 +225,52 @@ impl<'a> SpanIndex<'a> {
         line_start + within
     }
 
-    fn position(&self, offset: usize) -> Position {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        Position {
-            line,
-            column: before[line_start..].chars().count() + 1,
+    /// The text of the value at `path`, if it was scanned whole.
+    pub(crate) fn text_of(&self, path: &JsonPath) -> Option<&'a str> {
+        let span = &self.spans[self.find(path)?];
+        self.text.get(span.start..span.end?)
+    }
+
+    /// The span at `path`, whole or not.
+    fn find(&self, path: &JsonPath) -> Option<usize> {
+        let mut current = self.spans.first().map(|_| 0)?;
+        for segment in &path.0 {
+            current = self.child(current, segment)?;
         }
+        Some(current)
+    }
+
+    fn child(&self, parent: usize, segment: &Segment) -> Option<usize> {
+        // Children come after their parent, in order.
+        self.spans
+            .iter()
+            .enumerate()
+            .skip(parent + 1)
+            .find(|(_, span)| span.parent == Some(parent) && span.segment.as_ref() == Some(segment))
+            .map(|(i, _)| i)
+    }
+
+    fn path_of(&self, mut index: usize) -> JsonPath {
+        let mut segments = Vec::new();
+        loop {
+            let span = &self.spans[index];
+            if let Some(segment) = &span.segment {
+                segments.push(segment.clone());
+            }
+            match span.parent {
+                Some(parent) => index = parent,
+                None => break,
+            }
+        }
+        segments.reverse();
+        JsonPath(segments)
     }
 }
 
 struct Scanner<'a> {
     bytes: &'a [u8],
     pos: usize,
-    spans: Vec<(JsonPath, usize, usize)>,
+    spans: Vec<Span>,
 }
 
 impl Scanner<'_> {
@@ -176,10 +284,24 @@ impl Scanner<'_> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn value(&mut self, path: &JsonPath) -> Option<()> {
+    /// Scans one value at nesting `depth`; recursion stops at [`MAX_DEPTH`].
+    fn value(
+        &mut self,
+        parent: Option<usize>,
+        segment: Option<Segment>,
+        depth: usize,
+    ) -> Option<()> {
         self.skip_ws();
         let start = self.pos;
+        let me = self.spans.len();
+        self.spans.push(Span {
+            parent,
+            segment,
+            start,
+            end: None,
+        });
         match self.peek()? {
+            b'{' | b'[' if depth >= MAX_DEPTH => return None,
             b'{' => {
                 self.pos += 1;
                 self.skip_ws();
@@ -195,7 +317,7 @@ impl Scanner<'_> {
                         self.skip_ws();
                         (self.peek()? == b':').then_some(())?;
                         self.pos += 1;
-                        self.value(&path.key(key))?;
+                        self.value(Some(me), Some(Segment::Key(key)), depth + 1)?;
                         self.skip_ws();
                         match self.peek()? {
                             b',' => self.pos += 1,
@@ -216,7 +338,7 @@ impl Scanner<'_> {
                 } else {
                     let mut i = 0;
                     loop {
-                        self.value(&path.index(i))?;
+                        self.value(Some(me), Some(Segment::Index(i)), depth + 1)?;
                         i += 1;
                         self.skip_ws();
                         match self.peek()? {
@@ -241,7 +363,7 @@ impl Scanner<'_> {
                 (self.pos > start).then_some(())?;
             }
         }
-        self.spans.push((path.clone(), start, self.pos));
+        self.spans[me].end = Some(self.pos);
         Some(())
     }
 
@@ -304,6 +426,19 @@ mod tests {
                 column: 14
             })
         );
+    }
+
+    #[test]
+    fn depth_is_measured_outside_strings_without_building_anything() {
+        assert_eq!(first_too_deep("[[1]]", 2), None);
+        assert_eq!(first_too_deep("[[[1]]]", 2), Some(2));
+        assert_eq!(first_too_deep(r#"{"a": "[[[[\"[[["}"#, 1), None);
+        let deep = "[".repeat(50_000);
+        assert_eq!(first_too_deep(&deep, MAX_DEPTH), Some(MAX_DEPTH));
+        // The locator stops at the bound instead of recursing 50 000 levels.
+        let index = SpanIndex::new(&deep);
+        assert!(index.spans.len() <= MAX_DEPTH + 1);
+        assert_eq!(position_at("ab\ncé\nd", 6), Position { line: 2, column: 3 });
     }
 
     #[test]

@@ -126,6 +126,14 @@ fn bad_files_get_located_helpful_errors() {
         ("path-escaping-workspace", edit(r#"{"type": "transition", "to": "explore"}"#, r#"{"type": "call_tool", "tool": "fs.read", "input": {"path": "../secrets.txt"}}"#), vec!["path-escaping-workspace.json:12:", "contains `..`", "at: planner.scripted[0].decision.input.path", "can never leave it"]),
         ("absolute-path", edit(r#"{"type": "transition", "to": "explore"}"#, r#"{"type": "call_tool", "tool": "fs.read", "input": {"path": "/etc/passwd"}}"#), vec!["absolute-path.json:12:", "is absolute", "at: planner.scripted[0].decision.input.path"]),
         ("hand-back-without-limit", edit(r#""budgets": {"tool_calls": 3}"#, r#""on_violation": {"hand_back": {}}"#), vec!["hand-back-without-limit.json:9:", "missing field `limit`", "help: on_violation is"]),
+        ("deep-nesting", format!("{}{}", "[".repeat(130), "]".repeat(130)), vec!["deep-nesting.json:1:101:", "nested more than 100 levels deep"]),
+        ("deep-in-vars", edit(r#""goal": "g","#, &format!(r#""goal": "g", "vars": {{"v": {}{}}},"#, "[".repeat(200), "]".repeat(200))), vec!["deep-in-vars.json:2:", "nested more than 100 levels deep"]),
+        ("float-out-of-range", edit(r#""goal": "g","#, r#""goal": "g", "max_steps": 1e400,"#), vec!["float-out-of-range.json:2:", "the number 1e400 is out of range", "at: max_steps"]),
+        ("integer-too-large", edit(r#""goal": "g","#, r#""goal": "g", "max_steps": 99999999999999999999999,"#), vec!["integer-too-large.json:2:", "the number 99999999999999999999999 is out of range, expected u32 (a whole number from 0 to 4294967295)", "at: max_steps"]),
+        ("budget-out-of-range", edit(r#""tool_calls": 3"#, r#""tool_calls": 1e400"#), vec!["budget-out-of-range.json:9:", "the number 1e400 is out of range", "at: policies.budgets.tool_calls"]),
+        ("vars-not-an-object", edit(r#""goal": "g","#, r#""goal": "g", "vars": [1,2],"#), vec!["vars-not-an-object.json:2:", "invalid type: sequence, expected a map", "at: vars"]),
+        ("vars-not-an-object-tight", edit(r#""goal": "g","#, r#""goal": "g", "vars":[1,2],"#), vec!["vars-not-an-object-tight.json:2:", "at: vars"]),
+        ("script-not-a-list", edit("{\"scripted\": [\n    {\"expect\": \"intake\", \"decision\": {\"type\": \"transition\", \"to\": \"explore\"}}\n  ]}", r#"{"scripted": {}}"#), vec!["script-not-a-list.json:11:", "expected a sequence", "at: planner.scripted"]),
         ("zero-retries", edit(r#""goal": "g","#, r#""goal": "g", "resilience": {"retry": {"max_attempts": 0}},"#), vec!["zero-retries.json:2:", "expected a nonzero u32", "at: resilience.retry.max_attempts"]),
     ];
     assert!(cases.len() >= 20);
@@ -191,4 +199,45 @@ fn calling_an_undeclared_tool_is_a_warning_not_an_error() {
     outcome
         .expect_code(0)
         .stderr_has(&["warning: planner.scripted[0].decision calls `ghost`"]);
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let scratch = Scratch::new();
+    let file = scratch.write("bom.json", &format!("\u{feff}{BASE}"));
+    let outcome = Outcome::of(
+        &rein()
+            .arg("validate")
+            .arg(&file)
+            .arg("--workspace")
+            .arg(scratch.dir.path().join("scenarios/workspace"))
+            .output()
+            .unwrap(),
+    );
+    outcome.expect_code(0).stdout_has(&["bom.json: valid ✓"]);
+}
+
+/// Issue 10 item 2: 50 000 `[` used to overflow the stack of a debug build (and take 24 GB
+/// in release); a 20 MB file of `[` must be refused without being built.
+#[test]
+fn hostile_nesting_and_size_are_refused_before_anything_is_built() {
+    let scratch = Scratch::new();
+    let deep = scratch.write("deep.json", &"[".repeat(50_000));
+    let outcome = Outcome::of(&rein().arg("validate").arg(&deep).output().unwrap());
+    outcome.expect_code(2).stderr_has(&[
+        "deep.json:1:101: arrays and objects are nested more than 100 levels deep here",
+    ]);
+    let huge = scratch.write("huge.json", &"[".repeat(20 * 1024 * 1024));
+    let outcome = Outcome::of(&rein().arg("validate").arg(&huge).output().unwrap());
+    outcome
+        .expect_code(2)
+        .stderr_has(&["huge.json: the file is larger than 4 MiB, the most a scenario file may be"]);
+    // Just under the cap, nested all the way: the depth bound answers, in this process
+    // too (the library entry point the fuzz target uses; a test thread has a small stack).
+    let text = "{".repeat(4 * 1024 * 1024 - 1);
+    let error = rein_cli::check_scenario(&text, std::path::Path::new(".")).unwrap_err();
+    assert_eq!(error.line_column(), Some((1, 101)));
+    let flat = format!("[{}1]", "1,".repeat(1_000_000));
+    let error = rein_cli::check_scenario(&flat, std::path::Path::new(".")).unwrap_err();
+    assert_eq!(error.message(), "a scenario file holds one JSON object");
 }

@@ -96,11 +96,27 @@ impl ScenarioError {
         if let Some(end) = stepped_back {
             offset = end;
         }
-        let mut path = if e.is_data() {
+        let stepped_forward = stepped_back.is_none() && e.is_data();
+        let stepped_forward = stepped_forward
+            .then(|| before_value(text, offset))
+            .flatten();
+        if let Some(start) = stepped_forward {
+            // serde reports a value of the wrong type at the colon or space before it.
+            offset = start;
+        }
+        let out_of_range = message == "number out of range";
+        let mut path = if e.is_data() || out_of_range {
             index.path_at(offset)
         } else {
             None
         };
+        if let Some(literal) = path.as_ref().and_then(|p| index.text_of(p)) {
+            if out_of_range {
+                message = format!("the number {literal} is out of range");
+            } else if let Some(better) = too_large_integer(&message, literal) {
+                message = better;
+            }
+        }
         // serde stops right after an unknown key: name the key itself.
         if let (Some(at), Some(key)) = (&path, unknown_field(&message)) {
             path = Some(at.key(key));
@@ -111,7 +127,7 @@ impl ScenarioError {
         {
             message = "a scenario file holds one JSON object".to_owned();
         }
-        let position = match (&path, stepped_back) {
+        let position = match (&path, stepped_back.or(stepped_forward)) {
             (Some(path), Some(_)) => index.position_of(path),
             _ => (e.line() > 0).then_some(Position {
                 line: e.line(),
@@ -157,6 +173,40 @@ fn after_value(text: &str, offset: usize) -> Option<usize> {
     }
     let before = text.get(..offset)?.trim_end();
     matches!(before.as_bytes().last(), Some(b'}' | b']' | b'"')).then_some(before.len())
+}
+
+/// When byte `offset` of `text` is the colon or whitespace before a value, where the value
+/// starts.
+fn before_value(text: &str, offset: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if !matches!(bytes.get(offset), Some(b':' | b' ' | b'\t' | b'\n' | b'\r')) {
+        return None;
+    }
+    let rest = text.get(offset..)?;
+    let rest = rest.strip_prefix(':').unwrap_or(rest).trim_start();
+    (!rest.is_empty() && !rest.starts_with([',', '}', ']'])).then(|| text.len() - rest.len())
+}
+
+/// serde reads a whole number too large for 64 bits as a float, then says "invalid type:
+/// floating point `1e+23`, expected u32": say what was written and what fits instead.
+fn too_large_integer(message: &str, literal: &str) -> Option<String> {
+    let expected = message
+        .strip_prefix("invalid type: floating point `")?
+        .split_once("`, expected ")?
+        .1;
+    let digits = literal.strip_prefix('-').unwrap_or(literal);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let range = match expected {
+        "u32" => " (a whole number from 0 to 4294967295)",
+        "u64" | "a nonzero u64" => " (a whole number from 0 to 18446744073709551615)",
+        "a nonzero u32" => " (a whole number from 1 to 4294967295)",
+        _ => "",
+    };
+    Some(format!(
+        "the number {literal} is out of range, expected {expected}{range}"
+    ))
 }
 
 /// The field serde calls unknown, from its message.

@@ -34,19 +34,50 @@ pub(crate) struct Loaded {
     pub(crate) dir: PathBuf,
 }
 
+/// The largest scenario file rein reads (4 MiB). Scenario files are hand-written; anything
+/// larger is refused before it is read whole.
+pub(crate) const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Reads and parses the scenario file at `path`.
 ///
 /// # Errors
 /// [`ScenarioError`] naming the file, and for a parse error the line, column and JSON path.
 pub(crate) fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+    use std::io::Read as _;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let cannot_read = |e: &std::io::Error| {
         let what = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_owned(),
-            std::io::ErrorKind::InvalidData => "the file is not UTF-8 text".to_owned(),
+            std::io::ErrorKind::IsADirectory => "it is a directory".to_owned(),
             _ => e.to_string(),
         };
         ScenarioError::whole(&file, format!("cannot read the scenario: {what}"))
+    };
+    let handle = std::fs::File::open(path).map_err(|e| cannot_read(&e))?;
+    // Read at most one byte past the cap: the file may grow between a size check and a read.
+    let mut bytes = Vec::new();
+    handle
+        .take(MAX_SCENARIO_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| cannot_read(&e))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(ScenarioError::whole(
+            &file,
+            format!(
+                "the file is larger than {} MiB, the most a scenario file may be",
+                MAX_SCENARIO_BYTES / (1024 * 1024)
+            ),
+        )
+        .help("a scenario holds a goal, policies, tools and a script; keep large data in the workspace and read it with fs.read"));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        ScenarioError::whole(
+            &file,
+            format!(
+                "cannot read the scenario: the file is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
     })?;
     let dir = std::path::absolute(path)
         .ok()
@@ -60,6 +91,26 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, ScenarioError> {
 /// # Errors
 /// [`ScenarioError`] with the line, column and JSON path of the problem.
 pub(crate) fn parse(file: String, text: String, dir: PathBuf) -> Result<Loaded, ScenarioError> {
+    // A UTF-8 byte order mark is not JSON, but editors write it: skip it.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    };
+    // Bound the nesting before anything is built: serde_json, the locator and the checks
+    // all recurse per level.
+    if let Some(offset) = crate::locate::first_too_deep(&text, crate::locate::MAX_DEPTH) {
+        let mut error = ScenarioError::whole(
+            &file,
+            format!(
+                "arrays and objects are nested more than {} levels deep here",
+                crate::locate::MAX_DEPTH
+            ),
+        );
+        error.position = Some(crate::locate::position_at(&text, offset));
+        return Err(error.help(
+            "a scenario nests a few levels (planner.scripted[0].decision.input …); check for unclosed brackets",
+        ));
+    }
     if !text.trim_start().starts_with('{') && serde_json::from_str::<Value>(&text).is_ok() {
         let mut error = ScenarioError::at(
             &file,
