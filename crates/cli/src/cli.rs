@@ -16,7 +16,8 @@ Exit codes:
   2    bad input: a scenario file, an argument, a data directory
   3    the run is paused, waiting for a human's answer
   4    the run's ledger failed verification
-  130  interrupted with Ctrl-C (the run can be resumed)";
+  130  interrupted with Ctrl-C: a call in progress finishes and is recorded, and
+       `rein resume RUN_ID` continues the run (a second Ctrl-C aborts it: it fails)";
 
 const RESUME_AFTER: &str = "\
 Examples:
@@ -29,7 +30,7 @@ Exit codes:
   2    bad input: no such run, a finished run, an answer not among the options
   3    the run is paused (again), waiting for a human's answer
   4    the run's ledger failed verification
-  130  interrupted with Ctrl-C";
+  130  interrupted with Ctrl-C (resume again; a second Ctrl-C aborts the run)";
 
 const MAIN_AFTER: &str = "\
 Examples:

@@ -17,7 +17,8 @@ pub(crate) enum Exit {
     Paused,
     /// A ledger failed verification.
     LedgerBroken,
-    /// Interrupted with Ctrl-C; the run can be resumed.
+    /// Interrupted with Ctrl-C: the run is left interrupted and `rein resume` continues it
+    /// (after a second Ctrl-C, it failed as aborted instead).
     Interrupted,
 }
 

@@ -44,6 +44,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     for (name, value) in &scenario.vars {
         spec = spec.with_var(name.clone(), value.clone());
     }
+    let mut ctrl_c = CtrlC::listen();
     let handle = match engine.start(spec).await {
         Ok(handle) => handle,
         Err(e) => {
@@ -55,9 +56,10 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     if progress {
         println!("run {id}: {}", scenario.goal);
     }
-    let mut run = drive(handle, &data, progress).await?;
+    let mut driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let mut answers = scenario.answers.iter();
-    while run.status() == RunStatus::Paused {
+    while driven.run.status() == RunStatus::Paused && !driven.interrupted {
+        let run = &driven.run;
         let Some(answer) = answers.next() else { break };
         if progress {
             let question = run
@@ -70,9 +72,9 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
             .start_resume(&id, Some(answer))
             .await
             .map_err(|e| engine_error(e, &data))?;
-        run = drive(handle, &data, progress).await?;
+        driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     }
-    finish(&run, &data, args.json)
+    finish(&driven, &data, args.json)
 }
 
 /// `rein resume`.
@@ -112,6 +114,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         .filesystem(data.root())
         .build()
         .map_err(|e| build_error(&e, &data))?;
+    let mut ctrl_c = CtrlC::listen();
     let handle = engine
         .start_resume(&id, args.input.as_deref())
         .await
@@ -120,13 +123,23 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     if progress {
         println!("run {id}: resumed");
     }
-    let run = drive(handle, &data, progress).await?;
-    finish(&run, &data, args.json)
+    let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
+    finish(&driven, &data, args.json)
 }
 
-/// Waits for the run behind `handle`, printing progress lines if asked. Ctrl-C stops rein
-/// at once, saying how to resume the run.
-async fn drive(handle: RunHandle, data: &DataDir, progress: bool) -> Result<Run, CliError> {
+/// Waits for the run behind `handle`, printing progress lines if asked.
+///
+/// Ctrl-C interrupts the run gracefully through the engine: a tool call in progress
+/// finishes and is recorded, no other call starts, and the run is left `interrupted` for
+/// `rein resume`. A second Ctrl-C aborts: the call in progress is dropped, its outcome is
+/// unknown, and the run fails as aborted. Either way the outcome is then printed as usual
+/// and `rein` exits with 130 unless the run completed anyway.
+async fn drive(
+    handle: RunHandle,
+    data: &DataDir,
+    progress: bool,
+    ctrl_c: &mut CtrlC,
+) -> Result<Driven, CliError> {
     let id: RunId = handle.id().clone();
     let printer = progress.then(|| {
         let mut events = handle.subscribe();
@@ -147,26 +160,87 @@ async fn drive(handle: RunHandle, data: &DataDir, progress: bool) -> Result<Run,
             }
         })
     });
-    let result = tokio::select! {
-        result = handle.wait() => result,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!(
-                "\ninterrupted: run {id} stays in {}; continue it with: rein resume {id} --data-dir {}",
-                data.shown(),
-                shell_word(data.shown())
-            );
-            std::process::exit(i32::from(Exit::Interrupted.code()));
+    let control = handle.control();
+    let wait = handle.wait();
+    tokio::pin!(wait);
+    let mut signals = 0u8;
+    let result = loop {
+        tokio::select! {
+            result = &mut wait => break result,
+            () = ctrl_c.recv(), if signals < 2 => {
+                signals += 1;
+                if signals == 1 {
+                    control.interrupt();
+                    eprintln!(
+                        "\ninterrupting run {id}: a tool call in progress finishes and is recorded, no other call starts; \
+                         press Ctrl-C again to abort instead (the call in progress is dropped, its outcome is unknown, and the run fails)"
+                    );
+                } else {
+                    control.abort();
+                    eprintln!(
+                        "\naborting run {id}: the call in progress is dropped and may or may not have taken effect; \
+                         the run fails as aborted and cannot be resumed"
+                    );
+                }
+            }
         }
     };
     if let Some(printer) = printer {
         let _ = printer.await;
     }
-    result.map_err(|e| engine_error(e, data))
+    let run = result.map_err(|e| engine_error(e, data))?;
+    Ok(Driven {
+        run,
+        interrupted: signals > 0,
+    })
+}
+
+/// Ctrl-C, listened for from before a run starts, so a signal that arrives while the
+/// first step runs is never the default "terminate at once".
+struct CtrlC {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl CtrlC {
+    /// Starts listening (within the runtime).
+    fn listen() -> Self {
+        Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// The next Ctrl-C; never, when signals cannot be listened for.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            let received = match &mut self.signal {
+                Some(signal) => signal.recv().await.is_some(),
+                None => false,
+            };
+            if !received {
+                std::future::pending::<()>().await;
+            }
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// A run as [`drive`] left it.
+struct Driven {
+    run: Run,
+    /// Whether Ctrl-C was pressed while it ran (then `rein` exits with 130).
+    interrupted: bool,
 }
 
 /// Prints the outcome and picks the exit code. The ledger is read back from disk and
 /// verified first.
-fn finish(run: &Run, data: &DataDir, json: bool) -> CliResult {
+fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
+    let run = &driven.run;
     let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
     if json {
         let text = serde_json::to_string_pretty(run)
@@ -196,6 +270,7 @@ fn finish(run: &Run, data: &DataDir, json: bool) -> CliResult {
     }
     Ok(match run.status() {
         RunStatus::Completed => Exit::Ok,
+        _ if driven.interrupted => Exit::Interrupted,
         RunStatus::Paused => Exit::Paused,
         RunStatus::Interrupted => Exit::Interrupted,
         _ => Exit::Failed,
