@@ -83,26 +83,30 @@ impl DataDir {
         self.root.join("scenarios").join(format!("{id}.json"))
     }
 
-    /// The ids of the runs with a ledger here, oldest first (UUID v7 ids sort by time).
+    /// The ids of the runs with a ledger or a snapshot here, oldest first (UUID v7 ids sort
+    /// by time). A run with a snapshot but no ledger is listed: its ledger was lost.
     ///
     /// # Errors
-    /// When the ledgers directory cannot be read.
+    /// When the ledgers or runs directory cannot be read.
     pub(crate) fn run_ids(&self) -> anyhow::Result<Vec<RunId>> {
-        let dir = self.root.join("ledgers");
-        if !dir.is_dir() {
-            return Ok(Vec::new());
-        }
         let mut ids = Vec::new();
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
-        {
-            let name = entry?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(id) = name.strip_suffix(".jsonl").and_then(|s| s.parse().ok()) {
-                ids.push(id);
+        for (folder, suffix) in [("ledgers", ".jsonl"), ("runs", ".json")] {
+            let dir = self.root.join(folder);
+            if !dir.is_dir() {
+                continue;
+            }
+            for entry in
+                std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+            {
+                let name = entry?.file_name();
+                let name = name.to_string_lossy();
+                if let Some(id) = name.strip_suffix(suffix).and_then(|s| s.parse().ok()) {
+                    ids.push(id);
+                }
             }
         }
         ids.sort_by(|a: &RunId, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
         Ok(ids)
     }
 

@@ -93,6 +93,16 @@ pub(crate) enum Broken {
         /// What is wrong with it.
         reason: String,
     },
+    /// The ledger file is missing or empty although its run's snapshot was saved after
+    /// entries were appended to it: every entry was cut.
+    Gone {
+        /// The snapshot.
+        snapshot: PathBuf,
+        /// The head it records.
+        head: LedgerHead,
+        /// Whether the file is missing (rather than empty).
+        missing: bool,
+    },
     /// The chain verifies, but does not reach the head its run's snapshot was saved after:
     /// whole entries were cut from its end, or it was rewritten from that entry on.
     BehindSnapshot {
@@ -113,6 +123,20 @@ impl std::fmt::Display for Broken {
                 f,
                 "entry {line} (line {line}) is not a readable ledger entry: {reason}"
             ),
+            Self::Gone {
+                snapshot,
+                head,
+                missing,
+            } => write!(
+                f,
+                "the ledger falls short of its run snapshot: {} was saved after ledger {head}, but the ledger file {}; restore it from a backup",
+                snapshot.display(),
+                if *missing {
+                    "is missing (deleted or moved)"
+                } else {
+                    "is empty (every entry was cut)"
+                }
+            ),
             Self::BehindSnapshot {
                 snapshot,
                 head,
@@ -128,7 +152,7 @@ impl std::fmt::Display for Broken {
                 };
                 write!(
                     f,
-                    "the run snapshot {} was saved after ledger {head}, but {found}; restore the ledger file from a backup (nothing was written to it)",
+                    "the ledger falls short of its run snapshot: {} was saved after ledger {head}, but {found}; restore the ledger file from a backup (nothing was written to it)",
                     snapshot.display()
                 )
             }
@@ -151,6 +175,27 @@ impl LedgerFile {
         data: &DataDir,
     ) -> Result<Self, CliError> {
         let anchor = Self::anchor(path, expected, data);
+        if let Anchor::Head(snapshot, head) = &anchor {
+            // A snapshot saved after entries were appended: a ledger without any entry falls
+            // short of it, whatever removed them.
+            let missing = match std::fs::read(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(true),
+                Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Some(false),
+                _ => None,
+            };
+            if let Some(missing) = missing {
+                return Ok(Self {
+                    entries: Vec::new(),
+                    torn: None,
+                    verdict: Err(Broken::Gone {
+                        snapshot: snapshot.clone(),
+                        head: *head,
+                        missing,
+                    }),
+                    anchor,
+                });
+            }
+        }
         let mut file = Self::read_file(path, expected)?;
         if let (Ok(()), Anchor::Head(snapshot, head)) = (&file.verdict, &anchor)
             && !Ledger::entries_reach(&file.entries, head)
@@ -285,6 +330,13 @@ impl LedgerFile {
             ));
         }
         Ok(file)
+    }
+
+    /// The run the ledger belongs to: `expected` if given, else its first entry's.
+    pub(crate) fn run_id(&self, expected: Option<&RunId>) -> Option<RunId> {
+        expected
+            .cloned()
+            .or_else(|| self.entries.first().map(|e| e.run_id().clone()))
     }
 
     /// What the ledger says about its run.

@@ -39,11 +39,25 @@ fn an_untouched_ledger_verifies_by_id_and_by_file() {
     rein_in(&scratch, &["ledger", "verify", file.to_str().unwrap()])
         .expect_code(0)
         .stdout_has(&["verified ✓", "reaches entry 30"]);
-    // By file, outside any data directory given: the chain alone, and said so.
+    // By file, without --data-dir: DATA/ledgers/ID.jsonl is checked in DATA, its snapshot
+    // included (issue 10: the data directory is inferred from the path).
     let outcome = Outcome::of(
         &rein()
             .args(["ledger", "verify"])
             .arg(&file)
+            .output()
+            .unwrap(),
+    );
+    outcome
+        .expect_code(0)
+        .stdout_has(&[&id, "verified ✓", "reaches entry 30"]);
+    // A copy outside any data directory: the chain alone, and said so.
+    let copy = scratch.dir.path().join("copy.jsonl");
+    std::fs::copy(&file, &copy).unwrap();
+    let outcome = Outcome::of(
+        &rein()
+            .args(["ledger", "verify"])
+            .arg(&copy)
             .output()
             .unwrap(),
     );
@@ -52,6 +66,43 @@ fn an_untouched_ledger_verifies_by_id_and_by_file() {
         "verified ✓",
         "entries cut from the end of the chain cannot be detected",
     ]);
+}
+
+/// Issue 10 item 7: a deleted or emptied ledger whose run snapshot is there falls short of
+/// the snapshot: exit 4, named as such, by id, by file, on resume, and in `runs list`.
+#[test]
+fn a_deleted_or_emptied_ledger_falls_short_of_its_snapshot() {
+    for (how, missing) in [("deleted", true), ("emptied", false)] {
+        let (scratch, id) = completed_run();
+        let file = scratch.ledger(&id);
+        if missing {
+            std::fs::remove_file(&file).unwrap();
+        } else {
+            std::fs::write(&file, b"").unwrap();
+        }
+        let what = if missing { "is missing" } else { "is empty" };
+        for target in [id.as_str(), file.to_str().unwrap()] {
+            for command in ["verify", "show"] {
+                rein_in(&scratch, &["ledger", command, target])
+                    .expect_code(4)
+                    .stderr_has(&[
+                        "falls short of its run snapshot",
+                        "was saved after ledger entry 30",
+                        what,
+                    ]);
+            }
+        }
+        rein_in(&scratch, &["inspect", &id]).expect_code(4);
+        rein_in(&scratch, &["resume", &id])
+            .expect_code(4)
+            .stderr_has(&["falls short of its run snapshot"]);
+        let listed = rein_in(&scratch, &["runs", "list"]);
+        listed.expect_code(0).stdout_has(&[&id, "BROKEN", what]);
+        assert!(
+            scratch.ledger(&id).exists() != missing,
+            "{how}: nothing was written"
+        );
+    }
 }
 
 /// Keeps the first `keep` lines of the ledger at `path`; returns the bytes left.

@@ -37,7 +37,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         return Err(CliError::bad_input("give a RUN_ID, or --policy SCENARIO"));
     };
     let data = DataDir::new(&args.data.data_dir)?;
-    let (path, expected) = find_ledger(target, &data)?;
+    let (path, expected, data) = find_ledger(target, &data)?;
     let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)

@@ -12,7 +12,7 @@ use crate::render::{describe, iso};
 /// `rein ledger verify`.
 pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
-    let (path, expected) = find_ledger(&args.target, &data)?;
+    let (path, expected, data) = find_ledger(&args.target, &data)?;
     let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if let Some(torn) = file.torn {
         println!(
@@ -20,7 +20,9 @@ pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
             torn.line, torn.bytes
         );
     }
-    let run = file.entries[0].run_id().clone();
+    let run = file
+        .run_id(expected.as_ref())
+        .map_or_else(|| "?".to_owned(), |id| id.to_string());
     match &file.verdict {
         Ok(()) => {
             let last = file.entries.last().map(Entry::hash);
@@ -48,14 +50,13 @@ pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
 /// `rein ledger show`.
 pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
     let data = DataDir::new(&args.ledger.data.data_dir)?;
-    let (path, expected) = find_ledger(&args.ledger.target, &data)?;
+    let (path, expected, data) = find_ledger(&args.ledger.target, &data)?;
     let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if args.json {
         let text = serde_json::to_string_pretty(&file.entries)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;
         println!("{text}");
-    } else {
-        let first = &file.entries[0];
+    } else if let Some(first) = file.entries.first() {
         let start = first.at().as_unix_millis();
         println!(
             "run {} — {} entries — started {} — {}",

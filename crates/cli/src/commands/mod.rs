@@ -102,32 +102,65 @@ pub(crate) fn run_id(text: &str) -> Result<RunId, CliError> {
         .map_err(|e| CliError::bad_input(format!("{text:?} is not a run id: {e}")))
 }
 
-/// A ledger named by run id (in the data directory) or by file: its path, and the run it
-/// must belong to when named by id.
+/// A ledger named by run id (in the data directory) or by file: its path, the run it must
+/// belong to when named by id, and the data directory it is checked in. A file at
+/// `DIR/ledgers/RUN_ID.jsonl` is checked in `DIR` (against its run's snapshot there) when
+/// `DIR` is a data directory, whatever `--data-dir` says. A run whose ledger is gone but
+/// whose snapshot is there is found: its ledger falls short of the snapshot.
 pub(crate) fn find_ledger(
     target: &str,
     data: &DataDir,
-) -> Result<(PathBuf, Option<RunId>), CliError> {
+) -> Result<(PathBuf, Option<RunId>, DataDir), CliError> {
     let path = Path::new(target);
-    if path.is_file() {
-        return Ok((path.to_path_buf(), None));
-    }
     let looks_like_file = target.contains(['/', '\\']) || target.ends_with(".jsonl");
+    if looks_like_file || path.is_file() {
+        if let Some((home, id)) = data_dir_of(path) {
+            if path.is_file() || home.snapshot(&id).is_file() {
+                return Ok((path.to_path_buf(), Some(id), home));
+            }
+        }
+        if path.is_file() {
+            return Ok((path.to_path_buf(), None, data.clone()));
+        }
+    }
     match target.parse::<RunId>() {
         Ok(id) if !looks_like_file => {
             data.require()?;
             let ledger = data.ledger(&id);
-            if !ledger.is_file() {
+            if !ledger.is_file() && !data.snapshot(&id).is_file() {
                 return Err(CliError::bad_input(format!(
                     "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
                     data.shown(),
                     shell_word(data.shown())
                 )));
             }
-            Ok((ledger, Some(id)))
+            Ok((ledger, Some(id), data.clone()))
         }
         _ => Err(CliError::bad_input(format!(
             "no ledger file {target} (and it is not a run id)"
         ))),
     }
+}
+
+/// The data directory and run of a path shaped `DIR/ledgers/RUN_ID.jsonl`, when `DIR` holds
+/// a `runs` directory.
+fn data_dir_of(path: &Path) -> Option<(DataDir, RunId)> {
+    let id: RunId = path
+        .file_name()?
+        .to_str()?
+        .strip_suffix(".jsonl")?
+        .parse()
+        .ok()?;
+    let ledgers = path.parent()?;
+    if ledgers.file_name()? != "ledgers" {
+        return None;
+    }
+    let root = match ledgers.parent()? {
+        p if p.as_os_str().is_empty() => Path::new("."),
+        p => p,
+    };
+    if !root.join("runs").is_dir() {
+        return None;
+    }
+    Some((DataDir::new(root).ok()?, id))
 }

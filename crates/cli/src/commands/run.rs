@@ -83,7 +83,9 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     data.require()?;
     let id = run_id(&args.run_id)?;
     let ledger_path = data.ledger(&id);
-    if !ledger_path.is_file() {
+    // A run whose ledger is gone but whose snapshot is here is found, and refused below: its
+    // ledger falls short of its snapshot (exit 4).
+    if !ledger_path.is_file() && !data.snapshot(&id).is_file() {
         return Err(CliError::bad_input(format!(
             "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
             data.shown(),

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::cli::DataDirArg;
 use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
-use crate::ledger_file::LedgerFile;
+use crate::ledger_file::{Broken, LedgerFile};
 use crate::render::{age, truncate};
 
 /// `rein runs list`.
@@ -35,6 +35,13 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
                 } else {
                     info.status.to_string()
                 };
+                let goal = match &file.verdict {
+                    Err(Broken::Gone { missing, .. }) => format!(
+                        "(the ledger {}: it falls short of its run snapshot; `rein ledger verify {id}` says more)",
+                        if *missing { "is missing" } else { "is empty" }
+                    ),
+                    _ => truncate(&info.goal, 60),
+                };
                 let age = info.started.map_or_else(
                     || "?".to_owned(),
                     |t| age(now.saturating_sub(t.as_unix_millis())),
@@ -46,7 +53,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
                     info.state.as_str(),
                     info.steps,
                     age,
-                    truncate(&info.goal, 60)
+                    goal
                 )
             }
         };
