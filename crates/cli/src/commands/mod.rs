@@ -114,10 +114,10 @@ pub(crate) fn find_ledger(
     let path = Path::new(target);
     let looks_like_file = target.contains(['/', '\\']) || target.ends_with(".jsonl");
     if looks_like_file || path.is_file() {
-        if let Some((home, id)) = data_dir_of(path) {
-            if path.is_file() || home.snapshot(&id).is_file() {
-                return Ok((path.to_path_buf(), Some(id), home));
-            }
+        if let Some((home, id)) = data_dir_of(path)
+            && (path.is_file() || home.snapshot(&id).is_file())
+        {
+            return Ok((path.to_path_buf(), Some(id), home));
         }
         if path.is_file() {
             return Ok((path.to_path_buf(), None, data.clone()));
