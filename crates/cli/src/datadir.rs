@@ -6,6 +6,7 @@
 //! DATA_DIR/ledgers/RUN_ID.jsonl      ledgers (the engine's)
 //! DATA_DIR/artifacts/…               large tool outputs (the engine's)
 //! DATA_DIR/scenarios/RUN_ID.json     the scenario the run was started from, paths resolved
+//! DATA_DIR/scenarios/RUN_ID.lock     held (flock) by the `rein` process driving the run
 //! ```
 
 use std::io::Write as _;
@@ -16,6 +17,12 @@ use rein::RunId;
 
 use crate::exit::CliError;
 use crate::scenario::Scenario;
+
+/// The lock on one run, held while this process drives it (see [`DataDir::lock_run`]).
+#[derive(Debug)]
+pub(crate) struct RunLock {
+    _file: std::fs::File,
+}
 
 /// A data directory.
 #[derive(Debug, Clone)]
@@ -133,6 +140,55 @@ impl DataDir {
                 self.shown
             ))
         })
+    }
+
+    /// Takes run `id`'s lock, waiting while another `rein` process holds it, so that two
+    /// commands driving one run take turns: the second starts from what the first left,
+    /// and gets the same answer whatever the timing. The lock is released when the
+    /// returned file is dropped (or the process ends).
+    ///
+    /// # Errors
+    /// Bad input when the lock file cannot be created.
+    pub(crate) async fn lock_run(&self, id: &RunId) -> Result<RunLock, CliError> {
+        let path = self.root.join("scenarios").join(format!("{id}.lock"));
+        let open = || -> std::io::Result<std::fs::File> {
+            std::fs::create_dir_all(self.root.join("scenarios"))?;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+        };
+        let file = open().map_err(|e| {
+            CliError::bad_input(format!(
+                "cannot write to data directory {}: {e}",
+                self.shown
+            ))
+        })?;
+        match file.try_lock() {
+            Ok(()) => return Ok(RunLock { _file: file }),
+            // A filesystem that cannot lock: go on unlocked (the ledger store still refuses
+            // a second writer).
+            Err(std::fs::TryLockError::Error(_)) => return Ok(RunLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+        }
+        eprintln!(
+            "waiting: another rein process is driving run {id}; this one continues when it is done"
+        );
+        tokio::task::spawn_blocking(move || file.lock().map(|()| RunLock { _file: file }))
+            .await
+            .map_err(|e| {
+                CliError::new(
+                    crate::exit::Exit::Failed,
+                    format!("waiting for the lock of run {id}: {e}"),
+                )
+            })?
+            .map_err(|e| {
+                CliError::new(
+                    crate::exit::Exit::Failed,
+                    format!("waiting for the lock of run {id}: {e}"),
+                )
+            })
     }
 
     /// Removes run `id`'s stored scenario (when the run could not start).

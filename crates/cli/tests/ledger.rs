@@ -320,7 +320,13 @@ fn a_data_directory_that_cannot_be_used_is_refused_before_anything_runs() {
     let scratch = Scratch::new();
     let file = scratch.dir.path().join("a-file");
     std::fs::write(&file, "not a directory").unwrap();
-    for data in [file.clone(), file.join("below")] {
+    for (data, why) in [
+        (file.clone(), "it is a file, not a directory".to_owned()),
+        (
+            file.join("below"),
+            format!("{} is a file, not a directory", file.display()),
+        ),
+    ] {
         let outcome = Outcome::of(
             &rein()
                 .arg("run")
@@ -332,7 +338,7 @@ fn a_data_directory_that_cannot_be_used_is_refused_before_anything_runs() {
         );
         outcome
             .expect_code(2)
-            .stderr_has(&["cannot use data directory"]);
+            .stderr_has(&["cannot use data directory", &why]);
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
     assert!(

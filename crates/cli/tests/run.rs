@@ -225,3 +225,41 @@ fn a_second_ctrl_c_aborts_and_says_what_that_means() {
         "{kinds:?}"
     );
 }
+
+#[test]
+fn two_concurrent_resumes_of_one_run_get_the_same_answer_whatever_the_timing() {
+    // Issue 10: the losing one of two `rein resume` used to get exit 1 (the ledger is
+    // locked) or exit 2 (the run is finished) depending on timing. Now they take turns.
+    let scratch = Scratch::new();
+    let text = r#"{
+  "goal": "ask, then deploy slowly",
+  "tools": [{"fixture": "deploy", "behavior": "echo", "delay_ms": 1000}],
+  "planner": {"scripted": [
+    {"decision": {"type": "ask_human", "question": "go?", "options": ["yes", "no"]}},
+    {"decision": {"type": "transition", "to": "explore"}},
+    {"decision": {"type": "transition", "to": "decide"}},
+    {"decision": {"type": "transition", "to": "act"}},
+    {"decision": {"type": "call_tool", "tool": "deploy", "input": {}}},
+    {"decision": {"type": "transition", "to": "validate"}},
+    {"decision": {"type": "finish", "summary": "deployed"}}
+  ]}
+}"#;
+    run_file(&scratch, "ask.json", text).expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    let resume = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+            .args(["resume", &id, "--input", "yes", "--data-dir"])
+            .arg(scratch.data())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (resume(), resume());
+    let mut outcomes = [first, second].map(|child| Outcome::of(&child.wait_with_output().unwrap()));
+    outcomes.sort_by_key(|o| o.code);
+    outcomes[0].expect_code(0).stdout_has(&["completed ✓"]);
+    outcomes[1].expect_code(2).stderr_has(&[&format!(
+        "run {id} is completed; a finished run cannot be resumed"
+    )]);
+}

@@ -73,12 +73,32 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
 /// An error building the engine after the scenario checked out: the data directory.
 pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
     match e {
-        BuildError::Stores(reason) => CliError::bad_input(format!(
-            "cannot use data directory {}: {reason}",
-            data.shown()
-        )),
+        // The store says it cannot open the directory; say why when it is plain to see.
+        BuildError::Stores(reason) => match file_in_the_way(data.root()) {
+            Some(file) => {
+                let what = if file == data.root() {
+                    "it is a file, not a directory".to_owned()
+                } else {
+                    format!("{} is a file, not a directory", file.display())
+                };
+                CliError::bad_input(format!(
+                    "cannot use data directory {}: {what}; choose another --data-dir, or move the file away",
+                    data.shown()
+                ))
+            }
+            None => CliError::bad_input(format!(
+                "cannot use data directory {}: {reason}",
+                data.shown()
+            )),
+        },
         other => CliError::new(Exit::Failed, other.to_string()),
     }
+}
+
+/// The first existing path among `dir` and its ancestors, if it is not a directory.
+fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
+    let existing = dir.ancestors().find(|p| p.exists())?;
+    (!existing.is_dir()).then(|| existing.to_path_buf())
 }
 
 /// The canonical path of directory `dir`, given as option `what`.

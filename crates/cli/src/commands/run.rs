@@ -40,6 +40,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
 
     let id = UuidV7Ids.run_id();
     data.save_scenario(&id, &scenario)?;
+    let _lock = data.lock_run(&id).await?;
     let mut spec = RunSpec::new(scenario.goal.clone()).with_id(id.clone());
     for (name, value) in &scenario.vars {
         spec = spec.with_var(name.clone(), value.clone());
@@ -92,6 +93,8 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
             shell_word(data.shown())
         )));
     }
+    // Everything below reads the run as another `rein` driving it leaves it.
+    let _lock = data.lock_run(&id).await?;
     let scenario_path = data.scenario(&id);
     if !scenario_path.is_file() {
         return Err(CliError::bad_input(format!(
