@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rein::{Decision, Entry, EntryKind, Payload, PolicySnapshot, Run, RunStatus, Value};
+use rein::{
+    BudgetName, Decision, Entry, EntryKind, Payload, PolicySnapshot, Run, RunStatus, Value,
+};
 use serde::Serialize;
 
 use crate::ledger_file::LedgerFile;
@@ -46,26 +48,43 @@ fn limit(limit: Option<u64>) -> String {
     limit.map_or_else(|| "∞".to_owned(), |l| l.to_string())
 }
 
+/// `": reason"`, or nothing for an empty reason (no dangling separator).
+fn colon(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
+}
+
+/// A run failure's message without the engine's echo of the tool error's own prefix
+/// (`tool `x` failed: tool failed: …` reads `tool `x` failed: …`).
+pub(crate) fn failure_message(message: &str) -> String {
+    message.replacen("failed: tool failed: ", "failed: ", 1)
+}
+
 /// What a ledger entry records, in one line.
 pub(crate) fn describe(kind: &EntryKind) -> String {
     match kind {
         EntryKind::RunStarted { goal, .. } => format!("run started: {goal:?}"),
         EntryKind::RunPaused { question } => format!("paused, asking a human: {question:?}"),
-        EntryKind::RunResumed { note } => format!("resumed: {note}"),
+        EntryKind::RunResumed { note } => format!("resumed{}", colon(note)),
         EntryKind::RunCompleted { summary, result } => {
             format!("completed: {summary} → {}", short_json(result, 60))
         }
         EntryKind::RunFailed { failure } => {
             format!(
-                "failed ({}): {}",
+                "failed ({}){}",
                 serde_name(&failure.kind),
-                failure.message
+                colon(&failure_message(&failure.message))
             )
         }
         EntryKind::Decision { step, decision } => {
             format!("decision #{step}: {}", describe_decision(decision))
         }
-        EntryKind::Transition { from, to, reason } => format!("transition {from} → {to}: {reason}"),
+        EntryKind::Transition { from, to, reason } => {
+            format!("transition {from} → {to}{}", colon(reason))
+        }
         EntryKind::ToolCall {
             tool,
             input,
@@ -88,6 +107,13 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             if *cached { " (cached)" } else { "" },
             payload(output, 70)
         ),
+        // Attempt 0: refused before any attempt was made (an open circuit, a full bulkhead).
+        EntryKind::ToolError {
+            tool,
+            attempt: 0,
+            error,
+            ..
+        } => format!("tool error {tool}, refused before any attempt: {error}"),
         EntryKind::ToolError {
             tool,
             attempt,
@@ -99,20 +125,23 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             if *will_retry { " — will retry" } else { "" }
         ),
         EntryKind::ApprovalRequested { tool, reason, .. } => {
-            format!("approval requested for {tool}: {reason}")
+            format!(
+                "approval requested for {tool}{}",
+                colon(&reason.to_string())
+            )
         }
         EntryKind::ApprovalGranted {
             tool,
             approver,
             reason,
             ..
-        } => format!("approval granted for {tool} by {approver}: {reason}"),
+        } => format!("approval granted for {tool} by {approver}{}", colon(reason)),
         EntryKind::ApprovalDenied {
             tool,
             approver,
             reason,
             ..
-        } => format!("approval DENIED for {tool} by {approver}: {reason}"),
+        } => format!("approval DENIED for {tool} by {approver}{}", colon(reason)),
         EntryKind::BudgetConsumed {
             name,
             used,
@@ -148,8 +177,8 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
                 ""
             }
         ),
-        EntryKind::Steering { note } => format!("steering note: {note}"),
-        EntryKind::RunInterrupted { reason } => format!("interrupted: {reason}"),
+        EntryKind::Steering { note } => format!("steering note{}", colon(note)),
+        EntryKind::RunInterrupted { reason } => format!("interrupted{}", colon(reason)),
         EntryKind::Interrupt { kind } => format!("interrupt requested ({kind})"),
         other => other.name().replace('_', " "),
     }
@@ -177,8 +206,8 @@ pub(crate) fn describe_decision(decision: &Decision) -> String {
         Decision::AskHuman { question, options } => {
             format!("ask a human {question:?} ({})", options.join(" / "))
         }
-        Decision::Finish { summary, .. } => format!("finish — {summary}"),
-        Decision::Fail { reason } => format!("fail — {reason}"),
+        Decision::Finish { summary, .. } => format!("finish{}", because(summary)),
+        Decision::Fail { reason } => format!("fail{}", because(reason)),
         other => short_json(&serde_json::to_value(other).unwrap_or_default(), 90),
     }
 }
@@ -208,6 +237,9 @@ impl Progress {
                 self.budgets
                     .insert(name.to_string(), format!("{used}/{}", limit(*l)));
                 return None;
+            }
+            EntryKind::Transition { from, to, reason } if reason.is_empty() => {
+                format!("{from} → {to}")
             }
             EntryKind::Transition { from, to, reason } => format!("{from} → {to}  ({reason})"),
             EntryKind::ToolResult {
@@ -331,7 +363,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
                 let _ = writeln!(
                     out,
                     "  error      {} ({})",
-                    failure.message,
+                    failure_message(&failure.message),
                     serde_name(&failure.kind)
                 );
             }
@@ -400,9 +432,18 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
     if violations > 0 {
         let _ = writeln!(out, "  violations {violations}");
     }
-    let limits = PolicySnapshot::from_value(run.policy())
+    let policy = PolicySnapshot::from_value(run.policy()).ok();
+    let mut limits = policy
+        .as_ref()
         .map(|p| p.budget.limits().clone())
         .unwrap_or_default();
+    // Steps are bounded by max_steps too, whether or not a `steps` budget is set.
+    if let Some(policy) = &policy {
+        let steps = limits
+            .entry(BudgetName::STEPS)
+            .or_insert_with(|| u64::from(policy.max_steps));
+        *steps = (*steps).min(u64::from(policy.max_steps));
+    }
     let mut budgets: BTreeMap<String, String> = BTreeMap::new();
     for (name, counter) in run.usage().iter() {
         let l = limits.get(name).copied();

@@ -263,3 +263,65 @@ fn two_concurrent_resumes_of_one_run_get_the_same_answer_whatever_the_timing() {
         "run {id} is completed; a finished run cannot be resumed"
     )]);
 }
+
+/// `rein ledger show ID` in `scratch`'s data directory.
+fn show(scratch: &Scratch, id: &str) -> Outcome {
+    Outcome::of(
+        &rein()
+            .args(["ledger", "show", id, "--data-dir"])
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn summaries_and_timelines_say_each_thing_once() {
+    // Issue 10, messages: `steps 2/∞` under max_steps 2; "tool `x` failed: tool failed:";
+    // a breaker refusal shown as "attempt 0"; empty reasons leaving a dangling ": ".
+    let scratch = Scratch::new();
+    let script = |max_steps: u32| {
+        format!(
+            r#"{{"goal": "g", "max_steps": {max_steps},
+  "tools": [{{"fixture": "x", "behavior": {{"fail": {{"message": "503 unavailable", "transient": true}}}}}}],
+  "planner": {{"scripted": [
+    {{"decision": {{"type": "transition", "to": "explore"}}}},
+    {{"decision": {{"type": "transition", "to": "decide"}}}},
+    {{"decision": {{"type": "transition", "to": "act"}}}},
+    {{"decision": {{"type": "call_tool", "tool": "x", "input": {{}}}}}}
+  ]}}}}"#
+        )
+    };
+    run_file(&scratch, "two.json", &script(2))
+        .expect_code(1)
+        .stdout_has(&["budgets    steps 2/2"]);
+    let before = scratch.run_ids();
+    let failed = run_file(&scratch, "ten.json", &script(10));
+    failed.expect_code(1).stdout_has(&[
+        "error      tool `x` failed: 503 unavailable (transient) (tool_failed)",
+        "steps 4/10",
+    ]);
+    let id = scratch.new_run_id(&before);
+    let timeline = show(&scratch, &id);
+    timeline
+        .expect_code(0)
+        .stdout_has(&["transition intake → explore\n", "tool `x` failed: 503"]);
+    for line in timeline.stdout.lines() {
+        assert!(
+            !line.ends_with(':') && !line.ends_with(": ") && !line.contains("()"),
+            "a dangling separator: {line:?}"
+        );
+        assert!(!line.contains("failed: tool failed"), "{line:?}");
+    }
+
+    let before = scratch.run_ids();
+    scratch.run("circuit-breaker.json", &[]).expect_code(0);
+    let id = scratch.new_run_id(&before);
+    let timeline = show(&scratch, &id);
+    timeline.stdout_has(&["tool error pricing.quote, refused before any attempt: circuit breaker"]);
+    assert!(
+        !timeline.stdout.contains("attempt 0"),
+        "{}",
+        timeline.stdout
+    );
+}
