@@ -237,6 +237,8 @@ fn hostile_nesting_and_size_are_refused_before_anything_is_built() {
     let text = "{".repeat(4 * 1024 * 1024 - 1);
     let error = rein_cli::check_scenario(&text, std::path::Path::new(".")).unwrap_err();
     assert_eq!(error.line_column(), Some((1, 101)));
+    let error = rein_cli::check_scenario(&text.repeat(2), std::path::Path::new(".")).unwrap_err();
+    assert!(error.message().starts_with("the file is larger than 4 MiB"));
     let flat = format!("[{}1]", "1,".repeat(1_000_000));
     let error = rein_cli::check_scenario(&flat, std::path::Path::new(".")).unwrap_err();
     assert_eq!(error.message(), "a scenario file holds one JSON object");

@@ -61,14 +61,7 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, ScenarioError> {
         .read_to_end(&mut bytes)
         .map_err(|e| cannot_read(&e))?;
     if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(ScenarioError::whole(
-            &file,
-            format!(
-                "the file is larger than {} MiB, the most a scenario file may be",
-                MAX_SCENARIO_BYTES / (1024 * 1024)
-            ),
-        )
-        .help("a scenario holds a goal, policies, tools and a script; keep large data in the workspace and read it with fs.read"));
+        return Err(too_large(&file));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
         ScenarioError::whole(
@@ -91,6 +84,9 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, ScenarioError> {
 /// # Errors
 /// [`ScenarioError`] with the line, column and JSON path of the problem.
 pub(crate) fn parse(file: String, text: String, dir: PathBuf) -> Result<Loaded, ScenarioError> {
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(too_large(&file));
+    }
     // A UTF-8 byte order mark is not JSON, but editors write it: skip it.
     let text = match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_owned(),
@@ -131,4 +127,16 @@ pub(crate) fn parse(file: String, text: String, dir: PathBuf) -> Result<Loaded, 
         }),
         Err(e) => Err(ScenarioError::from_serde(&file, &text, &e)),
     }
+}
+
+/// The error for a file over [`MAX_SCENARIO_BYTES`].
+fn too_large(file: &str) -> ScenarioError {
+    ScenarioError::whole(
+        file,
+        format!(
+            "the file is larger than {} MiB, the most a scenario file may be",
+            MAX_SCENARIO_BYTES / (1024 * 1024)
+        ),
+    )
+    .help("a scenario holds a goal, policies, tools and a script; keep large data in the workspace and read it with fs.read")
 }
