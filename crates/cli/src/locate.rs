@@ -115,6 +115,22 @@ pub(crate) fn first_too_deep(text: &str, limit: usize) -> Option<usize> {
     None
 }
 
+/// The byte offset in `text` of a line and column as serde_json reports them.
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let rest = &text[line_start.min(text.len())..];
+    let within: usize = rest
+        .chars()
+        .take(column.saturating_sub(1))
+        .map(char::len_utf8)
+        .sum();
+    line_start + within
+}
+
 /// The line and column of byte `offset` of `text`.
 pub(crate) fn position_at(text: &str, offset: usize) -> Position {
     let mut offset = offset.min(text.len());
@@ -152,9 +168,17 @@ impl<'a> SpanIndex<'a> {
     /// Scans `text`; stops quietly where it stops being JSON, or nests deeper than
     /// [`MAX_DEPTH`].
     pub(crate) fn new(text: &'a str) -> Self {
+        Self::until(text, usize::MAX)
+    }
+
+    /// Scans `text` as far as byte `stop`: no value that starts after it is recorded, so
+    /// explaining an error early in a large file costs what comes before it. Values still
+    /// open at the stop count as running to the end of the text.
+    pub(crate) fn until(text: &'a str, stop: usize) -> Self {
         let mut scanner = Scanner {
             bytes: text.as_bytes(),
             pos: 0,
+            stop,
             spans: Vec::new(),
         };
         let _ = scanner.value(None, None, 0);
@@ -164,31 +188,26 @@ impl<'a> SpanIndex<'a> {
         }
     }
 
-    /// Where the value at `path` starts, or where its closest scanned ancestor starts.
+    /// Where the value at `path` starts (finished or not), or where its closest scanned
+    /// ancestor starts.
     pub(crate) fn position_of(&self, path: &JsonPath) -> Option<Position> {
-        let mut found = None;
         let mut current = self.spans.first().map(|_| 0)?;
-        if self.spans[0].end.is_some() {
-            found = Some(0);
-        }
         for segment in &path.0 {
             let Some(child) = self.child(current, segment) else {
                 break;
             };
             current = child;
-            if self.spans[child].end.is_some() {
-                found = Some(child);
-            }
         }
-        found.map(|i| position_at(self.text, self.spans[i].start))
+        Some(position_at(self.text, self.spans[current].start))
     }
 
-    /// The innermost value whose span holds byte `offset` (the end of a span counts).
+    /// The innermost value whose span holds byte `offset` (the end of a span counts; a
+    /// value the scan did not finish runs to the end of the text).
     pub(crate) fn path_at(&self, offset: usize) -> Option<JsonPath> {
         self.spans
             .iter()
             .enumerate()
-            .filter_map(|(i, span)| Some((i, span.start, span.end?)))
+            .map(|(i, span)| (i, span.start, span.end.unwrap_or(self.text.len())))
             .filter(|&(_, start, end)| start <= offset && offset <= end)
             .min_by_key(|&(_, start, end)| end - start)
             .map(|(i, _, _)| self.path_of(i))
@@ -206,23 +225,6 @@ impl<'a> SpanIndex<'a> {
                     == text)
                 .then_some(i)
         })
-    }
-
-    /// The byte offset of a line and column as serde_json reports them.
-    pub(crate) fn offset_of(&self, line: usize, column: usize) -> usize {
-        let line_start: usize = self
-            .text
-            .split_inclusive('\n')
-            .take(line.saturating_sub(1))
-            .map(str::len)
-            .sum();
-        let rest = &self.text[line_start.min(self.text.len())..];
-        let within: usize = rest
-            .chars()
-            .take(column.saturating_sub(1))
-            .map(char::len_utf8)
-            .sum();
-        line_start + within
     }
 
     /// The text of the value at `path`, if it was scanned whole.
@@ -270,6 +272,8 @@ impl<'a> SpanIndex<'a> {
 struct Scanner<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// No value starting after this byte is scanned.
+    stop: usize,
     spans: Vec<Span>,
 }
 
@@ -292,7 +296,11 @@ impl Scanner<'_> {
         depth: usize,
     ) -> Option<()> {
         self.skip_ws();
+        if self.pos > self.stop {
+            return None;
+        }
         let start = self.pos;
+        let first = self.peek()?;
         let me = self.spans.len();
         self.spans.push(Span {
             parent,
@@ -300,7 +308,7 @@ impl Scanner<'_> {
             start,
             end: None,
         });
-        match self.peek()? {
+        match first {
             b'{' | b'[' if depth >= MAX_DEPTH => return None,
             b'{' => {
                 self.pos += 1;
@@ -409,7 +417,7 @@ mod tests {
                 column: 29
             })
         );
-        let offset = index.offset_of(2, 29);
+        let offset = offset_of(TEXT, 2, 29);
         assert_eq!(index.path_at(offset), Some(c));
         // An unknown path falls back to its closest ancestor.
         let missing = JsonPath::root().key("a").key("zzz");
@@ -445,6 +453,14 @@ mod tests {
     fn broken_text_is_scanned_as_far_as_it_goes() {
         let index = SpanIndex::new("{\"a\": 1, \"b\": [1,");
         assert!(index.position_of(&JsonPath::root().key("a")).is_some());
-        assert!(index.position_of(&JsonPath::root()).is_none());
+        // An unfinished value still has a start.
+        assert_eq!(
+            index.position_of(&JsonPath::root().key("b")),
+            Some(Position {
+                line: 1,
+                column: 15
+            })
+        );
+        assert_eq!(SpanIndex::new("").position_of(&JsonPath::root()), None);
     }
 }

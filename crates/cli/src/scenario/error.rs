@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::locate::{JsonPath, Position, SpanIndex};
+use crate::locate::{JsonPath, Position, SpanIndex, offset_of};
 
 /// A scenario file that cannot be used: what is wrong, where, and how to fix it. Its
 /// `Display` is what `rein` prints: `file:line:column: message`, then the JSON path and the
@@ -83,8 +83,7 @@ impl ScenarioError {
         let full = e.to_string();
         let suffix = format!(" at line {} column {}", e.line(), e.column());
         let mut message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
-        let index = SpanIndex::new(text);
-        let mut offset = index.offset_of(e.line(), e.column());
+        let mut offset = offset_of(text, e.line(), e.column());
         // serde reports some errors (a value converted after it was read, a struct checked
         // after its last field) at the next token; the value that just ended is meant.
         // ("missing field" is reported at the closing brace of the object that lacks it.)
@@ -105,6 +104,8 @@ impl ScenarioError {
             offset = start;
         }
         let out_of_range = message == "number out of range";
+        // Only what comes before the error is needed to explain it.
+        let index = SpanIndex::until(text, offset);
         let mut path = if e.is_data() || out_of_range {
             index.path_at(offset)
         } else {

@@ -8,8 +8,6 @@ mod model;
 
 use std::path::{Path, PathBuf};
 
-use rein::Value;
-
 pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
 pub use error::ScenarioError;
@@ -107,13 +105,11 @@ pub(crate) fn parse(file: String, text: String, dir: PathBuf) -> Result<Loaded, 
             "a scenario nests a few levels (planner.scripted[0].decision.input …); check for unclosed brackets",
         ));
     }
-    if !text.trim_start().starts_with('{') && serde_json::from_str::<Value>(&text).is_ok() {
-        let mut error = ScenarioError::at(
-            &file,
-            &text,
-            crate::locate::JsonPath::root(),
-            "a scenario file holds one JSON object",
-        );
+    // Valid JSON but not an object? (Checked without building the value.)
+    if !text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok()
+    {
+        let mut error = ScenarioError::whole(&file, "a scenario file holds one JSON object");
         error.position = Some(crate::locate::Position { line: 1, column: 1 });
         return Err(error
             .help("start from an example in examples/scenarios/, or see `rein schema scenario`"));
