@@ -134,6 +134,8 @@ fn bad_files_get_located_helpful_errors() {
         ("vars-not-an-object", edit(r#""goal": "g","#, r#""goal": "g", "vars": [1,2],"#), vec!["vars-not-an-object.json:2:", "invalid type: sequence, expected a map", "at: vars"]),
         ("vars-not-an-object-tight", edit(r#""goal": "g","#, r#""goal": "g", "vars":[1,2],"#), vec!["vars-not-an-object-tight.json:2:", "at: vars"]),
         ("script-not-a-list", edit("{\"scripted\": [\n    {\"expect\": \"intake\", \"decision\": {\"type\": \"transition\", \"to\": \"explore\"}}\n  ]}", r#"{"scripted": {}}"#), vec!["script-not-a-list.json:11:", "expected a sequence", "at: planner.scripted"]),
+        ("approver-a-number", edit(r#""goal": "g","#, r#""goal": "g", "approver": 5,"#), vec!["approver-a-number.json:2:", "invalid type: `5`, expected a name (a string) or an object", "at: approver", "help: approver is"]),
+        ("expect-a-number", edit(r#""expect": "intake""#, r#""expect": 5"#), vec!["expect-a-number.json:12:", "invalid type: `5`", "at: planner.scripted[0].expect"]),
         ("zero-retries", edit(r#""goal": "g","#, r#""goal": "g", "resilience": {"retry": {"max_attempts": 0}},"#), vec!["zero-retries.json:2:", "expected a nonzero u32", "at: resilience.retry.max_attempts"]),
     ];
     assert!(cases.len() >= 20);

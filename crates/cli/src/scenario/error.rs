@@ -104,9 +104,13 @@ impl ScenarioError {
             offset = start;
         }
         let out_of_range = message == "number out of range";
+        // serde_json says "expected value" (a syntax error) when an enum field holds a
+        // number, `true` or an array; in a text that is valid JSON, it is a type error.
+        let wrong_type = message == "expected value"
+            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
         // Only what comes before the error is needed to explain it.
         let index = SpanIndex::until(text, offset);
-        let mut path = if e.is_data() || out_of_range {
+        let mut path = if e.is_data() || out_of_range || wrong_type {
             index.path_at(offset)
         } else {
             None
@@ -114,6 +118,11 @@ impl ScenarioError {
         if let Some(literal) = path.as_ref().and_then(|p| index.text_of(p)) {
             if out_of_range {
                 message = format!("the number {literal} is out of range");
+            } else if wrong_type {
+                message = format!(
+                    "invalid type: `{}`, expected a name (a string) or an object",
+                    short(literal)
+                );
             } else if let Some(better) = too_large_integer(&message, literal) {
                 message = better;
             }
@@ -186,6 +195,14 @@ fn before_value(text: &str, offset: usize) -> Option<usize> {
     let rest = text.get(offset..)?;
     let rest = rest.strip_prefix(':').unwrap_or(rest).trim_start();
     (!rest.is_empty() && !rest.starts_with([',', '}', ']'])).then(|| text.len() - rest.len())
+}
+
+/// `text` cut to 40 characters.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 /// serde reads a whole number too large for 64 bits as a float, then says "invalid type:
