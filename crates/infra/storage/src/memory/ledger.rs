@@ -85,8 +85,9 @@ impl MemoryLedgerStore {
     }
 }
 
-impl LedgerStore for MemoryLedgerStore {
-    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+impl MemoryLedgerStore {
+    /// [`LedgerStore::append`]'s work, which never waits.
+    fn append_now(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
         let run_id = entry.run_id();
         let lines = self.lines(run_id).unwrap_or_else(|| {
             let mut shard = self.ledgers.lock(run_id);
@@ -104,6 +105,17 @@ impl LedgerStore for MemoryLedgerStore {
         lines.lines.push(entry.shared_json_line());
         lines.tip = Tip::after(link);
         Ok(())
+    }
+}
+
+impl LedgerStore for MemoryLedgerStore {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        self.append_now(entry)
+    }
+
+    /// Always `Some`: an in-memory append never waits.
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        Some(self.append_now(entry))
     }
 
     fn sync(&self, _run_id: &RunId) -> impl Future<Output = Result<(), LedgerStoreError>> + Send {
