@@ -82,32 +82,60 @@ static ESCAPE: [u8; 256] = {
 /// Appends `s` as a JSON string, escaped as serde_json escapes it.
 fn string(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    let mut rest = s.as_bytes();
+    out.reserve(rest.len() + 2);
     out.push(b'"');
-    let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape = ESCAPE[usize::from(b)];
-        if escape == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[run..i]);
-        run = i + 1;
-        if escape == b'u' {
-            out.extend_from_slice(&[
+    loop {
+        let clean = clean_prefix(rest);
+        out.extend_from_slice(&rest[..clean]);
+        let Some((&b, tail)) = rest[clean..].split_first() else {
+            break;
+        };
+        match ESCAPE[usize::from(b)] {
+            b'u' => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[usize::from(b >> 4)],
                 HEX[usize::from(b & 0xf)],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', escape]);
+            ]),
+            escape => out.extend_from_slice(&[b'\\', escape]),
         }
+        rest = tail;
     }
-    out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
+}
+
+/// How many bytes at the start of `bytes` go into a JSON string as they are. Eight bytes
+/// at a time while none of them is a control character, `"` or `\` (most strings in an
+/// entry are names, hex digests and prose, with nothing to escape), then byte by byte.
+fn clean_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    /// Whether any byte of `x` is below `n` (n <= 0x80): exact as a yes or no.
+    const fn any_below(x: u64, n: u8) -> bool {
+        x.wrapping_sub(ONES * n as u64) & !x & HIGH != 0
+    }
+    const fn any_equal(x: u64, b: u8) -> bool {
+        any_below(x ^ (ONES * b as u64), 1)
+    }
+    let mut clean = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let x = u64::from_le_bytes(word);
+        if any_below(x, 0x20) || any_equal(x, b'"') || any_equal(x, b'\\') {
+            break;
+        }
+        clean += 8;
+    }
+    clean
+        + bytes[clean..]
+            .iter()
+            .position(|&b| ESCAPE[usize::from(b)] != 0)
+            .unwrap_or(bytes.len() - clean)
 }
 
 /// Appends `n` in decimal.
@@ -618,6 +646,18 @@ mod tests {
             reason: "have it".into(),
         });
         same_without_fallback(&(u64::MAX, i64::MIN, 'x', Some(()), f32::MAX, f64::NAN));
+    }
+
+    #[test]
+    fn the_clean_prefix_stops_at_the_first_byte_to_escape_wherever_it_is() {
+        for at in 0..20 {
+            for b in 0..=u8::MAX {
+                let mut bytes = [b'a'; 20];
+                bytes[at] = b;
+                let expected = if ESCAPE[usize::from(b)] == 0 { 20 } else { at };
+                assert_eq!(clean_prefix(&bytes), expected, "byte {b:#x} at {at}");
+            }
+        }
     }
 
     #[test]
