@@ -80,7 +80,7 @@ static ESCAPE: [u8; 256] = {
 };
 
 /// Appends `s` as a JSON string, escaped as serde_json escapes it.
-fn string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut rest = s.as_bytes();
     out.reserve(rest.len() + 2);
@@ -139,7 +139,7 @@ fn clean_prefix(bytes: &[u8]) -> usize {
 }
 
 /// Appends `n` in decimal.
-fn unsigned(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn unsigned(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

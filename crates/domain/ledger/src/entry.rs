@@ -338,11 +338,32 @@ fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S
     serializer.serialize_str(std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
 }
 
-/// Appends `body` as compact JSON to `out`: serde_json's bytes ([`compact::write`]).
+/// Appends `body` as compact JSON to `out`: serde_json's bytes of [`EntryBody`]. The
+/// envelope's fields, whose encodings are fixed (numbers, an id, a state name, a hex
+/// digest), are written directly; the event through [`compact::write`].
 fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {
-    // Cannot fail: every map in an entry has string keys (serde_json's `Value` cannot hold
-    // a NaN or infinite number either).
-    let written = compact::write(out, body);
+    let mut prev = [0u8; 64];
+    body.prev.write_hex(&mut prev);
+    let start = out.len();
+    out.extend_from_slice(b"{\"seq\":");
+    compact::unsigned(out, body.seq);
+    out.extend_from_slice(b",\"at\":");
+    compact::unsigned(out, body.at.as_unix_millis());
+    out.extend_from_slice(b",\"run_id\":");
+    compact::string(out, body.run_id.as_str());
+    out.extend_from_slice(b",\"state\":");
+    compact::string(out, body.state.as_str());
+    out.extend_from_slice(b",\"event\":");
+    if compact::write(out, body.event).is_ok() {
+        out.extend_from_slice(b",\"prev\":\"");
+        out.extend_from_slice(&prev);
+        out.extend_from_slice(b"\"}");
+        return;
+    }
+    // Cannot happen (every map in an entry has string keys, and serde_json's `Value` holds
+    // no NaN); if it did, serde_json says why in debug builds.
+    out.truncate(start);
+    let written = serde_json::to_writer(&mut *out, body);
     debug_assert!(written.is_ok(), "entry serialization failed: {written:?}");
 }
 
