@@ -470,3 +470,29 @@ async fn appending_now_is_appending() {
         assert_eq!(text, lines, "{policy:?}");
     }
 }
+
+/// Two memory stores with a run of the same id, appended to in turn on one thread, keep
+/// their own chains; a store made after another is dropped starts empty.
+#[tokio::test]
+async fn memory_stores_never_share_a_run() {
+    let (a, b) = (MemoryLedgerStore::new(), MemoryLedgerStore::new());
+    let (long, short) = (ledger("same", 4), ledger("same", 2));
+    let e = |l: &Ledger, i: usize| l.entries()[i].clone();
+    for (store, entry) in [
+        (&a, e(&long, 0)),
+        (&b, e(&short, 0)),
+        (&a, e(&long, 1)),
+        (&b, e(&short, 1)),
+        (&a, e(&long, 2)),
+        (&a, e(&long, 3)),
+    ] {
+        store.append(&entry).await.unwrap();
+    }
+    assert_eq!(a.load(long.run_id()).await.unwrap().ledger, long);
+    assert_eq!(b.load(short.run_id()).await.unwrap().ledger, short);
+
+    drop(a);
+    let c = MemoryLedgerStore::new();
+    c.append(&e(&long, 0)).await.unwrap();
+    assert_eq!(c.load(long.run_id()).await.unwrap().ledger.len(), 1);
+}
