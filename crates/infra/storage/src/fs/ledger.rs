@@ -445,7 +445,8 @@ impl LedgerStore for FsLedgerStore {
     /// is due for this entry (under [`FsyncPolicy::EveryStep`] and
     /// [`FsyncPolicy::Relaxed`]): one `write` into the page cache, as `append` does then.
     fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
-        let slot = self.inner.existing_slot(entry.run_id())?;
+        // As `append` does: finds (or makes) the run's slot and marks it recently used.
+        let slot = self.inner.slot(entry.run_id());
         self.inner
             .try_append_inline(entry.run_id(), &slot, Link::of(entry), entry.json_line())
     }
