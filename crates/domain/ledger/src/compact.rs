@@ -360,9 +360,15 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
 
     fn serialize_struct(
         self,
-        _: &'static str,
+        name: &'static str,
         len: usize,
     ) -> Result<Compound<'w, 'a>, Unsupported> {
+        // serde_json's own private structs (`$serde_json::private::Number` when a crate turns
+        // on `arbitrary_precision`, `RawValue`) are written differently by serde_json: left
+        // to it. No derived struct has a name starting with `$`.
+        if name.starts_with('$') {
+            return Err(Unsupported);
+        }
         self.serialize_map(Some(len))
     }
 
@@ -658,6 +664,21 @@ mod tests {
                 assert_eq!(clean_prefix(&bytes), expected, "byte {b:#x} at {at}");
             }
         }
+    }
+
+    #[test]
+    fn serde_jsons_private_structs_are_left_to_it() {
+        struct Private;
+        impl Serialize for Private {
+            fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use ser::SerializeStruct as _;
+                let mut s = serializer.serialize_struct("$serde_json::private::Number", 1)?;
+                s.serialize_field("$serde_json::private::Number", "12")?;
+                s.end()
+            }
+        }
+        let mut out = Vec::new();
+        assert!(Private.serialize(&mut Writer { out: &mut out }).is_err());
     }
 
     #[test]
