@@ -2,14 +2,13 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io;
 use std::sync::Arc;
 
 use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
-use crate::EntryKind;
+use crate::{EntryKind, compact};
 
 /// One record of a run's ledger: what happened ([`EntryKind`]), when, in which state, and
 /// where it sits in the hash chain.
@@ -95,7 +94,7 @@ impl Entry {
             prev: &prev,
         };
         let (hash, line) = with_scratch(|buf| {
-            write_json(&mut *buf, &body);
+            write_json(buf, &body);
             let mut hasher = Sha256::new();
             hasher.update(prev.as_bytes());
             hasher.update(&buf[..]);
@@ -268,7 +267,7 @@ impl From<EntryRepr> for Entry {
             prev: &prev,
         };
         let line = with_scratch(|buf| {
-            write_json(&mut *buf, &body);
+            write_json(buf, &body);
             seal_line(buf, hash)
         });
         Self {
@@ -339,11 +338,32 @@ fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S
     serializer.serialize_str(std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
 }
 
-/// Streams `body` as compact JSON into `writer`.
-fn write_json<W: io::Write>(writer: W, body: &EntryBody<'_>) {
-    // Cannot fail: the writers are in memory and every map in an entry has string keys
-    // (serde_json's `Value` cannot hold a NaN or infinite number either).
-    let written = serde_json::to_writer(writer, body);
+/// Appends `body` as compact JSON to `out`: serde_json's bytes of [`EntryBody`]. The
+/// envelope's fields, whose encodings are fixed (numbers, an id, a state name, a hex
+/// digest), are written directly; the event through [`compact::write`].
+fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {
+    let mut prev = [0u8; 64];
+    body.prev.write_hex(&mut prev);
+    let start = out.len();
+    out.extend_from_slice(b"{\"seq\":");
+    compact::unsigned(out, body.seq);
+    out.extend_from_slice(b",\"at\":");
+    compact::unsigned(out, body.at.as_unix_millis());
+    out.extend_from_slice(b",\"run_id\":");
+    compact::string(out, body.run_id.as_str());
+    out.extend_from_slice(b",\"state\":");
+    compact::string(out, body.state.as_str());
+    out.extend_from_slice(b",\"event\":");
+    if compact::write(out, body.event).is_ok() {
+        out.extend_from_slice(b",\"prev\":\"");
+        out.extend_from_slice(&prev);
+        out.extend_from_slice(b"\"}");
+        return;
+    }
+    // Cannot happen (every map in an entry has string keys, and serde_json's `Value` holds
+    // no NaN); if it did, serde_json says why in debug builds.
+    out.truncate(start);
+    let written = serde_json::to_writer(&mut *out, body);
     debug_assert!(written.is_ok(), "entry serialization failed: {written:?}");
 }
 

@@ -38,6 +38,7 @@
 //! behind the object-safe [`DynLedgerStore`]). This crate is pure: no I/O, no clocks — time
 //! comes in as a [`Timestamp`](rein_run::Timestamp) from the caller.
 
+mod compact;
 mod entry;
 mod error;
 mod kind;

@@ -97,6 +97,21 @@ pub trait LedgerStore: Send + Sync + 'static {
     /// Appends `entry` to the ledger of `entry.run_id()`, creating it on the first entry.
     fn append(&self, entry: &Entry) -> impl Future<Output = Result<(), LedgerStoreError>> + Send;
 
+    /// Appends `entry` at once, on the caller's thread, when the store can do it without
+    /// waiting on anything: `Some` with what [`append`](Self::append) would have returned,
+    /// or `None`, having done nothing, when the caller must call `append` instead.
+    ///
+    /// A caller on a hot path tries this first, so that an append with nothing to wait for
+    /// (an in-memory store; a file already open with no fsync due) costs no future, and no
+    /// allocation behind an object-safe port. `Some` MUST mean exactly what `append`
+    /// returning would: the same checks, the same durability. The default returns `None`,
+    /// which is always correct; a store whose appends may block (on a lock held across I/O,
+    /// on the disk) keeps it.
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        let _ = entry;
+        None
+    }
+
     /// Makes everything appended for `run_id` as durable as a step boundary requires.
     fn sync(&self, run_id: &RunId) -> impl Future<Output = Result<(), LedgerStoreError>> + Send;
 
@@ -114,6 +129,11 @@ pub trait LedgerStore: Send + Sync + 'static {
 pub trait DynLedgerStore: Send + Sync + 'static {
     /// Boxed [`LedgerStore::append`].
     fn append_boxed<'a>(&'a self, entry: &'a Entry) -> BoxFuture<'a, Result<(), LedgerStoreError>>;
+    /// [`LedgerStore::try_append_now`]: `None` (the default) means "call `append_boxed`".
+    fn try_append_now_dyn(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        let _ = entry;
+        None
+    }
     /// Boxed [`LedgerStore::sync`].
     fn sync_boxed<'a>(&'a self, run_id: &'a RunId) -> BoxFuture<'a, Result<(), LedgerStoreError>>;
     /// Boxed [`LedgerStore::load`].
@@ -128,6 +148,9 @@ pub trait DynLedgerStore: Send + Sync + 'static {
 impl<S: LedgerStore> DynLedgerStore for S {
     fn append_boxed<'a>(&'a self, entry: &'a Entry) -> BoxFuture<'a, Result<(), LedgerStoreError>> {
         Box::pin(self.append(entry))
+    }
+    fn try_append_now_dyn(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        self.try_append_now(entry)
     }
     fn sync_boxed<'a>(&'a self, run_id: &'a RunId) -> BoxFuture<'a, Result<(), LedgerStoreError>> {
         Box::pin(self.sync(run_id))

@@ -136,7 +136,62 @@ fn a_float_that_default_serde_json_misparses_keeps_its_hash() {
     Ledger::from_entries(run_id(), back).unwrap();
 }
 
+/// An entry's line is exactly serde_json's encoding of it: the hash covers the bytes
+/// serde_json makes, whichever writer made them.
+fn check_line(entry: &Entry) {
+    let serde_json = format!("{}\n", serde_json::to_string(entry).unwrap());
+    assert_eq!(entry.to_json_line(), serde_json);
+}
+
+/// Every byte a JSON string escapes, the ones it does not, and text beyond ASCII, in a
+/// string, in an object key and in a nested value; and numbers at their limits.
+#[test]
+fn lines_escape_and_print_numbers_as_serde_json_does() {
+    let every_ascii: String = (0u8..0x80).map(char::from).collect();
+    let text = format!("{every_ascii} é ∑ 😀 \u{2028}\u{7f}");
+    let numbers = json!([
+        0,
+        -1,
+        1,
+        i64::MIN,
+        i64::MAX,
+        u64::MAX,
+        0.5,
+        -0.0,
+        1e300,
+        5e-324,
+        1e-7,
+        123456789.125,
+        f64::from(f32::MAX),
+        9007199254740993_u64
+    ]);
+    let mut ledger = Ledger::new(run_id());
+    let t = Timestamp::from_unix_millis(u64::MAX);
+    let kinds = every_kind().into_iter().chain([
+        EntryKind::Steering { note: text.clone() },
+        EntryKind::Steering {
+            note: String::new(),
+        },
+        EntryKind::RunCompleted {
+            summary: text.clone(),
+            result: json!({ text.clone(): [text, {"": null, "\"": true}], "n": numbers }),
+        },
+    ]);
+    for kind in kinds {
+        check_line(ledger.append(t, State::Act, kind));
+    }
+}
+
 proptest! {
+    /// Any entry's line is serde_json's encoding of it.
+    #[test]
+    fn lines_are_serde_json_bytes(ledger in ledger(1..6)) {
+        for entry in ledger.entries() {
+            let serde_json = format!("{}\n", serde_json::to_string(entry).unwrap());
+            prop_assert_eq!(entry.to_json_line(), serde_json);
+        }
+    }
+
     /// Arbitrary events (floats, unicode, nested values) read back from their JSON line to
     /// the same entry, with the same canonical bytes and hash.
     #[test]

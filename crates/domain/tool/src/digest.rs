@@ -69,10 +69,19 @@ impl Digest {
 
     /// Writes the 64 hex digits into `out` without allocating.
     pub fn write_hex(&self, out: &mut [u8; 64]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        for (i, byte) in self.0.iter().enumerate() {
-            out[2 * i] = HEX[usize::from(byte >> 4)];
-            out[2 * i + 1] = HEX[usize::from(byte & 0x0f)];
+        /// The two hex digits of every byte (every entry of a ledger writes two digests).
+        const PAIRS: [[u8; 2]; 256] = {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let mut pairs = [[0; 2]; 256];
+            let mut byte = 0;
+            while byte < 256 {
+                pairs[byte] = [HEX[byte >> 4], HEX[byte & 0x0f]];
+                byte += 1;
+            }
+            pairs
+        };
+        for (pair, &byte) in out.chunks_exact_mut(2).zip(&self.0) {
+            pair.copy_from_slice(&PAIRS[usize::from(byte)]);
         }
     }
 }

@@ -57,6 +57,17 @@ pub trait DynTool: Send + Sync + 'static {
 
     /// Runs the tool on `input`, boxed.
     fn call_boxed(&self, input: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+
+    /// Runs the tool on `input`, boxed, with a future that holds its own share of the tool,
+    /// so it can outlive every borrow (what an execution stack needs). For a `Tool` this is
+    /// one allocation, where a future that owns the `Arc` and awaits
+    /// [`call_boxed`](Self::call_boxed) takes two.
+    fn call_owned(
+        self: Arc<Self>,
+        input: Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { self.call_boxed(input).await })
+    }
 }
 
 impl<T: Tool> DynTool for T {
@@ -66,6 +77,13 @@ impl<T: Tool> DynTool for T {
 
     fn call_boxed(&self, input: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(self.call(input))
+    }
+
+    fn call_owned(
+        self: Arc<Self>,
+        input: Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { self.call(input).await })
     }
 }
 
@@ -111,6 +129,18 @@ mod tests {
     }
 
     fn _ports_are_object_safe(_: &dyn DynTool, _: &dyn Registry) {}
+
+    #[test]
+    fn an_owned_call_outlives_the_callers_handle() {
+        let tool: SharedTool = Arc::new(Noop(ToolSpec::new(ToolName::new("noop").unwrap(), "")));
+        let mut call = Arc::clone(&tool).call_owned(Value::from("in"));
+        drop(tool);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match call.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok(output)) => assert_eq!(output, ToolOutput::new("in".into())),
+            other => panic!("expected the echoed input, got {other:?}"),
+        }
+    }
 
     #[test]
     fn every_tool_is_a_dyn_tool() {

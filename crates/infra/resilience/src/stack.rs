@@ -237,8 +237,7 @@ impl Service<ToolCall> for ToolFn {
     }
 
     fn call(&mut self, call: ToolCall) -> Self::Future {
-        let tool = Arc::clone(&self.0);
-        Box::pin(async move { tool.call_boxed(call.into_input()).await })
+        Arc::clone(&self.0).call_owned(call.into_input())
     }
 }
 

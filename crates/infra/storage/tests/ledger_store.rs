@@ -409,3 +409,90 @@ fn run_ids_cannot_spell_a_path() {
         assert!(bad.parse::<rein_run::RunId>().is_err(), "{bad:?}");
     }
 }
+
+/// Appends every entry of `ledger` through `try_append_now` where the store takes it, else
+/// through `append`; returns how many went through `try_append_now`.
+async fn store_now<S: LedgerStore>(store: &S, ledger: &Ledger) -> usize {
+    let mut now = 0;
+    for entry in ledger.entries() {
+        match store.try_append_now(entry) {
+            Some(done) => {
+                done.unwrap();
+                now += 1;
+            }
+            None => store.append(entry).await.unwrap(),
+        }
+        store.sync(ledger.run_id()).await.unwrap();
+    }
+    now
+}
+
+/// `try_append_now` is `append` without the wait: the same chain checks, the same stored
+/// lines; the memory store always takes it, the file store once the file is open and only
+/// when no fsync is due for the entry.
+#[tokio::test]
+async fn appending_now_is_appending() {
+    let memory = MemoryLedgerStore::new();
+    let full = ledger("now", 20);
+    assert_eq!(store_now(&memory, &full).await, 20);
+    assert_eq!(memory.load(full.run_id()).await.unwrap().ledger, full);
+    // A refused entry is refused the same way, and stores nothing.
+    let refused = memory.try_append_now(&full.entries()[3]).unwrap();
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("does not follow the last stored entry, 20")
+    );
+    assert_eq!(memory.load(full.run_id()).await.unwrap().ledger, full);
+    // The same through the object-safe twin the engine holds.
+    let dynamic: Arc<dyn DynLedgerStore> = Arc::new(MemoryLedgerStore::new());
+    assert!(matches!(
+        dynamic.try_append_now_dyn(&full.entries()[0]),
+        Some(Ok(()))
+    ));
+
+    for (policy, expected) in [
+        // The first append opens the file: that one waits.
+        (FsyncPolicy::EveryStep, 19),
+        (FsyncPolicy::Relaxed, 19),
+        // An fsync per entry is always due.
+        (FsyncPolicy::EveryEntry, 0),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let stores = fs_stores(root.path(), policy);
+        let now = store_now(stores.ledgers(), &full).await;
+        assert_eq!(now, expected, "{policy:?}");
+        let loaded = stores.ledgers().load(full.run_id()).await.unwrap();
+        assert_eq!(loaded.ledger, full, "{policy:?}");
+        let text = fs::read_to_string(stores.ledgers().ledger_path(full.run_id())).unwrap();
+        let lines: String = full.entries().iter().map(Entry::to_json_line).collect();
+        assert_eq!(text, lines, "{policy:?}");
+    }
+}
+
+/// Two memory stores with a run of the same id, appended to in turn on one thread, keep
+/// their own chains; a store made after another is dropped starts empty.
+#[tokio::test]
+async fn memory_stores_never_share_a_run() {
+    let (a, b) = (MemoryLedgerStore::new(), MemoryLedgerStore::new());
+    let (long, short) = (ledger("same", 4), ledger("same", 2));
+    let e = |l: &Ledger, i: usize| l.entries()[i].clone();
+    for (store, entry) in [
+        (&a, e(&long, 0)),
+        (&b, e(&short, 0)),
+        (&a, e(&long, 1)),
+        (&b, e(&short, 1)),
+        (&a, e(&long, 2)),
+        (&a, e(&long, 3)),
+    ] {
+        store.append(&entry).await.unwrap();
+    }
+    assert_eq!(a.load(long.run_id()).await.unwrap().ledger, long);
+    assert_eq!(b.load(short.run_id()).await.unwrap().ledger, short);
+
+    drop(a);
+    let c = MemoryLedgerStore::new();
+    c.append(&e(&long, 0)).await.unwrap();
+    assert_eq!(c.load(long.run_id()).await.unwrap().ledger.len(), 1);
+}

@@ -1,5 +1,9 @@
 //! The timeout layer: one attempt that outlives its timeout is dropped and becomes
 //! `ToolError::TimedOut`.
+//!
+//! The deadline is fixed when the attempt starts, but the timer is armed only if the attempt
+//! is still running after its first poll: a tool that answers at once (most calls) costs a
+//! clock read, never a timer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +12,7 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use rein_tool::{ToolError, ToolOutput};
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
 use crate::ToolCall;
@@ -28,12 +32,14 @@ pub(crate) struct Timeout<S> {
 }
 
 pin_project! {
-    /// The future of [`Timeout`]: the inner future raced against a sleep.
+    /// The future of [`Timeout`]: the inner future raced against a sleep until `deadline`,
+    /// made the first time the inner future is pending.
     pub(crate) struct TimeoutFuture<F> {
         #[pin]
         future: F,
         #[pin]
-        sleep: Sleep,
+        sleep: Option<Sleep>,
+        deadline: Instant,
         after: Duration,
     }
 }
@@ -69,9 +75,12 @@ where
     }
 
     fn call(&mut self, call: ToolCall) -> Self::Future {
+        // The deadline counts from the call, as `tokio::time::sleep` made here would.
+        let deadline = Instant::now() + self.after;
         TimeoutFuture {
             future: self.inner.call(call),
-            sleep: tokio::time::sleep(self.after),
+            sleep: None,
+            deadline,
             after: self.after,
         }
     }
@@ -84,11 +93,17 @@ where
     type Output = Result<ToolOutput, ToolError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+        let mut this = self.project();
         if let Poll::Ready(outcome) = this.future.poll(cx) {
             return Poll::Ready(outcome);
         }
-        ready!(this.sleep.poll(cx));
+        if this.sleep.is_none() {
+            this.sleep
+                .set(Some(tokio::time::sleep_until(*this.deadline)));
+        }
+        if let Some(sleep) = this.sleep.as_pin_mut() {
+            ready!(sleep.poll(cx));
+        }
         Poll::Ready(Err(ToolError::TimedOut { after: *this.after }))
     }
 }

@@ -86,7 +86,8 @@ pub(crate) fn read_up_to(file: impl Read, limit: u64) -> io::Result<Vec<u8>> {
 /// Whether a temporary file is forced to disk before it is moved into place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sync {
-    /// `fsync` it: after a crash the moved file is whole, never empty or partial.
+    /// `fdatasync` it: after a crash the moved file is whole, never empty or partial (its
+    /// data and the size needed to read it back are on disk; timestamps need not be).
     Data,
     /// Leave it to the OS: only for content verified on every read.
     Relaxed,
@@ -105,7 +106,7 @@ pub(crate) fn write_temp(target: &Path, bytes: &[u8], sync: Sync) -> io::Result<
             .open(&temp)?;
         file.write_all(bytes)?;
         match sync {
-            Sync::Data => file.sync_all(),
+            Sync::Data => file.sync_data(),
             Sync::Relaxed => Ok(()),
         }
     })();

@@ -441,6 +441,16 @@ impl LedgerStore for FsLedgerStore {
             })?
     }
 
+    /// `Some` when the run's file is open, its last entry known, its lock free and no fsync
+    /// is due for this entry (under [`FsyncPolicy::EveryStep`] and
+    /// [`FsyncPolicy::Relaxed`]): one `write` into the page cache, as `append` does then.
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        // As `append` does: finds (or makes) the run's slot and marks it recently used.
+        let slot = self.inner.slot(entry.run_id());
+        self.inner
+            .try_append_inline(entry.run_id(), &slot, Link::of(entry), entry.json_line())
+    }
+
     async fn sync(&self, run_id: &RunId) -> Result<(), LedgerStoreError> {
         if self.inner.fsync != FsyncPolicy::EveryStep {
             return Ok(());

@@ -1,9 +1,10 @@
 //! `MemoryLedgerStore`: run ledgers kept in process memory.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 
 use rein_ledger::{Entry, Ledger, LedgerStore, LedgerStoreError, LoadedLedger};
@@ -43,10 +44,40 @@ use crate::tip::{Link, Tip};
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryLedgerStore {
     ledgers: Sharded<RunId, Stored>,
     created: AtomicU64,
+    /// This store among the stores of the process, for [`RECENT`].
+    id: u64,
+}
+
+/// The run a thread last appended to, and in which store. An engine appends a run's
+/// entries one after another on the task that drives it, so most appends find their run
+/// here and skip the shard lookup (hashing the id, a shard lock, a map probe). It holds the
+/// run's lines weakly: it never keeps a store's data alive, and a stale one is looked up
+/// again.
+struct Recent {
+    store: u64,
+    run_id: RunId,
+    lines: Weak<Mutex<Lines>>,
+}
+
+thread_local! {
+    static RECENT: RefCell<Option<Recent>> = const { RefCell::new(None) };
+}
+
+/// Numbers stores, so [`Recent`] never mistakes one for another.
+static STORES: AtomicU64 = AtomicU64::new(0);
+
+impl Default for MemoryLedgerStore {
+    fn default() -> Self {
+        Self {
+            ledgers: Sharded::default(),
+            created: AtomicU64::new(0),
+            id: STORES.fetch_add(1, Ordering::Relaxed),
+        }
+    }
 }
 
 /// One run's entries, and when its first entry came, for [`LedgerStore::list`]'s order.
@@ -79,22 +110,51 @@ impl MemoryLedgerStore {
         Self::default()
     }
 
+    /// The lines of `run_id` if this thread's last append was to that run of this store.
+    fn recent(&self, run_id: &RunId) -> Option<Arc<Mutex<Lines>>> {
+        RECENT.with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            let recent = recent.as_ref()?;
+            (recent.store == self.id && recent.run_id == *run_id)
+                .then(|| recent.lines.upgrade())
+                .flatten()
+        })
+    }
+
+    /// Makes `run_id` this thread's last appended run.
+    fn remember(&self, run_id: &RunId, lines: &Arc<Mutex<Lines>>) {
+        RECENT.with(|recent| {
+            if let Ok(mut recent) = recent.try_borrow_mut() {
+                *recent = Some(Recent {
+                    store: self.id,
+                    run_id: run_id.clone(),
+                    lines: Arc::downgrade(lines),
+                });
+            }
+        });
+    }
+
     fn lines(&self, run_id: &RunId) -> Option<Arc<Mutex<Lines>>> {
         let shard = self.ledgers.lock(run_id);
         shard.get(run_id).map(|stored| Arc::clone(&stored.lines))
     }
 }
 
-impl LedgerStore for MemoryLedgerStore {
-    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+impl MemoryLedgerStore {
+    /// [`LedgerStore::append`]'s work, which never waits.
+    fn append_now(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
         let run_id = entry.run_id();
-        let lines = self.lines(run_id).unwrap_or_else(|| {
-            let mut shard = self.ledgers.lock(run_id);
-            let stored = shard.entry(run_id.clone()).or_insert_with(|| Stored {
-                first_appended: self.created.fetch_add(1, Ordering::Relaxed),
-                lines: Arc::default(),
+        let lines = self.recent(run_id).unwrap_or_else(|| {
+            let lines = self.lines(run_id).unwrap_or_else(|| {
+                let mut shard = self.ledgers.lock(run_id);
+                let stored = shard.entry(run_id.clone()).or_insert_with(|| Stored {
+                    first_appended: self.created.fetch_add(1, Ordering::Relaxed),
+                    lines: Arc::default(),
+                });
+                Arc::clone(&stored.lines)
             });
-            Arc::clone(&stored.lines)
+            self.remember(run_id, &lines);
+            lines
         });
         let mut lines = lock(&lines);
         let link = Link::of(entry);
@@ -104,6 +164,17 @@ impl LedgerStore for MemoryLedgerStore {
         lines.lines.push(entry.shared_json_line());
         lines.tip = Tip::after(link);
         Ok(())
+    }
+}
+
+impl LedgerStore for MemoryLedgerStore {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        self.append_now(entry)
+    }
+
+    /// Always `Some`: an in-memory append never waits.
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        Some(self.append_now(entry))
     }
 
     fn sync(&self, _run_id: &RunId) -> impl Future<Output = Result<(), LedgerStoreError>> + Send {
