@@ -334,7 +334,8 @@ impl Driver {
             run,
             self.policy.allowed.in_state(run.state()),
             self.proj.budget().snapshot(run.usage()),
-        );
+        )
+        .with_interrupted(self.interrupting);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()
@@ -486,11 +487,12 @@ impl Driver {
             rejection,
             Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision | Rejection::TooDeep { .. }
         ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
+        let hands_back = matches!(
+            self.policy.snapshot.on_violation,
+            OnViolation::HandBack { .. }
+        );
         let handed_back = !fatal
-            && matches!(
-                self.shared.config.on_violation,
-                OnViolation::HandBack { .. }
-            )
+            && hands_back
             && !self
                 .proj
                 .budget()
@@ -509,11 +511,7 @@ impl Driver {
             Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
             _ => FailureKind::PolicyViolation,
         };
-        let message = if matches!(
-            self.shared.config.on_violation,
-            OnViolation::HandBack { .. }
-        ) && !fatal
-        {
+        let message = if hands_back && !fatal {
             format!("{message} (and the violations budget is exhausted)")
         } else {
             message

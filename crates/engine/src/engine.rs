@@ -548,7 +548,12 @@ impl Engine {
                 torn.bytes, torn.line
             ),
             (None, Some(_)) => "resumed with a human's answer".to_owned(),
-            (None, None) => "resumed".to_owned(),
+            (None, None) if run.status() == RunStatus::Interrupted => {
+                "resumed after an interrupt; the run continues from where it stopped".to_owned()
+            }
+            (None, None) => "resumed after a restart: the process stopped while the run was \
+                             running; the run continues from where its ledger ends"
+                .to_owned(),
         };
         if let Some(e) = unchecked {
             note.push_str(&format!(
@@ -816,9 +821,10 @@ impl EngineBuilder {
         self
     }
 
-    /// What happens to rejected decisions (default: the run fails).
+    /// What happens to rejected decisions (default: the run fails). Part of the policy a run
+    /// records when it starts: a run resumed by an engine configured otherwise keeps its own.
     pub fn on_violation(mut self, on_violation: OnViolation) -> Self {
-        self.config.on_violation = on_violation;
+        self.policy.on_violation = on_violation;
         if let OnViolation::HandBack { limit } = on_violation {
             self.policy.budget =
                 std::mem::take(&mut self.policy.budget).with_limit(BudgetName::VIOLATIONS, limit);

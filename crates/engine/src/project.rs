@@ -7,13 +7,17 @@
 
 use std::sync::Arc;
 
-use rein_ledger::{Entry, EntryKind, Violation};
+use rein_ledger::{Entry, EntryKind, InterruptKind, Violation};
 use rein_policy::Budget;
 use rein_run::{
     BudgetName, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State, Timestamp,
     ToolError, ToolName,
 };
 use serde_json::Value;
+
+/// The note a graceful interrupt hands the planner, for its one last step.
+pub(crate) const INTERRUPTED_NOTE: &str = "the run was interrupted through its handle: no tool \
+     will be called any more; this is the last step, so finish or fail now";
 
 /// A tool attempt the ledger shows started and not (yet) finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -376,10 +380,16 @@ impl Projection {
                 run.add_evidence(EvidenceKind::note(NoteSource::Steering, note.clone()), at)?;
             }
             EntryKind::RunInterrupted { .. } => run.interrupt(at)?,
-            EntryKind::RunResumed { .. } => {
+            EntryKind::RunResumed { note } => {
                 if run.status() != rein_run::RunStatus::Paused {
                     run.resume(at)?;
                 }
+                run.add_evidence(EvidenceKind::note(NoteSource::Engine, note.clone()), at)?;
+            }
+            EntryKind::Interrupt {
+                kind: InterruptKind::Graceful,
+            } => {
+                run.add_evidence(EvidenceKind::note(NoteSource::Engine, INTERRUPTED_NOTE), at)?;
             }
             EntryKind::RunCompleted { summary, result } => {
                 run.complete(summary.clone(), result.clone(), at)?

@@ -262,7 +262,6 @@ impl Engine {
                     .first()
                     .map_or(0, |e| e.at().as_unix_millis()),
             ))
-            .on_violation(shared.config.on_violation)
             .on_tool_error(shared.config.on_tool_error)
             .inline_output_limit(usize::MAX);
         for spec in shared.tools.specs() {

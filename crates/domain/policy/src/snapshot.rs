@@ -4,7 +4,7 @@ use rein_run::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalPolicy, Budget, EligibilityRules, Transitions};
+use crate::{ApprovalPolicy, Budget, EligibilityRules, OnViolation, Transitions};
 
 /// Everything that decides what a run may do, as recorded when it starts. Resume uses the
 /// recorded snapshot, so restarting with a different configuration cannot widen what a
@@ -37,6 +37,10 @@ pub struct PolicySnapshot {
     /// The most decisions a run may take.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// Whether rejected decisions are handed back to the planner, and how often. Recorded
+    /// only when it is not the default, so ledgers written before it existed read the same.
+    #[serde(default, skip_serializing_if = "OnViolation::is_fail_run")]
+    pub on_violation: OnViolation,
 }
 
 const fn default_max_steps() -> u32 {
@@ -52,6 +56,7 @@ impl Default for PolicySnapshot {
             transitions: Transitions::default(),
             approvals: ApprovalPolicy::default(),
             max_steps: default_max_steps(),
+            on_violation: OnViolation::FailRun,
         }
     }
 }
@@ -78,6 +83,7 @@ impl PolicySnapshot {
     pub fn is_within(&self, wider: &Self) -> bool {
         self.budget.is_within(&wider.budget)
             && self.max_steps <= wider.max_steps
+            && self.on_violation.is_within(&wider.on_violation)
             && self.eligibility == wider.eligibility
             && self.approvals == wider.approvals
             && State::ALL.into_iter().all(|from| {
