@@ -130,6 +130,10 @@ impl Approver for Sleepy {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         Ok(ApprovalResponse::grant(request, "sleepy", "too late"))
     }
+
+    fn name(&self) -> &str {
+        "sleepy"
+    }
 }
 
 /// Cannot decide.
@@ -187,7 +191,8 @@ async fn an_approver_that_does_not_answer_in_time_denies() {
     let policy = ApprovalPolicy::default().with_timeout(Duration::from_secs(1));
     let expect = Expect {
         granted: false,
-        approver: "engine",
+        // The approver that failed is on record, by the name it gives.
+        approver: "sleepy",
         reason_contains: "did not answer within 1000 ms",
     };
     check(Some(Sleepy), policy, expect).await;
@@ -197,7 +202,8 @@ async fn an_approver_that_does_not_answer_in_time_denies() {
 async fn an_approver_error_denies() {
     let expect = Expect {
         granted: false,
-        approver: "engine",
+        // …or by its type's name when it gives none.
+        approver: "Broken",
         reason_contains: "approval service offline",
     };
     check(Some(Broken), ApprovalPolicy::default(), expect).await;

@@ -401,7 +401,9 @@ async fn the_planner_is_told_of_a_graceful_interrupt_and_may_finish() {
     let failure = run.failure().expect("the planner gave up");
     assert_eq!(failure.kind, FailureKind::PlannerGaveUp, "{failure:?}");
     assert!(
-        failure.message.starts_with("stopped as asked: the run was interrupted"),
+        failure
+            .message
+            .starts_with("stopped as asked: the run was interrupted"),
         "{failure:?}"
     );
     // The note is recorded (the interrupt entry) before the run holds it.

@@ -644,7 +644,7 @@ impl Driver {
                         return Ok(false);
                     }
                     Some(Err(_)) => (
-                        "engine".to_owned(),
+                        approver.approver_name().to_owned(),
                         format!(
                             "the approver did not answer within {} ms; approvals fail closed",
                             timeout.as_millis()
@@ -652,7 +652,7 @@ impl Driver {
                         false,
                     ),
                     Some(Ok(Err(e))) => (
-                        "engine".to_owned(),
+                        approver.approver_name().to_owned(),
                         format!("{e}; approvals fail closed"),
                         false,
                     ),

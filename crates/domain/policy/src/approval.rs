@@ -451,6 +451,15 @@ pub trait Approver: Send + Sync + 'static {
         &self,
         request: &ApprovalRequest,
     ) -> impl Future<Output = Result<ApprovalResponse, ApproverError>> + Send;
+
+    /// The name the ledger records for this approver when it fails to answer (an error, a
+    /// timeout, a panic) — its answers carry their own signature. Defaults to the type's
+    /// name without its path.
+    fn name(&self) -> &str {
+        let full = std::any::type_name::<Self>();
+        let plain = full.split('<').next().unwrap_or(full);
+        plain.rsplit("::").next().unwrap_or(plain)
+    }
 }
 
 /// The object-safe twin of [`Approver`], implemented for every approver.
@@ -460,6 +469,9 @@ pub trait DynApprover: Send + Sync + 'static {
         &'a self,
         request: &'a ApprovalRequest,
     ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>>;
+
+    /// [`Approver::name`].
+    fn approver_name(&self) -> &str;
 }
 
 impl<A: Approver> DynApprover for A {
@@ -468,6 +480,10 @@ impl<A: Approver> DynApprover for A {
         request: &'a ApprovalRequest,
     ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>> {
         Box::pin(self.decide(request))
+    }
+
+    fn approver_name(&self) -> &str {
+        Approver::name(self)
     }
 }
 
@@ -483,6 +499,10 @@ impl Approver for AutoApprover {
             "auto-approver grants every request",
         ))
     }
+
+    fn name(&self) -> &str {
+        "auto"
+    }
 }
 
 /// Denies every request, signed `deny`.
@@ -497,6 +517,10 @@ impl Approver for DenyApprover {
             "deny-approver denies every request",
         ))
     }
+
+    fn name(&self) -> &str {
+        "deny"
+    }
 }
 
 #[cfg(test)]
@@ -507,6 +531,19 @@ mod tests {
 
     fn spec(a: Annotations) -> ToolSpec {
         ToolSpec::new(ToolName::new("t").unwrap(), "").with_annotations(a)
+    }
+
+    #[test]
+    fn an_approver_is_named_by_its_type_unless_it_says_otherwise() {
+        struct Pager;
+        impl Approver for Pager {
+            async fn decide(&self, _: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
+                Err(ApproverError::new("offline"))
+            }
+        }
+        assert_eq!(Approver::name(&Pager), "Pager");
+        assert_eq!(Approver::name(&AutoApprover), "auto");
+        assert_eq!(DenyApprover.approver_name(), "deny");
     }
 
     #[test]
