@@ -714,7 +714,7 @@ impl Driver {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
         }
-        let link = AttemptLink::new(self.attempt_tx.clone());
+        let link = AttemptLink::new(self.attempt_tx.clone(), Arc::clone(&self.shared.clock));
         // The input moves into the call; retries, which are rare, read it back from the ledger.
         let call = ToolCall::new(input).with_observer(Arc::new(link));
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.proj.state());
