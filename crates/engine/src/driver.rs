@@ -18,7 +18,7 @@ use rein_run::{
 use rein_statemachine::Lifecycle;
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -28,6 +28,7 @@ use crate::depth;
 use crate::engine::{RunPolicy, Shared};
 use crate::error::{EngineError, Rejection};
 use crate::events::RunEvent;
+use crate::narrow::{NarrowingError, PolicyNarrowing};
 use crate::project::{OpenAttempt, Progress, Projection, ProjectionError, Unsettled};
 use crate::tools::ToolEntry;
 
@@ -36,6 +37,8 @@ use crate::tools::ToolEntry;
 pub(crate) enum Control {
     Steer(String),
     Interrupt,
+    /// Narrow the run's policy at the next step; the reply says whether it was.
+    Narrow(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>),
 }
 
 /// The run's end of its handle: control messages, the abort signal, the event channel.
@@ -376,8 +379,37 @@ impl Driver {
                     .await?;
                 }
                 Control::Interrupt => {}
+                Control::Narrow(narrowing, reply) => {
+                    let narrowed = self.narrow(&narrowing).await?;
+                    // A caller that stopped waiting still finds the narrowing in the ledger.
+                    let _ = reply.send(narrowed);
+                }
             }
         }
+    }
+
+    /// Narrows the run's policy: records `policy_narrowed`, then holds the run to it. A
+    /// narrowing that would widen anything is refused whole, and nothing is recorded.
+    pub(crate) async fn narrow(
+        &mut self,
+        narrowing: &PolicyNarrowing,
+    ) -> Result<Result<(), NarrowingError>, EngineError> {
+        let specs = self.shared.tools.specs();
+        let policy = match narrowing
+            .apply(&self.policy, specs)
+            .and_then(|snapshot| Ok(RunPolicy::new(snapshot, specs)?))
+        {
+            Ok(policy) => policy,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.record(EntryKind::PolicyNarrowed {
+            policy: Arc::clone(&policy.value),
+            reason: narrowing.reason().to_owned(),
+        })
+        .await?;
+        self.lifecycle = Lifecycle::new(self.proj.state(), policy.snapshot.transitions).ok();
+        self.policy = Arc::new(policy);
+        Ok(Ok(()))
     }
 
     async fn abort(&mut self) -> Result<(), EngineError> {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use rein_artifact::DynArtifactStore;
 use rein_ledger::{DynLedgerStore, EntryKind, Ledger, LedgerStoreError};
 use rein_policy::{
-    ApprovalPolicy, Approver, Budget, DynApprover, Eligibility, EligibilityRules, PolicySnapshot,
-    Transitions,
+    ApprovalPolicy, Approver, Budget, DynApprover, Eligibility, EligibilityError, EligibilityRules,
+    PolicySnapshot, Transitions,
 };
 use rein_resilience::{ExecutionStack, ResilienceConfig};
 use rein_run::{
@@ -28,6 +28,7 @@ use crate::config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
 use crate::driver::{Controls, Driver};
 use crate::error::{BuildError, EngineError};
 use crate::handle::RunHandle;
+use crate::narrow::PolicyNarrowing;
 use crate::project::{Projection, ProjectionError};
 use crate::tools::{AllowedSpecs, ToolTable};
 
@@ -109,7 +110,10 @@ pub(crate) struct RunPolicy {
 }
 
 impl RunPolicy {
-    pub(crate) fn new(snapshot: PolicySnapshot, specs: &[ToolSpec]) -> Result<Self, BuildError> {
+    pub(crate) fn new(
+        snapshot: PolicySnapshot,
+        specs: &[ToolSpec],
+    ) -> Result<Self, EligibilityError> {
         let eligibility = Eligibility::new(snapshot.eligibility.clone(), specs)?;
         let allowed = AllowedSpecs::new(&eligibility, specs);
         let act_guard = snapshot
@@ -268,6 +272,41 @@ impl Engine {
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
+    /// Narrows the policy of run `id`, which is not being driven now (paused, interrupted,
+    /// or stopped by a restart): records `policy_narrowed` and saves the run. From then on,
+    /// resume holds the run to the narrowed policy. For a run being driven, use
+    /// [`RunHandle::narrow`].
+    ///
+    /// # Errors
+    /// [`EngineError::Narrowing`] naming what the request would widen (nothing is
+    /// recorded); [`EngineError::AlreadyActive`] while the run is being driven;
+    /// [`EngineError::RunFinished`]; or as [`Engine::ledger`].
+    pub async fn narrow(&self, id: &RunId, narrowing: PolicyNarrowing) -> Result<Run, EngineError> {
+        let _guard = self.acquire(id)?;
+        let Loaded { loaded, unchecked } = self.load_ledger(id).await?;
+        if let Some(e @ RunStoreError::Io { .. }) = unchecked {
+            return Err(EngineError::RunStore(e));
+        }
+        let (budget, policy) = self.recorded_policy(id, &loaded.ledger)?;
+        let proj = rebuild(id, &loaded.ledger, budget)?;
+        if proj.run.is_finished() {
+            return Err(EngineError::RunFinished {
+                id: id.clone(),
+                status: proj.run.status(),
+            });
+        }
+        let mut driver = Driver::new(Arc::clone(&self.shared), policy, proj, loaded.ledger, None);
+        driver
+            .narrow(&narrowing)
+            .await?
+            .map_err(|source| EngineError::Narrowing {
+                id: id.clone(),
+                source,
+            })?;
+        driver.persist().await?;
+        Ok(driver.into_run())
+    }
+
     /// The ledger of run `id`, verified.
     ///
     /// # Errors
@@ -285,8 +324,8 @@ impl Engine {
     /// As [`Engine::ledger`], or [`EngineError::InconsistentLedger`].
     pub async fn load_run(&self, id: &RunId) -> Result<Run, EngineError> {
         let ledger = self.load_ledger(id).await?.loaded.ledger;
-        let policy = self.recorded_policy(id, &ledger)?;
-        Ok(rebuild(id, &ledger, &policy)?.run)
+        let (budget, _) = self.recorded_policy(id, &ledger)?;
+        Ok(rebuild(id, &ledger, budget)?.run)
     }
 
     /// The ids of every stored run.
@@ -472,24 +511,49 @@ impl Engine {
         }
     }
 
-    /// The policy recorded when the run started; the engine's own when they are equal.
-    fn recorded_policy(&self, id: &RunId, ledger: &Ledger) -> Result<Arc<RunPolicy>, EngineError> {
+    /// The policy the run is held to — the last `policy_narrowed`, else the one recorded
+    /// when it started; the engine's own when they are equal — and the budget it started
+    /// under (what a rebuild charges against until the first narrowing).
+    fn recorded_policy(
+        &self,
+        id: &RunId,
+        ledger: &Ledger,
+    ) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
         let invalid = |reason: String| EngineError::InvalidRecordedPolicy {
             id: id.clone(),
             reason,
         };
-        let Some(EntryKind::RunStarted { policy, .. }) =
-            ledger.entries().first().map(|e| e.event())
+        let Some(EntryKind::RunStarted {
+            policy: started, ..
+        }) = ledger.entries().first().map(|e| e.event())
         else {
             return Err(invalid("the ledger does not start with run_started".into()));
         };
-        if Arc::ptr_eq(policy, &self.shared.policy.value) || **policy == *self.shared.policy.value {
-            return Ok(Arc::clone(&self.shared.policy));
-        }
-        let snapshot = PolicySnapshot::from_value(policy).map_err(|e| invalid(e.to_string()))?;
-        let policy = RunPolicy::new(snapshot, self.shared.tools.specs())
-            .map_err(|e| invalid(e.to_string()))?;
-        Ok(Arc::new(policy))
+        let narrowed = ledger.entries().iter().rev().find_map(|e| match e.event() {
+            EntryKind::PolicyNarrowed { policy, .. } => Some(policy),
+            _ => None,
+        });
+        let current = narrowed.unwrap_or(started);
+        let policy = if Arc::ptr_eq(current, &self.shared.policy.value)
+            || **current == *self.shared.policy.value
+        {
+            Arc::clone(&self.shared.policy)
+        } else {
+            let snapshot =
+                PolicySnapshot::from_value(current).map_err(|e| invalid(e.to_string()))?;
+            let policy = RunPolicy::new(snapshot, self.shared.tools.specs())
+                .map_err(|e| invalid(e.to_string()))?;
+            Arc::new(policy)
+        };
+        let budget = match narrowed {
+            None => policy.snapshot.budget.clone(),
+            Some(_) => {
+                PolicySnapshot::from_value(started)
+                    .map_err(|e| invalid(e.to_string()))?
+                    .budget
+            }
+        };
+        Ok((budget, policy))
     }
 
     async fn reopen(
@@ -507,8 +571,8 @@ impl Engine {
             Some(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
             other => other,
         };
-        let policy = self.recorded_policy(id, &loaded.ledger)?;
-        let mut proj = rebuild(id, &loaded.ledger, &policy)?;
+        let (budget, policy) = self.recorded_policy(id, &loaded.ledger)?;
+        let mut proj = rebuild(id, &loaded.ledger, budget)?;
         let run = &proj.run;
         if run.is_finished() {
             return Err(EngineError::RunFinished {
@@ -613,8 +677,9 @@ fn inconsistent(id: &RunId, seq: u64, e: &ProjectionError) -> EngineError {
 }
 
 /// The run as `ledger` describes it, anchored to the ledger's last entry.
-fn rebuild(id: &RunId, ledger: &Ledger, policy: &RunPolicy) -> Result<Projection, EngineError> {
-    let mut proj = Projection::rebuild(ledger.entries(), |_| Ok(policy.snapshot.budget.clone()))
+/// `budget` is the one it started under.
+fn rebuild(id: &RunId, ledger: &Ledger, budget: Budget) -> Result<Projection, EngineError> {
+    let mut proj = Projection::rebuild(ledger.entries(), |_| Ok(budget))
         .map_err(|(seq, e)| inconsistent(id, seq, &e))?;
     if let Some(head) = ledger.head() {
         // A run rebuilt from scratch has no head yet: anchoring it cannot fail.

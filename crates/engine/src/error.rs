@@ -155,6 +155,26 @@ pub enum EngineError {
         /// Why.
         reason: String,
     },
+    /// A narrowing of the run's policy was refused: it would widen what the run may do.
+    /// Nothing was recorded.
+    #[error("cannot narrow the policy of run {id}: {source}")]
+    Narrowing {
+        /// The run.
+        id: RunId,
+        /// What it would widen.
+        #[source]
+        source: crate::NarrowingError,
+    },
+    /// The run stopped (ended, paused or interrupted) before its next step, where a
+    /// narrowing sent through its handle would have been applied.
+    #[error(
+        "run {id} stopped before its next step, so its policy was not narrowed; narrow a run \
+         that is not being driven through the engine instead"
+    )]
+    NotNarrowed {
+        /// The run.
+        id: RunId,
+    },
     /// The task driving the run ended abnormally.
     #[error("the task driving run {id} ended abnormally: {reason}")]
     TaskFailed {

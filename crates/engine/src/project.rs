@@ -376,6 +376,12 @@ impl Projection {
                     )?;
                 }
             }
+            EntryKind::PolicyNarrowed { policy, .. } => {
+                // From here on the run is charged against the narrowed limits.
+                self.budget = rein_policy::PolicySnapshot::from_value(policy)
+                    .map_err(|e| unfit(format!("the narrowed policy is unreadable: {e}")))?
+                    .budget;
+            }
             EntryKind::Steering { note } => {
                 run.add_evidence(EvidenceKind::note(NoteSource::Steering, note.clone()), at)?;
             }

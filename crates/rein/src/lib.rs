@@ -94,8 +94,9 @@ pub mod tool {
 #[doc(inline)]
 pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
-    MAX_JSON_DEPTH, ManualClock, OnToolError, OnViolation, Rejection, ReplayReport, RunControl,
-    RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
+    MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
+    Rejection, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds,
+    SystemClock, Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------

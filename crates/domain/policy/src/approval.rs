@@ -94,9 +94,10 @@ impl ApprovalPolicy {
         self
     }
 
-    /// Requires approval for every call of `tool`.
+    /// Requires approval for every call of `tool` (and takes it off the exempt list).
     #[must_use]
     pub fn require(mut self, tool: ToolName) -> Self {
+        self.exempt.remove(&tool);
         self.tools.insert(tool);
         self
     }
