@@ -1,4 +1,6 @@
-//! The engine's errors: `EngineError` for what callers get back, `Rejection` for refused decisions.
+//! The engine's errors: `EngineError` for what callers get back, `BuildError` for a
+//! configuration refused, and `Rejection` (internal) for refused decisions, which the ledger
+//! records as `policy_violation`.
 
 use rein_artifact::ArtifactError;
 use rein_ledger::{LedgerStoreError, Violation};
@@ -210,8 +212,7 @@ fn options_hint(options: &[String]) -> String {
 /// A decision the engine refused. Recorded in the ledger as a policy violation; by default
 /// it fails the run, or it is handed back to the planner as evidence.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// The decision names a tool that is not registered.
     #[error("unknown tool {name:?}; registered tools: {}", known.join(", "))]
     UnknownTool {
@@ -282,7 +283,7 @@ pub enum Rejection {
 impl Rejection {
     /// The ledger's classification of this rejection.
     #[must_use]
-    pub const fn violation(&self) -> Violation {
+    pub(crate) const fn violation(&self) -> Violation {
         match self {
             Self::UnknownTool { .. } => Violation::UnknownTool,
             Self::InvalidInput { .. } => Violation::InvalidInput,

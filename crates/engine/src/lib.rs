@@ -49,7 +49,7 @@ pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, Uui
 pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::{Engine, EngineBuilder, RunSpec};
-pub use error::{BuildError, EngineError, Rejection};
+pub use error::{BuildError, EngineError};
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};
 pub use narrow::{NarrowingError, PolicyNarrowing};

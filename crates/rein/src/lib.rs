@@ -95,8 +95,8 @@ pub mod tool {
 pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
     MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
-    Rejection, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds,
-    SystemClock, Trace, UuidV7Ids,
+    ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock,
+    Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
@@ -118,8 +118,9 @@ pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, Too
 #[doc(inline)]
 pub use rein_policy::{
     ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, Budget, DenyApprover, DynApprover, Eligibility, EligibilityError,
-    EligibilityRules, PolicySnapshot, Transitions, Verdict,
+    AutoApprover, Budget, BudgetExhausted, DenyApprover, DynApprover, Eligibility,
+    EligibilityError, EligibilityRules, Ineligible, PolicySnapshot, RefusalRule, TransitionRefused,
+    TransitionTableError, Transitions, Verdict,
 };
 
 // ---- the ledger ----------------------------------------------------------------------------------
@@ -141,7 +142,52 @@ pub use rein_storage::{
 
 // ---- resilience ----------------------------------------------------------------------------------
 #[doc(inline)]
-pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig, ToolOverrides};
+pub use rein_resilience::{
+    BreakerConfig, Bulkhead, Jitter, ResilienceConfig, RetryConfig, ToolOverrides, ToolPolicy,
+};
+
+/// Your own [tower](https://docs.rs/tower) layers around every tool call, added with
+/// [`EngineBuilder::layer`]. They run inside the policy layers, so they can observe,
+/// annotate or refuse a call, but never let one through that a policy refused.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use rein::layer::{MapRequestLayer, ToolCall};
+/// use rein::prelude::*;
+///
+/// let seen = Arc::new(AtomicUsize::new(0));
+/// let counter = Arc::clone(&seen);
+/// let engine = Engine::builder()
+///     .tool(Tool::builder("noop").annotations(Annotations::read_only())
+///         .handler(|_: Value| async { Ok(json!(null)) }).build()?)
+///     .layer(MapRequestLayer::new(move |call: ToolCall| {
+///         counter.fetch_add(1, Ordering::Relaxed);
+///         call
+///     }))
+///     .planner(ScriptedPlanner::new([
+///         ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+///         ScriptStep::expect(State::Explore, Decision::call_tool("noop", json!({}), "once")),
+///         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+///         ScriptStep::expect(State::Decide, Decision::finish("done", json!(null))),
+///     ]))
+///     .build()?;
+/// engine.run("count the calls").await?;
+/// assert_eq!(seen.load(Ordering::Relaxed), 1);
+/// # Ok(()) }
+/// ```
+pub mod layer {
+    #[doc(inline)]
+    pub use rein_resilience::{ToolCall, ToolService};
+    #[doc(no_inline)]
+    pub use tower::layer::layer_fn;
+    #[doc(no_inline)]
+    pub use tower::util::{MapRequestLayer, MapResponseLayer, MapResultLayer};
+    #[doc(no_inline)]
+    pub use tower::{Layer, Service};
+}
 
 #[doc(no_inline)]
 pub use serde_json::{Value, json};
