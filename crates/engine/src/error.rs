@@ -5,7 +5,9 @@
 use rein_artifact::ArtifactError;
 use rein_ledger::{LedgerStoreError, Violation};
 use rein_policy::{BudgetExhausted, EligibilityError, Ineligible, TransitionTableError};
-use rein_run::{LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName};
+use rein_run::{
+    BudgetName, LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName,
+};
 use rein_statemachine::TransitionError;
 
 /// Why the engine could not be built. Every policy is validated here, once, so a running
@@ -165,7 +167,7 @@ pub enum EngineError {
         id: RunId,
         /// What it would widen.
         #[source]
-        source: crate::NarrowingError,
+        source: NarrowingError,
     },
     /// The run stopped (ended, paused or interrupted) before its next step, where a
     /// narrowing sent through its handle would have been applied.
@@ -297,4 +299,51 @@ impl Rejection {
             }
         }
     }
+}
+
+/// Why a [`PolicyNarrowing`](crate::PolicyNarrowing) was refused: what it would widen, or name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NarrowingError {
+    /// A budget limit would rise (a narrowing may lower limits, or add one where none is).
+    #[error(
+        "narrowing would widen budget `{name}` from {current} to {requested}; ask for at most \
+         {current}"
+    )]
+    BudgetWouldRise {
+        /// The budget.
+        name: BudgetName,
+        /// Its limit now.
+        current: u64,
+        /// The limit asked for.
+        requested: u64,
+    },
+    /// The step limit would rise.
+    #[error(
+        "narrowing would widen max_steps from {current} to {requested}; ask for at most {current}"
+    )]
+    MaxStepsWouldRise {
+        /// The limit now.
+        current: u32,
+        /// The limit asked for.
+        requested: u32,
+    },
+    /// More rejections would be handed back than the run's policy allows.
+    #[error(
+        "narrowing would widen how rejections are handed back, from {current:?} to \
+         {requested:?}; ask for FailRun or a lower hand-back limit"
+    )]
+    HandBackWouldRise {
+        /// The run's setting now.
+        current: rein_policy::OnViolation,
+        /// The setting asked for.
+        requested: rein_policy::OnViolation,
+    },
+    /// The narrowed eligibility was refused (a narrowing keeps side effects in `act`, so
+    /// this means the run's recorded rules were already invalid).
+    #[error(transparent)]
+    Eligibility(#[from] rein_policy::EligibilityError),
+    /// A tool named in the narrowing is not registered with the engine.
+    #[error("narrowing names tool `{0}`, which this engine does not have; name a registered tool")]
+    UnknownTool(ToolName),
 }

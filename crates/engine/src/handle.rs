@@ -5,14 +5,31 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 use rein_run::{Run, RunId};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::driver::Control;
 use crate::error::EngineError;
+use crate::error::NarrowingError;
 use crate::events::{RunEvent, RunEvents};
 use crate::narrow::PolicyNarrowing;
+
+/// What a handle sends to its run.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Steer(String),
+    Interrupt,
+    /// Narrow the run's policy at the next step; the reply says whether it was.
+    Narrow(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>),
+}
+
+/// The run's end of its handle: control messages, the abort signal, the event channel.
+#[derive(Debug)]
+pub(crate) struct Controls {
+    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) events: broadcast::Sender<RunEvent>,
+}
 
 /// A run in progress, from [`Engine::start`](crate::Engine::start).
 ///

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use rein_policy::{EligibilityRules, OnViolation, PolicySnapshot};
 use rein_run::{BudgetName, State, ToolName, ToolSpec};
 
-use crate::engine::RunPolicy;
+use crate::error::NarrowingError;
+use crate::shared::RunPolicy;
 
 /// A request to narrow a live run's policy: lower budget limits, fewer steps, fewer eligible
 /// tools, more approvals, fewer rejections handed back. Applied with
@@ -35,53 +36,6 @@ pub struct PolicyNarrowing {
     forbid: BTreeSet<ToolName>,
     approve: BTreeSet<ToolName>,
     on_violation: Option<OnViolation>,
-}
-
-/// Why a [`PolicyNarrowing`] was refused: what it would widen, or name that does not exist.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NarrowingError {
-    /// A budget limit would rise (a narrowing may lower limits, or add one where none is).
-    #[error(
-        "narrowing would widen budget `{name}` from {current} to {requested}; ask for at most \
-         {current}"
-    )]
-    BudgetWouldRise {
-        /// The budget.
-        name: BudgetName,
-        /// Its limit now.
-        current: u64,
-        /// The limit asked for.
-        requested: u64,
-    },
-    /// The step limit would rise.
-    #[error(
-        "narrowing would widen max_steps from {current} to {requested}; ask for at most {current}"
-    )]
-    MaxStepsWouldRise {
-        /// The limit now.
-        current: u32,
-        /// The limit asked for.
-        requested: u32,
-    },
-    /// More rejections would be handed back than the run's policy allows.
-    #[error(
-        "narrowing would widen how rejections are handed back, from {current:?} to \
-         {requested:?}; ask for FailRun or a lower hand-back limit"
-    )]
-    HandBackWouldRise {
-        /// The run's setting now.
-        current: OnViolation,
-        /// The setting asked for.
-        requested: OnViolation,
-    },
-    /// The narrowed eligibility was refused (a narrowing keeps side effects in `act`, so
-    /// this means the run's recorded rules were already invalid).
-    #[error(transparent)]
-    Eligibility(#[from] rein_policy::EligibilityError),
-    /// A tool named in the narrowing is not registered with the engine.
-    #[error("narrowing names tool `{0}`, which this engine does not have; name a registered tool")]
-    UnknownTool(ToolName),
 }
 
 impl PolicyNarrowing {

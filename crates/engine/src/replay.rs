@@ -14,8 +14,9 @@ use rein_tool::{Tool, ToolError, ToolOutput};
 use serde_json::Value;
 
 use crate::clock::ManualClock;
-use crate::engine::{Engine, RunSpec};
+use crate::engine::Engine;
 use crate::error::EngineError;
+use crate::spec::RunSpec;
 
 /// Where a run went: the states it passed through, how it ended, with what.
 #[derive(Debug, Clone, PartialEq)]
