@@ -10,7 +10,7 @@ use rein_policy::{
     ApprovalPolicy, Approver, DynApprover, EligibilityRules, PolicySnapshot, Transitions,
 };
 use rein_resilience::{ExecutionStack, ResilienceConfig};
-use rein_run::{BudgetName, DynPlanner, DynRunStore, Planner, RunStore, RunStoreError};
+use rein_run::{BudgetName, DynPlanner, DynRunStore, Planner, RunStore};
 use rein_storage::{
     FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
 };
@@ -286,7 +286,7 @@ impl EngineBuilder {
             None => None,
             Some((dir, fsync)) => Some(
                 FsStores::open_with(dir, FsConfig::default().with_fsync(*fsync))
-                    .map_err(|e| BuildError::Stores(e.to_string()))?,
+                    .map_err(BuildError::Stores)?,
             ),
         };
         let runs: Arc<dyn DynRunStore> = match (self.runs, &fs) {
@@ -318,11 +318,5 @@ impl EngineBuilder {
             ids: self.ids,
             active: Mutex::new(HashSet::new()),
         })
-    }
-}
-
-impl From<RunStoreError> for BuildError {
-    fn from(e: RunStoreError) -> Self {
-        Self::Stores(e.to_string())
     }
 }

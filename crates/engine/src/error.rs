@@ -45,7 +45,7 @@ pub enum BuildError {
     },
     /// The filesystem stores could not be opened.
     #[error("could not open the filesystem stores: {0}")]
-    Stores(String),
+    Stores(#[source] rein_storage::StorageError),
 }
 
 /// Why the engine could not start, resume or finish driving a run.
@@ -57,7 +57,9 @@ pub enum BuildError {
 #[non_exhaustive]
 pub enum EngineError {
     /// No run has this id.
-    #[error("no run with id {id}; `runs list` shows the runs that exist")]
+    #[error(
+        "no run with id {id} in the engine's stores; check the id, and that the engine uses the stores the run was started with"
+    )]
     RunNotFound {
         /// The id.
         id: RunId,
@@ -152,12 +154,13 @@ pub enum EngineError {
         limit: usize,
     },
     /// The run's recorded policy could not be read back.
-    #[error("the recorded policy of run {id} is unreadable: {reason}")]
+    #[error("the recorded policy of run {id} is unusable: {source}")]
     InvalidRecordedPolicy {
         /// The run.
         id: RunId,
         /// Why.
-        reason: String,
+        #[source]
+        source: RecordedPolicyError,
     },
     /// A narrowing of the run's policy was refused: it would widen what the run may do.
     /// Nothing was recorded.
@@ -180,12 +183,13 @@ pub enum EngineError {
         id: RunId,
     },
     /// The task driving the run ended abnormally.
-    #[error("the task driving run {id} ended abnormally: {reason}")]
+    #[error("the task driving run {id} ended abnormally: {source}")]
     TaskFailed {
         /// The run.
         id: RunId,
-        /// What happened.
-        reason: String,
+        /// What the runtime said (the task panicked or was cancelled).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -346,4 +350,22 @@ pub enum NarrowingError {
     /// A tool named in the narrowing is not registered with the engine.
     #[error("narrowing names tool `{0}`, which this engine does not have; name a registered tool")]
     UnknownTool(ToolName),
+}
+
+/// Why the policy a run recorded cannot be enforced by this engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordedPolicyError {
+    /// The ledger's first entry is not `run_started`.
+    #[error("the ledger does not start with run_started")]
+    NoRunStarted,
+    /// The recorded JSON is not a policy snapshot.
+    #[error("it is not a valid policy snapshot: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// Its eligibility rules do not fit this engine's tools.
+    #[error("its eligibility rules do not fit this engine's tools: {0}")]
+    Eligibility(#[source] EligibilityError),
+    /// A replay engine could not be built under it.
+    #[error("a replay engine could not be built under it: {0}")]
+    Replay(#[source] Box<BuildError>),
 }

@@ -144,7 +144,7 @@ impl RunHandle {
             Ok(result) => result,
             Err(e) => Err(EngineError::TaskFailed {
                 id,
-                reason: e.to_string(),
+                source: Box::new(e),
             }),
         }
     }

@@ -11,7 +11,7 @@ use rein_run::{Run, RunId, RunStatus, RunStoreError, State};
 
 use crate::config::InDoubtPolicy;
 use crate::driver::Driver;
-use crate::error::EngineError;
+use crate::error::{EngineError, RecordedPolicyError};
 use crate::handle::Controls;
 use crate::narrow::PolicyNarrowing;
 use crate::project::{Projection, ProjectionError};
@@ -139,15 +139,15 @@ pub(crate) fn recorded_policy(
     id: &RunId,
     ledger: &Ledger,
 ) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
-    let invalid = |reason: String| EngineError::InvalidRecordedPolicy {
+    let invalid = |source| EngineError::InvalidRecordedPolicy {
         id: id.clone(),
-        reason,
+        source,
     };
     let Some(EntryKind::RunStarted {
         policy: started, ..
     }) = ledger.entries().first().map(|e| e.event())
     else {
-        return Err(invalid("the ledger does not start with run_started".into()));
+        return Err(invalid(RecordedPolicyError::NoRunStarted));
     };
     let narrowed = ledger.entries().iter().rev().find_map(|e| match e.event() {
         EntryKind::PolicyNarrowed { policy, .. } => Some(policy),
@@ -158,16 +158,17 @@ pub(crate) fn recorded_policy(
     {
         Arc::clone(&shared.policy)
     } else {
-        let snapshot = PolicySnapshot::from_value(current).map_err(|e| invalid(e.to_string()))?;
-        let policy =
-            RunPolicy::new(snapshot, shared.tools.specs()).map_err(|e| invalid(e.to_string()))?;
+        let snapshot = PolicySnapshot::from_value(current)
+            .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?;
+        let policy = RunPolicy::new(snapshot, shared.tools.specs())
+            .map_err(|e| invalid(RecordedPolicyError::Eligibility(e)))?;
         Arc::new(policy)
     };
     let budget = match narrowed {
         None => policy.snapshot.budget.clone(),
         Some(_) => {
             PolicySnapshot::from_value(started)
-                .map_err(|e| invalid(e.to_string()))?
+                .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?
                 .budget
         }
     };

@@ -95,8 +95,8 @@ pub mod tool {
 pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
     MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
-    ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock,
-    Trace, UuidV7Ids,
+    RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec,
+    SequentialIds, SystemClock, Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
@@ -138,6 +138,7 @@ pub use rein_artifact::{
 #[doc(inline)]
 pub use rein_storage::{
     FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
+    StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------
