@@ -24,7 +24,7 @@ use crate::attempts::AttemptEvent;
 use crate::config::OnViolation;
 use crate::depth;
 use crate::error::NarrowingError;
-use crate::error::{EngineError, Rejection};
+use crate::error::{EngineError, ProjectionError, Rejection};
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::project::Projection;
@@ -338,7 +338,9 @@ impl Driver {
                 };
                 if let Err(e) = self.rec.try_record(kind).await? {
                     return self
-                        .reject(Rejection::InvalidQuestion { reason: e.reason })
+                        .reject(Rejection::InvalidQuestion {
+                            reason: e.to_string(),
+                        })
                         .await;
                 }
                 self.rec.record(EntryKind::RunPaused { question }).await?;
@@ -357,11 +359,11 @@ impl Driver {
         // run that is driven is never in one: that would be a ledger that contradicts itself.
         let from = self.rec.proj.state();
         let mut lifecycle =
-            Lifecycle::new(from, self.policy.snapshot.transitions).map_err(|e| {
+            Lifecycle::new(from, self.policy.snapshot.transitions).map_err(|_| {
                 EngineError::InconsistentLedger {
                     id: self.rec.proj.run.id().clone(),
                     seq: self.rec.ledger.len() as u64,
-                    reason: e.to_string(),
+                    source: Box::new(ProjectionError::Terminal { state: from }),
                 }
             })?;
         match lifecycle.transition(to, &self.policy.act_guard, self.rec.proj.run.usage()) {

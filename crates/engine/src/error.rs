@@ -132,14 +132,15 @@ pub enum EngineError {
         last: u64,
     },
     /// A ledger's entries do not describe a valid run (they contradict the run's invariants).
-    #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {reason}")]
+    #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {source}")]
     InconsistentLedger {
         /// The run.
         id: RunId,
         /// The first entry that does not fit.
         seq: u64,
         /// Why.
-        reason: String,
+        #[source]
+        source: Box<ProjectionError>,
     },
     /// A run variable nests JSON deeper than the ledger can record
     /// ([`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH)); nothing was recorded.
@@ -368,4 +369,81 @@ pub enum RecordedPolicyError {
     /// A replay engine could not be built under it.
     #[error("a replay engine could not be built under it: {0}")]
     Replay(#[source] Box<BuildError>),
+}
+
+/// Why a ledger entry does not fit the run its earlier entries describe.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// The ledger holds no entry.
+    #[error("the ledger is empty")]
+    Empty,
+    /// The first entry is not `run_started`.
+    #[error("a ledger starts with run_started, not {kind}")]
+    NotStarted {
+        /// The first entry's kind.
+        kind: &'static str,
+    },
+    /// A second `run_started`.
+    #[error("run_started appears twice")]
+    StartedTwice,
+    /// The entry names another state than the one the run is in.
+    #[error(
+        "the entry says the run was in {recorded}, but the entries before put it in {replayed}"
+    )]
+    StateMismatch {
+        /// The state the entry names.
+        recorded: State,
+        /// The state the entries before it lead to.
+        replayed: State,
+    },
+    /// A decision for another step than the run's.
+    #[error("decision for step {step}, but the run is at step {at}")]
+    StepMismatch {
+        /// The decision's step.
+        step: u32,
+        /// The run's step.
+        at: u32,
+    },
+    /// A transition from another state than the run's.
+    #[error("transition from {from}, but the run is in {state}")]
+    TransitionFrom {
+        /// Where the entry says the run was.
+        from: State,
+        /// Where it is.
+        state: State,
+    },
+    /// An entry kind this engine does not know.
+    #[error("entry kind {kind} is not known to this engine")]
+    UnknownKind {
+        /// The kind.
+        kind: &'static str,
+    },
+    /// A `policy_narrowed` entry whose policy cannot be read.
+    #[error("the narrowed policy is unreadable: {0}")]
+    NarrowedPolicy(#[source] std::sync::Arc<serde_json::Error>),
+    /// A charge the recorded budget does not allow.
+    #[error(transparent)]
+    Budget(#[from] BudgetExhausted),
+    /// The run refused the entry (it breaks the run's own rules).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The step the ledger shows interrupted does not start with its decision.
+    #[error("the interrupted step's decision is not at the entry the ledger's replay pointed to")]
+    DecisionMissing,
+    /// The run is driven while in a terminal state, which has no way out.
+    #[error("the run is in {state}, a terminal state, and cannot move")]
+    Terminal {
+        /// The state.
+        state: State,
+    },
+    /// An entry the engine checked was refused by the run: a bug in the engine.
+    #[error("{kind}: {source}")]
+    Refused {
+        /// The entry's kind.
+        kind: &'static str,
+        /// Why.
+        #[source]
+        source: Box<ProjectionError>,
+    },
 }

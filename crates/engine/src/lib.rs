@@ -58,7 +58,7 @@ pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, Uui
 pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
-pub use error::{BuildError, EngineError, NarrowingError, RecordedPolicyError};
+pub use error::{BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;

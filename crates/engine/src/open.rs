@@ -69,7 +69,7 @@ pub(crate) async fn begin(
     };
     let budget = policy.snapshot.budget.clone();
     let proj = Projection::start(id.clone(), &started, now, budget)
-        .map_err(|e| inconsistent(&id, 1, &e))?;
+        .map_err(|e| inconsistent(&id, 1, e))?;
     let mut ledger = Ledger::new(id.clone());
     let entry = ledger.append(now, State::Intake, started);
     shared.ledgers.append_boxed(entry).await?;
@@ -305,11 +305,11 @@ pub(crate) struct Loaded {
     pub(crate) unchecked: Option<RunStoreError>,
 }
 
-fn inconsistent(id: &RunId, seq: u64, e: &ProjectionError) -> EngineError {
+fn inconsistent(id: &RunId, seq: u64, source: ProjectionError) -> EngineError {
     EngineError::InconsistentLedger {
         id: id.clone(),
         seq,
-        reason: e.reason.clone(),
+        source: Box::new(source),
     }
 }
 
@@ -321,12 +321,12 @@ pub(crate) fn rebuild(
     budget: Budget,
 ) -> Result<Projection, EngineError> {
     let mut proj = Projection::rebuild(ledger.entries(), |_| Ok(budget))
-        .map_err(|(seq, e)| inconsistent(id, seq, &e))?;
+        .map_err(|(seq, e)| inconsistent(id, seq, e))?;
     if let Some(head) = ledger.head() {
         // A run rebuilt from scratch has no head yet: anchoring it cannot fail.
         proj.run
             .anchor(head)
-            .map_err(|e| inconsistent(id, head.seq, &ProjectionError::from(e)))?;
+            .map_err(|e| inconsistent(id, head.seq, ProjectionError::from(e)))?;
     }
     Ok(proj)
 }

@@ -67,7 +67,10 @@ impl Recorder {
             .map_err(|e| EngineError::InconsistentLedger {
                 id: self.proj.run.id().clone(),
                 seq: self.ledger.len() as u64 + 1,
-                reason: format!("{name}: {}", e.reason),
+                source: Box::new(ProjectionError::Refused {
+                    kind: name,
+                    source: Box::new(e),
+                }),
             })
     }
 
@@ -109,7 +112,7 @@ impl Recorder {
                 .map_err(|e| EngineError::InconsistentLedger {
                     id: self.proj.run.id().clone(),
                     seq: head.seq,
-                    reason: e.to_string(),
+                    source: Box::new(e.into()),
                 })?;
         }
         self.shared.runs.save_boxed(&self.proj.run).await?;
@@ -196,9 +199,19 @@ mod tests {
                 .expect("no store error")
                 .is_err()
         );
+        // The refusal is kept as a typed source, not flattened into text.
+        let Err(EngineError::InconsistentLedger { seq: 2, source, .. }) =
+            rec.record(wrong_step).await
+        else {
+            panic!("expected an inconsistent ledger");
+        };
+        let ProjectionError::Refused { kind, source } = *source else {
+            panic!("expected a refused entry, got {source:?}");
+        };
+        assert_eq!(kind, "decision");
         assert!(matches!(
-            rec.record(wrong_step).await,
-            Err(EngineError::InconsistentLedger { seq: 2, .. })
+            *source,
+            ProjectionError::StepMismatch { step: 7, at: 0 }
         ));
         assert_eq!((rec.ledger.len(), stored(&rec).await), (1, 1));
         assert_eq!(rec.proj.run.steps(), 0);

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::call::exhausted_entry;
 use crate::config::OnToolError;
 use crate::driver::Driver;
-use crate::error::{EngineError, Rejection};
+use crate::error::{EngineError, ProjectionError, Rejection};
 use crate::project::{OpenAttempt, Progress, Projection, Unsettled};
 
 impl Driver {
@@ -33,9 +33,7 @@ impl Driver {
                 return Err(EngineError::InconsistentLedger {
                     id: self.rec.proj.run.id().clone(),
                     seq: step.decision_at as u64 + 1,
-                    reason: "the interrupted step's decision is not at the entry the ledger's \
-                             replay pointed to"
-                        .to_owned(),
+                    source: Box::new(ProjectionError::DecisionMissing),
                 });
             }
         };

@@ -95,8 +95,8 @@ pub mod tool {
 pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
     MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
-    RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle, RunSpec,
-    SequentialIds, SystemClock, Trace, UuidV7Ids,
+    ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle,
+    RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
