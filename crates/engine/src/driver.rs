@@ -11,12 +11,12 @@ use std::sync::Arc;
 use futures_util::FutureExt as _;
 use rein_ledger::{EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BudgetName, Decision, Digest, FailureKind, Payload, PlanRequest, Run, RunStatus, State,
+    BudgetName, Decision, Digest, FailureKind, Payload, PlanRequest, Run, RunId, RunStatus, State,
     ToolName,
 };
 use rein_statemachine::Lifecycle;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -25,6 +25,7 @@ use crate::config::OnViolation;
 use crate::depth;
 use crate::error::NarrowingError;
 use crate::error::{EngineError, ProjectionError, Rejection};
+use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::project::Projection;
@@ -57,6 +58,14 @@ pub(crate) struct Inbox {
     cancel: CancellationToken,
 }
 
+/// The driver's and the recorder's ends of a handle's channels.
+fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender<RunEvent>>) {
+    match controls {
+        Some(Controls { rx, cancel, events }) => (Some(Inbox { rx, cancel }), Some(events)),
+        None => (None, None),
+    }
+}
+
 /// How a step ended, for the loop.
 enum Flow {
     Continue,
@@ -64,6 +73,7 @@ enum Flow {
 }
 
 impl Driver {
+    /// A driver for a run rebuilt from its ledger (resume, narrowing).
     pub(crate) fn new(
         shared: Arc<Shared>,
         policy: Arc<RunPolicy>,
@@ -71,13 +81,34 @@ impl Driver {
         ledger: Ledger,
         controls: Option<Controls>,
     ) -> Self {
-        let (inbox, events) = match controls {
-            Some(Controls { rx, cancel, events }) => (Some(Inbox { rx, cancel }), Some(events)),
-            None => (None, None),
-        };
+        let (inbox, events) = split(controls);
+        let rec = Recorder::new(Arc::clone(&shared), proj, ledger, events);
+        Self::with(shared, policy, rec, inbox)
+    }
+
+    /// A driver for a new run, its `run_started` entry recorded.
+    pub(crate) async fn start(
+        shared: Arc<Shared>,
+        policy: Arc<RunPolicy>,
+        started: EntryKind,
+        id: RunId,
+        controls: Option<Controls>,
+    ) -> Result<Self, EngineError> {
+        let (inbox, events) = split(controls);
+        let budget = policy.snapshot.budget.clone();
+        let rec = Recorder::start(Arc::clone(&shared), id, started, budget, events).await?;
+        Ok(Self::with(shared, policy, rec, inbox))
+    }
+
+    fn with(
+        shared: Arc<Shared>,
+        policy: Arc<RunPolicy>,
+        rec: Recorder,
+        inbox: Option<Inbox>,
+    ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
         Self {
-            rec: Recorder::new(Arc::clone(&shared), proj, ledger, events),
+            rec,
             shared,
             policy,
             cache: HashMap::new(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rein_ledger::{EntryKind, Ledger, LedgerStoreError};
 use rein_policy::{Budget, PolicySnapshot};
-use rein_run::{Run, RunId, RunStatus, RunStoreError, State};
+use rein_run::{Run, RunId, RunStatus, RunStoreError};
 
 use crate::config::InDoubtPolicy;
 use crate::driver::Driver;
@@ -61,26 +61,12 @@ pub(crate) async fn begin(
         }
     }
     let policy = Arc::clone(&shared.policy);
-    let now = shared.clock.now();
     let started = EntryKind::RunStarted {
         goal: spec.goal,
         vars: spec.vars,
         policy: Arc::clone(&policy.value),
     };
-    let budget = policy.snapshot.budget.clone();
-    let proj = Projection::start(id.clone(), &started, now, budget)
-        .map_err(|e| inconsistent(&id, 1, e))?;
-    let mut ledger = Ledger::new(id.clone());
-    let entry = ledger.append(now, State::Intake, started);
-    shared.ledgers.append_boxed(entry).await?;
-    if let Some(controls) = &controls {
-        let _ = controls
-            .events
-            .send(crate::events::RunEvent::Recorded(std::sync::Arc::new(
-                entry.clone(),
-            )));
-    }
-    let mut driver = Driver::new(Arc::clone(shared), policy, proj, ledger, controls);
+    let mut driver = Driver::start(Arc::clone(shared), policy, started, id, controls).await?;
     // Saved without a sync: a snapshot anchored at the first entry proves nothing about
     // an empty ledger (a power cut may take the unsynced entry and keep the snapshot),
     // and `load_ledger` takes an empty ledger under it for a run that never started.

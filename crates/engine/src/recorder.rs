@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use rein_ledger::{EntryKind, Ledger};
-use rein_run::{Failure, FailureKind};
+use rein_policy::Budget;
+use rein_run::{Failure, FailureKind, RunId, State};
 use tokio::sync::broadcast;
 
 use crate::error::EngineError;
@@ -35,6 +36,32 @@ impl Recorder {
             ledger,
             events,
         }
+    }
+
+    /// Starts a new run: records its `run_started` entry (at the clock's time, in `intake`)
+    /// and the projection it begins.
+    pub(crate) async fn start(
+        shared: Arc<Shared>,
+        id: RunId,
+        started: EntryKind,
+        budget: Budget,
+        events: Option<broadcast::Sender<RunEvent>>,
+    ) -> Result<Self, EngineError> {
+        let at = shared.clock.now();
+        let proj = Projection::start(id.clone(), &started, at, budget).map_err(|source| {
+            EngineError::InconsistentLedger {
+                id: id.clone(),
+                seq: 1,
+                source: Box::new(source),
+            }
+        })?;
+        let mut rec = Self::new(shared, proj, Ledger::new(id), events);
+        let entry = rec.ledger.append(at, State::Intake, started);
+        rec.shared.ledgers.append_boxed(entry).await?;
+        if let Some(events) = &rec.events {
+            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
+        }
+        Ok(rec)
     }
 
     /// Records `kind`: applies it to the run (the aggregate refuses what breaks its rules —
