@@ -8,7 +8,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rein::tool::{Digest, ToolSpec};
+use rein::ToolSpec;
+use rein::tool::Digest;
 use rein::{
     Annotations, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
     ApproverError, AutoApprover, Decision, DenyApprover, Engine, EntryKind, FailureKind, RiskLevel,

@@ -22,7 +22,7 @@ use crate::error::BuildError;
 use crate::shared::{RunPolicy, Shared};
 use crate::tools::ToolTable;
 
-/// Builds an [`Engine`]. Every option has a default: in-memory stores, the default policies
+/// Builds an [`Engine`](crate::Engine). Every option has a default: in-memory stores, the default policies
 /// (DESIGN.md §2), no approver (approvals fail closed), 100 steps at most.
 #[must_use]
 pub struct EngineBuilder {

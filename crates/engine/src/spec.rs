@@ -37,9 +37,9 @@ impl RunSpec {
     }
 
     /// Uses `id` instead of a generated one. Starting a second run with an id that exists
-    /// fails with [`EngineError::AlreadyActive`] or [`EngineError::RunExists`]; an id whose
+    /// fails with [`EngineError::AlreadyActive`](crate::EngineError::AlreadyActive) or [`EngineError::RunExists`](crate::EngineError::RunExists); an id whose
     /// ledger is empty or gone while its run snapshot names a later entry fails with
-    /// [`EngineError::LedgerBehindSnapshot`] (that snapshot is the proof of a cut ledger, and
+    /// [`EngineError::LedgerBehindSnapshot`](crate::EngineError::LedgerBehindSnapshot) (that snapshot is the proof of a cut ledger, and
     /// is not overwritten).
     pub fn with_id(mut self, id: RunId) -> Self {
         self.id = Some(id);

@@ -56,11 +56,14 @@ pub mod shell;
 
 pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 
-/// The tool port and its types: implement [`tool::Tool`] to write a tool as a type.
+/// The tool port: implement [`tool::Tool`] to write a tool as a type (the top-level
+/// [`Tool`] is its closure implementation, from [`Tool::builder`]). The types a tool's
+/// signature uses — [`ToolSpec`], [`ToolOutput`], [`ToolError`], [`ToolName`],
+/// [`Annotations`], [`RiskLevel`] — are at the crate root, once.
 ///
 /// ```
-/// use rein::tool::{Tool, ToolError, ToolOutput, ToolSpec};
-/// use rein::{Annotations, Value};
+/// use rein::tool::Tool;
+/// use rein::{Annotations, ToolError, ToolOutput, ToolSpec, Value};
 ///
 /// /// Reads a value from an in-memory table.
 /// struct Lookup { spec: ToolSpec, table: std::collections::HashMap<String, String> }
@@ -85,8 +88,7 @@ pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 pub mod tool {
     #[doc(inline)]
     pub use rein_tool::{
-        Annotations, AnnotationsError, Digest, DynTool, Registry, RegistryError, RiskLevel,
-        SharedTool, Tool, ToolError, ToolName, ToolNameError, ToolOutput, ToolSpec,
+        AnnotationsError, Digest, DynTool, Registry, RegistryError, SharedTool, Tool, ToolNameError,
     };
 }
 
