@@ -348,6 +348,12 @@ pub enum NarrowingError {
     /// this means the run's recorded rules were already invalid).
     #[error(transparent)]
     Eligibility(#[from] rein_policy::EligibilityError),
+    /// The narrowed policy would allow something the run's policy does not (a check of the
+    /// whole result, behind the checks of each part above).
+    #[error(
+        "narrowing would widen the run's policy; ask only for lower limits, fewer tools and more approvals"
+    )]
+    WouldWiden,
     /// A tool named in the narrowing is not registered with the engine.
     #[error("narrowing names tool `{0}`, which this engine does not have; name a registered tool")]
     UnknownTool(ToolName),

@@ -157,6 +157,10 @@ impl PolicyNarrowing {
                 .collect();
             next.eligibility = EligibilityRules::Explicit { allow };
         }
+        // Each change above only narrows; this checks the whole result the same way.
+        if !next.is_within(&current.snapshot, specs) {
+            return Err(NarrowingError::WouldWiden);
+        }
         Ok(next)
     }
 }
@@ -195,7 +199,7 @@ mod tests {
             .unwrap();
         assert_eq!(narrowed.budget.limit(&BudgetName::TOOL_CALLS), Some(3));
         assert_eq!(narrowed.max_steps, 10);
-        assert!(narrowed.is_within(&current.snapshot));
+        assert!(narrowed.is_within(&current.snapshot, &tools()));
 
         let wider = PolicyNarrowing::new("more").budget(BudgetName::TOOL_CALLS, 6);
         assert_eq!(
@@ -231,6 +235,8 @@ mod tests {
             .require_approval("read".parse().unwrap())
             .apply(&current, &tools())
             .unwrap();
+        assert!(narrowed.is_within(&current.snapshot, &tools()));
+        assert!(!current.snapshot.is_within(&narrowed, &tools()));
         let after = policy(narrowed);
         let specs = tools();
         for state in State::ALL {
