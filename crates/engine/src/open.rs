@@ -316,3 +316,76 @@ pub(crate) fn rebuild(
     }
     Ok(proj)
 }
+
+#[cfg(test)]
+mod tests {
+    use rein_planner::ScriptedPlanner;
+    use rein_run::{BudgetName, State, Timestamp};
+    use serde_json::Map;
+
+    use super::*;
+    use crate::builder::EngineBuilder;
+
+    fn shared() -> Arc<Shared> {
+        Arc::new(
+            EngineBuilder::default()
+                .planner(ScriptedPlanner::new([]))
+                .into_shared()
+                .expect("builds"),
+        )
+    }
+
+    fn started(shared: &Shared, id: &RunId) -> Ledger {
+        let mut ledger = Ledger::new(id.clone());
+        ledger.append(
+            Timestamp::from_unix_millis(1),
+            State::Intake,
+            EntryKind::RunStarted {
+                goal: "g".into(),
+                vars: Map::new(),
+                policy: Arc::clone(&shared.policy.value),
+            },
+        );
+        ledger
+    }
+
+    #[test]
+    fn a_run_under_the_engines_policy_shares_it() {
+        let shared = shared();
+        let id: RunId = "r".parse().expect("an id");
+        let (budget, policy) = recorded_policy(&shared, &id, &started(&shared, &id)).expect("ok");
+        assert!(Arc::ptr_eq(&policy, &shared.policy));
+        assert_eq!(budget, shared.policy.snapshot.budget);
+    }
+
+    #[test]
+    fn the_last_narrowing_is_the_policy_and_the_start_is_the_budget_to_rebuild_with() {
+        let shared = shared();
+        let id: RunId = "r".parse().expect("an id");
+        let mut ledger = started(&shared, &id);
+        for steps in [50, 10] {
+            let mut narrowed = shared.policy.snapshot.clone();
+            narrowed.max_steps = steps;
+            narrowed.budget = narrowed.budget.with_limit(BudgetName::TOOL_CALLS, 1);
+            ledger.append(
+                Timestamp::from_unix_millis(2),
+                State::Intake,
+                EntryKind::PolicyNarrowed {
+                    policy: Arc::new(narrowed.to_value()),
+                    reason: "less".into(),
+                },
+            );
+        }
+        let (budget, policy) = recorded_policy(&shared, &id, &ledger).expect("ok");
+        assert_eq!(policy.snapshot.max_steps, 10);
+        assert_eq!(
+            policy.snapshot.budget.limit(&BudgetName::TOOL_CALLS),
+            Some(1)
+        );
+        // Charges before the narrowing replay against the limits the run started with.
+        assert_eq!(budget.limit(&BudgetName::TOOL_CALLS), None);
+        // The rebuilt run charges against the narrowed limits from the narrowing on.
+        let proj = rebuild(&id, &ledger, budget).expect("rebuilds");
+        assert_eq!(proj.budget().limit(&BudgetName::TOOL_CALLS), Some(1));
+    }
+}
