@@ -8,7 +8,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rein::tool::{Digest, ToolSpec};
+use rein::ToolSpec;
+use rein::tool::Digest;
 use rein::{
     Annotations, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
     ApproverError, AutoApprover, Decision, DenyApprover, Engine, EntryKind, FailureKind, RiskLevel,
@@ -130,6 +131,10 @@ impl Approver for Sleepy {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         Ok(ApprovalResponse::grant(request, "sleepy", "too late"))
     }
+
+    fn name(&self) -> &str {
+        "sleepy"
+    }
 }
 
 /// Cannot decide.
@@ -187,7 +192,8 @@ async fn an_approver_that_does_not_answer_in_time_denies() {
     let policy = ApprovalPolicy::default().with_timeout(Duration::from_secs(1));
     let expect = Expect {
         granted: false,
-        approver: "engine",
+        // The approver that failed is on record, by the name it gives.
+        approver: "sleepy",
         reason_contains: "did not answer within 1000 ms",
     };
     check(Some(Sleepy), policy, expect).await;
@@ -197,7 +203,8 @@ async fn an_approver_that_does_not_answer_in_time_denies() {
 async fn an_approver_error_denies() {
     let expect = Expect {
         granted: false,
-        approver: "engine",
+        // …or by its type's name when it gives none.
+        approver: "Broken",
         reason_contains: "approval service offline",
     };
     check(Some(Broken), ApprovalPolicy::default(), expect).await;

@@ -303,3 +303,46 @@ fn invalid_configuration_is_refused_when_the_engine_is_built() {
         "{built:?}"
     );
 }
+
+#[tokio::test]
+async fn engine_errors_keep_their_cause_and_name_no_cli_command() {
+    use std::error::Error as _;
+
+    // Stores that cannot be opened: the storage error is the source, not a copy of its text.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a directory").expect("write");
+    let built = Engine::builder()
+        .planner(ScriptedPlanner::new([]))
+        .filesystem(&file)
+        .build();
+    let Err(e @ BuildError::Stores(_)) = built else {
+        panic!("expected a store error, got {built:?}");
+    };
+    assert!(
+        e.source().is_some_and(|s| s.is::<rein::StorageError>()),
+        "{e:?}"
+    );
+
+    // A ledger whose first entry is not run_started: a typed reason, kept as the source.
+    let engine = Engine::builder()
+        .planner(ScriptedPlanner::new([]))
+        .build()
+        .expect("engine builds");
+    let id: RunId = "no-such-run".parse().expect("an id");
+    let missing = engine.resume(&id).await.expect_err("no run");
+    assert!(matches!(missing, EngineError::RunNotFound { .. }));
+    assert!(!missing.to_string().contains("runs list"), "{missing}");
+    let mut ledger = rein::Ledger::new(id.clone());
+    ledger.append(
+        rein::Timestamp::from_unix_millis(1),
+        State::Intake,
+        EntryKind::Steering { note: "x".into() },
+    );
+    let replayed = engine.replay(&ledger).await.expect_err("no run_started");
+    let EngineError::InvalidRecordedPolicy { ref source, .. } = replayed else {
+        panic!("expected an unusable recorded policy, got {replayed:?}");
+    };
+    assert!(matches!(source, rein::RecordedPolicyError::NoRunStarted));
+    assert!(replayed.source().is_some());
+}

@@ -679,3 +679,44 @@ async fn skipping_validate_or_looping_forever_is_refused() {
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     assert_eq!(violations(&ledger), [Violation::MaxSteps]);
 }
+
+// ---- user layers ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_user_layer_sees_only_the_calls_the_policies_let_through() {
+    use rein::layer::{MapRequestLayer, ToolCall};
+
+    let (read, reads) = counted("read", Annotations::read_only());
+    let (wipe, wipes) = counted("wipe", Annotations::destructive());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let engine = Engine::builder()
+        .tool(read)
+        .tool(wipe)
+        .approver(DenyApprover)
+        // Written through the facade only: `rein::layer` has what a layer is bounded on.
+        .layer(MapRequestLayer::new(move |call: ToolCall| {
+            log.lock().expect("lock").push(call.input().clone());
+            call
+        }))
+        .planner(MockPlanner::new(|request| {
+            let read = request
+                .evidence()
+                .iter()
+                .any(|e| matches!(e.kind, EvidenceKind::ToolResult { .. }));
+            Ok(match request.state() {
+                State::Explore if !read => Decision::call_tool("read", json!({"n": 1}), "look"),
+                State::Act => Decision::call_tool("wipe", json!({"n": 2}), "clean"),
+                state => towards(state, State::Act),
+            })
+        }))
+        .build()
+        .expect("engine");
+    let run = engine.run("layered").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Failed);
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert_eq!(violations(&ledger), [Violation::ApprovalDenied]);
+    assert_eq!((reads.get(), wipes.get()), (1, 0));
+    // The layer saw the one call that was allowed, never the denied one.
+    assert_eq!(*seen.lock().expect("lock"), [json!({"n": 1})]);
+}

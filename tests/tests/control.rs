@@ -336,3 +336,96 @@ async fn a_slow_subscriber_is_told_how_many_events_it_missed() {
     }
     assert_eq!(rest, ledger.entries()[ledger.len() - 2..]);
 }
+
+/// The engine's notes in `request`'s evidence.
+fn engine_notes(request: &PlanRequest<'_>) -> Vec<String> {
+    request
+        .evidence()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EvidenceKind::SystemNote {
+                source: NoteSource::Engine,
+                note,
+            } => Some(note.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Explore: call the gated `slow` tool; then, when told of an interrupt, give up if `obey`
+/// (else propose another call); after a resume, finish with the engine's notes it saw.
+fn told(obey: bool) -> rein::MockPlanner {
+    rein::MockPlanner::new(move |request| {
+        let notes = engine_notes(request);
+        let slow_done = request.evidence().iter().any(
+            |e| matches!(&e.kind, EvidenceKind::ToolResult { tool, .. } if tool.as_str() == "slow"),
+        );
+        Ok(match request.state() {
+            State::Intake => Decision::transition(State::Explore, "start"),
+            State::Explore if !slow_done => Decision::call_tool("slow", json!({}), "wait for it"),
+            State::Explore if request.interrupted() && obey => {
+                Decision::fail(format!("stopped as asked: {}", notes.join(" | ")))
+            }
+            State::Explore if request.interrupted() => {
+                Decision::call_tool("read", json!({}), "one more")
+            }
+            State::Explore => Decision::transition(State::Decide, "go on"),
+            _ => Decision::finish("resumed", json!(notes)),
+        })
+    })
+}
+
+/// Interrupts a run while its `slow` call is in flight; returns the engine and the run.
+async fn interrupted_in_flight(obey: bool) -> (Engine, rein::Run) {
+    let (slow, gate, _) = gated("slow", Annotations::read_only());
+    let (read, _) = echo("read", Annotations::read_only());
+    let engine = Engine::builder()
+        .tool(slow)
+        .tool(read)
+        .planner(told(obey))
+        .build()
+        .expect("engine builds");
+    let handle = engine.start("interrupt").await.expect("start");
+    gate.entered().await;
+    handle.interrupt();
+    gate.release();
+    let run = handle.await.expect("run");
+    (engine, run)
+}
+
+#[tokio::test]
+async fn the_planner_is_told_of_a_graceful_interrupt_and_may_finish() {
+    let (engine, run) = interrupted_in_flight(true).await;
+    // Its last step gave up (as it may); without the note and the flag it would have
+    // proposed another call and been left interrupted.
+    let failure = run.failure().expect("the planner gave up");
+    assert_eq!(failure.kind, FailureKind::PlannerGaveUp, "{failure:?}");
+    assert!(
+        failure
+            .message
+            .starts_with("stopped as asked: the run was interrupted"),
+        "{failure:?}"
+    );
+    // The note is recorded (the interrupt entry) before the run holds it.
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert_eq!(engine.load_run(run.id()).await.expect("load"), run);
+    assert_eq!(count(&ledger, "interrupt"), 1);
+}
+
+#[tokio::test]
+async fn a_resumed_run_is_told_that_it_was_resumed() {
+    let (engine, run) = interrupted_in_flight(false).await;
+    assert_eq!(run.status(), RunStatus::Interrupted);
+    let run = engine.resume(run.id()).await.expect("resume");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let notes: Vec<&str> = run
+        .result()
+        .and_then(|r| r.as_array())
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("interrupted"), "{notes:?}");
+    assert!(notes[1].contains("resumed after an interrupt"), "{notes:?}");
+}

@@ -102,13 +102,15 @@ async fn evidence_accumulates_in_the_order_it_was_gathered() {
             r#"result read {"q":1} -> {"echo":{"q":1}} cached=false"#,
             r#"failure broken {"q":2}: failed"#,
             "human Go on? yes",
+            // The engine tells the planner the run was resumed (recorded as run_resumed).
+            "note Engine resumed with a human's answer",
             r#"result read {"q":3} -> {"echo":{"q":3}} cached=false"#,
         ]
     );
     // Evidence is tagged with the number of decisions taken when it was gathered: the result
     // of decision 1 (counted from 0) carries step 2.
     let tagged: Vec<u32> = run.evidence().iter().map(|e| e.step).collect();
-    assert_eq!(tagged, [2, 3, 4, 5]);
+    assert_eq!(tagged, [2, 3, 4, 4, 5]);
 
     // Every request saw the evidence of the one before, plus what the step added.
     let seen = seen.lock().expect("lock").clone();
@@ -116,7 +118,7 @@ async fn evidence_accumulates_in_the_order_it_was_gathered() {
     for pair in seen.windows(2) {
         assert!(pair[1].starts_with(&pair[0]), "evidence only grows");
     }
-    assert_eq!(seen.last().map(Vec::len), Some(4));
+    assert_eq!(seen.last().map(Vec::len), Some(5));
 }
 
 #[tokio::test]

@@ -138,3 +138,61 @@ async fn one_violation_more_than_the_limit_fails_the_run() {
     check(1, 2).await;
     check(2, 3).await;
 }
+
+/// A planner that asks a human first, then keeps proposing a tool nobody registered.
+fn stubborn() -> MockPlanner {
+    MockPlanner::new(|request| {
+        Ok(if request.step() == 0 {
+            Decision::ask_human("go on?", vec!["yes".to_owned()])
+        } else {
+            Decision::call_tool("nope", json!({}), "keeps trying")
+        })
+    })
+}
+
+/// Pauses a run on an engine with `first`, resumes it with an answer on an engine over the
+/// same directory with `second`; returns the violations the resumed run recorded.
+async fn restarted(first: OnViolation, second: OnViolation) -> Vec<(Violation, bool)> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = |on_violation| {
+        Engine::builder()
+            .planner(stubborn())
+            .filesystem(dir.path())
+            .on_violation(on_violation)
+            .max_steps(20)
+            .build()
+            .expect("engine builds")
+    };
+    let paused = engine(first).run("persist").await.expect("run");
+    assert_eq!(paused.status(), RunStatus::Paused);
+    let b = engine(second);
+    let run = b
+        .resume_with_input(paused.id(), "yes")
+        .await
+        .expect("resume");
+    assert_eq!(run.status(), RunStatus::Failed, "{:?}", run.failure());
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PolicyViolation),
+        "{:?}",
+        run.failure()
+    );
+    violations(&b.ledger(paused.id()).await.expect("ledger"))
+}
+
+#[tokio::test]
+async fn a_restart_cannot_widen_how_often_rejections_are_handed_back() {
+    // Started failing on the first rejection: an engine that hands back cannot change that.
+    assert_eq!(
+        restarted(OnViolation::FailRun, OnViolation::HandBack { limit: 1 }).await,
+        [(Violation::UnknownTool, false)]
+    );
+    // Started handing back one: a resume on a default engine keeps the run's own policy.
+    assert_eq!(
+        restarted(OnViolation::HandBack { limit: 1 }, OnViolation::FailRun).await,
+        [
+            (Violation::UnknownTool, true),
+            (Violation::UnknownTool, false)
+        ]
+    );
+}

@@ -207,3 +207,43 @@ async fn with_a_fixed_clock_and_ids_runs_are_reproducible_byte_for_byte() {
     assert_eq!(run_a, run_b);
     assert_eq!(lines_a, lines_b);
 }
+
+#[tokio::test(start_paused = true)]
+async fn tool_durations_come_from_the_engine_clock() {
+    // Ten seconds of tokio time pass inside the tool; the engine's clock never moves.
+    let slow = rein::Tool::builder("slow")
+        .annotations(rein::Annotations::read_only())
+        .handler(|_: Value| async {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            Ok(json!("late"))
+        })
+        .build()
+        .expect("a valid tool");
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("slow", json!({}), "wait"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
+    ]);
+    let engine = Engine::builder()
+        .tool(slow)
+        .planner(ScriptedPlanner::new(steps))
+        .clock(ManualClock::starting_at(1_700_000_000_000))
+        .build()
+        .expect("engine builds");
+    let run = engine.run("time it").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let durations: Vec<u64> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolResult { duration_ms, .. } => Some(*duration_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(durations, [0]);
+}

@@ -53,6 +53,10 @@ impl Approver for ScriptedApprover {
             }
         })
     }
+
+    fn name(&self) -> &str {
+        NAME
+    }
 }
 
 fn non_empty<'a>(text: &'a str, default: &'a str) -> &'a str {

@@ -2,6 +2,8 @@
 //! each attempt ended and asks it before every retry, so the driver can charge and ledger
 //! the retry — and ledger the failure before it — before the retry starts.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rein_resilience::{Admission, AttemptObserver, AttemptReport};
@@ -9,12 +11,16 @@ use rein_run::ToolName;
 use rein_tool::ToolError;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::clock::Clock;
+
 /// How one attempt ended. Successful outputs are not copied: the call's result carries it.
 #[derive(Debug, Clone)]
 pub(crate) struct AttemptRecord {
     /// The attempt's number in the stack's count (from 1 in every call of the stack).
     pub(crate) attempt: u32,
     pub(crate) error: Option<ToolError>,
+    /// How long it took by the engine's [`Clock`] (a `ManualClock` that does not move
+    /// makes it 0, so a ledger stays reproducible byte for byte).
     pub(crate) elapsed: Duration,
 }
 
@@ -31,10 +37,14 @@ pub(crate) enum AttemptEvent {
 }
 
 /// Admits attempt 1 at once (the driver charged and ledgered it before the call); asks the
-/// driver before every later attempt and reports every attempt's end.
+/// driver before every later attempt and reports every attempt's end, timed by the
+/// engine's clock.
 #[derive(Debug)]
 pub(crate) struct AttemptLink {
     tx: mpsc::UnboundedSender<AttemptEvent>,
+    clock: Arc<dyn Clock>,
+    /// When the current attempt was admitted, in the clock's milliseconds.
+    started: AtomicU64,
 }
 
 /// The veto's error: never seen by the planner (the engine reports the last real attempt's
@@ -45,16 +55,23 @@ impl AttemptLink {
     /// An observer that reports to the driver holding `tx`'s receiver. The driver keeps one
     /// channel for the whole run (a channel allocates its first block of slots on first
     /// use, which per call cost W1 ~0.7 µs a decision) and drains it after every call.
-    pub(crate) const fn new(tx: mpsc::UnboundedSender<AttemptEvent>) -> Self {
-        Self { tx }
+    pub(crate) fn new(tx: mpsc::UnboundedSender<AttemptEvent>, clock: Arc<dyn Clock>) -> Self {
+        let started = AtomicU64::new(clock.now().as_unix_millis());
+        Self { tx, clock, started }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now().as_unix_millis()
     }
 }
 
 impl AttemptObserver for AttemptLink {
     fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
+        // A retry's time starts at its admission; the first attempt's when the link was made.
         if attempt <= 1 {
             return Admission::allow();
         }
+        self.started.store(self.now(), Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         if self
             .tx
@@ -71,7 +88,10 @@ impl AttemptObserver for AttemptLink {
         let record = AttemptRecord {
             attempt: report.attempt,
             error: report.outcome.as_ref().err().cloned(),
-            elapsed: report.elapsed,
+            elapsed: Duration::from_millis(
+                self.now()
+                    .saturating_sub(self.started.load(Ordering::Relaxed)),
+            ),
         };
         // A driver that is gone has stopped recording; the report has nowhere to go.
         let _ = self.tx.send(AttemptEvent::Ended(record));

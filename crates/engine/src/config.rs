@@ -1,18 +1,7 @@
-//! `EngineConfig`: how the engine treats rejections, tool errors, in-doubt calls and outputs.
+//! `EngineConfig`: how the engine treats tool errors, in-doubt calls and outputs (rejections
+//! are part of each run's policy: [`OnViolation`]).
 
-/// What the engine does with a decision a policy rejected, or a tool call that failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnViolation {
-    /// Fail the run with the rejection (the default: governed means fail closed).
-    #[default]
-    FailRun,
-    /// Hand the rejection back to the planner as evidence so it can correct itself, at most
-    /// `limit` times per run (the `violations` budget); the next one fails the run.
-    HandBack {
-        /// How many rejections a run may hand back.
-        limit: u64,
-    },
-}
+pub use rein_policy::OnViolation;
 
 /// What the engine does with a tool call that failed after the resilience stack gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,9 +29,6 @@ pub enum InDoubtPolicy {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineConfig {
-    /// Rejected decisions (unknown tool, invalid input, ineligible tool, refused transition,
-    /// denied approval, exhausted budget).
-    pub on_violation: OnViolation,
     /// Tool calls that failed after the resilience stack gave up.
     pub on_tool_error: OnToolError,
     /// Calls left in doubt by a crash.
@@ -57,7 +43,6 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            on_violation: OnViolation::FailRun,
             on_tool_error: OnToolError::FailRun,
             in_doubt: InDoubtPolicy::RetryIdempotentOnly,
             inline_output_limit: 64 * 1024,

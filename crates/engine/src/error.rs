@@ -1,9 +1,13 @@
-//! The engine's errors: `EngineError` for what callers get back, `Rejection` for refused decisions.
+//! The engine's errors: `EngineError` for what callers get back, `BuildError` for a
+//! configuration refused, and `Rejection` (internal) for refused decisions, which the ledger
+//! records as `policy_violation`.
 
 use rein_artifact::ArtifactError;
 use rein_ledger::{LedgerStoreError, Violation};
 use rein_policy::{BudgetExhausted, EligibilityError, Ineligible, TransitionTableError};
-use rein_run::{LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName};
+use rein_run::{
+    BudgetName, LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName,
+};
 use rein_statemachine::TransitionError;
 
 /// Why the engine could not be built. Every policy is validated here, once, so a running
@@ -41,7 +45,7 @@ pub enum BuildError {
     },
     /// The filesystem stores could not be opened.
     #[error("could not open the filesystem stores: {0}")]
-    Stores(String),
+    Stores(#[source] rein_storage::StorageError),
 }
 
 /// Why the engine could not start, resume or finish driving a run.
@@ -53,7 +57,9 @@ pub enum BuildError {
 #[non_exhaustive]
 pub enum EngineError {
     /// No run has this id.
-    #[error("no run with id {id}; `runs list` shows the runs that exist")]
+    #[error(
+        "no run with id {id} in the engine's stores; check the id, and that the engine uses the stores the run was started with"
+    )]
     RunNotFound {
         /// The id.
         id: RunId,
@@ -126,14 +132,15 @@ pub enum EngineError {
         last: u64,
     },
     /// A ledger's entries do not describe a valid run (they contradict the run's invariants).
-    #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {reason}")]
+    #[error("the ledger of run {id} does not describe a valid run at entry {seq}: {source}")]
     InconsistentLedger {
         /// The run.
         id: RunId,
         /// The first entry that does not fit.
         seq: u64,
         /// Why.
-        reason: String,
+        #[source]
+        source: Box<ProjectionError>,
     },
     /// A run variable nests JSON deeper than the ledger can record
     /// ([`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH)); nothing was recorded.
@@ -148,20 +155,42 @@ pub enum EngineError {
         limit: usize,
     },
     /// The run's recorded policy could not be read back.
-    #[error("the recorded policy of run {id} is unreadable: {reason}")]
+    #[error("the recorded policy of run {id} is unusable: {source}")]
     InvalidRecordedPolicy {
         /// The run.
         id: RunId,
         /// Why.
-        reason: String,
+        #[source]
+        source: RecordedPolicyError,
+    },
+    /// A narrowing of the run's policy was refused: it would widen what the run may do.
+    /// Nothing was recorded.
+    #[error("cannot narrow the policy of run {id}: {source}")]
+    Narrowing {
+        /// The run.
+        id: RunId,
+        /// What it would widen.
+        #[source]
+        source: NarrowingError,
+    },
+    /// The run stopped (ended, paused or interrupted) before its next step, where a
+    /// narrowing sent through its handle would have been applied.
+    #[error(
+        "run {id} stopped before its next step, so its policy was not narrowed; narrow a run \
+         that is not being driven through the engine instead"
+    )]
+    NotNarrowed {
+        /// The run.
+        id: RunId,
     },
     /// The task driving the run ended abnormally.
-    #[error("the task driving run {id} ended abnormally: {reason}")]
+    #[error("the task driving run {id} ended abnormally: {source}")]
     TaskFailed {
         /// The run.
         id: RunId,
-        /// What happened.
-        reason: String,
+        /// What the runtime said (the task panicked or was cancelled).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -190,8 +219,7 @@ fn options_hint(options: &[String]) -> String {
 /// A decision the engine refused. Recorded in the ledger as a policy violation; by default
 /// it fails the run, or it is handed back to the planner as evidence.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// The decision names a tool that is not registered.
     #[error("unknown tool {name:?}; registered tools: {}", known.join(", "))]
     UnknownTool {
@@ -262,7 +290,7 @@ pub enum Rejection {
 impl Rejection {
     /// The ledger's classification of this rejection.
     #[must_use]
-    pub const fn violation(&self) -> Violation {
+    pub(crate) const fn violation(&self) -> Violation {
         match self {
             Self::UnknownTool { .. } => Violation::UnknownTool,
             Self::InvalidInput { .. } => Violation::InvalidInput,
@@ -276,4 +304,152 @@ impl Rejection {
             }
         }
     }
+}
+
+/// Why a [`PolicyNarrowing`](crate::PolicyNarrowing) was refused: what it would widen, or name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NarrowingError {
+    /// A budget limit would rise (a narrowing may lower limits, or add one where none is).
+    #[error(
+        "narrowing would widen budget `{name}` from {current} to {requested}; ask for at most \
+         {current}"
+    )]
+    BudgetWouldRise {
+        /// The budget.
+        name: BudgetName,
+        /// Its limit now.
+        current: u64,
+        /// The limit asked for.
+        requested: u64,
+    },
+    /// The step limit would rise.
+    #[error(
+        "narrowing would widen max_steps from {current} to {requested}; ask for at most {current}"
+    )]
+    MaxStepsWouldRise {
+        /// The limit now.
+        current: u32,
+        /// The limit asked for.
+        requested: u32,
+    },
+    /// More rejections would be handed back than the run's policy allows.
+    #[error(
+        "narrowing would widen how rejections are handed back, from {current:?} to \
+         {requested:?}; ask for FailRun or a lower hand-back limit"
+    )]
+    HandBackWouldRise {
+        /// The run's setting now.
+        current: rein_policy::OnViolation,
+        /// The setting asked for.
+        requested: rein_policy::OnViolation,
+    },
+    /// The narrowed eligibility was refused (a narrowing keeps side effects in `act`, so
+    /// this means the run's recorded rules were already invalid).
+    #[error(transparent)]
+    Eligibility(#[from] rein_policy::EligibilityError),
+    /// The narrowed policy would allow something the run's policy does not (a check of the
+    /// whole result, behind the checks of each part above).
+    #[error(
+        "narrowing would widen the run's policy; ask only for lower limits, fewer tools and more approvals"
+    )]
+    WouldWiden,
+    /// A tool named in the narrowing is not registered with the engine.
+    #[error("narrowing names tool `{0}`, which this engine does not have; name a registered tool")]
+    UnknownTool(ToolName),
+}
+
+/// Why the policy a run recorded cannot be enforced by this engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordedPolicyError {
+    /// The ledger's first entry is not `run_started`.
+    #[error("the ledger does not start with run_started")]
+    NoRunStarted,
+    /// The recorded JSON is not a policy snapshot.
+    #[error("it is not a valid policy snapshot: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// Its eligibility rules do not fit this engine's tools.
+    #[error("its eligibility rules do not fit this engine's tools: {0}")]
+    Eligibility(#[source] EligibilityError),
+    /// A replay engine could not be built under it.
+    #[error("a replay engine could not be built under it: {0}")]
+    Replay(#[source] Box<BuildError>),
+}
+
+/// Why a ledger entry does not fit the run its earlier entries describe.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// The ledger holds no entry.
+    #[error("the ledger is empty")]
+    Empty,
+    /// The first entry is not `run_started`.
+    #[error("a ledger starts with run_started, not {kind}")]
+    NotStarted {
+        /// The first entry's kind.
+        kind: &'static str,
+    },
+    /// A second `run_started`.
+    #[error("run_started appears twice")]
+    StartedTwice,
+    /// The entry names another state than the one the run is in.
+    #[error(
+        "the entry says the run was in {recorded}, but the entries before put it in {replayed}"
+    )]
+    StateMismatch {
+        /// The state the entry names.
+        recorded: State,
+        /// The state the entries before it lead to.
+        replayed: State,
+    },
+    /// A decision for another step than the run's.
+    #[error("decision for step {step}, but the run is at step {at}")]
+    StepMismatch {
+        /// The decision's step.
+        step: u32,
+        /// The run's step.
+        at: u32,
+    },
+    /// A transition from another state than the run's.
+    #[error("transition from {from}, but the run is in {state}")]
+    TransitionFrom {
+        /// Where the entry says the run was.
+        from: State,
+        /// Where it is.
+        state: State,
+    },
+    /// An entry kind this engine does not know.
+    #[error("entry kind {kind} is not known to this engine")]
+    UnknownKind {
+        /// The kind.
+        kind: &'static str,
+    },
+    /// A `policy_narrowed` entry whose policy cannot be read.
+    #[error("the narrowed policy is unreadable: {0}")]
+    NarrowedPolicy(#[source] std::sync::Arc<serde_json::Error>),
+    /// A charge the recorded budget does not allow.
+    #[error(transparent)]
+    Budget(#[from] BudgetExhausted),
+    /// The run refused the entry (it breaks the run's own rules).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The step the ledger shows interrupted does not start with its decision.
+    #[error("the interrupted step's decision is not at the entry the ledger's replay pointed to")]
+    DecisionMissing,
+    /// The run is driven while in a terminal state, which has no way out.
+    #[error("the run is in {state}, a terminal state, and cannot move")]
+    Terminal {
+        /// The state.
+        state: State,
+    },
+    /// An entry the engine checked was refused by the run: a bug in the engine.
+    #[error("{kind}: {source}")]
+    Refused {
+        /// The entry's kind.
+        kind: &'static str,
+        /// Why.
+        #[source]
+        source: Box<ProjectionError>,
+    },
 }

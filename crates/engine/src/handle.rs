@@ -5,13 +5,31 @@ use std::pin::Pin;
 use std::sync::Mutex;
 
 use rein_run::{Run, RunId};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::driver::Control;
 use crate::error::EngineError;
+use crate::error::NarrowingError;
 use crate::events::{RunEvent, RunEvents};
+use crate::narrow::PolicyNarrowing;
+
+/// What a handle sends to its run.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Steer(String),
+    Interrupt,
+    /// Narrow the run's policy at the next step; the reply says whether it was.
+    Narrow(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>),
+}
+
+/// The run's end of its handle: control messages, the abort signal, the event channel.
+#[derive(Debug)]
+pub(crate) struct Controls {
+    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) events: broadcast::Sender<RunEvent>,
+}
 
 /// A run in progress, from [`Engine::start`](crate::Engine::start).
 ///
@@ -71,6 +89,18 @@ impl RunHandle {
         self.control().steer(note);
     }
 
+    /// Narrows the run's policy at its next step (see [`PolicyNarrowing`]): recorded in the
+    /// ledger as `policy_narrowed` before it takes effect, and kept across restarts.
+    ///
+    /// # Errors
+    /// [`EngineError::Narrowing`] naming what the request would widen (nothing is
+    /// recorded); [`EngineError::NotNarrowed`] when the run stopped (ended, paused,
+    /// interrupted) before its next step — narrow it with
+    /// [`Engine::narrow`](crate::Engine::narrow) then.
+    pub async fn narrow(&self, narrowing: PolicyNarrowing) -> Result<(), EngineError> {
+        self.control().narrow(narrowing).await
+    }
+
     /// A cloneable remote for this run, to interrupt, abort or steer it from elsewhere —
     /// a signal handler, say — while the handle itself is being awaited.
     ///
@@ -87,6 +117,7 @@ impl RunHandle {
     /// ```
     pub fn control(&self) -> RunControl {
         RunControl {
+            id: self.id.clone(),
             control: self.control.clone(),
             cancel: self.cancel.clone(),
         }
@@ -113,7 +144,7 @@ impl RunHandle {
             Ok(result) => result,
             Err(e) => Err(EngineError::TaskFailed {
                 id,
-                reason: e.to_string(),
+                source: Box::new(e),
             }),
         }
     }
@@ -123,6 +154,7 @@ impl RunHandle {
 /// a run that has ended does nothing.
 #[derive(Debug, Clone)]
 pub struct RunControl {
+    id: RunId,
     control: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
 }
@@ -141,6 +173,27 @@ impl RunControl {
     /// As [`RunHandle::steer`].
     pub fn steer(&self, note: impl Into<String>) {
         let _ = self.control.send(Control::Steer(note.into()));
+    }
+
+    /// As [`RunHandle::narrow`].
+    ///
+    /// # Errors
+    /// As [`RunHandle::narrow`].
+    pub async fn narrow(&self, narrowing: PolicyNarrowing) -> Result<(), EngineError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let not_narrowed = || EngineError::NotNarrowed {
+            id: self.id.clone(),
+        };
+        self.control
+            .send(Control::Narrow(narrowing, reply))
+            .map_err(|_| not_narrowed())?;
+        answer
+            .await
+            .map_err(|_| not_narrowed())?
+            .map_err(|source| EngineError::Narrowing {
+                id: self.id.clone(),
+                source,
+            })
     }
 }
 

@@ -31,7 +31,10 @@
 //!
 //! The facade crate `rein` re-exports what users need; this crate is its engine room.
 
+mod approval;
 mod attempts;
+mod builder;
+mod call;
 mod clock;
 mod config;
 mod depth;
@@ -40,15 +43,24 @@ mod engine;
 mod error;
 mod events;
 mod handle;
+mod narrow;
+mod open;
 mod project;
+mod recorder;
+mod recovery;
 mod replay;
+mod shared;
+mod spec;
 mod tools;
 
+pub use builder::EngineBuilder;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
 pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
 pub use depth::MAX_JSON_DEPTH;
-pub use engine::{Engine, EngineBuilder, RunSpec};
-pub use error::{BuildError, EngineError, Rejection};
+pub use engine::Engine;
+pub use error::{BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};
+pub use narrow::PolicyNarrowing;
 pub use replay::{ReplayReport, Trace};
+pub use spec::RunSpec;

@@ -7,13 +7,19 @@
 
 use std::sync::Arc;
 
-use rein_ledger::{Entry, EntryKind, Violation};
+use rein_ledger::{Entry, EntryKind, InterruptKind, Violation};
 use rein_policy::Budget;
 use rein_run::{
-    BudgetName, EvidenceKind, Failure, NoteSource, Run, RunError, RunId, State, Timestamp,
-    ToolError, ToolName,
+    BudgetName, EvidenceKind, Failure, NoteSource, Run, RunId, State, Timestamp, ToolError,
+    ToolName,
 };
+
+pub(crate) use crate::error::ProjectionError;
 use serde_json::Value;
+
+/// The note a graceful interrupt hands the planner, for its one last step.
+pub(crate) const INTERRUPTED_NOTE: &str = "the run was interrupted through its handle: no tool \
+     will be called any more; this is the last step, so finish or fail now";
 
 /// A tool attempt the ledger shows started and not (yet) finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,26 +97,6 @@ pub(crate) struct Projection {
     applied: usize,
 }
 
-/// Why an entry does not fit the run the ledger describes so far.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ProjectionError {
-    pub(crate) reason: String,
-}
-
-impl From<RunError> for ProjectionError {
-    fn from(e: RunError) -> Self {
-        Self {
-            reason: e.to_string(),
-        }
-    }
-}
-
-fn unfit(reason: impl Into<String>) -> ProjectionError {
-    ProjectionError {
-        reason: reason.into(),
-    }
-}
-
 impl Projection {
     /// The run a `RunStarted` entry creates.
     /// `shared_policy`, when given, is the entry's policy value already shared by the
@@ -122,10 +108,7 @@ impl Projection {
         budget: Budget,
     ) -> Result<Self, ProjectionError> {
         let EntryKind::RunStarted { goal, vars, policy } = kind else {
-            return Err(unfit(format!(
-                "a ledger starts with run_started, not {}",
-                kind.name()
-            )));
+            return Err(ProjectionError::NotStarted { kind: kind.name() });
         };
         // The run and the entry share the engine's policy value.
         let run = Run::new(id, goal.clone(), vars.clone(), Arc::clone(policy), at);
@@ -147,7 +130,7 @@ impl Projection {
         budget_of: impl FnOnce(&EntryKind) -> Result<Budget, ProjectionError>,
     ) -> Result<Self, (u64, ProjectionError)> {
         let Some(first) = entries.first() else {
-            return Err((0, unfit("the ledger is empty")));
+            return Err((0, ProjectionError::Empty));
         };
         let budget = budget_of(first.event()).map_err(|e| (first.seq(), e))?;
         let mut projection = Self::start(first.run_id().clone(), first.event(), first.at(), budget)
@@ -156,11 +139,10 @@ impl Projection {
             if entry.state() != projection.run.state() {
                 return Err((
                     entry.seq(),
-                    unfit(format!(
-                        "the entry says the run was in {}, but the entries before put it in {}",
-                        entry.state(),
-                        projection.run.state()
-                    )),
+                    ProjectionError::StateMismatch {
+                        recorded: entry.state(),
+                        replayed: projection.run.state(),
+                    },
                 ));
             }
             projection
@@ -260,13 +242,13 @@ impl Projection {
     fn apply_to_run(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
         let run = &mut self.run;
         match kind {
-            EntryKind::RunStarted { .. } => return Err(unfit("run_started appears twice")),
+            EntryKind::RunStarted { .. } => return Err(ProjectionError::StartedTwice),
             EntryKind::Decision { step, decision } => {
                 if *step != run.steps() {
-                    return Err(unfit(format!(
-                        "decision for step {step}, but the run is at step {}",
-                        run.steps()
-                    )));
+                    return Err(ProjectionError::StepMismatch {
+                        step: *step,
+                        at: run.steps(),
+                    });
                 }
                 self.call_input = match decision {
                     rein_run::Decision::CallTool { input, .. } => Some(input.clone()),
@@ -274,16 +256,14 @@ impl Projection {
                 };
                 run.count_step(at)?;
                 let usage = run.usage_mut()?;
-                self.budget
-                    .charge(usage, &BudgetName::STEPS, 1)
-                    .map_err(|e| unfit(e.to_string()))?;
+                self.budget.charge(usage, &BudgetName::STEPS, 1)?;
             }
             EntryKind::Transition { from, to, .. } => {
                 if *from != run.state() {
-                    return Err(unfit(format!(
-                        "transition from {from}, but the run is in {}",
-                        run.state()
-                    )));
+                    return Err(ProjectionError::TransitionFrom {
+                        from: *from,
+                        state: run.state(),
+                    });
                 }
                 // Terminal states are entered by run_completed / run_failed, which follow.
                 if !to.is_terminal() {
@@ -292,9 +272,7 @@ impl Projection {
             }
             EntryKind::BudgetConsumed { name, amount, .. } => {
                 let usage = run.usage_mut()?;
-                self.budget
-                    .charge(usage, name, *amount)
-                    .map_err(|e| unfit(e.to_string()))?;
+                self.budget.charge(usage, name, *amount)?;
             }
             EntryKind::ToolCall {
                 tool,
@@ -363,23 +341,33 @@ impl Projection {
             } => {
                 if *handed_back {
                     let usage = run.usage_mut()?;
-                    self.budget
-                        .charge(usage, &BudgetName::VIOLATIONS, 1)
-                        .map_err(|e| unfit(e.to_string()))?;
+                    self.budget.charge(usage, &BudgetName::VIOLATIONS, 1)?;
                     run.add_evidence(
                         EvidenceKind::note(NoteSource::Violation, message.clone()),
                         at,
                     )?;
                 }
             }
+            EntryKind::PolicyNarrowed { policy, .. } => {
+                // From here on the run is charged against the narrowed limits.
+                self.budget = rein_policy::PolicySnapshot::from_value(policy)
+                    .map_err(|e| ProjectionError::NarrowedPolicy(Arc::new(e)))?
+                    .budget;
+            }
             EntryKind::Steering { note } => {
                 run.add_evidence(EvidenceKind::note(NoteSource::Steering, note.clone()), at)?;
             }
             EntryKind::RunInterrupted { .. } => run.interrupt(at)?,
-            EntryKind::RunResumed { .. } => {
+            EntryKind::RunResumed { note } => {
                 if run.status() != rein_run::RunStatus::Paused {
                     run.resume(at)?;
                 }
+                run.add_evidence(EvidenceKind::note(NoteSource::Engine, note.clone()), at)?;
+            }
+            EntryKind::Interrupt {
+                kind: InterruptKind::Graceful,
+            } => {
+                run.add_evidence(EvidenceKind::note(NoteSource::Engine, INTERRUPTED_NOTE), at)?;
             }
             EntryKind::RunCompleted { summary, result } => {
                 run.complete(summary.clone(), result.clone(), at)?
@@ -396,10 +384,7 @@ impl Projection {
             | EntryKind::BudgetExhausted { .. }
             | EntryKind::Interrupt { .. } => {}
             other => {
-                return Err(unfit(format!(
-                    "entry kind {} is not known to this engine",
-                    other.name()
-                )));
+                return Err(ProjectionError::UnknownKind { kind: other.name() });
             }
         }
         Ok(())

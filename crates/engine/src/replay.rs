@@ -5,7 +5,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use rein_ledger::{EntryKind, Ledger};
-use rein_policy::{ApprovalRequest, ApprovalResponse, Approver, ApproverError, PolicySnapshot};
+use rein_policy::{
+    ApprovalRequest, ApprovalResponse, Approver, ApproverError, PolicySnapshot, Verdict,
+};
 use rein_run::{
     Decision, Failure, Payload, PlanRequest, Planner, PlannerError, RunStatus, State, ToolName,
     ToolSpec,
@@ -14,8 +16,9 @@ use rein_tool::{Tool, ToolError, ToolOutput};
 use serde_json::Value;
 
 use crate::clock::ManualClock;
-use crate::engine::{Engine, RunSpec};
-use crate::error::EngineError;
+use crate::engine::Engine;
+use crate::error::{EngineError, RecordedPolicyError};
+use crate::spec::RunSpec;
 
 /// Where a run went: the states it passed through, how it ended, with what.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,7 +164,7 @@ impl Tool for RecordedTool {
 /// Serves recorded approval verdicts in order.
 #[derive(Debug)]
 struct RecordedApprover {
-    verdicts: Mutex<VecDeque<(bool, String, String)>>,
+    verdicts: Mutex<VecDeque<(Verdict, String, String)>>,
 }
 
 impl Approver for RecordedApprover {
@@ -172,8 +175,8 @@ impl Approver for RecordedApprover {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .pop_front();
         match next {
-            Some((true, who, why)) => Ok(ApprovalResponse::grant(request, who, why)),
-            Some((false, who, why)) => Ok(ApprovalResponse::deny(request, who, why)),
+            Some((Verdict::Granted, who, why)) => Ok(ApprovalResponse::grant(request, who, why)),
+            Some((Verdict::Denied, who, why)) => Ok(ApprovalResponse::deny(request, who, why)),
             None => Err(ApproverError::new(
                 "replay: the ledger records no further approval",
             )),
@@ -191,16 +194,17 @@ impl Engine {
     /// `run_started`; an artifact store error when a recorded output cannot be read back.
     pub async fn replay(&self, recorded: &Ledger) -> Result<ReplayReport, EngineError> {
         let id = recorded.run_id().clone();
-        let invalid = |reason: String| EngineError::InvalidRecordedPolicy {
+        let invalid = |source| EngineError::InvalidRecordedPolicy {
             id: id.clone(),
-            reason,
+            source,
         };
         let Some(EntryKind::RunStarted { goal, vars, policy }) =
             recorded.entries().first().map(|e| e.event())
         else {
-            return Err(invalid("the ledger does not start with run_started".into()));
+            return Err(invalid(RecordedPolicyError::NoRunStarted));
         };
-        let policy = PolicySnapshot::from_value(policy).map_err(|e| invalid(e.to_string()))?;
+        let policy = PolicySnapshot::from_value(policy)
+            .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?;
 
         let mut decisions = HashMap::new();
         let mut outcomes: HashMap<ToolName, VecDeque<Result<ToolOutput, ToolError>>> =
@@ -236,12 +240,12 @@ impl Engine {
                 EntryKind::ApprovalGranted {
                     approver, reason, ..
                 } => {
-                    verdicts.push_back((true, approver.clone(), reason.clone()));
+                    verdicts.push_back((Verdict::Granted, approver.clone(), reason.clone()));
                 }
                 EntryKind::ApprovalDenied {
                     approver, reason, ..
                 } => {
-                    verdicts.push_back((false, approver.clone(), reason.clone()));
+                    verdicts.push_back((Verdict::Denied, approver.clone(), reason.clone()));
                 }
                 EntryKind::HumanInputReceived { answer } => answers.push_back(answer.clone()),
                 _ => {}
@@ -262,7 +266,6 @@ impl Engine {
                     .first()
                     .map_or(0, |e| e.at().as_unix_millis()),
             ))
-            .on_violation(shared.config.on_violation)
             .on_tool_error(shared.config.on_tool_error)
             .inline_output_limit(usize::MAX);
         for spec in shared.tools.specs() {
@@ -272,7 +275,9 @@ impl Engine {
                 outcomes,
             });
         }
-        let replayer = builder.build().map_err(|e| invalid(e.to_string()))?;
+        let replayer = builder
+            .build()
+            .map_err(|e| invalid(RecordedPolicyError::Replay(Box::new(e))))?;
         let mut run = replayer
             .run(RunSpec {
                 goal: goal.clone(),

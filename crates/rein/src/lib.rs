@@ -56,11 +56,14 @@ pub mod shell;
 
 pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 
-/// The tool port and its types: implement [`tool::Tool`] to write a tool as a type.
+/// The tool port: implement [`tool::Tool`] to write a tool as a type (the top-level
+/// [`Tool`] is its closure implementation, from [`Tool::builder`]). The types a tool's
+/// signature uses — [`ToolSpec`], [`ToolOutput`], [`ToolError`], [`ToolName`],
+/// [`Annotations`], [`RiskLevel`] — are at the crate root, once.
 ///
 /// ```
-/// use rein::tool::{Tool, ToolError, ToolOutput, ToolSpec};
-/// use rein::{Annotations, Value};
+/// use rein::tool::Tool;
+/// use rein::{Annotations, ToolError, ToolOutput, ToolSpec, Value};
 ///
 /// /// Reads a value from an in-memory table.
 /// struct Lookup { spec: ToolSpec, table: std::collections::HashMap<String, String> }
@@ -85,8 +88,7 @@ pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 pub mod tool {
     #[doc(inline)]
     pub use rein_tool::{
-        Annotations, AnnotationsError, Digest, DynTool, Registry, RegistryError, RiskLevel,
-        SharedTool, Tool, ToolError, ToolName, ToolNameError, ToolOutput, ToolSpec,
+        AnnotationsError, Digest, DynTool, Registry, RegistryError, SharedTool, Tool, ToolNameError,
     };
 }
 
@@ -94,8 +96,9 @@ pub mod tool {
 #[doc(inline)]
 pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
-    MAX_JSON_DEPTH, ManualClock, OnToolError, OnViolation, Rejection, ReplayReport, RunControl,
-    RunEvent, RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
+    MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
+    ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle,
+    RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
@@ -117,8 +120,9 @@ pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, Too
 #[doc(inline)]
 pub use rein_policy::{
     ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, Budget, DenyApprover, DynApprover, Eligibility, EligibilityError,
-    EligibilityRules, PolicySnapshot, Transitions, Verdict,
+    AutoApprover, Budget, BudgetExhausted, DenyApprover, DynApprover, Eligibility,
+    EligibilityError, EligibilityRules, Ineligible, PolicySnapshot, RefusalRule, TransitionRefused,
+    TransitionTableError, Transitions, Verdict,
 };
 
 // ---- the ledger ----------------------------------------------------------------------------------
@@ -136,11 +140,57 @@ pub use rein_artifact::{
 #[doc(inline)]
 pub use rein_storage::{
     FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
+    StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------
 #[doc(inline)]
-pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig, ToolOverrides};
+pub use rein_resilience::{
+    BreakerConfig, Bulkhead, Jitter, ResilienceConfig, RetryConfig, ToolOverrides, ToolPolicy,
+};
+
+/// Your own [tower](https://docs.rs/tower) layers around every tool call, added with
+/// [`EngineBuilder::layer`]. They run inside the policy layers, so they can observe,
+/// annotate or refuse a call, but never let one through that a policy refused.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use rein::layer::{MapRequestLayer, ToolCall};
+/// use rein::prelude::*;
+///
+/// let seen = Arc::new(AtomicUsize::new(0));
+/// let counter = Arc::clone(&seen);
+/// let engine = Engine::builder()
+///     .tool(Tool::builder("noop").annotations(Annotations::read_only())
+///         .handler(|_: Value| async { Ok(json!(null)) }).build()?)
+///     .layer(MapRequestLayer::new(move |call: ToolCall| {
+///         counter.fetch_add(1, Ordering::Relaxed);
+///         call
+///     }))
+///     .planner(ScriptedPlanner::new([
+///         ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+///         ScriptStep::expect(State::Explore, Decision::call_tool("noop", json!({}), "once")),
+///         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+///         ScriptStep::expect(State::Decide, Decision::finish("done", json!(null))),
+///     ]))
+///     .build()?;
+/// engine.run("count the calls").await?;
+/// assert_eq!(seen.load(Ordering::Relaxed), 1);
+/// # Ok(()) }
+/// ```
+pub mod layer {
+    #[doc(inline)]
+    pub use rein_resilience::{ToolCall, ToolService};
+    #[doc(no_inline)]
+    pub use tower::layer::layer_fn;
+    #[doc(no_inline)]
+    pub use tower::util::{MapRequestLayer, MapResponseLayer, MapResultLayer};
+    #[doc(no_inline)]
+    pub use tower::{Layer, Service};
+}
 
 #[doc(no_inline)]
 pub use serde_json::{Value, json};

@@ -210,6 +210,14 @@ pub enum EntryKind {
         /// Graceful or abort.
         kind: InterruptKind,
     },
+    /// The run's policy was narrowed while it was live: from this entry on, and after any
+    /// restart, the run is held to `policy` (a policy snapshot, as in `run_started`).
+    PolicyNarrowed {
+        /// The whole policy the run is held to from now on.
+        policy: Arc<Value>,
+        /// Why, as the caller said.
+        reason: String,
+    },
 }
 
 impl EntryKind {
@@ -238,6 +246,7 @@ impl EntryKind {
             Self::Steering { .. } => "steering",
             Self::Interrupt { .. } => "interrupt",
             Self::RunInterrupted { .. } => "run_interrupted",
+            Self::PolicyNarrowed { .. } => "policy_narrowed",
         }
     }
 }

@@ -87,9 +87,10 @@ impl ApprovalPolicy {
         self
     }
 
-    /// Requires approval for every call of `tool`.
+    /// Requires approval for every call of `tool` (and takes it off the exempt list).
     #[must_use]
     pub fn require(mut self, tool: ToolName) -> Self {
+        self.exempt.remove(&tool);
         self.tools.insert(tool);
         self
     }
@@ -444,6 +445,15 @@ pub trait Approver: Send + Sync + 'static {
         &self,
         request: &ApprovalRequest,
     ) -> impl Future<Output = Result<ApprovalResponse, ApproverError>> + Send;
+
+    /// The name the ledger records for this approver when it fails to answer (an error, a
+    /// timeout, a panic) — its answers carry their own signature. Defaults to the type's
+    /// name without its path.
+    fn name(&self) -> &str {
+        let full = std::any::type_name::<Self>();
+        let plain = full.split('<').next().unwrap_or(full);
+        plain.rsplit("::").next().unwrap_or(plain)
+    }
 }
 
 /// The object-safe twin of [`Approver`], implemented for every approver.
@@ -453,6 +463,9 @@ pub trait DynApprover: Send + Sync + 'static {
         &'a self,
         request: &'a ApprovalRequest,
     ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>>;
+
+    /// [`Approver::name`].
+    fn approver_name(&self) -> &str;
 }
 
 impl<A: Approver> DynApprover for A {
@@ -461,6 +474,10 @@ impl<A: Approver> DynApprover for A {
         request: &'a ApprovalRequest,
     ) -> BoxFuture<'a, Result<ApprovalResponse, ApproverError>> {
         Box::pin(self.decide(request))
+    }
+
+    fn approver_name(&self) -> &str {
+        Approver::name(self)
     }
 }
 
@@ -476,6 +493,10 @@ impl Approver for AutoApprover {
             "auto-approver grants every request",
         ))
     }
+
+    fn name(&self) -> &str {
+        "auto"
+    }
 }
 
 /// Denies every request, signed `deny`.
@@ -490,6 +511,10 @@ impl Approver for DenyApprover {
             "deny-approver denies every request",
         ))
     }
+
+    fn name(&self) -> &str {
+        "deny"
+    }
 }
 
 #[cfg(test)]
@@ -500,6 +525,19 @@ mod tests {
 
     fn spec(a: Annotations) -> ToolSpec {
         ToolSpec::new(ToolName::new("t").unwrap(), "").with_annotations(a)
+    }
+
+    #[test]
+    fn an_approver_is_named_by_its_type_unless_it_says_otherwise() {
+        struct Pager;
+        impl Approver for Pager {
+            async fn decide(&self, _: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
+                Err(ApproverError::new("offline"))
+            }
+        }
+        assert_eq!(Approver::name(&Pager), "Pager");
+        assert_eq!(Approver::name(&AutoApprover), "auto");
+        assert_eq!(DenyApprover.approver_name(), "deny");
     }
 
     #[test]

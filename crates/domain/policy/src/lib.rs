@@ -30,6 +30,7 @@ mod budget;
 mod eligibility;
 mod snapshot;
 mod transitions;
+mod violations;
 
 pub use approval::{
     ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
@@ -40,3 +41,4 @@ pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligibl
 pub use rein_run::BudgetExhausted;
 pub use snapshot::PolicySnapshot;
 pub use transitions::{RefusalRule, TransitionRefused, TransitionTableError, Transitions};
+pub use violations::OnViolation;

@@ -1,10 +1,10 @@
 //! `PolicySnapshot`: the policy a run starts under, recorded with it.
 
-use rein_run::State;
+use rein_run::{State, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalPolicy, Budget, EligibilityRules, Transitions};
+use crate::{ApprovalPolicy, Budget, Eligibility, EligibilityRules, OnViolation, Transitions};
 
 /// Everything that decides what a run may do, as recorded when it starts. Resume uses the
 /// recorded snapshot, so restarting with a different configuration cannot widen what a
@@ -34,6 +34,10 @@ pub struct PolicySnapshot {
     pub approvals: ApprovalPolicy,
     /// The most decisions a run may take.
     pub max_steps: u32,
+    /// Whether rejected decisions are handed back to the planner, and how often. Recorded
+    /// only when it is not the default, so ledgers written before it existed read the same.
+    #[serde(default, skip_serializing_if = "OnViolation::is_fail_run")]
+    pub on_violation: OnViolation,
 }
 
 const fn default_max_steps() -> u32 {
@@ -49,6 +53,7 @@ impl Default for PolicySnapshot {
             transitions: Transitions::default(),
             approvals: ApprovalPolicy::default(),
             max_steps: default_max_steps(),
+            on_violation: OnViolation::FailRun,
         }
     }
 }
@@ -69,14 +74,48 @@ impl PolicySnapshot {
         Self::deserialize(value)
     }
 
-    /// Whether `self` allows nothing that `wider` does not: budgets within, the same or
-    /// fewer transitions, no more steps. (Eligibility and approvals must be equal.)
+    /// Whether `self` allows nothing that `wider` does not, for the registered `tools`:
+    /// budget limits within, no more steps, no more rejections handed back, the same or
+    /// fewer transitions, no tool eligible in a state where `wider` does not let it run,
+    /// every call that `wider` sends for approval sent for approval here too, and no longer
+    /// an approval timeout. Rules that cannot be built over `tools` are within nothing.
+    /// This is what narrowing a live run's policy must keep.
+    ///
+    /// ```
+    /// use rein_policy::{EligibilityRules, PolicySnapshot};
+    /// use rein_run::State;
+    /// use rein_tool::{Annotations, ToolSpec};
+    ///
+    /// let tools = [ToolSpec::new("read".parse()?, "").with_annotations(Annotations::read_only())];
+    /// let wide = PolicySnapshot::default();
+    /// let narrow = PolicySnapshot {
+    ///     eligibility: EligibilityRules::explicit([(State::Explore, vec!["read".parse()?])]),
+    ///     max_steps: 10,
+    ///     ..PolicySnapshot::default()
+    /// };
+    /// assert!(narrow.is_within(&wide, &tools));
+    /// assert!(!wide.is_within(&narrow, &tools));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
-    pub fn is_within(&self, wider: &Self) -> bool {
+    pub fn is_within(&self, wider: &Self, tools: &[ToolSpec]) -> bool {
+        let (Ok(mine), Ok(theirs)) = (
+            Eligibility::new(self.eligibility.clone(), tools),
+            Eligibility::new(wider.eligibility.clone(), tools),
+        ) else {
+            return false;
+        };
         self.budget.is_within(&wider.budget)
             && self.max_steps <= wider.max_steps
-            && self.eligibility == wider.eligibility
-            && self.approvals == wider.approvals
+            && self.on_violation.is_within(&wider.on_violation)
+            && self.approvals.timeout() <= wider.approvals.timeout()
+            && tools.iter().all(|spec| {
+                (wider.approvals.requires(spec).is_none()
+                    || self.approvals.requires(spec).is_some())
+                    && State::ALL
+                        .into_iter()
+                        .all(|state| !mine.allows(state, spec) || theirs.allows(state, spec))
+            })
             && State::ALL.into_iter().all(|from| {
                 State::ALL.into_iter().all(|to| {
                     !self.transitions.allows(from, to) || wider.transitions.allows(from, to)

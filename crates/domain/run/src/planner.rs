@@ -13,6 +13,7 @@ pub struct PlanRequest<'a> {
     run: &'a Run,
     tools: &'a [ToolSpec],
     budget: BudgetSnapshot<'a>,
+    interrupted: bool,
 }
 
 impl<'a> PlanRequest<'a> {
@@ -20,7 +21,28 @@ impl<'a> PlanRequest<'a> {
     /// current state) and a view of the budgets.
     #[must_use]
     pub const fn new(run: &'a Run, tools: &'a [ToolSpec], budget: BudgetSnapshot<'a>) -> Self {
-        Self { run, tools, budget }
+        Self {
+            run,
+            tools,
+            budget,
+            interrupted: false,
+        }
+    }
+
+    /// The same request, marked as the last step of a run interrupted gracefully (see
+    /// [`PlanRequest::interrupted`]).
+    #[must_use]
+    pub const fn with_interrupted(mut self, interrupted: bool) -> Self {
+        self.interrupted = interrupted;
+        self
+    }
+
+    /// Whether the run was interrupted gracefully: this is its last step, no tool will be
+    /// called any more, and the planner should finish or fail now (a proposed tool call
+    /// stops the run as `interrupted` instead). The evidence holds the engine's note too.
+    #[must_use]
+    pub const fn interrupted(&self) -> bool {
+        self.interrupted
     }
 
     /// The whole run, read-only.

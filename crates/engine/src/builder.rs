@@ -1,0 +1,322 @@
+//! `EngineBuilder`: every option of an engine, validated once when it is built.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rein_artifact::DynArtifactStore;
+use rein_ledger::DynLedgerStore;
+use rein_policy::{
+    ApprovalPolicy, Approver, DynApprover, EligibilityRules, PolicySnapshot, Transitions,
+};
+use rein_resilience::{ExecutionStack, ResilienceConfig};
+use rein_run::{BudgetName, DynPlanner, DynRunStore, Planner, RunStore};
+use rein_storage::{
+    FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
+};
+use rein_tool::{SharedTool, Tool};
+
+use crate::clock::{Clock, IdGenerator, SystemClock, UuidV7Ids};
+use crate::config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
+use crate::error::BuildError;
+use crate::shared::{RunPolicy, Shared};
+use crate::tools::ToolTable;
+
+/// Builds an [`Engine`](crate::Engine). Every option has a default: in-memory stores, the default policies
+/// (DESIGN.md §2), no approver (approvals fail closed), 100 steps at most.
+#[must_use]
+pub struct EngineBuilder {
+    tools: Vec<SharedTool>,
+    planner: Option<Arc<dyn DynPlanner>>,
+    approver: Option<Arc<dyn DynApprover>>,
+    runs: Option<Arc<dyn DynRunStore>>,
+    ledgers: Option<Arc<dyn DynLedgerStore>>,
+    artifacts: Option<Arc<dyn DynArtifactStore>>,
+    filesystem: Option<(PathBuf, FsyncPolicy)>,
+    policy: PolicySnapshot,
+    resilience: ResilienceConfig,
+    layers: Vec<Box<dyn FnOnce(ExecutionStack) -> ExecutionStack + Send>>,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    deferred: Option<BuildError>,
+}
+
+impl Default for EngineBuilder {
+    fn default() -> Self {
+        Self {
+            tools: Vec::new(),
+            planner: None,
+            approver: None,
+            runs: None,
+            ledgers: None,
+            artifacts: None,
+            filesystem: None,
+            policy: PolicySnapshot::default(),
+            resilience: ResilienceConfig::default(),
+            layers: Vec::new(),
+            config: EngineConfig::default(),
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(UuidV7Ids),
+            deferred: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| t.spec().name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field("policy", &self.policy)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// Registers a tool.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Registers a tool already shared.
+    pub fn shared_tool(mut self, tool: SharedTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Sets the planner.
+    pub fn planner(mut self, planner: impl Planner) -> Self {
+        self.planner = Some(Arc::new(planner));
+        self
+    }
+
+    /// Sets a planner already shared.
+    pub fn shared_planner(mut self, planner: Arc<dyn DynPlanner>) -> Self {
+        self.planner = Some(planner);
+        self
+    }
+
+    /// Sets the approver. Without one, every call that needs approval is denied.
+    pub fn approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Sets an approver already shared.
+    pub fn shared_approver(mut self, approver: Arc<dyn DynApprover>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Stores run snapshots in `store` (default: in memory).
+    pub fn run_store(mut self, store: impl RunStore) -> Self {
+        self.runs = Some(Arc::new(store));
+        self
+    }
+
+    /// Stores ledgers in `store` (default: in memory).
+    pub fn ledger_store(mut self, store: impl rein_ledger::LedgerStore) -> Self {
+        self.ledgers = Some(Arc::new(store));
+        self
+    }
+
+    /// Stores artifacts in `store` (default: in memory).
+    pub fn artifact_store(mut self, store: impl rein_artifact::ArtifactStore) -> Self {
+        self.artifacts = Some(Arc::new(store));
+        self
+    }
+
+    /// Keeps runs, ledgers and artifacts on the filesystem under `dir`, fsyncing the ledger
+    /// at every step (stores set one by one take precedence).
+    pub fn filesystem(self, dir: impl Into<PathBuf>) -> Self {
+        self.filesystem_with(dir, FsyncPolicy::EveryStep)
+    }
+
+    /// As [`EngineBuilder::filesystem`], with another fsync policy.
+    pub fn filesystem_with(mut self, dir: impl Into<PathBuf>, fsync: FsyncPolicy) -> Self {
+        self.filesystem = Some((dir.into(), fsync));
+        self
+    }
+
+    /// Sets the limit of budget `name` (`tool_calls`, `steps`, `tokens`, or your own).
+    pub fn budget(mut self, name: &str, limit: u64) -> Self {
+        match BudgetName::new(name) {
+            Ok(name) => {
+                self.policy.budget = std::mem::take(&mut self.policy.budget).with_limit(name, limit)
+            }
+            Err(e) => self.defer(BuildError::InvalidOption {
+                option: "budget",
+                reason: e.to_string(),
+            }),
+        }
+        self
+    }
+
+    /// Sets the eligibility rules (default: derived from annotations).
+    pub fn eligibility(mut self, rules: EligibilityRules) -> Self {
+        self.policy.eligibility = rules;
+        self
+    }
+
+    /// Sets the transition table (default: DESIGN.md §2's).
+    pub fn transitions(mut self, transitions: Transitions) -> Self {
+        self.policy.transitions = transitions;
+        self
+    }
+
+    /// Sets the approval policy (default: destructive tools, and risk high or above).
+    pub fn approvals(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy.approvals = policy;
+        self
+    }
+
+    /// Sets the most decisions a run may take (default 100).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.policy.max_steps = steps;
+        self
+    }
+
+    /// Sets every policy at once.
+    pub fn policy(mut self, policy: PolicySnapshot) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets how tools run: timeouts, bulkheads, retries, circuit breakers.
+    pub fn resilience(mut self, config: ResilienceConfig) -> Self {
+        self.resilience = config;
+        self
+    }
+
+    /// Adds your own tower layer around every tool, inside the policy layers (it cannot
+    /// bypass them).
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<rein_resilience::ToolService> + Send + Sync + 'static,
+        L::Service: tower::Service<
+                rein_resilience::ToolCall,
+                Response = rein_tool::ToolOutput,
+                Error = rein_tool::ToolError,
+            > + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<rein_resilience::ToolCall>>::Future: Send + 'static,
+    {
+        self.layers.push(Box::new(move |stack: ExecutionStack| {
+            stack.with_layer(layer)
+        }));
+        self
+    }
+
+    /// What happens to rejected decisions (default: the run fails). Part of the policy a run
+    /// records when it starts: a run resumed by an engine configured otherwise keeps its own.
+    pub fn on_violation(mut self, on_violation: OnViolation) -> Self {
+        self.policy.on_violation = on_violation;
+        if let OnViolation::HandBack { limit } = on_violation {
+            self.policy.budget =
+                std::mem::take(&mut self.policy.budget).with_limit(BudgetName::VIOLATIONS, limit);
+        }
+        self
+    }
+
+    /// What happens when a tool call fails (default: the run fails).
+    pub fn on_tool_error(mut self, on_tool_error: OnToolError) -> Self {
+        self.config.on_tool_error = on_tool_error;
+        self
+    }
+
+    /// What resume does with a call left in doubt by a crash.
+    pub fn in_doubt(mut self, policy: InDoubtPolicy) -> Self {
+        self.config.in_doubt = policy;
+        self
+    }
+
+    /// Tool outputs larger than `bytes` of JSON go to the artifact store.
+    pub fn inline_output_limit(mut self, bytes: usize) -> Self {
+        self.config.inline_output_limit = bytes;
+        self
+    }
+
+    /// How many events a run buffers for slow subscribers.
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.config.event_capacity = capacity;
+        self
+    }
+
+    /// Sets the clock (default: the system clock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Sets the run id generator (default: UUID v7).
+    pub fn ids(mut self, ids: impl IdGenerator) -> Self {
+        self.ids = Arc::new(ids);
+        self
+    }
+
+    fn defer(&mut self, error: BuildError) {
+        self.deferred.get_or_insert(error);
+    }
+
+    /// The engine's shared state, every policy validated: what [`EngineBuilder::build`]
+    /// wraps in an [`Engine`](crate::Engine).
+    pub(crate) fn into_shared(self) -> Result<Shared, BuildError> {
+        if let Some(error) = self.deferred {
+            return Err(error);
+        }
+        let planner = self.planner.ok_or(BuildError::NoPlanner)?;
+        let mut stack = ExecutionStack::new(self.resilience.clone());
+        for layer in self.layers {
+            stack = layer(stack);
+        }
+        let tools = ToolTable::build(&self.tools, &stack)?;
+        let policy = Arc::new(RunPolicy::new(self.policy, tools.specs())?);
+        let fs = match &self.filesystem {
+            None => None,
+            Some((dir, fsync)) => Some(
+                FsStores::open_with(dir, FsConfig::default().with_fsync(*fsync))
+                    .map_err(BuildError::Stores)?,
+            ),
+        };
+        let runs: Arc<dyn DynRunStore> = match (self.runs, &fs) {
+            (Some(store), _) => store,
+            (None, Some(fs)) => Arc::new(fs.runs().clone()),
+            (None, None) => Arc::new(MemoryRunStore::new()),
+        };
+        let ledgers: Arc<dyn DynLedgerStore> = match (self.ledgers, &fs) {
+            (Some(store), _) => store,
+            (None, Some(fs)) => Arc::new(fs.ledgers().clone()),
+            (None, None) => Arc::new(MemoryLedgerStore::new()),
+        };
+        let artifacts: Arc<dyn DynArtifactStore> = match (self.artifacts, &fs) {
+            (Some(store), _) => store,
+            (None, Some(fs)) => Arc::new(fs.artifacts().clone()),
+            (None, None) => Arc::new(MemoryArtifactStore::new()),
+        };
+        Ok(Shared {
+            tools,
+            planner,
+            approver: self.approver,
+            runs,
+            ledgers,
+            artifacts,
+            policy,
+            config: self.config,
+            resilience: self.resilience,
+            clock: self.clock,
+            ids: self.ids,
+            active: Mutex::new(HashSet::new()),
+        })
+    }
+}

@@ -1,0 +1,493 @@
+//! The tool-call pipeline: registry, schema, eligibility, cache, circuit, approval, then the
+//! charge and the `tool_call` entry before the call runs, every retry ledgered before it
+//! starts, and the outcome recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_artifact::StoreOptions;
+use rein_ledger::EntryKind;
+use rein_resilience::{CircuitState, ToolCall};
+use rein_run::{ArtifactLink, BudgetName, Digest, FailureKind, Payload, ToolName};
+use rein_tool::{ToolError, ToolOutput};
+use serde_json::Value;
+use tracing::Instrument as _;
+
+use crate::attempts::{AttemptEvent, AttemptLink, AttemptRecord, VETO_MESSAGE};
+use crate::config::OnToolError;
+use crate::depth;
+use crate::driver::Driver;
+use crate::error::{EngineError, Rejection};
+use crate::tools::ToolEntry;
+
+/// One call's attempts, as the driver has ledgered them so far.
+struct Attempts {
+    tool: ToolName,
+    input_hash: Digest,
+    idempotent: bool,
+    /// The number the call's first attempt has in the ledger (above 1 when a resume retries).
+    first_attempt: u32,
+    /// Where the first attempt's `tool_call` entry is in the ledger (retries copy its input).
+    call_entry: usize,
+    /// The stack's number of the last attempt whose `tool_call` is recorded.
+    current: u32,
+    /// The last attempt's end, not recorded until it is known whether a retry follows.
+    ended: Option<AttemptRecord>,
+    /// A retry was vetoed for lack of budget: the error of the attempt before it, recorded.
+    veto: Option<ToolError>,
+}
+
+impl Attempts {
+    /// The ledger's number for the stack's attempt `attempt`.
+    const fn number(&self, attempt: u32) -> u32 {
+        self.first_attempt.saturating_add(attempt.saturating_sub(1))
+    }
+}
+
+/// What woke the driver while a call runs.
+enum Next {
+    Event(Option<AttemptEvent>),
+    Done(Result<ToolOutput, ToolError>),
+    Aborted,
+}
+
+impl Driver {
+    pub(crate) async fn call_tool(&mut self, name: &str, input: Value) -> Result<(), EngineError> {
+        let shared = Arc::clone(&self.shared);
+        let Some(entry) = shared.tools.get(name) else {
+            let known = shared.tools.names();
+            return self
+                .reject(Rejection::UnknownTool {
+                    name: crate::tools::clip(name),
+                    known,
+                })
+                .await;
+        };
+        let errors = entry.schema_errors(&input);
+        if !errors.is_empty() {
+            return self
+                .reject(Rejection::InvalidInput {
+                    tool: entry.spec.name().clone(),
+                    errors,
+                })
+                .await;
+        }
+        if let Err(ineligible) = self
+            .policy
+            .eligibility
+            .check(self.rec.proj.state(), &entry.spec)
+        {
+            return self.reject(Rejection::Ineligible(ineligible)).await;
+        }
+        if self.interrupting {
+            // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
+            return Ok(());
+        }
+        let tool = entry.spec.name().clone();
+        let annotations = *entry.spec.annotations();
+        let input_hash = Digest::of_json(&input);
+        if annotations.is_cacheable()
+            && let Some(output) = self.cache.get(&(tool.clone(), input_hash)).cloned()
+        {
+            return self
+                .rec
+                .record(EntryKind::ToolResult {
+                    tool,
+                    attempt: 0,
+                    duration_ms: 0,
+                    cached: true,
+                    output,
+                })
+                .await;
+        }
+        if let CircuitState::Open { retry_after } = entry.stack.circuit_state()
+            && !retry_after.is_zero()
+        {
+            // Refused before any attempt: nothing is charged, nobody is asked to approve.
+            let error = ToolError::CircuitOpen {
+                tool: tool.clone(),
+                retry_after,
+            };
+            return self.tool_failed(tool, error).await;
+        }
+        if !self.approve(entry, &input, input_hash).await? {
+            return Ok(());
+        }
+        self.execute(entry, input, input_hash, 1).await
+    }
+
+    /// Charges and ledgers attempt `first_attempt`, runs the call through the tool's stack,
+    /// and ledgers every retry as the stack asks for it — the failed attempt's error, the
+    /// retry's charge and its `tool_call`, before the retry starts — then the outcome.
+    pub(crate) async fn execute(
+        &mut self,
+        entry: &ToolEntry,
+        input: Value,
+        input_hash: Digest,
+        first_attempt: u32,
+    ) -> Result<(), EngineError> {
+        let tool = entry.spec.name().clone();
+        let idempotent = entry.spec.annotations().is_idempotent();
+        if !self.charge_attempt().await? {
+            return Ok(());
+        }
+        self.rec
+            .record(EntryKind::ToolCall {
+                tool: tool.clone(),
+                input: input.clone(),
+                input_hash,
+                attempt: first_attempt,
+                idempotent,
+            })
+            .await?;
+        let call_entry = self.rec.ledger.len() - 1;
+        if !idempotent {
+            // The in-doubt marker must be durable before the side effect can happen.
+            self.shared
+                .ledgers
+                .sync_boxed(self.rec.proj.run.id())
+                .await?;
+        }
+        let link = AttemptLink::new(self.attempt_tx.clone(), Arc::clone(&self.shared.clock));
+        // The input moves into the call; retries, which are rare, read it back from the ledger.
+        let call = ToolCall::new(input).with_observer(Arc::new(link));
+        let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.proj.state());
+        let mut attempts = Attempts {
+            tool: tool.clone(),
+            input_hash,
+            idempotent,
+            first_attempt,
+            call_entry,
+            current: 1,
+            ended: None,
+            veto: None,
+        };
+        let cancel = self.cancel_token();
+        let outcome = {
+            let call = entry.stack.call(call).instrument(span);
+            tokio::pin!(call);
+            let mut open = true;
+            loop {
+                // Attempt events first: a retry waits on its admission while the call is polled.
+                let next = match &cancel {
+                    None => tokio::select! {
+                        biased;
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
+                        outcome = &mut call => Next::Done(outcome),
+                    },
+                    Some(cancel) => tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => Next::Aborted,
+                        event = self.attempt_rx.recv(), if open => Next::Event(event),
+                        outcome = &mut call => Next::Done(outcome),
+                    },
+                };
+                match next {
+                    Next::Event(Some(event)) => self.on_attempt(&mut attempts, event).await?,
+                    Next::Event(None) => open = false,
+                    Next::Done(outcome) => break Some(outcome),
+                    Next::Aborted => break None,
+                }
+            }
+            // Dropping the call here drops an attempt still in flight, which reports itself.
+        };
+        while let Ok(event) = self.attempt_rx.try_recv() {
+            // Only ends are left: a retry asked for now would never be polled.
+            if let AttemptEvent::Ended(record) = event {
+                attempts.ended = Some(record);
+            }
+        }
+        let aborted = outcome.is_none();
+        let mut outcome = outcome.unwrap_or(Err(ToolError::Cancelled));
+        if let Some(last) = attempts.veto.take() {
+            // A vetoed retry is no failure of its own: the call failed with the last attempt.
+            outcome = Err(last);
+        } else {
+            self.record_last_attempt(entry, &attempts, &mut outcome)
+                .await?;
+        }
+        if aborted {
+            return self.abort().await;
+        }
+        if let Err(error) = outcome
+            && self.shared.config.on_tool_error == OnToolError::FailRun
+        {
+            self.rec
+                .fail(
+                    FailureKind::ToolFailed,
+                    format!("tool `{tool}` failed: {error}"),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Handles what the call's observer reports: keeps an attempt's end until it is known
+    /// whether a retry follows; admits a retry only once its charge and call are recorded
+    /// (and the failure before it), or vetoes it when the `tool_calls` budget cannot pay.
+    async fn on_attempt(
+        &mut self,
+        attempts: &mut Attempts,
+        event: AttemptEvent,
+    ) -> Result<(), EngineError> {
+        let (attempt, reply) = match event {
+            AttemptEvent::Ended(record) => {
+                attempts.ended = Some(record);
+                return Ok(());
+            }
+            AttemptEvent::Admit { attempt, reply } => (attempt, reply),
+        };
+        // The stack reports an attempt before it asks for the next, and retries only errors.
+        let Some(AttemptRecord {
+            attempt: failed,
+            error: Some(error),
+            elapsed,
+        }) = attempts.ended.take()
+        else {
+            let _ = reply.send(Err(ToolError::failed(
+                "no retry: the attempt before it was not reported as failed",
+            )));
+            return Ok(());
+        };
+        let tool = attempts.tool.clone();
+        let failed_number = attempts.number(failed);
+        let duration_ms = millis(elapsed);
+        if let Some(exhausted) = self.exhausted(&BudgetName::TOOL_CALLS) {
+            self.rec
+                .record(EntryKind::ToolError {
+                    tool,
+                    attempt: failed_number,
+                    duration_ms,
+                    error: error.clone(),
+                    will_retry: false,
+                })
+                .await?;
+            self.rec.record(exhausted_entry(&exhausted)).await?;
+            attempts.veto = Some(error);
+            let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
+            return Ok(());
+        }
+        self.rec
+            .record(EntryKind::ToolError {
+                tool: tool.clone(),
+                attempt: failed_number,
+                duration_ms,
+                error,
+                will_retry: true,
+            })
+            .await?;
+        self.rec
+            .record(EntryKind::BudgetConsumed {
+                name: BudgetName::TOOL_CALLS,
+                amount: 1,
+                used: self.rec.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
+                limit: self.rec.proj.budget().limit(&BudgetName::TOOL_CALLS),
+            })
+            .await?;
+        let input = match self.rec.ledger.entries()[attempts.call_entry].event() {
+            EntryKind::ToolCall { input, .. } => input.clone(),
+            _ => Value::Null,
+        };
+        self.rec
+            .record(EntryKind::ToolCall {
+                tool,
+                input,
+                input_hash: attempts.input_hash,
+                attempt: attempts.number(attempt),
+                idempotent: attempts.idempotent,
+            })
+            .await?;
+        if !attempts.idempotent {
+            // The same rule as for the first attempt: durable before the side effect.
+            self.shared
+                .ledgers
+                .sync_boxed(self.rec.proj.run.id())
+                .await?;
+        }
+        attempts.current = attempt;
+        // A call dropped meanwhile no longer listens; the attempt is recorded, never run.
+        let _ = reply.send(Ok(()));
+        Ok(())
+    }
+
+    /// Records how the call's last attempt ended: its result, its error, or — when it never
+    /// reported (refused before any attempt by an open circuit or a full bulkhead, or dropped
+    /// by an abort before it started) — the call's error.
+    async fn record_last_attempt(
+        &mut self,
+        entry: &ToolEntry,
+        attempts: &Attempts,
+        outcome: &mut Result<ToolOutput, ToolError>,
+    ) -> Result<(), EngineError> {
+        let tool = attempts.tool.clone();
+        // An output the ledger could not read back is a failed call, taken apart unrecorded.
+        let mut too_deep = None;
+        if outcome.as_ref().is_ok_and(|o| depth::too_deep(o.value())) {
+            let error = ToolError::failed(format!(
+                "the tool returned JSON nested more than {} levels deep, which the ledger cannot \
+                 record",
+                depth::MAX_JSON_DEPTH
+            ));
+            if let Ok(output) = std::mem::replace(outcome, Err(error.clone())) {
+                depth::dispose(output.into_value());
+            }
+            too_deep = Some(error);
+        }
+        let number = attempts.number(attempts.current);
+        let (error, duration_ms) = match &attempts.ended {
+            Some(ended) if ended.attempt == attempts.current => {
+                (ended.error.clone(), millis(ended.elapsed))
+            }
+            _ => match outcome {
+                Err(error) => (Some(error.clone()), 0),
+                Ok(_) => (None, 0),
+            },
+        };
+        if let Some(error) = error.or(too_deep) {
+            return self
+                .rec
+                .record(EntryKind::ToolError {
+                    tool,
+                    attempt: number,
+                    duration_ms,
+                    error,
+                    will_retry: false,
+                })
+                .await;
+        }
+        if let Ok(output) = outcome {
+            let output = self.payload(&tool, output).await?;
+            if entry.spec.annotations().is_cacheable() {
+                self.cache
+                    .insert((tool.clone(), attempts.input_hash), output.clone());
+            }
+            self.rec
+                .record(EntryKind::ToolResult {
+                    tool,
+                    attempt: number,
+                    duration_ms,
+                    cached: false,
+                    output,
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Records a call refused before any attempt (attempt 0: nothing ran, nothing was
+    /// charged), and fails the run unless tool errors are handed back.
+    pub(crate) async fn tool_failed(
+        &mut self,
+        tool: ToolName,
+        error: ToolError,
+    ) -> Result<(), EngineError> {
+        let message = format!("tool `{tool}` failed: {error}");
+        self.rec
+            .record(EntryKind::ToolError {
+                tool,
+                attempt: 0,
+                duration_ms: 0,
+                error,
+                will_retry: false,
+            })
+            .await?;
+        if self.shared.config.on_tool_error == OnToolError::FailRun {
+            self.rec.fail(FailureKind::ToolFailed, message).await?;
+        }
+        Ok(())
+    }
+
+    /// Records that a charge would exceed a budget, then rejects the decision that needed it.
+    pub(crate) async fn refuse_over_budget(
+        &mut self,
+        exhausted: rein_policy::BudgetExhausted,
+    ) -> Result<(), EngineError> {
+        self.rec.record(exhausted_entry(&exhausted)).await?;
+        self.reject(Rejection::BudgetExhausted(exhausted)).await
+    }
+
+    /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
+    pub(crate) async fn charge_attempt(&mut self) -> Result<bool, EngineError> {
+        if std::mem::take(&mut self.prepaid) {
+            return Ok(true);
+        }
+        let name = BudgetName::TOOL_CALLS;
+        match self.exhausted(&name) {
+            None => {
+                let used = self.rec.proj.run.usage().used(&name) + 1;
+                let limit = self.rec.proj.budget().limit(&name);
+                self.rec
+                    .record(EntryKind::BudgetConsumed {
+                        name,
+                        amount: 1,
+                        used,
+                        limit,
+                    })
+                    .await?;
+                Ok(true)
+            }
+            Some(exhausted) => {
+                self.refuse_over_budget(exhausted).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The output inline, or moved to the artifact store when it is larger than the limit.
+    pub(crate) async fn payload(
+        &self,
+        tool: &ToolName,
+        output: &ToolOutput,
+    ) -> Result<Payload, EngineError> {
+        let limit = self.shared.config.inline_output_limit;
+        if fits(output.value(), limit) {
+            return Ok(Payload::Inline(output.value().clone()));
+        }
+        let bytes = serde_json::to_vec(output.value()).unwrap_or_default();
+        let options = StoreOptions::new()
+            .with_content_type("application/json")
+            .with_name(format!("{tool} output"))
+            .with_metadata("run_id", self.rec.proj.run.id().as_str());
+        let reference = self.shared.artifacts.put_boxed(bytes, options).await?;
+        Ok(Payload::Artifact(ArtifactLink {
+            id: reference.id().to_string(),
+            checksum: reference.checksum().to_string(),
+            size: reference.size(),
+            content_type: reference.content_type().to_owned(),
+        }))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether `value`'s compact JSON is at most `limit` bytes, without building it.
+fn fits(value: &Value, limit: usize) -> bool {
+    struct Counter {
+        left: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(buf.len())
+                .ok_or(std::io::ErrorKind::FileTooLarge)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Counter { left: limit }, value).is_ok()
+}
+
+/// The `budget_exhausted` entry that records `exhausted`.
+pub(crate) fn exhausted_entry(exhausted: &rein_policy::BudgetExhausted) -> EntryKind {
+    EntryKind::BudgetExhausted {
+        name: exhausted.name.clone(),
+        limit: exhausted.limit,
+        used: exhausted.used,
+        requested: exhausted.requested,
+    }
+}

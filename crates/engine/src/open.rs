@@ -1,0 +1,391 @@
+//! Opening a run: starting one (`begin`), loading and checking its ledger against its
+//! snapshot, reading the policy it recorded, rebuilding it from its ledger, and reopening
+//! it to resume or narrow it. Every function takes the engine's shared state, not the
+//! `Engine`.
+
+use std::sync::Arc;
+
+use rein_ledger::{EntryKind, Ledger, LedgerStoreError};
+use rein_policy::{Budget, PolicySnapshot};
+use rein_run::{Run, RunId, RunStatus, RunStoreError};
+
+use crate::config::InDoubtPolicy;
+use crate::driver::Driver;
+use crate::error::{EngineError, RecordedPolicyError};
+use crate::handle::Controls;
+use crate::narrow::PolicyNarrowing;
+use crate::project::{Projection, ProjectionError};
+use crate::shared::{ActiveGuard, RunPolicy, Shared};
+use crate::spec::RunSpec;
+
+pub(crate) async fn begin(
+    shared: &Arc<Shared>,
+    spec: RunSpec,
+    controls: Option<Controls>,
+) -> Result<(Driver, ActiveGuard), EngineError> {
+    if let Some(name) = spec
+        .vars
+        .iter()
+        .find_map(|(name, value)| crate::depth::too_deep(value).then(|| name.clone()))
+    {
+        spec.vars
+            .into_iter()
+            .for_each(|(_, v)| crate::depth::dispose(v));
+        return Err(EngineError::VarTooDeep {
+            name,
+            limit: crate::depth::MAX_JSON_DEPTH,
+        });
+    }
+    let chosen = spec.id.is_some();
+    let id = spec.id.unwrap_or_else(|| shared.ids.run_id());
+    let guard = shared.acquire(&id)?;
+    if chosen {
+        match shared.ledgers.load_boxed(&id).await {
+            // An empty ledger is a run whose first entry never became durable.
+            Err(LedgerStoreError::NotFound { .. }) => {}
+            Ok(loaded) if loaded.ledger.is_empty() => {}
+            Ok(_) | Err(_) => return Err(EngineError::RunExists { id }),
+        }
+        // An id whose ledger is empty or gone, under a snapshot saved after more than the
+        // first entry, is a run whose ledger was cut, not a free id: starting afresh would
+        // overwrite the one proof of it.
+        match shared.runs.load_boxed(&id).await {
+            Ok(run) => {
+                if let Some(head) = run.ledger_head().filter(|head| head.seq > 1) {
+                    return Err(EngineError::LedgerBehindSnapshot { id, head, last: 0 });
+                }
+            }
+            Err(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+            // No snapshot, or a corrupt one: it holds no head anyone can use.
+            Err(_) => {}
+        }
+    }
+    let policy = Arc::clone(&shared.policy);
+    let started = EntryKind::RunStarted {
+        goal: spec.goal,
+        vars: spec.vars,
+        policy: Arc::clone(&policy.value),
+    };
+    let mut driver = Driver::start(Arc::clone(shared), policy, started, id, controls).await?;
+    // Saved without a sync: a snapshot anchored at the first entry proves nothing about
+    // an empty ledger (a power cut may take the unsynced entry and keep the snapshot),
+    // and `load_ledger` takes an empty ledger under it for a run that never started.
+    driver.rec.save().await?;
+    Ok((driver, guard))
+}
+
+/// Loads and verifies the ledger of run `id`, and checks it against the run's snapshot:
+/// the ledger must reach the head the snapshot was saved after.
+///
+/// The snapshot is read first. The engine appends entries before it saves a snapshot,
+/// so a ledger read after the snapshot reaches its head even while the run is being
+/// driven. A snapshot that cannot be read does not stop a load (the ledger is the source
+/// of truth); the check is then skipped, and said so in `unchecked`.
+pub(crate) async fn load_ledger(shared: &Arc<Shared>, id: &RunId) -> Result<Loaded, EngineError> {
+    let snapshot = shared.runs.load_boxed(id).await;
+    let loaded = match shared.ledgers.load_boxed(id).await {
+        Ok(loaded) => Some(loaded),
+        Err(LedgerStoreError::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let (head, unchecked) = match snapshot {
+        Ok(run) => (run.ledger_head(), None),
+        Err(RunStoreError::NotFound { .. }) => (None, None),
+        Err(e) => (None, Some(e)),
+    };
+    let last = loaded
+        .as_ref()
+        .and_then(|l| l.ledger.head())
+        .map_or(0, |h| h.seq);
+    if let Some(head) = head
+        && !loaded.as_ref().is_some_and(|l| l.ledger.reaches(&head))
+        // No entry under a snapshot saved after the first one only: `begin` saves that
+        // snapshot before the entry is synced, so it proves no more than the ledger.
+        && !(last == 0 && head.seq == 1)
+    {
+        return Err(EngineError::LedgerBehindSnapshot {
+            id: id.clone(),
+            head,
+            last,
+        });
+    }
+    match loaded {
+        Some(loaded) if !loaded.ledger.is_empty() => Ok(Loaded { loaded, unchecked }),
+        // No ledger, or a file with no entry (the process died writing the first, and
+        // the torn line was cut): the run never started.
+        _ => Err(EngineError::RunNotFound { id: id.clone() }),
+    }
+}
+
+/// The policy the run is held to — the last `policy_narrowed`, else the one recorded
+/// when it started; the engine's own when they are equal — and the budget it started
+/// under (what a rebuild charges against until the first narrowing).
+pub(crate) fn recorded_policy(
+    shared: &Shared,
+    id: &RunId,
+    ledger: &Ledger,
+) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
+    let invalid = |source| EngineError::InvalidRecordedPolicy {
+        id: id.clone(),
+        source,
+    };
+    let Some(EntryKind::RunStarted {
+        policy: started, ..
+    }) = ledger.entries().first().map(|e| e.event())
+    else {
+        return Err(invalid(RecordedPolicyError::NoRunStarted));
+    };
+    let narrowed = ledger.entries().iter().rev().find_map(|e| match e.event() {
+        EntryKind::PolicyNarrowed { policy, .. } => Some(policy),
+        _ => None,
+    });
+    let current = narrowed.unwrap_or(started);
+    let policy = if Arc::ptr_eq(current, &shared.policy.value) || **current == *shared.policy.value
+    {
+        Arc::clone(&shared.policy)
+    } else {
+        let snapshot = PolicySnapshot::from_value(current)
+            .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?;
+        let policy = RunPolicy::new(snapshot, shared.tools.specs())
+            .map_err(|e| invalid(RecordedPolicyError::Eligibility(e)))?;
+        Arc::new(policy)
+    };
+    let budget = match narrowed {
+        None => policy.snapshot.budget.clone(),
+        Some(_) => {
+            PolicySnapshot::from_value(started)
+                .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?
+                .budget
+        }
+    };
+    Ok((budget, policy))
+}
+
+pub(crate) async fn reopen(
+    shared: &Arc<Shared>,
+    id: &RunId,
+    answer: Option<&str>,
+    controls: Option<Controls>,
+) -> Result<(Driver, ActiveGuard), EngineError> {
+    let guard = shared.acquire(id)?;
+    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
+    // A snapshot the store failed to read (an I/O error; a corrupt file holds no head
+    // anyone can use) may name a head this ledger does not reach, and resuming would
+    // overwrite it with one that it does. Refuse, before anything is written.
+    let unchecked = match unchecked {
+        Some(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+        other => other,
+    };
+    let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
+    let mut proj = rebuild(id, &loaded.ledger, budget)?;
+    let run = &proj.run;
+    if run.is_finished() {
+        return Err(EngineError::RunFinished {
+            id: id.clone(),
+            status: run.status(),
+        });
+    }
+    match (
+        run.pending_question()
+            .filter(|_| run.status() == RunStatus::Paused),
+        answer,
+    ) {
+        (Some(pending), None) => {
+            return Err(EngineError::AwaitingAnswer {
+                id: id.clone(),
+                question: pending.question.clone(),
+                options: pending.options.clone(),
+            });
+        }
+        (_, Some(answer)) => {
+            // Check the answer on a copy first, so a wrong answer records nothing.
+            let mut probe = run.clone();
+            if let Err(source) = probe.answer(answer, shared.clock.now()) {
+                return Err(EngineError::InvalidAnswer {
+                    id: id.clone(),
+                    source,
+                });
+            }
+        }
+        (None, None) => {}
+    }
+    let open = proj.open.take();
+    let unsettled = proj.unsettled.take();
+    let mut note = match (&loaded.torn_tail, answer) {
+        (Some(torn), _) => format!(
+            "resumed after a restart; a torn final ledger line ({} bytes at line {}) was cut",
+            torn.bytes, torn.line
+        ),
+        (None, Some(_)) => "resumed with a human's answer".to_owned(),
+        (None, None) if run.status() == RunStatus::Interrupted => {
+            "resumed after an interrupt; the run continues from where it stopped".to_owned()
+        }
+        (None, None) => "resumed after a restart: the process stopped while the run was \
+                         running; the run continues from where its ledger ends"
+            .to_owned(),
+    };
+    if let Some(e) = unchecked {
+        note.push_str(&format!(
+            "; the run snapshot could not be read, so the ledger was not checked against \
+             the head it records ({e})"
+        ));
+    }
+    let mut driver = Driver::new(Arc::clone(shared), policy, proj, loaded.ledger, controls);
+    if let Some(answer) = answer {
+        driver
+            .rec
+            .record(EntryKind::HumanInputReceived {
+                answer: answer.to_owned(),
+            })
+            .await?;
+    }
+    driver.rec.record(EntryKind::RunResumed { note }).await?;
+    if let Some(open) = open {
+        let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
+        driver.settle_in_doubt(open, retry_all).await?;
+    } else if let Some(step) = unsettled
+        && driver.run().status() == RunStatus::Running
+    {
+        // The process stopped inside a step: finish it before asking for the next one.
+        driver.complete_step(step).await?;
+    }
+    driver.rec.persist().await?;
+    Ok((driver, guard))
+}
+
+/// Narrows the policy of run `id`, not being driven now (see `Engine::narrow`).
+pub(crate) async fn narrow(
+    shared: &Arc<Shared>,
+    id: &RunId,
+    narrowing: &PolicyNarrowing,
+) -> Result<Run, EngineError> {
+    let _guard = shared.acquire(id)?;
+    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
+    if let Some(e @ RunStoreError::Io { .. }) = unchecked {
+        return Err(EngineError::RunStore(e));
+    }
+    let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
+    let proj = rebuild(id, &loaded.ledger, budget)?;
+    if proj.run.is_finished() {
+        return Err(EngineError::RunFinished {
+            id: id.clone(),
+            status: proj.run.status(),
+        });
+    }
+    let mut driver = Driver::new(Arc::clone(shared), policy, proj, loaded.ledger, None);
+    driver
+        .narrow(narrowing)
+        .await?
+        .map_err(|source| EngineError::Narrowing {
+            id: id.clone(),
+            source,
+        })?;
+    driver.rec.persist().await?;
+    Ok(driver.into_run())
+}
+
+/// A ledger loaded for a run, and why it could not be checked against the run's snapshot,
+/// if it could not.
+pub(crate) struct Loaded {
+    pub(crate) loaded: rein_ledger::LoadedLedger,
+    pub(crate) unchecked: Option<RunStoreError>,
+}
+
+fn inconsistent(id: &RunId, seq: u64, source: ProjectionError) -> EngineError {
+    EngineError::InconsistentLedger {
+        id: id.clone(),
+        seq,
+        source: Box::new(source),
+    }
+}
+
+/// The run as `ledger` describes it, anchored to the ledger's last entry.
+/// `budget` is the one it started under.
+pub(crate) fn rebuild(
+    id: &RunId,
+    ledger: &Ledger,
+    budget: Budget,
+) -> Result<Projection, EngineError> {
+    let mut proj = Projection::rebuild(ledger.entries(), |_| Ok(budget))
+        .map_err(|(seq, e)| inconsistent(id, seq, e))?;
+    if let Some(head) = ledger.head() {
+        // A run rebuilt from scratch has no head yet: anchoring it cannot fail.
+        proj.run
+            .anchor(head)
+            .map_err(|e| inconsistent(id, head.seq, ProjectionError::from(e)))?;
+    }
+    Ok(proj)
+}
+
+#[cfg(test)]
+mod tests {
+    use rein_planner::ScriptedPlanner;
+    use rein_run::{BudgetName, State, Timestamp};
+    use serde_json::Map;
+
+    use super::*;
+    use crate::builder::EngineBuilder;
+
+    fn shared() -> Arc<Shared> {
+        Arc::new(
+            EngineBuilder::default()
+                .planner(ScriptedPlanner::new([]))
+                .into_shared()
+                .expect("builds"),
+        )
+    }
+
+    fn started(shared: &Shared, id: &RunId) -> Ledger {
+        let mut ledger = Ledger::new(id.clone());
+        ledger.append(
+            Timestamp::from_unix_millis(1),
+            State::Intake,
+            EntryKind::RunStarted {
+                goal: "g".into(),
+                vars: Map::new(),
+                policy: Arc::clone(&shared.policy.value),
+            },
+        );
+        ledger
+    }
+
+    #[test]
+    fn a_run_under_the_engines_policy_shares_it() {
+        let shared = shared();
+        let id: RunId = "r".parse().expect("an id");
+        let (budget, policy) = recorded_policy(&shared, &id, &started(&shared, &id)).expect("ok");
+        assert!(Arc::ptr_eq(&policy, &shared.policy));
+        assert_eq!(budget, shared.policy.snapshot.budget);
+    }
+
+    #[test]
+    fn the_last_narrowing_is_the_policy_and_the_start_is_the_budget_to_rebuild_with() {
+        let shared = shared();
+        let id: RunId = "r".parse().expect("an id");
+        let mut ledger = started(&shared, &id);
+        for steps in [50, 10] {
+            let mut narrowed = shared.policy.snapshot.clone();
+            narrowed.max_steps = steps;
+            narrowed.budget = narrowed.budget.with_limit(BudgetName::TOOL_CALLS, 1);
+            ledger.append(
+                Timestamp::from_unix_millis(2),
+                State::Intake,
+                EntryKind::PolicyNarrowed {
+                    policy: Arc::new(narrowed.to_value()),
+                    reason: "less".into(),
+                },
+            );
+        }
+        let (budget, policy) = recorded_policy(&shared, &id, &ledger).expect("ok");
+        assert_eq!(policy.snapshot.max_steps, 10);
+        assert_eq!(
+            policy.snapshot.budget.limit(&BudgetName::TOOL_CALLS),
+            Some(1)
+        );
+        // Charges before the narrowing replay against the limits the run started with.
+        assert_eq!(budget.limit(&BudgetName::TOOL_CALLS), None);
+        // The rebuilt run charges against the narrowed limits from the narrowing on.
+        let proj = rebuild(&id, &ledger, budget).expect("rebuilds");
+        assert_eq!(proj.budget().limit(&BudgetName::TOOL_CALLS), Some(1));
+    }
+}

@@ -1,0 +1,195 @@
+//! Recovery: finishing the step a crash cut short, making a retry the ledger shows due,
+//! and settling a call left in doubt — each from where the ledger stops.
+
+use std::sync::Arc;
+
+use rein_ledger::EntryKind;
+use rein_run::{BudgetName, Decision, Digest, FailureKind, State};
+use rein_tool::ToolError;
+use serde_json::Value;
+
+use crate::call::exhausted_entry;
+use crate::config::OnToolError;
+use crate::driver::Driver;
+use crate::error::{EngineError, ProjectionError, Rejection};
+use crate::project::{OpenAttempt, Progress, Projection, Unsettled};
+
+impl Driver {
+    /// Finishes the step a crash cut short, from where its ledger stops: records the end
+    /// the step had reached (a completion, a failure, a rejection), or applies the decision
+    /// again when nothing it did is on record but markers (with the attempt's `tool_calls`
+    /// unit already paid, if it was charged).
+    pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
+        // The projection names the decision by its place in this ledger; read it back.
+        let decision = match self
+            .rec
+            .ledger
+            .entries()
+            .get(step.decision_at)
+            .map(rein_ledger::Entry::event)
+        {
+            Some(EntryKind::Decision { decision, .. }) => decision.clone(),
+            _ => {
+                return Err(EngineError::InconsistentLedger {
+                    id: self.rec.proj.run.id().clone(),
+                    seq: step.decision_at as u64 + 1,
+                    source: Box::new(ProjectionError::DecisionMissing),
+                });
+            }
+        };
+        match step.progress {
+            Progress::Started => self.apply(decision).await,
+            Progress::Charged => {
+                self.prepaid = true;
+                let applied = self.apply(decision).await;
+                self.prepaid = false;
+                applied
+            }
+            Progress::Retrying { failed, error } => self.retry(failed, error, false).await,
+            Progress::RetryCharged { failed, error } => self.retry(failed, error, true).await,
+            Progress::Ended(State::Done) => {
+                let (summary, result) = match decision {
+                    Decision::Finish { summary, result } => (summary, result),
+                    Decision::Transition { reason, .. } => (reason, Value::Null),
+                    other => (format!("{other:?}"), Value::Null),
+                };
+                self.rec
+                    .record(EntryKind::RunCompleted { summary, result })
+                    .await
+            }
+            Progress::Ended(_) => {
+                let reason = match decision {
+                    Decision::Fail { reason } | Decision::Transition { reason, .. } => reason,
+                    other => format!("{other:?}"),
+                };
+                self.rec.fail(FailureKind::PlannerGaveUp, reason).await
+            }
+            Progress::Rejected { violation, message } => {
+                let kind = match violation {
+                    rein_ledger::Violation::MaxSteps => FailureKind::MaxSteps,
+                    rein_ledger::Violation::BudgetExhausted => FailureKind::BudgetExhausted,
+                    _ => FailureKind::PolicyViolation,
+                };
+                self.rec.fail(kind, message).await
+            }
+            Progress::Denied {
+                tool,
+                approver,
+                reason,
+            } => {
+                self.reject(Rejection::ApprovalDenied {
+                    tool,
+                    approver,
+                    reason,
+                })
+                .await
+            }
+            Progress::ToolFailed { tool, error } => {
+                if self.shared.config.on_tool_error != OnToolError::FailRun {
+                    return Ok(());
+                }
+                self.rec
+                    .fail(
+                        FailureKind::ToolFailed,
+                        format!("tool `{tool}` failed: {error}"),
+                    )
+                    .await
+            }
+        }
+    }
+
+    /// Makes the retry a crash cut short after attempt `failed` failed: the next attempt,
+    /// charged unless `charged` says its unit is paid already. A retry the budget cannot pay,
+    /// of a tool not idempotent or no longer registered, ends the call with the failure on
+    /// record — as the stack would have ended it.
+    pub(crate) async fn retry(
+        &mut self,
+        failed: OpenAttempt,
+        error: ToolError,
+        charged: bool,
+    ) -> Result<(), EngineError> {
+        let shared = Arc::clone(&self.shared);
+        let entry = shared
+            .tools
+            .get(failed.tool.as_str())
+            .filter(|_| failed.idempotent);
+        let exhausted = if charged {
+            None
+        } else {
+            self.exhausted(&BudgetName::TOOL_CALLS)
+        };
+        let Some(entry) = entry.filter(|_| exhausted.is_none()) else {
+            self.rec
+                .record(EntryKind::ToolError {
+                    tool: failed.tool.clone(),
+                    attempt: failed.attempt,
+                    duration_ms: 0,
+                    error: error.clone(),
+                    will_retry: false,
+                })
+                .await?;
+            if let Some(exhausted) = exhausted {
+                self.rec.record(exhausted_entry(&exhausted)).await?;
+            }
+            if self.shared.config.on_tool_error == OnToolError::FailRun {
+                self.rec
+                    .fail(
+                        FailureKind::ToolFailed,
+                        format!("tool `{}` failed: {error}", failed.tool),
+                    )
+                    .await?;
+            }
+            return Ok(());
+        };
+        let input_hash = Digest::of_json(&failed.input);
+        self.prepaid = charged;
+        let executed = self
+            .execute(
+                entry,
+                failed.input,
+                input_hash,
+                failed.attempt.saturating_add(1),
+            )
+            .await;
+        self.prepaid = false;
+        executed
+    }
+
+    /// Resolves a call left in doubt by a crash, as the in-doubt policy says.
+    pub(crate) async fn settle_in_doubt(
+        &mut self,
+        open: OpenAttempt,
+        retry_all: bool,
+    ) -> Result<(), EngineError> {
+        if !(open.idempotent || retry_all) {
+            return self
+                .rec
+                .fail(
+                    FailureKind::InDoubtToolCall,
+                    Projection::in_doubt_failure(&open).message,
+                )
+                .await;
+        }
+        let shared = Arc::clone(&self.shared);
+        let Some(entry) = shared.tools.get(open.tool.as_str()) else {
+            return self
+                .rec
+                .fail(
+                    FailureKind::InDoubtToolCall,
+                    format!(
+                        "the in-doubt call's tool `{}` is no longer registered",
+                        open.tool
+                    ),
+                )
+                .await;
+        };
+        let input_hash = Digest::of_json(&open.input);
+        self.execute(
+            entry,
+            open.input,
+            input_hash,
+            open.attempt.saturating_add(1),
+        )
+        .await
+    }
+}

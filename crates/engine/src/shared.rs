@@ -1,0 +1,117 @@
+//! What every run of an engine shares: the tools, planner, approver, stores, the policy new
+//! runs start under, and the set of runs being driven.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rein_artifact::DynArtifactStore;
+use rein_ledger::DynLedgerStore;
+use rein_policy::{Budget, DynApprover, Eligibility, EligibilityError, PolicySnapshot};
+use rein_resilience::ResilienceConfig;
+use rein_run::{BudgetName, DynPlanner, DynRunStore, RunId, ToolSpec};
+use serde_json::Value;
+
+use crate::clock::{Clock, IdGenerator};
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::tools::{AllowedSpecs, ToolTable};
+
+/// A policy ready to enforce: the snapshot, its JSON, the validated eligibility, and the
+/// tools each state allows.
+#[derive(Debug)]
+pub(crate) struct RunPolicy {
+    pub(crate) snapshot: PolicySnapshot,
+    /// The snapshot's JSON, shared by every run started under it (see `begin`).
+    pub(crate) value: Arc<Value>,
+    pub(crate) eligibility: Eligibility,
+    pub(crate) allowed: AllowedSpecs,
+    /// The budgets that guard the way into `act`: every limit but `violations`, which counts
+    /// rejections handed back to the planner, not spending — a planner that used its
+    /// allowance of mistakes and then corrected itself may still act.
+    pub(crate) act_guard: Budget,
+}
+
+impl RunPolicy {
+    pub(crate) fn new(
+        snapshot: PolicySnapshot,
+        specs: &[ToolSpec],
+    ) -> Result<Self, EligibilityError> {
+        let eligibility = Eligibility::new(snapshot.eligibility.clone(), specs)?;
+        let allowed = AllowedSpecs::new(&eligibility, specs);
+        let act_guard = snapshot
+            .budget
+            .limits()
+            .iter()
+            .filter(|(name, _)| **name != BudgetName::VIOLATIONS)
+            .fold(Budget::new(), |guard, (name, limit)| {
+                guard.with_limit(name.clone(), *limit)
+            });
+        Ok(Self {
+            value: Arc::new(snapshot.to_value()),
+            snapshot,
+            eligibility,
+            allowed,
+            act_guard,
+        })
+    }
+}
+
+/// What every run of an engine shares. Read-only after build, except the set of runs being
+/// driven (touched once when a run starts and once when it stops, never per step).
+pub(crate) struct Shared {
+    pub(crate) tools: ToolTable,
+    pub(crate) planner: Arc<dyn DynPlanner>,
+    pub(crate) approver: Option<Arc<dyn DynApprover>>,
+    pub(crate) runs: Arc<dyn DynRunStore>,
+    pub(crate) ledgers: Arc<dyn DynLedgerStore>,
+    pub(crate) artifacts: Arc<dyn DynArtifactStore>,
+    pub(crate) policy: Arc<RunPolicy>,
+    pub(crate) config: EngineConfig,
+    pub(crate) resilience: ResilienceConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdGenerator>,
+    pub(crate) active: Mutex<HashSet<RunId>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("tools", &self.tools.names())
+            .field("policy", &self.policy.snapshot)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Marks a run as being driven; unmarks it when dropped.
+pub(crate) struct ActiveGuard {
+    shared: Arc<Shared>,
+    id: RunId,
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.shared
+            .active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+impl Shared {
+    /// Marks run `id` as being driven, until the guard is dropped.
+    pub(crate) fn acquire(self: &Arc<Self>, id: &RunId) -> Result<ActiveGuard, EngineError> {
+        let mut active = self
+            .active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !active.insert(id.clone()) {
+            return Err(EngineError::AlreadyActive { id: id.clone() });
+        }
+        Ok(ActiveGuard {
+            shared: Arc::clone(self),
+            id: id.clone(),
+        })
+    }
+}

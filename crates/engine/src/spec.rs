@@ -1,0 +1,66 @@
+//! `RunSpec`: what to run — a goal, variables, optionally an id of your own.
+
+use rein_run::RunId;
+use serde_json::{Map, Value};
+
+/// What to run: a goal, optional variables, optionally a run id of your own.
+///
+/// ```
+/// use rein_engine::RunSpec;
+/// use serde_json::json;
+/// let spec = RunSpec::new("Summarise the report").with_var("lang", json!("en"));
+/// assert_eq!(spec.goal(), "Summarise the report");
+/// let from_str: RunSpec = "Say hello".into();
+/// # let _ = from_str;
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct RunSpec {
+    pub(crate) goal: String,
+    pub(crate) vars: Map<String, Value>,
+    pub(crate) id: Option<RunId>,
+}
+
+impl RunSpec {
+    /// A run with `goal`.
+    pub fn new(goal: impl Into<String>) -> Self {
+        Self {
+            goal: goal.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a variable the planner can read.
+    pub fn with_var(mut self, name: impl Into<String>, value: Value) -> Self {
+        self.vars.insert(name.into(), value);
+        self
+    }
+
+    /// Uses `id` instead of a generated one. Starting a second run with an id that exists
+    /// fails with [`EngineError::AlreadyActive`](crate::EngineError::AlreadyActive) or [`EngineError::RunExists`](crate::EngineError::RunExists); an id whose
+    /// ledger is empty or gone while its run snapshot names a later entry fails with
+    /// [`EngineError::LedgerBehindSnapshot`](crate::EngineError::LedgerBehindSnapshot) (that snapshot is the proof of a cut ledger, and
+    /// is not overwritten).
+    pub fn with_id(mut self, id: RunId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// The goal.
+    #[must_use]
+    pub fn goal(&self) -> &str {
+        &self.goal
+    }
+}
+
+impl From<&str> for RunSpec {
+    fn from(goal: &str) -> Self {
+        Self::new(goal)
+    }
+}
+
+impl From<String> for RunSpec {
+    fn from(goal: String) -> Self {
+        Self::new(goal)
+    }
+}
