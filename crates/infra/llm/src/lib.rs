@@ -1,0 +1,25 @@
+//! Model providers for rein and the planner that drives them.
+//!
+//! Two wire protocols are spoken, streaming and not: OpenAI-compatible Chat Completions
+//! ([`Api::OpenAi`]: OpenAI, llama.cpp, vLLM, Ollama, proxies) and Anthropic Messages
+//! ([`Api::Anthropic`]). An [`HttpProvider`] calls a server with a per-attempt timeout,
+//! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
+//! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
+//! from the environment variable the configuration names and never shown.
+
+mod anthropic;
+mod chat;
+mod config;
+mod error;
+mod http;
+mod openai;
+mod provider;
+
+pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
+pub use config::{Api, ProviderConfig};
+pub use error::{EXCERPT_CHARS, LlmError, excerpt};
+pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
+pub use provider::{Completion, DynProvider, Provider};
+
+#[cfg(feature = "fake-server")]
+pub mod fake;
