@@ -335,6 +335,13 @@ impl Driver {
             self.policy.allowed.in_state(run.state()),
             self.proj.budget().snapshot(run.usage()),
         );
+        let next: Vec<State> = self
+            .policy
+            .snapshot
+            .transitions
+            .targets(run.state())
+            .collect();
+        let request = request.with_next_states(&next);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()

@@ -13,6 +13,7 @@ pub struct PlanRequest<'a> {
     run: &'a Run,
     tools: &'a [ToolSpec],
     budget: BudgetSnapshot<'a>,
+    next_states: Option<&'a [State]>,
 }
 
 impl<'a> PlanRequest<'a> {
@@ -20,7 +21,27 @@ impl<'a> PlanRequest<'a> {
     /// current state) and a view of the budgets.
     #[must_use]
     pub const fn new(run: &'a Run, tools: &'a [ToolSpec], budget: BudgetSnapshot<'a>) -> Self {
-        Self { run, tools, budget }
+        Self {
+            run,
+            tools,
+            budget,
+            next_states: None,
+        }
+    }
+
+    /// The same request, saying which states the transition table allows from the current
+    /// one (terminal ones included), so a planner can offer only those.
+    #[must_use]
+    pub const fn with_next_states(mut self, states: &'a [State]) -> Self {
+        self.next_states = Some(states);
+        self
+    }
+
+    /// The states the transition table allows from here, when the engine said
+    /// ([`with_next_states`](Self::with_next_states)); `None` when it did not.
+    #[must_use]
+    pub const fn next_states(&self) -> Option<&'a [State]> {
+        self.next_states
     }
 
     /// The whole run, read-only.

@@ -12,13 +12,21 @@ mod chat;
 mod config;
 mod error;
 mod http;
+mod names;
 mod openai;
+mod planner;
+mod prompt;
 mod provider;
 
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
 pub use config::{Api, ProviderConfig};
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
+pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
+pub use planner::{LlmConfig, LlmPlanner};
+pub use prompt::{
+    DEFAULT_SYSTEM_PROMPT, PromptConfig, build_request, estimate_tokens, state_guidance,
+};
 pub use provider::{Completion, DynProvider, Provider};
 
 #[cfg(feature = "fake-server")]
