@@ -31,6 +31,8 @@ use crate::events::RunEvent;
 use crate::project::{OpenAttempt, Progress, Projection, ProjectionError, Unsettled};
 use crate::tools::ToolEntry;
 
+mod planning;
+
 /// What a handle sends to its run.
 #[derive(Debug)]
 pub(crate) enum Control {
@@ -263,8 +265,15 @@ impl Driver {
             return Ok(Flow::Continue);
         }
 
-        let decision = match self.plan().await {
+        let meter = self.meter();
+        let planned = self.plan(&meter).await;
+        self.settle_planner_calls(meter).await?;
+        let decision = match planned {
             Some(Ok(decision)) => decision,
+            Some(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
+                self.refuse_planner_call(exhausted).await?;
+                return Ok(Flow::Stop);
+            }
             Some(Err(e)) => {
                 self.fail(FailureKind::PlannerError, e.to_string()).await?;
                 return Ok(Flow::Stop);
@@ -328,7 +337,10 @@ impl Driver {
     }
 
     /// Asks the planner; `None` when the run was aborted meanwhile.
-    async fn plan(&self) -> Option<Result<Decision, rein_run::PlannerError>> {
+    async fn plan(
+        &self,
+        meter: &rein_run::PlanMeter,
+    ) -> Option<Result<Decision, rein_run::PlannerError>> {
         let run = &self.proj.run;
         let request = PlanRequest::new(
             run,
@@ -341,7 +353,7 @@ impl Driver {
             .transitions
             .targets(run.state())
             .collect();
-        let request = request.with_next_states(&next);
+        let request = request.with_next_states(&next).with_meter(meter);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()

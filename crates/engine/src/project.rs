@@ -394,6 +394,7 @@ impl Projection {
             | EntryKind::ApprovalGranted { .. }
             | EntryKind::ApprovalDenied { .. }
             | EntryKind::BudgetExhausted { .. }
+            | EntryKind::PlannerCall { .. }
             | EntryKind::Interrupt { .. } => {}
             other => {
                 return Err(unfit(format!(

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rein_run::{BudgetName, Decision, Digest, Failure, Payload, State, ToolError, ToolName};
+use rein_run::{
+    BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError, ToolName,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -210,6 +212,14 @@ pub enum EntryKind {
         /// Graceful or abort.
         kind: InterruptKind,
     },
+    /// The planner called a model while deciding a step: what it sent (by hash), what it
+    /// used and cost. The `tokens` and `cost` charges follow as `budget_consumed`.
+    PlannerCall {
+        /// The step being decided.
+        step: u32,
+        /// The call, as the planner reported it.
+        call: PlannerCall,
+    },
 }
 
 impl EntryKind {
@@ -238,6 +248,7 @@ impl EntryKind {
             Self::Steering { .. } => "steering",
             Self::Interrupt { .. } => "interrupt",
             Self::RunInterrupted { .. } => "run_interrupted",
+            Self::PlannerCall { .. } => "planner_call",
         }
     }
 }

@@ -23,7 +23,7 @@ pub use config::{Api, ProviderConfig};
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
 pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
-pub use planner::{LlmConfig, LlmPlanner};
+pub use planner::{LlmConfig, LlmPlanner, Prices};
 pub use prompt::{
     DEFAULT_SYSTEM_PROMPT, PromptConfig, build_request, estimate_tokens, state_guidance,
 };

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn every_valid_tool_name_is_a_valid_function_name() {
-        let long = format!("a{}", ".b-_9".repeat(12));
+        let long = format!("a{}", ".b-_9".repeat(13));
         let tool = ToolName::new(&long[..64]).unwrap();
         let f = function_name(&tool);
         assert!(f.len() <= 64);

@@ -4,14 +4,17 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rein_run::{Decision, PlanRequest, Planner, PlannerError, RunId, State, ToolName};
+use rein_run::{
+    Decision, PlanMeter, PlanRequest, Planner, PlannerCall, PlannerError, RunId, State, ToolName,
+    WorstCase,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message};
 use crate::error::{LlmError, excerpt};
 use crate::names::{NameError, NameMap};
-use crate::prompt::{PromptConfig, build_request};
+use crate::prompt::{PromptConfig, build_request, estimate_tokens};
 use crate::provider::{Completion, DynProvider, Provider};
 
 /// How the planner talks to its model.
@@ -31,6 +34,36 @@ pub struct LlmConfig {
     /// The deepest nesting accepted in function arguments.
     #[serde(default = "default_max_depth")]
     pub max_argument_depth: usize,
+    /// The model's prices, to charge the `cost` budget; none: calls cost 0.
+    #[serde(default)]
+    pub prices: Option<Prices>,
+}
+
+/// A model's prices in integer micro-units of a currency per million tokens (so
+/// `input_per_million: 2_500_000` is 2.50 per million input tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Per million input (prompt) tokens.
+    pub input_per_million: u64,
+    /// Per million output (generated) tokens.
+    pub output_per_million: u64,
+}
+
+impl Prices {
+    /// The cost of `input` and `output` tokens, in micro-units, rounded up.
+    ///
+    /// ```
+    /// use rein_llm::Prices;
+    /// let p = Prices { input_per_million: 2_500_000, output_per_million: 10_000_000 };
+    /// assert_eq!(p.cost(1_000, 100), 3_500); // 0.0025 + 0.001 = 0.0035 of the currency
+    /// ```
+    #[must_use]
+    pub fn cost(&self, input: u64, output: u64) -> u64 {
+        let micro = u128::from(input) * u128::from(self.input_per_million)
+            + u128::from(output) * u128::from(self.output_per_million);
+        u64::try_from(micro.div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    }
 }
 
 impl Default for LlmConfig {
@@ -40,6 +73,7 @@ impl Default for LlmConfig {
             max_corrections: default_corrections(),
             max_argument_bytes: default_max_argument_bytes(),
             max_argument_depth: default_max_depth(),
+            prices: None,
         }
     }
 }
@@ -152,8 +186,37 @@ impl LlmPlanner {
         decision
     }
 
-    async fn call(&self, chat: &ChatRequest) -> Result<Completion, LlmError> {
-        self.provider.complete_boxed(chat).await
+    /// One model call: its worst case declared to the engine's meter first (refused when it
+    /// does not fit), what it used reported after.
+    async fn call(
+        &self,
+        chat: &ChatRequest,
+        meter: Option<&PlanMeter>,
+    ) -> Result<Result<Completion, LlmError>, PlannerError> {
+        let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
+        if let Some(meter) = meter {
+            let input = estimate_tokens(chat);
+            let output = u64::from(self.provider.max_output_tokens());
+            meter.declare(WorstCase {
+                tokens: input.saturating_add(output),
+                cost: cost(input, output),
+            })?;
+        }
+        let outcome = self.provider.complete_boxed(chat).await;
+        if let (Some(meter), Ok(c)) = (meter, &outcome) {
+            let usage = c.response.usage;
+            meter.report(PlannerCall {
+                provider: self.provider.name().to_owned(),
+                model: self.provider.model().to_owned(),
+                request_hash: c.request_hash,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost: cost(usage.input_tokens, usage.output_tokens),
+                latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
+                finish_reason: c.response.finish_reason.clone(),
+            });
+        }
+        Ok(outcome)
     }
 }
 
@@ -168,7 +231,7 @@ impl Planner for LlmPlanner {
         let mut compacted = false;
         let mut corrections = 0;
         loop {
-            let completion = match self.call(&chat).await {
+            let completion = match self.call(&chat, request.meter()).await? {
                 Ok(c) => c,
                 Err(LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;

@@ -72,12 +72,13 @@ pub const fn state_guidance(state: State) -> &'static str {
     }
 }
 
-/// A rough token count: a quarter of the bytes, rounded up (what the budget check uses
-/// before a call; the provider's reported usage is what is charged).
+/// An upper-leaning token count: a third of the request's bytes, rounded up (tokenizers
+/// average three to four bytes a token). The budget check uses it before a call; the
+/// provider's reported usage is what is charged.
 #[must_use]
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
     let bytes = serde_json::to_vec(request).map_or(0, |b| b.len());
-    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
+    u64::try_from(bytes.div_ceil(3)).unwrap_or(u64::MAX)
 }
 
 /// Builds the request for the step in `request`. With `compact`, or when the estimate
