@@ -4,7 +4,9 @@
 
 mod support;
 
-use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig};
+use rein::llm::{
+    Api, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Recorder, Replayer,
+};
 use rein::tool::Digest;
 use rein::{
     Annotations, BudgetName, Decision, Engine, EntryKind, FailureKind, OnViolation, PlanRequest,
@@ -262,4 +264,68 @@ async fn a_downstream_planner_is_charged_through_the_same_meter_across_a_pause()
         Some(FailureKind::BudgetExhausted)
     );
     assert_eq!(run.usage().used(&BudgetName::TOKENS), 0);
+}
+
+#[tokio::test]
+async fn a_recorded_run_replays_with_the_server_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let script = [
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_read", &json!({"path": "a.txt"})),
+        call("transition", &json!({"to": "decide", "reason": "seen"})),
+        call("finish", &json!({"summary": "done", "result": 1})),
+    ];
+    let server = FakeServer::start(script).await.unwrap();
+    let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+        .with_max_output_tokens(256);
+    let live = HttpProvider::with_key(config.clone(), None).unwrap();
+    let recording = LlmPlanner::new(Recorder::new(live, &cassette), LlmConfig::default());
+    let engine1 = engine(recording, &[("tokens", 100_000)]);
+    let recorded = engine1.run("read a").await.unwrap();
+    assert_eq!(recorded.status(), RunStatus::Completed);
+    server.stop().await;
+
+    // The ledger replays without a planner call at all.
+    let ledger = engine1.ledger(recorded.id()).await.unwrap();
+    let report = engine1.replay(&ledger).await.unwrap();
+    assert_eq!(report.recorded, report.replayed);
+
+    // And the model's part replays from the cassette: same run, same hashes, no server.
+    let replaying = LlmPlanner::new(
+        Replayer::open(&cassette, config.clone()).unwrap(),
+        LlmConfig::default(),
+    );
+    let engine2 = engine(replaying, &[("tokens", 100_000)]);
+    let replayed = engine2.run("read a").await.unwrap();
+    assert_eq!(replayed.status(), RunStatus::Completed);
+    assert_eq!(replayed.result(), recorded.result());
+    let hashes = |l: &rein::Ledger| {
+        planner_calls(l)
+            .into_iter()
+            .map(|c| c.request_hash)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hashes(&engine2.ledger(replayed.id()).await.unwrap()),
+        hashes(&ledger)
+    );
+    assert_eq!(
+        replayed.usage().used(&BudgetName::TOKENS),
+        recorded.usage().used(&BudgetName::TOKENS)
+    );
+
+    // A request the cassette has not seen fails loudly.
+    let unseen = LlmPlanner::new(
+        Replayer::open(&cassette, config).unwrap(),
+        LlmConfig::default(),
+    );
+    let run = engine(unseen, &[]).run("another goal").await.unwrap();
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::PlannerError);
+    assert!(
+        failure.message.contains("the cassette has no reply"),
+        "{}",
+        failure.message
+    );
 }

@@ -6,8 +6,17 @@
 //! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
 //! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
 //! from the environment variable the configuration names and never shown.
+//!
+//! [`LlmPlanner`] turns a model into a rein planner: each step offers the eligible tools and
+//! the allowed control functions, and one reply becomes one decision that the engine checks
+//! like any other. Before each call it declares the call's worst case to the step's
+//! [`PlanMeter`](rein_run::PlanMeter) and reports the usage after, so the engine charges
+//! `tokens` and `cost` and refuses a call that could exceed them. [`build_request`] is the
+//! one function that builds a step's messages from the run's history. [`Recorder`] and
+//! [`Replayer`] record calls to a cassette and serve them back without a network.
 
 mod anthropic;
+mod cassette;
 mod chat;
 mod config;
 mod error;
@@ -18,6 +27,7 @@ mod planner;
 mod prompt;
 mod provider;
 
+pub use cassette::{Recorded, Recorder, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
 pub use config::{Api, ProviderConfig};
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
