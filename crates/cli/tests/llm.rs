@@ -67,7 +67,11 @@ async fn a_model_reads_a_file_and_finishes() {
         &scenario(&server.base_url(), &json!({"stream": true})),
     )
     .await;
-    outcome.expect_code(0).stdout_has(&["completed"]);
+    outcome.expect_code(0).stdout_has(&[
+        "completed",
+        "model      4 calls, 360 tokens in, 40 out",
+        "tokens 400/100000",
+    ]);
     assert_eq!(server.requests().len(), 4);
     // The tool result reached the model in the next prompt.
     let prompt = server.requests()[2].json()["messages"][1]["content"]

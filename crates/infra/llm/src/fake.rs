@@ -94,6 +94,8 @@ pub struct FakeServer {
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
     received: Mutex<Vec<Received>>,
+    /// Answered forever once the script is used up, recording nothing (benchmarks).
+    repeat: Option<Reply>,
 }
 
 impl FakeServer {
@@ -103,10 +105,28 @@ impl FakeServer {
     /// # Errors
     /// When the loopback socket cannot be bound.
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
-        let shared = Arc::new(Shared {
+        Self::serve(Shared {
             script: Mutex::new(replies.into_iter().collect()),
-            received: Mutex::default(),
-        });
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// Starts a server that answers every request with `reply` and records none of them
+    /// (for benchmarks).
+    ///
+    /// # Errors
+    /// When the loopback socket cannot be bound.
+    pub async fn repeating(reply: Reply) -> std::io::Result<Self> {
+        Self::serve(Shared {
+            repeat: Some(reply),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    async fn serve(shared: Shared) -> std::io::Result<Self> {
+        let shared = Arc::new(shared);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let app = axum::Router::new()
@@ -158,12 +178,16 @@ async fn answer(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    lock(&shared.received).push(Received {
-        path: uri.path().to_owned(),
-        authorized: headers.contains_key("authorization") || headers.contains_key("x-api-key"),
-        body: body.to_vec(),
-    });
-    let reply = lock(&shared.script).pop_front();
+    if shared.repeat.is_none() {
+        lock(&shared.received).push(Received {
+            path: uri.path().to_owned(),
+            authorized: headers.contains_key("authorization") || headers.contains_key("x-api-key"),
+            body: body.to_vec(),
+        });
+    }
+    let reply = lock(&shared.script)
+        .pop_front()
+        .or_else(|| shared.repeat.clone());
     let mut response = Response::builder();
     match reply {
         None => response
