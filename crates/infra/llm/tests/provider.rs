@@ -274,18 +274,17 @@ async fn context_too_long_is_its_own_error() {
 
 #[tokio::test]
 async fn hostile_replies_are_bounded_typed_errors() {
-    // Ten megabytes of prose.
+    // Ten megabytes of prose, against a 1 MiB limit.
     let prose = "lorem ipsum ".repeat(900_000);
-    let (out, _) = check(Api::OpenAi, false, vec![Reply::openai_text(&prose)], same).await;
-    assert_eq!(out.unwrap_err(), LlmError::TooLarge { limit: 4 << 20 });
-    let (out, _) = check(
-        Api::OpenAi,
-        true,
-        vec![Reply::openai_sse(&prose, &[], (1, 1), 65_536)],
-        same,
-    )
-    .await;
-    assert_eq!(out.unwrap_err(), LlmError::TooLarge { limit: 4 << 20 });
+    let small = |mut c: ProviderConfig| {
+        c.max_reply_bytes = 1 << 20;
+        c
+    };
+    let (out, _) = check(Api::OpenAi, false, vec![Reply::openai_text(&prose)], small).await;
+    assert_eq!(out.unwrap_err(), LlmError::TooLarge { limit: 1 << 20 });
+    let sse = Reply::openai_sse(&prose, &[], (1, 1), 65_536);
+    let (out, _) = check(Api::OpenAi, true, vec![sse], small).await;
+    assert_eq!(out.unwrap_err(), LlmError::TooLarge { limit: 1 << 20 });
 
     // Invalid UTF-8, streamed or not.
     let (out, _) = check(
