@@ -30,6 +30,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
+use axum::serve::ListenerExt as _;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -129,6 +130,10 @@ impl FakeServer {
         let shared = Arc::new(shared);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        // Each piece goes out at once: no Nagle delay between a stream's writes.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(Arc::clone(&shared));
