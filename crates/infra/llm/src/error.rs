@@ -117,6 +117,38 @@ impl LlmError {
         )
     }
 
+    /// The same error with every occurrence of `secret` in its text replaced, so a server
+    /// that echoes the key back cannot put it in a message.
+    #[must_use]
+    pub(crate) fn redact(self, secret: &str) -> Self {
+        if secret.is_empty() {
+            return self;
+        }
+        let clean = |s: String| s.replace(secret, "[redacted]");
+        match self {
+            Self::Server { status, excerpt } => Self::Server {
+                status,
+                excerpt: clean(excerpt),
+            },
+            Self::Rejected { status, excerpt } => Self::Rejected {
+                status,
+                excerpt: clean(excerpt),
+            },
+            Self::ContextTooLong { excerpt } => Self::ContextTooLong {
+                excerpt: clean(excerpt),
+            },
+            Self::Connection { url, message } => Self::Connection {
+                url: clean(url),
+                message: clean(message),
+            },
+            Self::Malformed { reason, excerpt } => Self::Malformed {
+                reason: clean(reason),
+                excerpt: clean(excerpt),
+            },
+            other => other,
+        }
+    }
+
     /// A malformed-reply error quoting (a bounded excerpt of) `text`.
     pub(crate) fn malformed(reason: impl Into<String>, text: &str) -> Self {
         Self::Malformed {

@@ -74,6 +74,8 @@ struct Inner {
     headers: HeaderMap,
     breaker: Breaker,
     progress: Option<ProgressFn>,
+    /// The key, only to scrub it from error text a server might echo it in.
+    secret: String,
 }
 
 impl fmt::Debug for HttpProvider {
@@ -170,6 +172,7 @@ impl HttpProvider {
                 headers,
                 breaker,
                 progress: None,
+                secret: key.unwrap_or_default().to_owned(),
             }),
         })
     }
@@ -186,6 +189,7 @@ impl HttpProvider {
                 headers: inner.headers.clone(),
                 breaker: inner.breaker.clone(),
                 progress: Some(progress),
+                secret: inner.secret.clone(),
             }),
         }
     }
@@ -244,6 +248,7 @@ impl Inner {
         tokio::time::timeout(timeout, self.send(body))
             .await
             .map_err(|_| LlmError::Timeout(timeout))?
+            .map_err(|e| e.redact(&self.secret))
     }
 
     async fn send(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {

@@ -346,3 +346,19 @@ async fn an_unreachable_server_is_a_connection_error() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_key_echoed_back_by_the_server_is_scrubbed_from_errors() {
+    for status in [400, 500] {
+        let (out, _) = check(
+            Api::OpenAi,
+            false,
+            vec![Reply::status(status, "bad request from key sk-test-secret")],
+            |c| c.with_retries(0),
+        )
+        .await;
+        let e = out.unwrap_err().to_string();
+        assert!(!e.contains("sk-test-secret"), "{e}");
+        assert!(e.contains("[redacted]"), "{e}");
+    }
+}
