@@ -119,3 +119,22 @@ async fn prose_only_and_unreachable_servers_fail_the_run_clearly() {
         .expect_code(1)
         .stdout_has(&["failed", "cannot reach the model server"]);
 }
+
+#[test]
+fn the_example_llm_scenario_is_valid() {
+    let file = support::examples_dir().join("../llm/llm-agent.json");
+    let outcome = Outcome::of(&rein().arg("validate").arg(&file).output().unwrap());
+    outcome
+        .expect_code(0)
+        .stdout_has(&["valid", "planner: llm, local at http://127.0.0.1:8080/v1"]);
+    let schema: Value = serde_json::from_str(
+        &Outcome::of(&rein().args(["schema", "scenario"]).output().unwrap()).stdout,
+    )
+    .unwrap();
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        jsonschema::validator_for(&schema)
+            .unwrap()
+            .is_valid(&scenario)
+    );
+}
