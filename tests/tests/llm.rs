@@ -329,3 +329,40 @@ async fn a_recorded_run_replays_with_the_server_stopped() {
         failure.message
     );
 }
+
+#[tokio::test]
+async fn the_api_key_reaches_neither_the_ledger_nor_the_run() {
+    let server = FakeServer::start([Reply::anthropic(
+        "",
+        &[Call::new("fail", &json!({"reason": "nothing to do"}))],
+        (10, 5),
+    )])
+    .await
+    .unwrap();
+    let provider = HttpProvider::with_key(
+        ProviderConfig::new(Api::Anthropic, server.base_url(), "fake-model")
+            .with_api_key_env("MY_KEY_VAR"),
+        Some("sk-ant-very-secret"),
+    )
+    .unwrap();
+    let planner = LlmPlanner::new(provider, LlmConfig::default());
+    let shown = format!("{planner:?}");
+    let engine = engine(planner, &[("tokens", 100_000)]);
+    let run = engine.run("leak nothing").await.unwrap();
+    assert!(server.requests()[0].authorized, "the key was sent");
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    let everything = format!(
+        "{shown}{run:?}{}",
+        ledger
+            .entries()
+            .iter()
+            .map(rein::Entry::to_json_line)
+            .collect::<String>()
+    );
+    assert!(!everything.contains("very-secret"));
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp)
+    );
+    assert_eq!(planner_calls(&ledger)[0].provider, "anthropic");
+}
