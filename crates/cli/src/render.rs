@@ -374,6 +374,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
     let (mut calls, mut errors, mut retries, mut cached) = (0, 0, 0, 0);
     let (mut requested, mut granted, mut denied, mut violations) = (0, 0, 0, 0);
     let mut per_tool: BTreeMap<String, u32> = BTreeMap::new();
+    let (mut model_calls, mut tokens_in, mut tokens_out) = (0u64, 0u64, 0u64);
     let mut path = vec!["intake".to_owned()];
     for entry in &ledger.entries {
         match entry.event() {
@@ -401,6 +402,11 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
             EntryKind::ApprovalGranted { .. } => granted += 1,
             EntryKind::ApprovalDenied { .. } => denied += 1,
             EntryKind::PolicyViolation { .. } => violations += 1,
+            EntryKind::PlannerCall { call, .. } => {
+                model_calls += 1;
+                tokens_in += call.input_tokens;
+                tokens_out += call.output_tokens;
+            }
             EntryKind::Transition { to, .. } => path.push(to.to_string()),
             EntryKind::RunFailed { .. } if path.last().map(String::as_str) != Some("failed") => {
                 path.push("failed".to_owned());
@@ -431,6 +437,12 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
     );
     if violations > 0 {
         let _ = writeln!(out, "  violations {violations}");
+    }
+    if model_calls > 0 {
+        let _ = writeln!(
+            out,
+            "  model      {model_calls} calls, {tokens_in} tokens in, {tokens_out} out"
+        );
     }
     let policy = PolicySnapshot::from_value(run.policy()).ok();
     let mut limits = policy

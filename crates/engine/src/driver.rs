@@ -176,8 +176,15 @@ impl Driver {
             return Ok(Flow::Continue);
         }
 
-        let decision = match self.plan().await {
+        let meter = self.meter();
+        let planned = self.plan(&meter).await;
+        self.settle_planner_calls(meter).await?;
+        let decision = match planned {
             Some(Ok(decision)) => decision,
+            Some(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
+                self.refuse_planner_call(exhausted).await?;
+                return Ok(Flow::Stop);
+            }
             Some(Err(e)) => {
                 self.rec
                     .fail(FailureKind::PlannerError, e.to_string())
@@ -247,14 +254,26 @@ impl Driver {
     }
 
     /// Asks the planner; `None` when the run was aborted meanwhile.
-    pub(crate) async fn plan(&self) -> Option<Result<Decision, rein_run::PlannerError>> {
+    pub(crate) async fn plan(
+        &self,
+        meter: &rein_run::PlanMeter,
+    ) -> Option<Result<Decision, rein_run::PlannerError>> {
         let run = &self.rec.proj.run;
+        // The states the table allows from here, on the stack: no allocation per step.
+        let mut next = [State::Intake; State::ALL.len()];
+        let mut count = 0;
+        for to in self.policy.snapshot.transitions.targets(run.state()) {
+            next[count] = to;
+            count += 1;
+        }
         let request = PlanRequest::new(
             run,
             self.policy.allowed.in_state(run.state()),
             self.rec.proj.budget().snapshot(run.usage()),
         )
-        .with_interrupted(self.interrupting);
+        .with_interrupted(self.interrupting)
+        .with_next_states(&next[..count])
+        .with_meter(meter);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()

@@ -382,6 +382,7 @@ impl Projection {
             | EntryKind::ApprovalGranted { .. }
             | EntryKind::ApprovalDenied { .. }
             | EntryKind::BudgetExhausted { .. }
+            | EntryKind::PlannerCall { .. }
             | EntryKind::Interrupt { .. } => {}
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });

@@ -112,6 +112,10 @@ pub use rein_run::{
     State, Timestamp,
 };
 
+/// How planners declare and report model calls (the engine charges `tokens` and `cost`).
+#[doc(inline)]
+pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
+
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
@@ -194,6 +198,36 @@ pub mod layer {
 
 #[doc(no_inline)]
 pub use serde_json::{Value, json};
+
+/// Model providers and the LLM planner (feature `llm`, on by default): OpenAI-compatible
+/// Chat Completions and Anthropic Messages, streamed or not, with retries, a breaker and
+/// typed, bounded errors. The loopback fake server is behind the `fake-server` feature.
+///
+/// ```no_run
+/// use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
+/// let provider = HttpProvider::new(
+///     ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:8080/v1", "local").with_stream(true),
+/// )?;
+/// let engine = rein::Engine::builder()
+///     .planner(LlmPlanner::new(provider, LlmConfig::default()))
+///     .budget("tokens", 50_000)
+///     .build()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "llm")]
+pub mod llm {
+    #[doc(inline)]
+    pub use rein_llm::{
+        Api, ChatRequest, ChatResponse, Completion, DynProvider, FunctionCall, FunctionDef,
+        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices, ProgressFn,
+        PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer, StreamProgress,
+        Usage, build_request, estimate_tokens, function_name, request_body,
+    };
+
+    /// The loopback fake model server (feature `fake-server`).
+    #[cfg(feature = "fake-server")]
+    pub use rein_llm::fake;
+}
 
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {

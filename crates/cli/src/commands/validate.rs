@@ -27,7 +27,10 @@ pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
         .iter()
         .filter_map(|t| t.builtin.map(|b| b.name()).or(t.fixture.as_deref()))
         .collect();
-    let PlannerDef::Scripted(steps) = &s.planner;
+    let planner = match &s.planner {
+        PlannerDef::Scripted(steps) => format!("scripted, {} steps", steps.len()),
+        PlannerDef::Llm(def) => format!("llm, {} at {}", def.provider.model, def.provider.base_url),
+    };
     let approver = match &s.approver {
         None => "none (approvals fail closed)".to_owned(),
         Some(ApproverDef::Auto) => "auto".to_owned(),
@@ -46,7 +49,7 @@ pub(crate) fn validate(args: &ValidateArgs) -> CliResult {
             tools.join(", ")
         }
     );
-    println!("  planner: scripted, {} steps", steps.len());
+    println!("  planner: {planner}");
     println!("  approver: {approver}");
     if !s.policies.budgets.is_empty() {
         let budgets: Vec<String> = s

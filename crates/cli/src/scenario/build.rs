@@ -28,8 +28,10 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
             builder = builder.tool(tool);
         }
     }
-    let PlannerDef::Scripted(steps) = &scenario.planner;
-    builder = builder.planner(ScriptedPlanner::new(steps.iter().cloned()));
+    builder = match &scenario.planner {
+        PlannerDef::Scripted(steps) => builder.planner(ScriptedPlanner::new(steps.iter().cloned())),
+        PlannerDef::Llm(def) => super::llm::with_planner(builder, def, &scenario.tools),
+    };
     builder = match &scenario.approver {
         None => builder,
         Some(ApproverDef::Auto) => builder.approver(AutoApprover),

@@ -105,7 +105,18 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
 
     // The script: paths the file tools would refuse, tools nobody declared.
     let mut warnings = Vec::new();
-    let super::model::PlannerDef::Scripted(steps) = &scenario.planner;
+    let steps: &[_] = match &scenario.planner {
+        super::model::PlannerDef::Scripted(steps) => steps,
+        super::model::PlannerDef::Llm(def) => {
+            super::llm::check(def, &scenario.tools).map_err(|(key, message)| {
+                at(root.key("planner").key("llm").key(key), message).help(format!(
+                    "an LLM planner looks like {}",
+                    super::llm::example()
+                ))
+            })?;
+            &[]
+        }
+    };
     for (i, step) in steps.iter().enumerate() {
         let step_path = root.key("planner").key("scripted").index(i);
         let decisions = [

@@ -4,6 +4,7 @@
 mod build;
 mod check;
 mod error;
+mod llm;
 mod model;
 
 use std::path::{Path, PathBuf};

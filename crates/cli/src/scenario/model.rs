@@ -227,6 +227,8 @@ pub(crate) enum Behavior {
 pub(crate) enum PlannerDef {
     /// A script: step `n` of the run gets the script's step `n`.
     Scripted(Vec<ScriptStep>),
+    /// A model, through an OpenAI-compatible or Anthropic server.
+    Llm(Box<super::llm::LlmDef>),
 }
 
 /// How tools run: timeouts, retries, circuit breakers.

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rein_run::{BudgetName, Decision, Digest, Failure, Payload, State, ToolError, ToolName};
+use rein_run::{
+    BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError, ToolName,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -218,6 +220,14 @@ pub enum EntryKind {
         /// Why, as the caller said.
         reason: String,
     },
+    /// The planner called a model while deciding a step: what it sent (by hash), what it
+    /// used and cost. The `tokens` and `cost` charges follow as `budget_consumed`.
+    PlannerCall {
+        /// The step being decided.
+        step: u32,
+        /// The call, as the planner reported it.
+        call: PlannerCall,
+    },
 }
 
 impl EntryKind {
@@ -247,6 +257,7 @@ impl EntryKind {
             Self::Interrupt { .. } => "interrupt",
             Self::RunInterrupted { .. } => "run_interrupted",
             Self::PolicyNarrowed { .. } => "policy_narrowed",
+            Self::PlannerCall { .. } => "planner_call",
         }
     }
 }

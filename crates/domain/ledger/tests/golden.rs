@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger, Violation};
 use rein_run::{
-    ArtifactLink, BudgetName, Decision, Digest, Failure, FailureKind, Payload, RunId, State,
-    Timestamp, ToolError,
+    ArtifactLink, BudgetName, Decision, Digest, Failure, FailureKind, Payload, PlannerCall, RunId,
+    State, Timestamp, ToolError,
 };
 use serde_json::json;
 
@@ -230,6 +230,22 @@ fn every_kind() -> Ledger {
             failure: Failure::new(FailureKind::Aborted, "aborted through the run handle"),
         },
     );
+    add(
+        State::Explore,
+        EntryKind::PlannerCall {
+            step: 3,
+            call: PlannerCall {
+                provider: "openai".into(),
+                model: "gpt-x".into(),
+                request_hash: Digest::of_bytes(b"{\"model\":\"gpt-x\"}"),
+                input_tokens: 1200,
+                output_tokens: 85,
+                cost: 4_321,
+                latency_ms: 950,
+                finish_reason: Some("tool_calls".into()),
+            },
+        },
+    );
     ledger
 }
 
@@ -263,12 +279,12 @@ fn a_ledger_of_every_kind_encodes_as_the_stored_golden_file() {
     // Changing this literal breaks every stored ledger: fix the encoding instead.
     assert_eq!(
         ledger.last_hash().to_string(),
-        "e16533f1db9c8b56dd60adeeea9c5d9e74ded1c0d6a35c41c3c3af2eed70c8e5"
+        "b9a2793700687567db1186bb3e02f327acea43d5d5d36688e8a7273cc4c2df1e"
     );
     let mut kinds: Vec<_> = ledger.entries().iter().map(|e| e.event().name()).collect();
     kinds.sort_unstable();
     kinds.dedup();
-    assert_eq!(kinds.len(), 21, "every kind is pinned: {kinds:?}");
+    assert_eq!(kinds.len(), 22, "every kind is pinned: {kinds:?}");
 }
 
 #[test]
@@ -281,5 +297,6 @@ fn a_ledger_written_by_an_earlier_version_verifies() {
     assert_eq!(ledger, every_kind());
 }
 
-/// 24 entries, written once by the code above and checked in.
+/// 25 entries, written once by the code above and checked in (the 25th, `planner_call`,
+/// appended when that kind was added: the first 24 are unchanged).
 const GOLDEN: &str = include_str!("golden/every_kind.jsonl");

@@ -38,6 +38,8 @@ impl BudgetName {
     pub const STEPS: Self = Self(Cow::Borrowed("steps"));
     /// Model tokens, charged by planners that report them.
     pub const TOKENS: Self = Self(Cow::Borrowed("tokens"));
+    /// Model cost in integer micro-units of a currency, charged by planners that report it.
+    pub const COST: Self = Self(Cow::Borrowed("cost"));
     /// Rejected decisions handed back to the planner instead of failing the run.
     pub const VIOLATIONS: Self = Self(Cow::Borrowed("violations"));
 

@@ -4,7 +4,9 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, BudgetSnapshot, Decision, Evidence, Run, State, ToolSpec};
+use crate::{
+    BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, Evidence, PlanMeter, Run, State, ToolSpec,
+};
 
 /// What a planner sees when asked for the next decision. Borrowed from the engine: building
 /// one costs nothing.
@@ -14,6 +16,8 @@ pub struct PlanRequest<'a> {
     tools: &'a [ToolSpec],
     budget: BudgetSnapshot<'a>,
     interrupted: bool,
+    next_states: Option<&'a [State]>,
+    meter: Option<&'a PlanMeter>,
 }
 
 impl<'a> PlanRequest<'a> {
@@ -26,6 +30,8 @@ impl<'a> PlanRequest<'a> {
             tools,
             budget,
             interrupted: false,
+            next_states: None,
+            meter: None,
         }
     }
 
@@ -43,6 +49,37 @@ impl<'a> PlanRequest<'a> {
     #[must_use]
     pub const fn interrupted(&self) -> bool {
         self.interrupted
+    }
+
+    /// The same request, saying which states the transition table allows from the current
+    /// one (terminal ones included), so a planner can offer only those.
+    #[must_use]
+    pub const fn with_next_states(mut self, states: &'a [State]) -> Self {
+        self.next_states = Some(states);
+        self
+    }
+
+    /// The same request, with the meter through which the planner declares and reports
+    /// its model calls.
+    #[must_use]
+    pub const fn with_meter(mut self, meter: &'a PlanMeter) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// The engine's meter for this step: a planner that calls a model declares each call's
+    /// worst case here before making it and reports what it used after. `None` outside an
+    /// engine that charges planners.
+    #[must_use]
+    pub const fn meter(&self) -> Option<&'a PlanMeter> {
+        self.meter
+    }
+
+    /// The states the transition table allows from here, when the engine said
+    /// ([`with_next_states`](Self::with_next_states)); `None` when it did not.
+    #[must_use]
+    pub const fn next_states(&self) -> Option<&'a [State]> {
+        self.next_states
     }
 
     /// The whole run, read-only.
@@ -108,6 +145,10 @@ pub enum PlannerError {
         /// The run's state.
         actual: State,
     },
+    /// A model call could spend more than is left of `tokens` or `cost`, so it was not
+    /// made ([`PlanMeter::declare`]).
+    #[error("the planner's next model call does not fit the budget: {0}")]
+    OverBudget(#[from] BudgetExhausted),
     /// The planner failed (a model error, a malformed response, …).
     #[error("planner failed: {message}")]
     Failed {

@@ -1,0 +1,86 @@
+//! The `"planner": {"llm": {...}}` form of scenario files: a model behind an
+//! OpenAI-compatible or Anthropic server drives the run.
+
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+
+use rein::EngineBuilder;
+use rein::llm::{HttpProvider, LlmConfig, LlmPlanner, ProviderConfig, StreamProgress};
+use rein::{ToolName, json};
+use serde::{Deserialize, Serialize};
+
+use super::model::ToolDef;
+
+/// A model planner: where the model is, and how the planner talks to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LlmDef {
+    /// The server, the model, the key's variable, timeouts and retries.
+    pub(crate) provider: ProviderConfig,
+    /// Prompt, corrections, limits and prices (all optional).
+    #[serde(default)]
+    pub(crate) planner: LlmConfig,
+}
+
+/// The names of the scenario's tools (built-in and fixtures), valid ones only.
+fn tool_names(tools: &[ToolDef]) -> Vec<ToolName> {
+    tools
+        .iter()
+        .filter_map(|def| {
+            let name = def
+                .builtin
+                .map(|b| b.name().to_owned())
+                .or_else(|| def.fixture.clone())?;
+            ToolName::new(name).ok()
+        })
+        .collect()
+}
+
+/// What is wrong with `def` for these tools: an unusable provider configuration, a key
+/// variable that is not set, tool names that collide as function names.
+pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str, String)> {
+    let provider =
+        HttpProvider::new(def.provider.clone()).map_err(|e| ("provider", e.to_string()))?;
+    LlmPlanner::new(provider, def.planner.clone())
+        .with_tools(&tool_names(tools))
+        .map(|_| ())
+        .map_err(|e| ("planner", e.to_string()))
+}
+
+/// `builder` with the model planner of `def` (checked before: a failure here leaves the
+/// builder without a planner, which the engine refuses to build).
+pub(crate) fn with_planner(
+    builder: EngineBuilder,
+    def: &LlmDef,
+    tools: &[ToolDef],
+) -> EngineBuilder {
+    let Ok(mut provider) = HttpProvider::new(def.provider.clone()) else {
+        return builder;
+    };
+    if def.provider.stream && std::io::stderr().is_terminal() {
+        provider = provider.with_progress(Arc::new(show_progress));
+    }
+    match LlmPlanner::new(provider, def.planner.clone()).with_tools(&tool_names(tools)) {
+        Ok(planner) => builder.planner(planner),
+        Err(_) => builder,
+    }
+}
+
+/// One line of streaming progress on the terminal: about how many tokens so far, and how
+/// fast (a token taken as four bytes).
+fn show_progress(p: StreamProgress) {
+    let tokens = p.bytes.div_ceil(4);
+    let secs = p.elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        tokens as f64 / secs
+    } else {
+        0.0
+    };
+    eprint!("\r  model: ~{tokens} tokens, {rate:.0} tokens/s   ");
+}
+
+/// The schema's example of an LLM planner, for error messages.
+pub(crate) fn example() -> String {
+    json!({"llm": {"provider": {"api": "open_ai", "base_url": "http://127.0.0.1:8080/v1", "model": "local"}}})
+        .to_string()
+}

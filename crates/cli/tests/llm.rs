@@ -1,0 +1,140 @@
+//! `rein run` with `"planner": {"llm": …}` against the loopback fake model server: a run
+//! that completes, a missing key variable (exit 2, naming it), a model that never calls a
+//! function and an unreachable server (exit 1, saying why).
+
+mod support;
+
+use rein_llm::fake::{Call, FakeServer, Reply};
+use serde_json::{Value, json};
+use support::{Outcome, Scratch, rein};
+
+fn scenario(base_url: &str, provider_extra: &Value) -> String {
+    let mut provider =
+        json!({"api": "open_ai", "base_url": base_url, "model": "fake", "retries": 0});
+    for (k, v) in provider_extra.as_object().unwrap() {
+        provider[k] = v.clone();
+    }
+    json!({
+        "goal": "Read notes.txt and report its first line",
+        "workspace": "workspace",
+        "tools": [{"builtin": "fs.list"}, {"builtin": "fs.read"}],
+        "policies": {"budgets": {"tokens": 100000}, "on_violation": {"hand_back": {"limit": 2}}},
+        "planner": {"llm": {"provider": provider, "planner": {"max_corrections": 1}}}
+    })
+    .to_string()
+}
+
+/// Runs `text` as a scenario off the async runtime (the fake server lives on it).
+async fn run(scratch: &Scratch, text: &str) -> Outcome {
+    let file = scratch.write("llm.json", text);
+    let data = scratch.data();
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .env_remove("REIN_TEST_MISSING_KEY")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+fn call(name: &str, args: &Value) -> Reply {
+    Reply::openai_sse("", &[Call::new(name, args)], (90, 10), 5)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_reads_a_file_and_finishes() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_read", &json!({"path": "notes.txt"})),
+        call("transition", &json!({"to": "decide", "reason": "read"})),
+        call(
+            "finish",
+            &json!({"summary": "read the notes", "result": {"ok": true}}),
+        ),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    let outcome = run(
+        &scratch,
+        &scenario(&server.base_url(), &json!({"stream": true})),
+    )
+    .await;
+    outcome.expect_code(0).stdout_has(&[
+        "completed",
+        "model      4 calls, 360 tokens in, 40 out",
+        "tokens 400/100000",
+    ]);
+    assert_eq!(server.requests().len(), 4);
+    // The tool result reached the model in the next prompt.
+    let prompt = server.requests()[2].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(prompt.contains("fs.read"), "{prompt}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_key_variable_is_bad_input_naming_it() {
+    let scratch = Scratch::new();
+    let text = scenario(
+        "http://127.0.0.1:9/v1",
+        &json!({"api_key_env": "REIN_TEST_MISSING_KEY"}),
+    );
+    run(&scratch, &text)
+        .await
+        .expect_code(2)
+        .stderr_has(&["REIN_TEST_MISSING_KEY", "planner.llm.provider"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prose_only_and_unreachable_servers_fail_the_run_clearly() {
+    let server = FakeServer::start([
+        Reply::openai_text("I would rather chat."),
+        Reply::openai_text("Still chatting."),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    run(&scratch, &scenario(&server.base_url(), &json!({})))
+        .await
+        .expect_code(1)
+        .stdout_has(&["failed", "no usable function call"]);
+
+    let url = {
+        let gone = FakeServer::start([]).await.unwrap();
+        let url = gone.base_url();
+        gone.stop().await;
+        url
+    };
+    run(&scratch, &scenario(&url, &json!({})))
+        .await
+        .expect_code(1)
+        .stdout_has(&["failed", "cannot reach the model server"]);
+}
+
+#[test]
+fn the_example_llm_scenario_is_valid() {
+    let file = support::examples_dir().join("../llm/llm-agent.json");
+    let outcome = Outcome::of(&rein().arg("validate").arg(&file).output().unwrap());
+    outcome
+        .expect_code(0)
+        .stdout_has(&["valid", "planner: llm, local at http://127.0.0.1:8080/v1"]);
+    let schema: Value = serde_json::from_str(
+        &Outcome::of(&rein().args(["schema", "scenario"]).output().unwrap()).stdout,
+    )
+    .unwrap();
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        jsonschema::validator_for(&schema)
+            .unwrap()
+            .is_valid(&scenario)
+    );
+}

@@ -1,0 +1,402 @@
+//! Anthropic Messages: the request body (`tool_use`/`tool_result` blocks, alternating roles),
+//! the reply, and its SSE events (`message_start`, `content_block_*`, `message_delta`, …).
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message, Usage};
+use crate::config::ProviderConfig;
+use crate::error::LlmError;
+
+/// The request body for `request` under `config`.
+pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
+    // Consecutive messages of one role are merged: the API wants them alternating.
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in &request.messages {
+        let (role, blocks) = match message {
+            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::ToolResult { call_id, content } => (
+                "user",
+                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
+            ),
+            Message::Assistant { text, calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for c in calls {
+                    let input = serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    blocks.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+                ("assistant", blocks)
+            }
+        };
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": config.model,
+        "system": request.system,
+        "messages": messages,
+        "max_tokens": config.max_output_tokens,
+        "stream": config.stream,
+    });
+    if !request.functions.is_empty() {
+        body["tools"] = request
+            .functions
+            .iter()
+            .map(|f| json!({"name": f.name, "description": f.description, "input_schema": f.parameters}))
+            .collect();
+        body["tool_choice"] = json!({"type": "any"});
+    }
+    if let Some(t) = config.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    content: Vec<Block>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        #[serde(default)]
+        id: Option<String>,
+        name: String,
+        /// Absent in some servers' stream starts (llama.cpp): filled by deltas.
+        #[serde(default)]
+        input: Option<Value>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Clone, Copy, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+/// A non-streamed reply.
+pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
+    let reply: Reply = serde_json::from_str(text)
+        .map_err(|e| LlmError::malformed(format!("not a Messages reply ({e})"), text))?;
+    let mut out = ChatResponse {
+        finish_reason: reply.stop_reason,
+        ..ChatResponse::default()
+    };
+    if let Some(u) = reply.usage {
+        out.usage = Usage {
+            input_tokens: u.input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+        };
+    }
+    for block in reply.content {
+        match block {
+            Block::Text { text } => out.text.push_str(&text),
+            Block::ToolUse { id, name, input } => {
+                let n = out.calls.len();
+                out.calls.push(FunctionCall {
+                    id: id.unwrap_or_else(|| format!("toolu_{n}")),
+                    name,
+                    arguments: input
+                        .unwrap_or_else(|| Value::Object(Map::new()))
+                        .to_string(),
+                });
+            }
+            Block::Other => {}
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    MessageStart {
+        #[serde(default)]
+        message: Option<StartMessage>,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Block,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: Option<StopDelta>,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {
+        #[serde(default)]
+        error: Value,
+    },
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the wire names
+enum BlockDelta {
+    TextDelta {
+        #[serde(default)]
+        text: String,
+    },
+    InputJsonDelta {
+        #[serde(default)]
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct StopDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+/// One `tool_use` block being streamed.
+#[derive(Debug)]
+struct OpenCall {
+    index: usize,
+    id: String,
+    name: String,
+    /// The input from the start block, used when no delta arrives.
+    start_input: Option<Value>,
+    partial: String,
+}
+
+/// Assembles a streamed reply from its SSE events.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    text: String,
+    calls: Vec<OpenCall>,
+    usage: Usage,
+    finish_reason: Option<String>,
+    done: bool,
+}
+
+impl Stream {
+    /// Feeds one SSE event's data; `Ok(true)` at `message_stop`.
+    pub(crate) fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
+        let event: Event = serde_json::from_str(data)
+            .map_err(|e| LlmError::malformed(format!("not a Messages event ({e})"), data))?;
+        match event {
+            Event::MessageStart { message } => {
+                if let Some(u) = message.and_then(|m| m.usage) {
+                    self.usage.input_tokens = u.input_tokens.unwrap_or(0);
+                    self.usage.output_tokens = u.output_tokens.unwrap_or(0);
+                }
+            }
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                Block::Text { text } => self.text.push_str(&text),
+                Block::ToolUse { id, name, input } => self.calls.push(OpenCall {
+                    index,
+                    id: id.unwrap_or_else(|| format!("toolu_{index}")),
+                    name,
+                    start_input: input,
+                    partial: String::new(),
+                }),
+                Block::Other => {}
+            },
+            Event::ContentBlockDelta { index, delta } => match delta {
+                BlockDelta::TextDelta { text } => self.text.push_str(&text),
+                BlockDelta::InputJsonDelta { partial_json } => {
+                    let Some(call) = self.calls.iter_mut().find(|c| c.index == index) else {
+                        return Err(LlmError::malformed(
+                            "an input_json_delta for a block that is not a tool_use",
+                            data,
+                        ));
+                    };
+                    call.partial.push_str(&partial_json);
+                }
+                BlockDelta::Other => {}
+            },
+            Event::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+                    self.finish_reason = Some(reason);
+                }
+                if let Some(u) = usage {
+                    if let Some(i) = u.input_tokens {
+                        self.usage.input_tokens = i;
+                    }
+                    if let Some(o) = u.output_tokens {
+                        self.usage.output_tokens = o;
+                    }
+                }
+            }
+            Event::MessageStop {} => {
+                self.done = true;
+                return Ok(true);
+            }
+            Event::ContentBlockStop {} | Event::Ping {} => {}
+            Event::Error { error } => {
+                let message = error.to_string();
+                return Err(
+                    crate::http::classify_error_text(&message).unwrap_or_else(|| {
+                        LlmError::malformed("the stream reported an error", &message)
+                    }),
+                );
+            }
+        }
+        Ok(false)
+    }
+
+    /// Bytes of text and arguments generated so far (for progress).
+    pub(crate) fn text_len(&self) -> usize {
+        self.text.len() + self.calls.iter().map(|c| c.partial.len()).sum::<usize>()
+    }
+
+    /// The assembled reply.
+    pub(crate) fn finish(self) -> Result<ChatResponse, LlmError> {
+        if !self.done {
+            return Err(LlmError::malformed(
+                "the stream ended before message_stop",
+                &self.text,
+            ));
+        }
+        let calls = self
+            .calls
+            .into_iter()
+            .map(|c| FunctionCall {
+                id: c.id,
+                name: c.name,
+                arguments: if c.partial.is_empty() {
+                    c.start_input
+                        .unwrap_or_else(|| Value::Object(Map::new()))
+                        .to_string()
+                } else {
+                    c.partial
+                },
+            })
+            .collect();
+        Ok(ChatResponse {
+            text: self.text,
+            calls,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::FunctionDef;
+
+    #[test]
+    fn a_tool_use_without_input_takes_its_deltas() {
+        let mut s = Stream::default();
+        for data in [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":30,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading."}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"fs_read"}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"pa"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"th\":\"a\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        ] {
+            assert!(!s.feed(data).unwrap(), "{data}");
+        }
+        assert!(s.feed(r#"{"type":"message_stop"}"#).unwrap());
+        let r = s.finish().unwrap();
+        assert_eq!(r.text, "Reading.");
+        assert_eq!(r.calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 30,
+                output_tokens: 9
+            }
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
+    }
+
+    #[test]
+    fn tool_results_merge_into_one_user_turn() {
+        let config = ProviderConfig::new(crate::Api::Anthropic, "http://x", "m");
+        let request = ChatRequest {
+            system: "s".into(),
+            messages: vec![
+                Message::User {
+                    text: "goal".into(),
+                },
+                Message::Assistant {
+                    text: String::new(),
+                    calls: vec![FunctionCall {
+                        id: "1".into(),
+                        name: "f".into(),
+                        arguments: "{}".into(),
+                    }],
+                },
+                Message::ToolResult {
+                    call_id: "1".into(),
+                    content: "ok".into(),
+                },
+                Message::User {
+                    text: "next".into(),
+                },
+            ],
+            functions: vec![FunctionDef {
+                name: "f".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let b = body(&config, &request);
+        let roles: Vec<&str> = b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(b["messages"][2]["content"][0]["type"], "tool_result");
+        assert_eq!(b["tools"][0]["input_schema"]["type"], "object");
+    }
+}

@@ -1,0 +1,165 @@
+//! `ProviderConfig`: where the model is, how to call it, and how hard to try.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::millis;
+
+/// Which wire protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`): OpenAI,
+    /// llama.cpp, vLLM, Ollama, most proxies.
+    OpenAi,
+    /// Anthropic Messages (`POST {base}/messages`).
+    Anthropic,
+}
+
+impl Api {
+    /// The name recorded in the ledger.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// How to reach one model. The API key is never part of it: only the *name* of the
+/// environment variable that holds it, read when the provider is built.
+///
+/// ```
+/// use rein_llm::{Api, ProviderConfig};
+/// let config = ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:8080/v1", "qwen2.5-7b")
+///     .with_api_key_env("OPENAI_API_KEY");
+/// assert_eq!(config.max_output_tokens, 1024);
+/// assert!(!format!("{config:?}").contains("sk-"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The protocol.
+    pub api: Api,
+    /// The base URL, up to and including the version (`https://api.openai.com/v1`).
+    pub base_url: String,
+    /// The model's name.
+    pub model: String,
+    /// Sampling temperature; the server's default when absent.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// The most tokens one reply may generate (sent as `max_tokens`).
+    #[serde(default = "default_max_output_tokens")]
+    pub max_output_tokens: u32,
+    /// The environment variable holding the API key; none for local servers.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every call (no secrets: they are shown in `Debug`).
+    #[serde(default)]
+    pub extra_headers: Vec<(String, String)>,
+    /// Per-attempt timeout, covering the whole reply (streamed or not).
+    #[serde(default = "default_timeout", with = "millis")]
+    pub timeout: Duration,
+    /// Whether replies are streamed (SSE).
+    #[serde(default)]
+    pub stream: bool,
+    /// Retries after a transient failure (429, 5xx, connection, timeout).
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// The first backoff between retries (doubling, capped at 30 s) when the server does not
+    /// say how long to wait.
+    #[serde(default = "default_backoff", with = "millis")]
+    pub backoff: Duration,
+    /// Failed calls in a row (after retries) that open the provider's circuit.
+    #[serde(default = "default_breaker_failures")]
+    pub breaker_failures: u32,
+    /// How long an open circuit refuses calls.
+    #[serde(default = "default_breaker_open", with = "millis")]
+    pub breaker_open_for: Duration,
+    /// The largest reply accepted, in bytes (body or all SSE data together).
+    #[serde(default = "default_max_reply_bytes")]
+    pub max_reply_bytes: usize,
+}
+
+impl ProviderConfig {
+    /// A configuration with the defaults: 1024 output tokens, 120 s timeout, no streaming,
+    /// 2 retries from 500 ms, a breaker opening after 3 failed calls for 30 s, 4 MiB replies.
+    #[must_use]
+    pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            api,
+            base_url: base_url.into(),
+            model: model.into(),
+            temperature: None,
+            max_output_tokens: default_max_output_tokens(),
+            api_key_env: None,
+            extra_headers: Vec::new(),
+            timeout: default_timeout(),
+            stream: false,
+            retries: default_retries(),
+            backoff: default_backoff(),
+            breaker_failures: default_breaker_failures(),
+            breaker_open_for: default_breaker_open(),
+            max_reply_bytes: default_max_reply_bytes(),
+        }
+    }
+
+    /// The same, reading the key from the environment variable `var`.
+    #[must_use]
+    pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// The same, streaming or not.
+    #[must_use]
+    pub const fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// The same, with another per-attempt timeout.
+    #[must_use]
+    pub const fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same, with `retries` retries after transient failures.
+    #[must_use]
+    pub const fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// The same, with `max` output tokens per reply.
+    #[must_use]
+    pub const fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = max;
+        self
+    }
+}
+
+const fn default_max_output_tokens() -> u32 {
+    1024
+}
+const fn default_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+const fn default_retries() -> u32 {
+    2
+}
+const fn default_backoff() -> Duration {
+    Duration::from_millis(500)
+}
+const fn default_breaker_failures() -> u32 {
+    3
+}
+const fn default_breaker_open() -> Duration {
+    Duration::from_secs(30)
+}
+const fn default_max_reply_bytes() -> usize {
+    4 << 20
+}

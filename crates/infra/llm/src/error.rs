@@ -1,0 +1,186 @@
+//! `LlmError`: everything that can go wrong between rein and a model, typed and bounded.
+
+use std::time::Duration;
+
+/// At most this many characters of a server's reply go into an error message.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// Why a model call, or the planner around it, failed. Messages never contain an API key and
+/// quote at most [`EXCERPT_CHARS`] characters of what a server sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The configuration cannot work.
+    #[error("invalid model configuration: {0}")]
+    Config(String),
+    /// The environment variable meant to hold the API key is not set.
+    #[error("the API key variable `{var}` is not set: export it with the provider's key")]
+    MissingKey {
+        /// The variable's name.
+        var: String,
+    },
+    /// The server refused the key (401/403).
+    #[error("the model server refused the credentials (HTTP {status}): check the key in `{var}`")]
+    Unauthorized {
+        /// The HTTP status.
+        status: u16,
+        /// The variable the key was read from (`<none>` when no key is configured).
+        var: String,
+    },
+    /// Too many requests (429) and no retry left.
+    #[error("the model server is rate limiting (HTTP 429){}", retry_hint(*.retry_after))]
+    RateLimited {
+        /// What the server asked to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// The server failed (5xx) and no retry left.
+    #[error("the model server failed with HTTP {status}: {excerpt}")]
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// The start of its body.
+        excerpt: String,
+    },
+    /// The server rejected the request (4xx other than 401/403/429).
+    #[error("the model server rejected the request with HTTP {status}: {excerpt}")]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The start of its body.
+        excerpt: String,
+    },
+    /// The prompt is longer than the model's context window.
+    #[error("the prompt exceeds the model's context window: {excerpt}")]
+    ContextTooLong {
+        /// The start of the server's message.
+        excerpt: String,
+    },
+    /// The server could not be reached or the connection broke.
+    #[error("cannot reach the model server at {url}: {message}")]
+    Connection {
+        /// The URL called.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// No complete answer within the per-call timeout.
+    #[error("the model call timed out after {0:?}: raise the timeout or check the server")]
+    Timeout(Duration),
+    /// The provider's circuit breaker is open after repeated failures.
+    #[error(
+        "the circuit to the model server is open after {failures} failures in a row; retry later"
+    )]
+    CircuitOpen {
+        /// Consecutive failures that opened it.
+        failures: u32,
+    },
+    /// The reply is not what the API promises.
+    #[error("malformed reply from the model server: {reason}: {excerpt}")]
+    Malformed {
+        /// What was wrong.
+        reason: String,
+        /// The offending part, bounded.
+        excerpt: String,
+    },
+    /// The reply is larger than the configured limit.
+    #[error("the model's reply exceeds {limit} bytes; lower max output tokens or raise the limit")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A recorded cassette has no reply for this request.
+    #[error("the cassette has no reply for request {hash}: record it again")]
+    NotRecorded {
+        /// The SHA-256 of the request body.
+        hash: String,
+    },
+    /// Reading or writing a cassette failed.
+    #[error("cassette {path}: {message}")]
+    Cassette {
+        /// The file.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// Whether a retry may succeed: 429, 5xx, connection errors and timeouts.
+    #[must_use]
+    pub const fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. }
+                | Self::Server { .. }
+                | Self::Connection { .. }
+                | Self::Timeout(_)
+        )
+    }
+
+    /// The same error with every occurrence of `secret` in its text replaced, so a server
+    /// that echoes the key back cannot put it in a message.
+    #[must_use]
+    pub(crate) fn redact(self, secret: &str) -> Self {
+        if secret.is_empty() {
+            return self;
+        }
+        let clean = |s: String| s.replace(secret, "[redacted]");
+        match self {
+            Self::Server { status, excerpt } => Self::Server {
+                status,
+                excerpt: clean(excerpt),
+            },
+            Self::Rejected { status, excerpt } => Self::Rejected {
+                status,
+                excerpt: clean(excerpt),
+            },
+            Self::ContextTooLong { excerpt } => Self::ContextTooLong {
+                excerpt: clean(excerpt),
+            },
+            Self::Connection { url, message } => Self::Connection {
+                url: clean(url),
+                message: clean(message),
+            },
+            Self::Malformed { reason, excerpt } => Self::Malformed {
+                reason: clean(reason),
+                excerpt: clean(excerpt),
+            },
+            other => other,
+        }
+    }
+
+    /// A malformed-reply error quoting (a bounded excerpt of) `text`.
+    pub(crate) fn malformed(reason: impl Into<String>, text: &str) -> Self {
+        Self::Malformed {
+            reason: reason.into(),
+            excerpt: excerpt(text),
+        }
+    }
+}
+
+fn retry_hint(after: Option<Duration>) -> String {
+    after.map_or_else(String::new, |d| format!("; it asked to wait {d:?}"))
+}
+
+/// The first [`EXCERPT_CHARS`] characters of `text`, marked when cut.
+#[must_use]
+pub fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_bounded_on_char_boundaries() {
+        let long = "é".repeat(10_000);
+        let e = excerpt(&long);
+        assert!(e.chars().count() < EXCERPT_CHARS + 40, "{e}");
+        assert!(e.ends_with("(20000 bytes in all)"), "{e}");
+        assert_eq!(excerpt("short"), "short");
+    }
+}

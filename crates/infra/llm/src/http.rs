@@ -1,0 +1,585 @@
+//! `HttpProvider`: a real server over HTTP(S), with a per-attempt timeout, retries on
+//! tower's retry layer (honouring `Retry-After`), a circuit breaker, and bounded reads.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource as _};
+use futures_util::StreamExt as _;
+use rein_run::Digest;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::time::Instant;
+use tower::ServiceExt as _;
+use tower::retry::{Policy, Retry};
+
+use crate::chat::{ChatRequest, ChatResponse};
+use crate::config::{Api, ProviderConfig};
+use crate::error::{LlmError, excerpt};
+use crate::provider::{Completion, Provider};
+use crate::{anthropic, openai};
+
+/// The longest `Retry-After` honoured; a server asking for more fails the call instead.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+/// The longest error body read from a failing server.
+const MAX_ERROR_BODY: usize = 64 << 10;
+/// The cap of the doubling backoff.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How far a streamed reply has come, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamProgress {
+    /// SSE events received so far.
+    pub events: u64,
+    /// Bytes of text and arguments generated so far.
+    pub bytes: usize,
+    /// Time since the attempt started.
+    pub elapsed: Duration,
+}
+
+/// Called on every SSE event of a streamed reply.
+pub type ProgressFn = Arc<dyn Fn(StreamProgress) + Send + Sync>;
+
+/// The exact request body `config` sends for `request`: what is hashed and what a cassette
+/// is keyed by.
+#[must_use]
+pub fn request_body(config: &ProviderConfig, request: &ChatRequest) -> Vec<u8> {
+    let body = match config.api {
+        Api::OpenAi => openai::body(config, request),
+        Api::Anthropic => anthropic::body(config, request),
+    };
+    // A `Value` of strings, numbers and objects always serializes.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// A model server reached over HTTP. Cheap to clone: clones share the connection pool and
+/// the circuit breaker.
+///
+/// ```no_run
+/// use rein_llm::{Api, HttpProvider, ProviderConfig};
+/// let provider = HttpProvider::new(
+///     ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:8080/v1", "local").with_stream(true),
+/// )?;
+/// # Ok::<(), rein_llm::LlmError>(())
+/// ```
+#[derive(Clone)]
+pub struct HttpProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ProviderConfig,
+    url: String,
+    client: reqwest::Client,
+    headers: HeaderMap,
+    breaker: Breaker,
+    progress: Option<ProgressFn>,
+    /// The key, only to scrub it from error text a server might echo it in.
+    secret: String,
+}
+
+impl fmt::Debug for HttpProvider {
+    /// Shows where and what, never the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("api", &self.inner.config.api)
+            .field("url", &self.inner.url)
+            .field("model", &self.inner.config.model)
+            .field("api_key_env", &self.inner.config.api_key_env)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpProvider {
+    /// A provider for `config`, reading the API key from the variable it names.
+    ///
+    /// # Errors
+    /// [`LlmError::MissingKey`] when the variable is not set; [`LlmError::Config`] for an
+    /// unusable URL, header or limit.
+    pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
+        let key = match &config.api_key_env {
+            None => None,
+            Some(var) => Some(
+                std::env::var(var)
+                    .ok()
+                    .filter(|k| !k.trim().is_empty())
+                    .ok_or_else(|| LlmError::MissingKey { var: var.clone() })?,
+            ),
+        };
+        Self::with_key(config, key.as_deref())
+    }
+
+    /// A provider for `config` with the API key given directly (tests, secret stores).
+    ///
+    /// # Errors
+    /// [`LlmError::Config`] for an unusable URL, header or limit.
+    pub fn with_key(config: ProviderConfig, key: Option<&str>) -> Result<Self, LlmError> {
+        let base = config.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(LlmError::Config(format!(
+                "base_url `{base}` must start with http:// or https://"
+            )));
+        }
+        if config.max_output_tokens == 0 || config.max_reply_bytes == 0 {
+            return Err(LlmError::Config(
+                "max_output_tokens and max_reply_bytes must be above 0".into(),
+            ));
+        }
+        let url = match config.api {
+            Api::OpenAi => format!("{base}/chat/completions"),
+            Api::Anthropic => format!("{base}/messages"),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if config.api == Api::Anthropic {
+            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        }
+        if let Some(key) = key {
+            let (name, value) = match config.api {
+                Api::OpenAi => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
+                Api::Anthropic => (HeaderName::from_static("x-api-key"), key.to_owned()),
+            };
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                LlmError::Config(format!(
+                    "the key in `{}` holds characters a header cannot carry",
+                    config.api_key_env.as_deref().unwrap_or("<none>")
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        for (name, value) in &config.extra_headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                LlmError::Config(format!("the value of header `{name}` is invalid"))
+            })?;
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let breaker = Breaker::new(config.breaker_failures, config.breaker_open_for);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                url,
+                client,
+                headers,
+                breaker,
+                progress: None,
+                secret: key.unwrap_or_default().to_owned(),
+            }),
+        })
+    }
+
+    /// The same provider, reporting streaming progress to `progress`.
+    #[must_use]
+    pub fn with_progress(self, progress: ProgressFn) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                config: inner.config.clone(),
+                url: inner.url.clone(),
+                client: inner.client.clone(),
+                headers: inner.headers.clone(),
+                breaker: inner.breaker.clone(),
+                progress: Some(progress),
+                secret: inner.secret.clone(),
+            }),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ProviderConfig {
+        &self.inner.config
+    }
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        self.inner.config.api.as_str()
+    }
+
+    fn model(&self) -> &str {
+        &self.inner.config.model
+    }
+
+    fn max_output_tokens(&self) -> u32 {
+        self.inner.config.max_output_tokens
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let inner = &self.inner;
+        inner.breaker.admit()?;
+        let body = Arc::new(request_body(&inner.config, request));
+        let request_hash = Digest::of_bytes(&body);
+        let started = Instant::now();
+        let attempt = {
+            let inner = Arc::clone(inner);
+            tower::service_fn(move |body: Arc<Vec<u8>>| {
+                let inner = Arc::clone(&inner);
+                async move { inner.attempt(&body).await }
+            })
+        };
+        let policy = RetryPolicy {
+            left: inner.config.retries,
+            backoff: inner.config.backoff,
+        };
+        let outcome = Retry::new(policy, attempt).oneshot(body).await;
+        inner.breaker.record(&outcome);
+        outcome.map(|response| Completion {
+            response,
+            request_hash,
+            latency: started.elapsed(),
+        })
+    }
+}
+
+impl Inner {
+    /// One attempt, bounded by the per-attempt timeout.
+    async fn attempt(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        let timeout = self.config.timeout;
+        tokio::time::timeout(timeout, self.send(body))
+            .await
+            .map_err(|_| LlmError::Timeout(timeout))?
+            .map_err(|e| e.redact(&self.secret))
+    }
+
+    async fn send(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        let started = Instant::now();
+        let response = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(|e| self.connection(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let text = read_bounded(response, MAX_ERROR_BODY)
+                .await
+                .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
+            return Err(self.status_error(status.as_u16(), retry_after, &text));
+        }
+        if !self.config.stream {
+            let (text, cut) = read_bounded(response, self.config.max_reply_bytes)
+                .await
+                .map_err(|e| self.connection(&e))?;
+            if cut {
+                return Err(LlmError::TooLarge {
+                    limit: self.config.max_reply_bytes,
+                });
+            }
+            let text = String::from_utf8(text).map_err(|e| {
+                LlmError::malformed(
+                    "the reply is not UTF-8",
+                    &String::from_utf8_lossy(e.as_bytes()),
+                )
+            })?;
+            return match self.config.api {
+                Api::OpenAi => openai::parse(&text),
+                Api::Anthropic => anthropic::parse(&text),
+            };
+        }
+        self.stream(response, started).await
+    }
+
+    async fn stream(
+        &self,
+        response: reqwest::Response,
+        started: Instant,
+    ) -> Result<ChatResponse, LlmError> {
+        let limit = self.config.max_reply_bytes;
+        let mut seen = 0usize;
+        let bytes = response.bytes_stream().map(move |chunk| {
+            let chunk = chunk.map_err(|e| e.to_string())?;
+            seen = seen.saturating_add(chunk.len());
+            if seen > limit {
+                Err(TOO_LARGE.to_owned())
+            } else {
+                Ok(chunk)
+            }
+        });
+        let mut events = bytes.eventsource();
+        let (mut oa, mut an) = (openai::Stream::default(), anthropic::Stream::default());
+        let mut count = 0u64;
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(EventStreamError::Transport(e)) if e == TOO_LARGE => {
+                    return Err(LlmError::TooLarge { limit });
+                }
+                Err(EventStreamError::Transport(e)) => {
+                    return Err(LlmError::Connection {
+                        url: self.url.clone(),
+                        message: e,
+                    });
+                }
+                Err(EventStreamError::Utf8(_)) => {
+                    return Err(LlmError::malformed("the event stream is not UTF-8", ""));
+                }
+                Err(EventStreamError::Parser(e)) => {
+                    return Err(LlmError::malformed(
+                        "the event stream is malformed",
+                        &e.to_string(),
+                    ));
+                }
+            };
+            count += 1;
+            let (done, len) = match self.config.api {
+                Api::OpenAi => (oa.feed(&event.data)?, oa.text_len()),
+                Api::Anthropic => (an.feed(&event.data)?, an.text_len()),
+            };
+            if let Some(progress) = &self.progress {
+                progress(StreamProgress {
+                    events: count,
+                    bytes: len,
+                    elapsed: started.elapsed(),
+                });
+            }
+            if done {
+                break;
+            }
+        }
+        match self.config.api {
+            Api::OpenAi => oa.finish(),
+            Api::Anthropic => an.finish(),
+        }
+    }
+
+    fn connection(&self, e: &reqwest::Error) -> LlmError {
+        // reqwest's messages name the URL, never the headers.
+        LlmError::Connection {
+            url: self.url.clone(),
+            message: excerpt(&e.to_string()),
+        }
+    }
+
+    fn status_error(&self, status: u16, retry_after: Option<Duration>, text: &str) -> LlmError {
+        match status {
+            401 | 403 => LlmError::Unauthorized {
+                status,
+                var: self
+                    .config
+                    .api_key_env
+                    .clone()
+                    .unwrap_or_else(|| "<none>".into()),
+            },
+            429 => LlmError::RateLimited { retry_after },
+            500..=599 => LlmError::Server {
+                status,
+                excerpt: excerpt(text),
+            },
+            _ => classify_error_text(text).unwrap_or_else(|| LlmError::Rejected {
+                status,
+                excerpt: excerpt(text),
+            }),
+        }
+    }
+}
+
+const TOO_LARGE: &str = "\u{0}reply too large";
+
+/// A context-window error, recognised by the phrases OpenAI, Anthropic, llama.cpp and vLLM
+/// use.
+pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
+    let lower = text.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "maximum context",
+        "context window",
+        "prompt is too long",
+        "exceeds the available context",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+    .then(|| LlmError::ContextTooLong {
+        excerpt: excerpt(text),
+    })
+}
+
+/// `retry-after-ms`, or `retry-after` in whole seconds. (An HTTP-date `retry-after` is not
+/// honoured: the backoff applies.)
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let d = get("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| get("retry-after"))?;
+    (d.is_finite() && d >= 0.0).then(|| Duration::from_secs_f64(d.min(86_400.0)))
+}
+
+/// Reads at most `limit` bytes of the body; `true` when it was cut there.
+async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if out.len().saturating_add(chunk.len()) > limit {
+            let room = limit - out.len();
+            out.extend_from_slice(&chunk[..room]);
+            return Ok((out, true));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok((out, false))
+}
+
+/// Retries transient failures: 429 after its `Retry-After` (else the backoff), 5xx and
+/// connection errors after a doubling backoff. Timeouts are not retried: a hung server
+/// would only hang again.
+#[derive(Debug, Clone)]
+struct RetryPolicy {
+    left: u32,
+    backoff: Duration,
+}
+
+impl Policy<Arc<Vec<u8>>, ChatResponse, LlmError> for RetryPolicy {
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        _: &mut Arc<Vec<u8>>,
+        result: &mut Result<ChatResponse, LlmError>,
+    ) -> Option<Self::Future> {
+        let Err(error) = result else { return None };
+        if self.left == 0 || matches!(error, LlmError::Timeout(_)) || !error.is_transient() {
+            return None;
+        }
+        let wait = match error {
+            LlmError::RateLimited {
+                retry_after: Some(after),
+            } if *after > MAX_RETRY_AFTER => return None,
+            LlmError::RateLimited {
+                retry_after: Some(after),
+            } => *after,
+            _ => {
+                let wait = self.backoff;
+                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                wait
+            }
+        };
+        self.left -= 1;
+        tracing::debug!(?wait, %error, "model call failed; retrying");
+        Some(tokio::time::sleep(wait))
+    }
+
+    fn clone_request(&mut self, request: &Arc<Vec<u8>>) -> Option<Arc<Vec<u8>>> {
+        Some(Arc::clone(request))
+    }
+}
+
+/// A circuit breaker per provider: `threshold` failed calls in a row (transient failures
+/// and timeouts, after retries) open it for `open_for`; then one call is let through.
+#[derive(Debug, Clone)]
+struct Breaker {
+    threshold: u32,
+    open_for: Duration,
+    state: Arc<Mutex<BreakerState>>,
+}
+
+#[derive(Debug, Default)]
+struct BreakerState {
+    failures: u32,
+    opened: Option<Instant>,
+}
+
+impl Breaker {
+    fn new(threshold: u32, open_for: Duration) -> Self {
+        Self {
+            threshold: threshold.max(1),
+            open_for,
+            state: Arc::default(),
+        }
+    }
+
+    fn admit(&self) -> Result<(), LlmError> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match state.opened {
+            Some(at) if at.elapsed() < self.open_for => Err(LlmError::CircuitOpen {
+                failures: state.failures,
+            }),
+            Some(_) => {
+                // Half-open: this call probes; a failure re-opens at once.
+                state.opened = None;
+                state.failures = self.threshold.saturating_sub(1);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn record<T>(&self, outcome: &Result<T, LlmError>) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match outcome {
+            Err(e) if e.is_transient() => {
+                state.failures = state.failures.saturating_add(1);
+                if state.failures >= self.threshold {
+                    state.opened = Some(Instant::now());
+                }
+            }
+            _ => *state = BreakerState::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_milliseconds() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        h.insert("retry-after-ms", HeaderValue::from_static("-1"));
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn context_errors_are_recognised() {
+        for text in [
+            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#,
+        ] {
+            assert!(matches!(
+                classify_error_text(text),
+                Some(LlmError::ContextTooLong { .. })
+            ));
+        }
+        assert!(classify_error_text("bad temperature").is_none());
+    }
+
+    #[test]
+    fn the_key_is_never_in_debug() {
+        let config = ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:1/v1", "m")
+            .with_api_key_env("REIN_TEST_KEY");
+        let p = HttpProvider::with_key(config, Some("sk-secret-123")).unwrap();
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+        assert!(shown.contains("REIN_TEST_KEY"), "{shown}");
+    }
+}

@@ -1,0 +1,43 @@
+//! Model providers for rein and the planner that drives them.
+//!
+//! Two wire protocols are spoken, streaming and not: OpenAI-compatible Chat Completions
+//! ([`Api::OpenAi`]: OpenAI, llama.cpp, vLLM, Ollama, proxies) and Anthropic Messages
+//! ([`Api::Anthropic`]). An [`HttpProvider`] calls a server with a per-attempt timeout,
+//! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
+//! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
+//! from the environment variable the configuration names and never shown.
+//!
+//! [`LlmPlanner`] turns a model into a rein planner: each step offers the eligible tools and
+//! the allowed control functions, and one reply becomes one decision that the engine checks
+//! like any other. Before each call it declares the call's worst case to the step's
+//! [`PlanMeter`](rein_run::PlanMeter) and reports the usage after, so the engine charges
+//! `tokens` and `cost` and refuses a call that could exceed them. [`build_request`] is the
+//! one function that builds a step's messages from the run's history. [`Recorder`] and
+//! [`Replayer`] record calls to a cassette and serve them back without a network.
+
+mod anthropic;
+mod cassette;
+mod chat;
+mod config;
+mod error;
+mod http;
+mod names;
+mod openai;
+mod planner;
+mod prompt;
+mod provider;
+
+pub use cassette::{Recorded, Recorder, Replayer};
+pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
+pub use config::{Api, ProviderConfig};
+pub use error::{EXCERPT_CHARS, LlmError, excerpt};
+pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
+pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
+pub use planner::{LlmConfig, LlmPlanner, Prices};
+pub use prompt::{
+    DEFAULT_SYSTEM_PROMPT, PromptConfig, build_request, estimate_tokens, state_guidance,
+};
+pub use provider::{Completion, DynProvider, Provider};
+
+#[cfg(feature = "fake-server")]
+pub mod fake;

@@ -1,0 +1,417 @@
+//! `LlmPlanner`: a model proposes rein decisions through function calls.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rein_run::{
+    Decision, PlanMeter, PlanRequest, Planner, PlannerCall, PlannerError, RunId, State, ToolName,
+    WorstCase,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message};
+use crate::error::{LlmError, excerpt};
+use crate::names::{NameError, NameMap};
+use crate::prompt::{PromptConfig, build_request, estimate_tokens};
+use crate::provider::{Completion, DynProvider, Provider};
+
+/// How the planner talks to its model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// How prompts are built and compacted.
+    #[serde(default)]
+    pub prompt: PromptConfig,
+    /// Replies without a usable function call handed back to the model, per step, before
+    /// the step fails.
+    #[serde(default = "default_corrections")]
+    pub max_corrections: u32,
+    /// The largest function arguments accepted, in bytes.
+    #[serde(default = "default_max_argument_bytes")]
+    pub max_argument_bytes: usize,
+    /// The deepest nesting accepted in function arguments.
+    #[serde(default = "default_max_depth")]
+    pub max_argument_depth: usize,
+    /// The model's prices, to charge the `cost` budget; none: calls cost 0.
+    #[serde(default)]
+    pub prices: Option<Prices>,
+}
+
+/// A model's prices in integer micro-units of a currency per million tokens (so
+/// `input_per_million: 2_500_000` is 2.50 per million input tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Per million input (prompt) tokens.
+    pub input_per_million: u64,
+    /// Per million output (generated) tokens.
+    pub output_per_million: u64,
+}
+
+impl Prices {
+    /// The cost of `input` and `output` tokens, in micro-units, rounded up.
+    ///
+    /// ```
+    /// use rein_llm::Prices;
+    /// let p = Prices { input_per_million: 2_500_000, output_per_million: 10_000_000 };
+    /// assert_eq!(p.cost(1_000, 100), 3_500); // 0.0025 + 0.001 = 0.0035 of the currency
+    /// ```
+    #[must_use]
+    pub fn cost(&self, input: u64, output: u64) -> u64 {
+        let micro = u128::from(input) * u128::from(self.input_per_million)
+            + u128::from(output) * u128::from(self.output_per_million);
+        u64::try_from(micro.div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    }
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            prompt: PromptConfig::default(),
+            max_corrections: default_corrections(),
+            max_argument_bytes: default_max_argument_bytes(),
+            max_argument_depth: default_max_depth(),
+            prices: None,
+        }
+    }
+}
+
+const fn default_corrections() -> u32 {
+    2
+}
+const fn default_max_argument_bytes() -> usize {
+    256 << 10
+}
+const fn default_max_depth() -> usize {
+    32
+}
+
+/// A planner backed by a model.
+///
+/// Each step offers the model exactly the tools eligible in the current state (their specs'
+/// schemas, under provider-safe names) plus the control functions `transition` (only to the
+/// states the table allows from here), `finish`, `fail` and `ask_human`. One reply becomes
+/// one [`Decision`]; further calls in the same reply are kept, in order, for the following
+/// steps, and each still passes every policy check. A reply without a usable call (prose,
+/// arguments that are not JSON, too large or too deep) is handed back to the model as a
+/// correction, at most [`LlmConfig::max_corrections`] times; a call of a function that is
+/// not offered becomes the decision it names, which the engine refuses and records.
+///
+/// ```no_run
+/// use rein_llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
+/// let provider = HttpProvider::new(ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:8080/v1", "local"))?;
+/// let planner = LlmPlanner::new(provider, LlmConfig::default());
+/// # Ok::<(), rein_llm::LlmError>(())
+/// ```
+pub struct LlmPlanner {
+    provider: Arc<dyn DynProvider>,
+    config: LlmConfig,
+    known: NameMap,
+    queued: Mutex<HashMap<RunId, Queued>>,
+}
+
+/// Calls from one reply waiting for their step.
+#[derive(Debug)]
+struct Queued {
+    step: u32,
+    state: State,
+    decisions: VecDeque<Decision>,
+}
+
+impl fmt::Debug for LlmPlanner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmPlanner")
+            .field("provider", &self.provider.name())
+            .field("model", &self.provider.model())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmPlanner {
+    /// A planner asking `provider`.
+    #[must_use]
+    pub fn new(provider: impl Provider, config: LlmConfig) -> Self {
+        Self {
+            provider: Arc::new(provider),
+            config,
+            known: NameMap::default(),
+            queued: Mutex::default(),
+        }
+    }
+
+    /// The same planner, told every tool the engine has: their function names are checked
+    /// for collisions now, and a call of a known tool that is not eligible in the current
+    /// state is mapped back to its rein name (so the engine's refusal names it).
+    ///
+    /// # Errors
+    /// [`NameError`] when two tools map to one function name or one takes a control
+    /// function's name.
+    pub fn with_tools<'a>(
+        mut self,
+        tools: impl IntoIterator<Item = &'a ToolName>,
+    ) -> Result<Self, NameError> {
+        self.known = NameMap::new(tools)?;
+        Ok(self)
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub const fn config(&self) -> &LlmConfig {
+        &self.config
+    }
+
+    /// The request this planner would send first for the step in `request` (before any
+    /// correction or compaction retry): what `inspect` shows.
+    #[must_use]
+    pub fn prompt(&self, request: &PlanRequest<'_>) -> ChatRequest {
+        build_request(&self.config.prompt, request, false)
+    }
+
+    fn take_queued(&self, request: &PlanRequest<'_>) -> Option<Decision> {
+        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = request.run().id();
+        let entry = queued.get_mut(id)?;
+        if entry.step != request.step() || entry.state != request.state() {
+            queued.remove(id);
+            return None;
+        }
+        let decision = entry.decisions.pop_front();
+        entry.step += 1;
+        if entry.decisions.is_empty() {
+            queued.remove(id);
+        }
+        decision
+    }
+
+    /// One model call: its worst case declared to the engine's meter first (refused when it
+    /// does not fit), what it used reported after.
+    async fn call(
+        &self,
+        chat: &ChatRequest,
+        meter: Option<&PlanMeter>,
+    ) -> Result<Result<Completion, LlmError>, PlannerError> {
+        let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
+        if let Some(meter) = meter {
+            let input = estimate_tokens(chat);
+            let output = u64::from(self.provider.max_output_tokens());
+            meter.declare(WorstCase {
+                tokens: input.saturating_add(output),
+                cost: cost(input, output),
+            })?;
+        }
+        let outcome = self.provider.complete_boxed(chat).await;
+        if let (Some(meter), Ok(c)) = (meter, &outcome) {
+            let usage = c.response.usage;
+            meter.report(PlannerCall {
+                provider: self.provider.name().to_owned(),
+                model: self.provider.model().to_owned(),
+                request_hash: c.request_hash,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost: cost(usage.input_tokens, usage.output_tokens),
+                latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
+                finish_reason: c.response.finish_reason.clone(),
+            });
+        }
+        Ok(outcome)
+    }
+}
+
+impl Planner for LlmPlanner {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+        if let Some(decision) = self.take_queued(&request) {
+            return Ok(decision);
+        }
+        let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
+            .map_err(|e| failed(e.to_string(), e))?;
+        let mut chat = build_request(&self.config.prompt, &request, false);
+        let mut compacted = false;
+        let mut corrections = 0;
+        loop {
+            let completion = match self.call(&chat, request.meter()).await? {
+                Ok(c) => c,
+                Err(LlmError::ContextTooLong { .. }) if !compacted => {
+                    compacted = true;
+                    let extra = chat.messages.split_off(1.min(chat.messages.len()));
+                    chat = build_request(&self.config.prompt, &request, true);
+                    chat.messages.extend(extra);
+                    continue;
+                }
+                Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
+            };
+            match self.interpret(&completion.response, &offered) {
+                Ok(mut decisions) => {
+                    let first = decisions.remove(0);
+                    if !decisions.is_empty() {
+                        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+                        queued.insert(
+                            request.run().id().clone(),
+                            Queued {
+                                step: request.step() + 1,
+                                state: request.state(),
+                                decisions: decisions.into(),
+                            },
+                        );
+                    }
+                    return Ok(first);
+                }
+                Err(correction) if corrections < self.config.max_corrections => {
+                    corrections += 1;
+                    chat.messages.push(Message::Assistant {
+                        text: excerpt(&completion.response.text),
+                        calls: Vec::new(),
+                    });
+                    chat.messages.push(Message::User {
+                        text: format!("{correction} Call exactly one of the offered functions."),
+                    });
+                }
+                Err(correction) => {
+                    return Err(PlannerError::failed(format!(
+                        "the model gave no usable function call after {corrections} corrections: {correction}"
+                    )));
+                }
+            }
+        }
+    }
+}
+
+impl LlmPlanner {
+    /// The decisions of a reply, in order; or the correction to hand back when it has none.
+    fn interpret(&self, reply: &ChatResponse, offered: &NameMap) -> Result<Vec<Decision>, String> {
+        if reply.calls.is_empty() {
+            return Err(format!(
+                "Your reply called no function (it said: {:?}).",
+                excerpt(&reply.text)
+            ));
+        }
+        let mut out = Vec::new();
+        for call in &reply.calls {
+            match self.decision(call, &reply.text, offered) {
+                Ok(d) => out.push(d),
+                // Keep the calls before the bad one; hand back when the first is bad.
+                Err(e) if out.is_empty() => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(out)
+    }
+
+    fn decision(
+        &self,
+        call: &FunctionCall,
+        text: &str,
+        offered: &NameMap,
+    ) -> Result<Decision, String> {
+        let args = self.arguments(call)?;
+        let field = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
+        let reason = || field("reason").unwrap_or_default();
+        match call.name.as_str() {
+            "transition" => {
+                let to = field("to").ok_or("`transition` needs `to`, a state name.")?;
+                let to: State = to.parse().map_err(|_| {
+                    format!(
+                        "`transition` to {:?}: there is no such state.",
+                        excerpt(&to)
+                    )
+                })?;
+                Ok(Decision::transition(to, reason()))
+            }
+            "finish" => {
+                let summary = field("summary").ok_or("`finish` needs `summary`, a string.")?;
+                Ok(Decision::finish(
+                    summary,
+                    args.get("result").cloned().unwrap_or(Value::Null),
+                ))
+            }
+            "fail" => Ok(Decision::fail(
+                field("reason").ok_or("`fail` needs `reason`, a string.")?,
+            )),
+            "ask_human" => {
+                let question =
+                    field("question").ok_or("`ask_human` needs `question`, a string.")?;
+                let options: Vec<String> = args
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok(Decision::ask_human(question, options))
+            }
+            name => {
+                // Offered, known to the engine but not eligible here, or unknown: the engine
+                // decides, refuses what it must and records it.
+                let tool = offered
+                    .tool(name)
+                    .or_else(|| self.known.tool(name))
+                    .map_or_else(
+                        || name.chars().take(ToolName::MAX_LEN).collect(),
+                        ToString::to_string,
+                    );
+                let reason: String = text.chars().take(500).collect();
+                Ok(Decision::call_tool(tool, args, reason))
+            }
+        }
+    }
+
+    /// The call's arguments: a JSON object within the size and depth limits.
+    fn arguments(&self, call: &FunctionCall) -> Result<Value, String> {
+        let name = excerpt(&call.name);
+        if call.arguments.len() > self.config.max_argument_bytes {
+            return Err(format!(
+                "The arguments of `{name}` are {} bytes, over the limit of {}.",
+                call.arguments.len(),
+                self.config.max_argument_bytes
+            ));
+        }
+        let raw = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        };
+        let value: Value = serde_json::from_str(raw).map_err(|e| {
+            format!(
+                "The arguments of `{name}` are not valid JSON ({e}): {}",
+                excerpt(raw)
+            )
+        })?;
+        if depth(&value) > self.config.max_argument_depth {
+            return Err(format!(
+                "The arguments of `{name}` nest deeper than {} levels.",
+                self.config.max_argument_depth
+            ));
+        }
+        if !value.is_object() {
+            return Err(format!("The arguments of `{name}` must be a JSON object."));
+        }
+        Ok(value)
+    }
+}
+
+fn failed(message: String, source: impl std::error::Error + Send + Sync + 'static) -> PlannerError {
+    PlannerError::Failed {
+        message,
+        source: Some(Box::new(source)),
+    }
+}
+
+/// The nesting depth of `value`, without recursion.
+fn depth(value: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        max = max.max(d);
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    max
+}

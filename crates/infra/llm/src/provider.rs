@@ -1,0 +1,93 @@
+//! The `Provider` port: one model call from a [`ChatRequest`] to a [`Completion`], and its
+//! object-safe twin.
+
+use std::future::Future;
+use std::time::Duration;
+
+use rein_run::{BoxFuture, Digest};
+use serde::{Deserialize, Serialize};
+
+use crate::chat::{ChatRequest, ChatResponse};
+use crate::error::LlmError;
+
+/// A completed model call: the reply and what the ledger needs to know about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The reply.
+    pub response: ChatResponse,
+    /// The SHA-256 of the exact request body sent (the last attempt's).
+    pub request_hash: Digest,
+    /// Wall time from the first attempt to the end of the reply, retries included.
+    #[serde(with = "millis")]
+    pub latency: Duration,
+}
+
+/// Something that answers chat requests: an HTTP client for a real server, a recorder, a
+/// replayer, a test double.
+///
+/// # Contract
+/// - `complete` MUST NOT panic on anything a server sends: every problem is an [`LlmError`].
+/// - `complete` MUST keep secrets (API keys) out of its errors and of `Debug`.
+/// - `complete` MAY retry transient failures itself; the [`Completion`] describes the call
+///   that succeeded.
+pub trait Provider: Send + Sync + 'static {
+    /// The provider's name for the ledger (`openai`, `anthropic`, `replay`, …).
+    fn name(&self) -> &str;
+    /// The model's name.
+    fn model(&self) -> &str;
+    /// The most tokens one reply may generate (the worst case a call can spend on output).
+    fn max_output_tokens(&self) -> u32;
+    /// Sends `request` and returns the model's reply.
+    fn complete(
+        &self,
+        request: &ChatRequest,
+    ) -> impl Future<Output = Result<Completion, LlmError>> + Send;
+}
+
+/// The object-safe twin of [`Provider`], implemented for every provider.
+pub trait DynProvider: Send + Sync + 'static {
+    /// See [`Provider::name`].
+    fn name(&self) -> &str;
+    /// See [`Provider::model`].
+    fn model(&self) -> &str;
+    /// See [`Provider::max_output_tokens`].
+    fn max_output_tokens(&self) -> u32;
+    /// [`Provider::complete`], boxed.
+    fn complete_boxed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>>;
+}
+
+impl<P: Provider> DynProvider for P {
+    fn name(&self) -> &str {
+        Provider::name(self)
+    }
+    fn model(&self) -> &str {
+        Provider::model(self)
+    }
+    fn max_output_tokens(&self) -> u32 {
+        Provider::max_output_tokens(self)
+    }
+    fn complete_boxed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.complete(request))
+    }
+}
+
+/// Durations as whole milliseconds in JSON.
+pub(crate) mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}

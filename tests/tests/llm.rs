@@ -1,0 +1,368 @@
+//! The LLM planner in the engine, against the loopback fake server: a multi-step run that
+//! is corrected and finishes, `tokens` and `cost` budgets that refuse a call before it is
+//! made, and a downstream planner charging through the same meter across a pause.
+
+mod support;
+
+use rein::llm::{
+    Api, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Recorder, Replayer,
+};
+use rein::tool::Digest;
+use rein::{
+    Annotations, BudgetName, Decision, Engine, EntryKind, FailureKind, OnViolation, PlanRequest,
+    Planner, PlannerCall, PlannerError, RunStatus, State, ToolName, Violation, WorstCase, json,
+};
+use rein_llm::fake::{Call, FakeServer, Reply};
+use support::echo;
+
+fn call(name: &str, args: &serde_json::Value) -> Reply {
+    Reply::openai_calls(&[Call::new(name, args)], (100, 20))
+}
+
+fn planner(server: &FakeServer, config: LlmConfig) -> LlmPlanner {
+    let provider = HttpProvider::with_key(
+        ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+            .with_max_output_tokens(256),
+        None,
+    )
+    .expect("provider");
+    let names: Vec<ToolName> = ["fs.list", "fs.read", "fs.write"]
+        .iter()
+        .map(|n| ToolName::new(*n).unwrap())
+        .collect();
+    LlmPlanner::new(provider, config)
+        .with_tools(&names)
+        .expect("no collisions")
+}
+
+fn engine(planner: impl Planner, budgets: &[(&str, u64)]) -> Engine {
+    let (list, _) = echo("fs.list", Annotations::read_only());
+    let (read, _) = echo("fs.read", Annotations::read_only());
+    let (write, _) = echo("fs.write", Annotations::side_effecting());
+    let mut builder = Engine::builder()
+        .tool(list)
+        .tool(read)
+        .tool(write)
+        .planner(planner)
+        .on_violation(OnViolation::HandBack { limit: 3 });
+    for (name, limit) in budgets {
+        builder = builder.budget(name, *limit);
+    }
+    builder.build().expect("engine builds")
+}
+
+fn planner_calls(ledger: &rein::Ledger) -> Vec<PlannerCall> {
+    ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::PlannerCall { call, .. } => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_lists_reads_is_corrected_and_finishes() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_list", &json!({"path": "."})),
+        // Not eligible in explore: refused by the engine, handed back, corrected.
+        call("fs_write", &json!({"path": "notes.txt"})),
+        call("fs_read", &json!({"path": "notes.txt"})),
+        call("transition", &json!({"to": "decide", "reason": "read it"})),
+        call(
+            "finish",
+            &json!({"summary": "read the notes", "result": {"lines": 3}}),
+        ),
+    ])
+    .await
+    .unwrap();
+    let engine = engine(
+        planner(&server, LlmConfig::default()),
+        &[("tokens", 100_000)],
+    );
+    let run = engine.run("read the notes").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(run.result(), Some(&json!({"lines": 3})));
+
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    let violations: Vec<(Violation, bool)> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::PolicyViolation {
+                violation,
+                handed_back,
+                ..
+            } => Some((*violation, *handed_back)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(violations, [(Violation::IneligibleTool, true)]);
+
+    // Every model call is on the ledger, its hash the hash of the exact bytes the server got.
+    let received = server.requests();
+    let calls = planner_calls(&ledger);
+    assert_eq!(calls.len(), 6);
+    for (call, got) in calls.iter().zip(&received) {
+        assert_eq!(call.request_hash, Digest::of_bytes(&got.body));
+        assert_eq!(
+            (call.provider.as_str(), call.model.as_str()),
+            ("openai", "fake-model")
+        );
+    }
+    // Charged from the reported usage: six calls of 100 + 20 tokens.
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 720);
+    // The correction reached the model: the prompt after the refusal says so.
+    let prompt = received[3].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.contains("rein refused your last decision"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("fs.write"), "{prompt}");
+    // And only the eligible tools were offered in explore.
+    let offered: Vec<String> = received[1].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        offered,
+        ["fs_list", "fs_read", "transition", "fail", "ask_human"]
+    );
+}
+
+#[tokio::test]
+async fn a_tokens_budget_too_small_for_one_call_refuses_it_before_it_is_sent() {
+    let server = FakeServer::start([call("transition", &json!({"to": "explore"}))])
+        .await
+        .unwrap();
+    // Max output alone (256) does not fit in 200.
+    let engine = engine(planner(&server, LlmConfig::default()), &[("tokens", 200)]);
+    let run = engine.run("anything").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Failed);
+    assert_eq!(run.failure().unwrap().kind, FailureKind::BudgetExhausted);
+    assert_eq!(server.requests().len(), 0, "no call was made");
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert!(ledger.entries().iter().any(|e| matches!(e.event(),
+        EntryKind::BudgetExhausted { name, limit: 200, used: 0, .. } if *name == BudgetName::TOKENS)));
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 0);
+}
+
+#[tokio::test]
+async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "go"})),
+        call("fs_list", &json!({})),
+    ])
+    .await
+    .unwrap();
+    // 1 micro-unit per token both ways: a call costs its tokens. The limit leaves room for
+    // the first call's worst case (its prompt estimate + 256) and 60 more: after the first
+    // call (120 charged) the second, whose prompt is no shorter, does not fit.
+    let first = {
+        let run = rein::Run::new(
+            "r".parse().unwrap(),
+            "spend",
+            Default::default(),
+            json!({}),
+            rein::Timestamp::from_unix_millis(0),
+        );
+        let (limits, usage) = (Default::default(), rein::BudgetUsage::default());
+        let next = [State::Explore, State::Failed];
+        let request = PlanRequest::new(&run, &[], rein::BudgetSnapshot::new(&limits, &usage))
+            .with_next_states(&next);
+        rein::llm::estimate_tokens(&rein::llm::build_request(
+            &Default::default(),
+            &request,
+            false,
+        )) + 256
+    };
+    let limit = first + 60;
+    let config = LlmConfig {
+        prices: Some(Prices {
+            input_per_million: 1_000_000,
+            output_per_million: 1_000_000,
+        }),
+        ..LlmConfig::default()
+    };
+    let engine = engine(planner(&server, config), &[("cost", limit)]);
+    let run = engine.run("spend").await.expect("run");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::BudgetExhausted)
+    );
+    assert_eq!(server.requests().len(), 1, "the second call was never sent");
+    assert_eq!(run.usage().used(&BudgetName::COST), 120);
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert!(ledger.entries().iter().any(|e| matches!(e.event(),
+        EntryKind::BudgetExhausted { name, used: 120, .. } if *name == BudgetName::COST)));
+}
+
+/// A downstream team's planner: no model, but it charges `tokens` through the meter.
+struct Thrifty;
+
+impl Planner for Thrifty {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+        let meter = request.meter().expect("the engine hands a meter");
+        meter.declare(WorstCase {
+            tokens: 50,
+            cost: 0,
+        })?;
+        meter.report(PlannerCall {
+            provider: "in-house".into(),
+            model: "rules".into(),
+            request_hash: Digest::of_bytes(request.goal().as_bytes()),
+            input_tokens: 7,
+            output_tokens: 3,
+            cost: 0,
+            latency_ms: 0,
+            finish_reason: None,
+        });
+        let answered = request
+            .evidence()
+            .iter()
+            .any(|e| matches!(e.kind, rein::EvidenceKind::HumanInput { .. }));
+        Ok(match request.state() {
+            State::Intake if !answered => Decision::ask_human("go on?", ["yes"]),
+            _ => Decision::fail("stopping here"),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_downstream_planner_is_charged_through_the_same_meter_across_a_pause() {
+    let engine = engine(Thrifty, &[("tokens", 1_000)]);
+    let run = engine.run("thrift").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Paused);
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 10);
+    let run = engine
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("resume");
+    assert_eq!(run.status(), RunStatus::Failed);
+    assert_eq!(
+        run.usage().used(&BudgetName::TOKENS),
+        20,
+        "charges survive the pause"
+    );
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    assert_eq!(planner_calls(&ledger).len(), 2);
+
+    // A declared worst case that does not fit is refused, whoever the planner is.
+    let engine = self::engine(Thrifty, &[("tokens", 40)]);
+    let run = engine.run("thrift").await.expect("run");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::BudgetExhausted)
+    );
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 0);
+}
+
+#[tokio::test]
+async fn a_recorded_run_replays_with_the_server_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let script = [
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_read", &json!({"path": "a.txt"})),
+        call("transition", &json!({"to": "decide", "reason": "seen"})),
+        call("finish", &json!({"summary": "done", "result": 1})),
+    ];
+    let server = FakeServer::start(script).await.unwrap();
+    let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+        .with_max_output_tokens(256);
+    let live = HttpProvider::with_key(config.clone(), None).unwrap();
+    let recording = LlmPlanner::new(Recorder::new(live, &cassette), LlmConfig::default());
+    let engine1 = engine(recording, &[("tokens", 100_000)]);
+    let recorded = engine1.run("read a").await.unwrap();
+    assert_eq!(recorded.status(), RunStatus::Completed);
+    server.stop().await;
+
+    // The ledger replays without a planner call at all.
+    let ledger = engine1.ledger(recorded.id()).await.unwrap();
+    let report = engine1.replay(&ledger).await.unwrap();
+    assert_eq!(report.recorded, report.replayed);
+
+    // And the model's part replays from the cassette: same run, same hashes, no server.
+    let replaying = LlmPlanner::new(
+        Replayer::open(&cassette, config.clone()).unwrap(),
+        LlmConfig::default(),
+    );
+    let engine2 = engine(replaying, &[("tokens", 100_000)]);
+    let replayed = engine2.run("read a").await.unwrap();
+    assert_eq!(replayed.status(), RunStatus::Completed);
+    assert_eq!(replayed.result(), recorded.result());
+    let hashes = |l: &rein::Ledger| {
+        planner_calls(l)
+            .into_iter()
+            .map(|c| c.request_hash)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hashes(&engine2.ledger(replayed.id()).await.unwrap()),
+        hashes(&ledger)
+    );
+    assert_eq!(
+        replayed.usage().used(&BudgetName::TOKENS),
+        recorded.usage().used(&BudgetName::TOKENS)
+    );
+
+    // A request the cassette has not seen fails loudly.
+    let unseen = LlmPlanner::new(
+        Replayer::open(&cassette, config).unwrap(),
+        LlmConfig::default(),
+    );
+    let run = engine(unseen, &[]).run("another goal").await.unwrap();
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::PlannerError);
+    assert!(
+        failure.message.contains("the cassette has no reply"),
+        "{}",
+        failure.message
+    );
+}
+
+#[tokio::test]
+async fn the_api_key_reaches_neither_the_ledger_nor_the_run() {
+    let server = FakeServer::start([Reply::anthropic(
+        "",
+        &[Call::new("fail", &json!({"reason": "nothing to do"}))],
+        (10, 5),
+    )])
+    .await
+    .unwrap();
+    let provider = HttpProvider::with_key(
+        ProviderConfig::new(Api::Anthropic, server.base_url(), "fake-model")
+            .with_api_key_env("MY_KEY_VAR"),
+        Some("sk-ant-very-secret"),
+    )
+    .unwrap();
+    let planner = LlmPlanner::new(provider, LlmConfig::default());
+    let shown = format!("{planner:?}");
+    let engine = engine(planner, &[("tokens", 100_000)]);
+    let run = engine.run("leak nothing").await.unwrap();
+    assert!(server.requests()[0].authorized, "the key was sent");
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    let everything = format!(
+        "{shown}{run:?}{}",
+        ledger
+            .entries()
+            .iter()
+            .map(rein::Entry::to_json_line)
+            .collect::<String>()
+    );
+    assert!(!everything.contains("very-secret"));
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp)
+    );
+    assert_eq!(planner_calls(&ledger)[0].provider, "anthropic");
+}
