@@ -52,7 +52,9 @@
 //! flight when the process died is retried only if the tool is idempotent.
 
 mod closure_tool;
-pub mod shell;
+/// A guard for tools that run commands (the built-in `shell.run` uses it).
+#[doc(inline)]
+pub use rein_tools::shell;
 
 pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 
@@ -144,6 +146,29 @@ pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig
 
 #[doc(no_inline)]
 pub use serde_json::{Value, json};
+
+// ---- built-in tools ------------------------------------------------------------------------------
+/// Built-in tools (files and search), each confined to a [`Workspace`](tools::Workspace).
+///
+/// ```
+/// use rein::tools::{FsOp, FsTool, Workspace};
+///
+/// let dir = tempfile::tempdir()?;
+/// let grep = FsTool::new(FsOp::Grep, Workspace::open(dir.path())?);
+/// let engine = rein::Engine::builder()
+///     .tool(grep)
+///     .planner(rein::ScriptedPlanner::new([]))
+///     .build()?;
+/// # let _ = engine;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod tools {
+    #[doc(inline)]
+    pub use rein_tools::{
+        FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+        MAX_READ_BYTES, MAX_RESULTS, PathError, Workspace, WorkspaceError, check,
+    };
+}
 
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {

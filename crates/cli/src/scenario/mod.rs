@@ -5,6 +5,7 @@ mod build;
 mod check;
 mod error;
 mod model;
+mod paths;
 
 use std::path::{Path, PathBuf};
 

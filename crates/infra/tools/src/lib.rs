@@ -19,6 +19,7 @@
 //! ```
 
 mod fs;
+pub mod shell;
 mod workspace;
 
 pub use fs::{

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
+use crate::FsError;
+
 /// The longest path, in bytes, a tool accepts (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 
@@ -144,6 +146,70 @@ impl Workspace {
     /// The [`PathError`] that says what is wrong: empty, NUL byte, absolute, `..`, too long.
     pub fn check(&self, path: &str) -> Result<PathBuf, PathError> {
         check(path)
+    }
+
+    /// Checks `path` as a tool would before using it: lexically, then on disk — the part
+    /// of it that exists is resolved (symbolic links included) and must stay inside. The
+    /// rest may be created later. What `rein validate` uses to refuse, at check time, a
+    /// path the run would refuse.
+    ///
+    /// # Errors
+    /// The [`FsError`] a tool would give: a [`PathError`] for a path that is refused.
+    pub fn check_on_disk(&self, path: &str) -> Result<PathBuf, FsError> {
+        let rel = check(path)?;
+        let mut existing = rel.clone();
+        while !existing.as_os_str().is_empty() && self.dir.symlink_metadata(&existing).is_err() {
+            existing.pop();
+        }
+        if !existing.as_os_str().is_empty() {
+            self.dir
+                .canonicalize(&existing)
+                .map_err(|e| FsError::io(path, e))?;
+        }
+        Ok(rel)
+    }
+
+    /// Opens `path` for appending (created with its missing directories), confined like
+    /// every tool's path: for files a tool keeps beside its work, such as a log.
+    ///
+    /// # Errors
+    /// The [`FsError`] that says why the path was refused or could not be opened.
+    pub fn open_append(&self, path: &str) -> Result<std::fs::File, FsError> {
+        let rel = check(path)?;
+        let io = |e| FsError::io(path, e);
+        let Some(name) = rel.file_name() else {
+            return Err(PathError::IsRoot {
+                path: path.to_owned(),
+            }
+            .into());
+        };
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = if parent.as_os_str().is_empty() {
+            self.dir.try_clone().map_err(io)?
+        } else {
+            if let Err(e) = self.dir.create_dir_all(parent) {
+                self.dir.open_dir(parent).map_err(io)?;
+                return Err(io(e));
+            }
+            self.dir.open_dir(parent).map_err(io)?
+        };
+        if dir
+            .symlink_metadata(name)
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(FsError::Symlink {
+                path: path.to_owned(),
+            });
+        }
+        let file = dir
+            .open_with(
+                name,
+                cap_std::fs::OpenOptions::new().append(true).create(true),
+            )
+            .map_err(io)?
+            .into_std();
+        crate::fs::single_link(path, &file.metadata().map_err(io)?)?;
+        Ok(file)
     }
 
     /// The directory handle every operation resolves through.

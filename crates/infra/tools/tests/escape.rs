@@ -287,3 +287,44 @@ fn a_link_swapped_between_check_and_use_never_leads_out() {
     let _ = std::fs::remove_file(root.join("swap.tmp"));
     assert_eq!(fx.outside_snapshot(), before);
 }
+
+#[test]
+fn check_on_disk_refuses_what_a_tool_would_refuse() {
+    let fx = fixture();
+    for (path, expected) in [
+        ("link_out_dir/new.txt", Refusal::Escapes),
+        ("link_out_dir/deep/er/new.txt", Refusal::Escapes),
+        ("sub/upup/x", Refusal::Escapes),
+        ("proc_root/x", Refusal::Escapes),
+        ("../x", Refusal::ParentDir),
+        ("/x", Refusal::Absolute),
+    ] {
+        let e = fx.ws.check_on_disk(path).unwrap_err();
+        assert_eq!(refusal(&e), Some(expected), "{path}: {e:?}");
+    }
+    assert!(fx.ws.check_on_disk("sub/new/deeper.txt").is_ok());
+    assert!(fx.ws.check_on_disk("inside_link").is_ok());
+}
+
+#[test]
+fn open_append_is_confined() {
+    use std::io::Write as _;
+    let fx = fixture();
+    let before = fx.outside_snapshot();
+    for (path, expected) in [
+        ("link_out_dir/count.log", Refusal::Escapes),
+        ("link_out_file", Refusal::Symlink),
+        ("hard", Refusal::HardLink),
+        ("../count.log", Refusal::ParentDir),
+    ] {
+        let e = fx.ws.open_append(path).unwrap_err();
+        assert_eq!(refusal(&e), Some(expected), "{path}: {e:?}");
+    }
+    assert_eq!(fx.outside_snapshot(), before);
+    let mut file = fx.ws.open_append("counts/a.log").unwrap();
+    file.write_all(b"1\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.root().join("counts/a.log")).unwrap(),
+        "1\n"
+    );
+}

@@ -11,7 +11,7 @@ mod read;
 mod search;
 mod write;
 
-use rein_tool::{Annotations, Tool, ToolError, ToolName, ToolOutput, ToolSpec};
+use rein_tool::{Annotations, RiskLevel, Tool, ToolError, ToolName, ToolOutput, ToolSpec};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -76,14 +76,18 @@ impl FsOp {
     }
 
     /// What the tool does to the world, fixed by the tool: the four readers are read-only
-    /// (and idempotent), `fs.write` has side effects and is idempotent (the same content
-    /// twice is the same file), `fs.edit` has side effects, `fs.delete` is destructive.
+    /// (and idempotent, low risk); `fs.write` and `fs.edit` have side effects but destroy
+    /// nothing they do not report (`fs.write` is idempotent: the same content twice is the
+    /// same file), and are high risk because they change the user's files, so the default
+    /// approval policy asks; `fs.delete` is destructive (high risk).
     #[must_use]
     pub const fn annotations(self) -> Annotations {
         match self {
             Self::Read | Self::List | Self::Glob | Self::Grep => Annotations::read_only(),
-            Self::Write => Annotations::side_effecting().with_idempotent(true),
-            Self::Edit => Annotations::side_effecting(),
+            Self::Write => Annotations::side_effecting()
+                .with_idempotent(true)
+                .with_risk(RiskLevel::High),
+            Self::Edit => Annotations::side_effecting().with_risk(RiskLevel::High),
             Self::Delete => Annotations::destructive(),
         }
     }
