@@ -212,6 +212,34 @@ impl Workspace {
         Ok(file)
     }
 
+    /// The absolute, canonical path of the directory `path` names inside the workspace
+    /// (symbolic links that stay inside resolved; one that leads out refused).
+    ///
+    /// # Errors
+    /// The [`FsError`] that says why the path was refused or is not a directory.
+    pub fn resolve_dir(&self, path: &str) -> Result<PathBuf, FsError> {
+        let rel = check(path)?;
+        let rel = if rel.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            rel
+        };
+        let canonical = self
+            .dir
+            .canonicalize(&rel)
+            .map_err(|e| FsError::io(path, e))?;
+        let meta = self
+            .dir
+            .metadata(&canonical)
+            .map_err(|e| FsError::io(path, e))?;
+        if !meta.is_dir() {
+            return Err(FsError::NotADirectory {
+                path: path.to_owned(),
+            });
+        }
+        Ok(self.root.join(canonical))
+    }
+
     /// The directory handle every operation resolves through.
     pub(crate) fn dir(&self) -> &Dir {
         &self.dir

@@ -58,5 +58,7 @@
 //! ```
 
 mod guard;
+mod run;
 
 pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
+pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
