@@ -210,3 +210,53 @@ async fn a_refused_path_is_a_recorded_tool_error_and_nothing_changes() {
         "{errors:?}"
     );
 }
+
+/// Skills reach the planner in every plan request, and loading one through `skill.load`
+/// puts its name and checksum in the ledger at that step; they add no tool.
+#[tokio::test]
+async fn skills_are_offered_to_the_planner_and_a_loaded_skill_is_on_the_record() {
+    use rein::tools::{SkillLoad, load_skills};
+    use rein::{MockPlanner, PlannerError};
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("review")).unwrap();
+    std::fs::write(
+        dir.path().join("review/SKILL.md"),
+        "---\nname: code-review\ndescription: How to review a change\ntriggers: [review]\n---\nRead the diff first.\n",
+    )
+    .unwrap();
+    let skills = load_skills(dir.path()).unwrap();
+    let checksum = format!("sha256:{}", skills[0].checksum());
+    let planner = MockPlanner::new(|request| {
+        let names: Vec<&str> = request.skills().iter().map(|s| s.name()).collect();
+        if names != ["code-review"] {
+            return Err(PlannerError::failed(format!("skills offered: {names:?}")));
+        }
+        // The skill adds no tool: only skill.load is offered in explore.
+        if request.state() == State::Explore && request.tools().len() != 1 {
+            return Err(PlannerError::failed("a skill added a tool"));
+        }
+        Ok(match request.step() {
+            0 => Decision::transition(State::Explore, "look"),
+            1 => Decision::call_tool("skill.load", json!({"name": "code-review"}), "how?"),
+            2 => Decision::transition(State::Decide, "know how"),
+            _ => Decision::finish("reviewed", json!({})),
+        })
+    });
+    let engine = Engine::builder()
+        .tool(SkillLoad::new(skills.clone()))
+        .skills(skills)
+        .planner(planner)
+        .build()
+        .unwrap();
+    let run = engine.run("review the change").await.unwrap();
+    assert_eq!(run.status(), RunStatus::Completed, "{run:?}");
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert_chain(&ledger);
+    let loaded = outputs(&ledger);
+    assert_eq!(loaded.len(), 1);
+    assert_eq!(loaded[0].0, "skill.load");
+    assert_eq!(loaded[0].1["name"], "code-review");
+    assert_eq!(loaded[0].1["checksum"], checksum);
+    assert_eq!(loaded[0].1["body"], "Read the diff first.\n");
+}

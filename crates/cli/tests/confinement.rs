@@ -191,3 +191,35 @@ fn the_long_form_and_the_new_builtins_run() {
             .stderr_has(&[expect, "at: tools[0]"]);
     }
 }
+
+#[test]
+fn a_skills_folder_is_loaded_and_a_broken_skill_is_refused_at_check_time() {
+    let scratch = Scratch::new();
+    let skills = scratch.dir.path().join("scenarios/skills/review");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: code-review\ndescription: How to review\n---\nRead the diff.\n",
+    )
+    .unwrap();
+    let text = r#"{
+  "goal": "g",
+  "skills": "skills",
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore"}},
+    {"expect": "explore", "decision": {"type": "call_tool", "tool": "skill.load", "input": {"name": "code-review"}}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "done", "result": {}}}
+  ]}
+}"#;
+    let file = scratch.write("skills.json", text);
+    run(&scratch, &file)
+        .expect_code(0)
+        .stdout_has(&["skill.load ×1"]);
+    std::fs::write(skills.join("SKILL.md"), "---\nname: [broken\n---\n").unwrap();
+    validate(&file, &[]).expect_code(2).stderr_has(&[
+        "invalid front matter",
+        "review/SKILL.md",
+        "at: skills",
+    ]);
+}

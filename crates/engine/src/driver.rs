@@ -334,7 +334,8 @@ impl Driver {
             run,
             self.policy.allowed.in_state(run.state()),
             self.proj.budget().snapshot(run.usage()),
-        );
+        )
+        .with_skills(&self.shared.config.skills);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()

@@ -148,7 +148,8 @@ pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig
 pub use serde_json::{Value, json};
 
 // ---- built-in tools ------------------------------------------------------------------------------
-/// Built-in tools (files and search), each confined to a [`Workspace`](tools::Workspace).
+/// Built-in tools (files and search, `skill.load`; `shell.run` is in [`shell`]), each
+/// confined to a [`Workspace`](tools::Workspace), and skill loading.
 ///
 /// ```
 /// use rein::tools::{FsOp, FsTool, Workspace};
@@ -166,9 +167,14 @@ pub mod tools {
     #[doc(inline)]
     pub use rein_tools::{
         FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
-        MAX_READ_BYTES, MAX_RESULTS, PathError, Workspace, WorkspaceError, check,
+        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
+        Workspace, WorkspaceError, check, load_skills, parse_skill,
     };
 }
+
+/// Skills: knowledge a planner may load (`EngineBuilder::skills`, the `skill.load` tool).
+#[doc(inline)]
+pub use rein_run::{Skill, SkillError};
 
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {

@@ -30,6 +30,15 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
             builder = builder.tool(tool);
         }
     }
+    if let Some(skills) = scenario
+        .skills
+        .as_deref()
+        .and_then(|dir| rein::tools::load_skills(dir).ok())
+    {
+        builder = builder
+            .tool(rein::tools::SkillLoad::new(skills.clone()))
+            .skills(skills);
+    }
     let PlannerDef::Scripted(steps) = &scenario.planner;
     builder = builder.planner(ScriptedPlanner::new(steps.iter().cloned()));
     builder = match &scenario.approver {

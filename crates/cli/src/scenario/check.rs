@@ -9,7 +9,7 @@ use rein::{BudgetName, BuildError, Decision, EligibilityError, ToolName};
 
 use super::build::builder;
 use super::model::{Behavior, Scenario, ToolDef};
-use super::paths::{ToolProblem, check_count_file, check_script_path, normalize};
+use super::paths::{ToolProblem, check_count_file, check_script_path, check_skills, normalize};
 use super::{Loaded, ScenarioError};
 use crate::locate::{JsonPath, SpanIndex};
 
@@ -65,6 +65,16 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                 .help("the workspace is a directory, relative to the scenario file (or pass --workspace DIR)"));
             }
         }
+    }
+
+    // Skills: the folder is relative to the file; every skill in it must load.
+    if let Some(dir) = &scenario.skills {
+        let resolved = check_skills(dir, &loaded.dir).map_err(|why| {
+            at(root.key("skills"), why).help(
+                "\"skills\" is a folder with one folder per skill, each holding a SKILL.md that starts with ---, name:, description:, ---",
+            )
+        })?;
+        scenario.skills = Some(resolved);
     }
 
     // Tools: kinds, fields, names, duplicates.

@@ -49,6 +49,10 @@ pub(crate) struct Scenario {
     /// Timeouts, retries and circuit breakers.
     #[serde(default)]
     pub(crate) resilience: ResilienceDef,
+    /// A folder of skills (one folder per skill, each with a SKILL.md), relative to the
+    /// scenario file: offered to the planner, loaded with the `skill.load` tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) skills: Option<PathBuf>,
     /// The data directory count files are confined to: set by the check from the command
     /// line, never read from or written to the file.
     #[serde(skip)]

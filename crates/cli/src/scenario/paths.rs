@@ -98,3 +98,17 @@ pub(crate) fn check_script_path(workspace: Option<&Path>, path: &str) -> Result<
     }
     Ok(())
 }
+
+/// Resolves a scenario's `skills` folder (relative to the scenario file's folder `base`)
+/// and loads it, so that a broken skill is an error at check time.
+///
+/// # Errors
+/// Why the skills cannot be loaded, naming the file.
+pub(crate) fn check_skills(dir: &Path, base: &Path) -> Result<std::path::PathBuf, String> {
+    let full = base.join(dir);
+    let canonical = full
+        .canonicalize()
+        .map_err(|e| format!("the skills folder {} cannot be used: {e}", full.display()))?;
+    rein::tools::load_skills(&canonical).map_err(|e| e.to_string())?;
+    Ok(canonical)
+}

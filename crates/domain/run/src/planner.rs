@@ -4,7 +4,7 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use crate::{BoxFuture, BudgetSnapshot, Decision, Evidence, Run, State, ToolSpec};
+use crate::{BoxFuture, BudgetSnapshot, Decision, Evidence, Run, Skill, State, ToolSpec};
 
 /// What a planner sees when asked for the next decision. Borrowed from the engine: building
 /// one costs nothing.
@@ -13,6 +13,7 @@ pub struct PlanRequest<'a> {
     run: &'a Run,
     tools: &'a [ToolSpec],
     budget: BudgetSnapshot<'a>,
+    skills: &'a [Skill],
 }
 
 impl<'a> PlanRequest<'a> {
@@ -20,7 +21,20 @@ impl<'a> PlanRequest<'a> {
     /// current state) and a view of the budgets.
     #[must_use]
     pub const fn new(run: &'a Run, tools: &'a [ToolSpec], budget: BudgetSnapshot<'a>) -> Self {
-        Self { run, tools, budget }
+        Self {
+            run,
+            tools,
+            budget,
+            skills: &[],
+        }
+    }
+
+    /// The same request, offering `skills` (knowledge the planner may load; never tools or
+    /// permissions).
+    #[must_use]
+    pub const fn with_skills(mut self, skills: &'a [Skill]) -> Self {
+        self.skills = skills;
+        self
     }
 
     /// The whole run, read-only.
@@ -69,6 +83,12 @@ impl<'a> PlanRequest<'a> {
     #[must_use]
     pub const fn budget(&self) -> BudgetSnapshot<'a> {
         self.budget
+    }
+
+    /// The skills the planner may load (names and descriptions to list; bodies to load).
+    #[must_use]
+    pub const fn skills(&self) -> &'a [Skill] {
+        self.skills
     }
 }
 

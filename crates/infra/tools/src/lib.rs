@@ -1,4 +1,5 @@
-//! rein's built-in tools: files and search, each confined to a workspace root.
+//! rein's built-in tools — files and search, commands (`shell.run`), skills (`skill.load`)
+//! — each confined to a workspace root, and skill loading.
 //!
 //! Built-in tools are ordinary [`rein_tool::Tool`]s behind the same port and policies as
 //! any other; their annotations are fixed by the tool (see [`FsOp::annotations`]) and
@@ -20,9 +21,11 @@
 
 mod fs;
 pub mod shell;
+mod skill;
 mod workspace;
 
 pub use fs::{
     FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_RESULTS,
 };
+pub use skill::{MAX_SKILL_BYTES, SkillLoad, SkillLoadError, load_skills, parse_skill};
 pub use workspace::{MAX_NAME_BYTES, MAX_PATH_BYTES, PathError, Workspace, WorkspaceError, check};
