@@ -148,7 +148,7 @@ pub use rein_resilience::{BreakerConfig, Bulkhead, ResilienceConfig, RetryConfig
 pub use serde_json::{Value, json};
 
 // ---- built-in tools ------------------------------------------------------------------------------
-/// Built-in tools (files and search, `skill.load`; `shell.run` is in [`shell`]), each
+/// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
 /// confined to a [`Workspace`](tools::Workspace), and skill loading.
 ///
 /// ```
@@ -166,9 +166,9 @@ pub use serde_json::{Value, json};
 pub mod tools {
     #[doc(inline)]
     pub use rein_tools::{
-        FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
-        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
-        Workspace, WorkspaceError, check, load_skills, parse_skill,
+        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES, MAX_LIST_ENTRIES,
+        MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError,
+        SkillLoad, SkillLoadError, Workspace, WorkspaceError, check, load_skills, parse_skill,
     };
 }
 
