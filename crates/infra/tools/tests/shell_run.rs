@@ -223,3 +223,38 @@ fn shell_run_is_destructive_and_high_risk() {
     assert_eq!(a.risk_level(), rein_tool::RiskLevel::High);
     assert_eq!(ShellRun::spec().name().as_str(), "shell.run");
 }
+
+/// With the sandbox on, a command writes inside the workspace and cannot write outside it
+/// — or, where the kernel has no Landlock, nothing runs and the error says so.
+#[tokio::test]
+async fn the_sandbox_confines_writes_or_says_it_is_unsupported() {
+    let dir = workspace();
+    let root = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::write(
+        root.join("write.sh"),
+        format!(
+            "echo in > inside.txt\necho out > {}/outside.txt\necho done\n",
+            outside.display()
+        ),
+    )
+    .unwrap();
+    let guard = ShellGuard::new(["sh"], Vec::<&str>::new());
+    let tool = ShellRun::new(
+        Workspace::open(&root).unwrap(),
+        ShellConfig::new(guard).with_sandbox(true),
+    );
+    match tool.run(json!({"argv": ["sh", "write.sh"]})).await {
+        Ok(out) => {
+            assert_eq!(out["sandbox"], "landlock");
+            assert_eq!(out["stdout"], "done\n");
+            assert!(root.join("inside.txt").exists(), "{out}");
+            assert!(!outside.join("outside.txt").exists(), "{out}");
+        }
+        Err(ShellError::Sandbox(rein_tools::shell::SandboxError::Unsupported { reason })) => {
+            assert!(!reason.is_empty());
+            assert!(!root.join("inside.txt").exists(), "nothing ran");
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+}

@@ -59,6 +59,8 @@
 
 mod guard;
 mod run;
+mod sandbox;
 
 pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
 pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
+pub use sandbox::SandboxError;

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::sandbox::{self, SandboxError};
 use super::{ShellGuard, ShellRejection};
 use crate::fs::{builtin_spec, parse, schema};
 use crate::{FsError, Workspace};
@@ -28,6 +29,7 @@ pub struct ShellConfig {
     max_timeout: Duration,
     output_cap: usize,
     env: Vec<String>,
+    sandbox: bool,
 }
 
 impl ShellConfig {
@@ -41,7 +43,17 @@ impl ShellConfig {
             max_timeout: Duration::from_secs(600),
             output_cap: 64 * 1024,
             env: DEFAULT_ENV.iter().map(|&s| s.to_owned()).collect(),
+            sandbox: false,
         }
+    }
+
+    /// Runs every command in a filesystem sandbox (Linux Landlock: read anywhere, write
+    /// only inside the workspace). Where the kernel lacks Landlock, calls fail with
+    /// [`ShellError::Sandbox`] instead of running unconfined.
+    #[must_use]
+    pub const fn with_sandbox(mut self, sandbox: bool) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// The timeout when a call names none, and the longest a call may ask for.
@@ -109,6 +121,9 @@ pub enum ShellError {
         /// The timeout.
         after: Duration,
     },
+    /// The sandbox was asked for and could not be set up (or is unsupported here).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     /// Waiting for the command failed.
     #[error("waiting for `{program}` failed: {source}")]
     Wait {
@@ -251,10 +266,14 @@ impl ShellRun {
         }
         #[cfg(unix)]
         command.process_group(0);
-        let mut child = command.spawn().map_err(|source| ShellError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
+        let mut child = if self.config.sandbox {
+            sandbox::spawn(command, self.workspace.root()).await?
+        } else {
+            command.spawn().map_err(|source| ShellError::Spawn {
+                program: program.clone(),
+                source,
+            })?
+        };
         // Whatever happens from here (exit, timeout, the future dropped), the whole group
         // is killed when this guard goes: no orphan outlives the call.
         let _group = KillGroup(child.id());
@@ -287,6 +306,7 @@ impl ShellRun {
             "stderr_bytes": err.total,
             "stdout_truncated": out.total > out.kept.len() as u64,
             "stderr_truncated": err.total > err.kept.len() as u64,
+            "sandbox": if self.config.sandbox { "landlock" } else { "none" },
         }))
     }
 }
