@@ -28,10 +28,19 @@ fn every_builtin_is_listed_with_where_it_runs_and_whether_it_asks() {
             "fs.write",
             "fs.edit",
             "fs.delete",
-            "shell.run"
+            "skill.load",
+            "shell.run",
+            "http.fetch"
         ]
     );
-    for name in ["fs.read", "fs.list", "fs.glob", "fs.grep"] {
+    for name in [
+        "fs.read",
+        "fs.list",
+        "fs.glob",
+        "fs.grep",
+        "skill.load",
+        "http.fetch",
+    ] {
         let r = row(name);
         assert_eq!(r["read_only"], true, "{name}");
         assert_eq!(
@@ -47,7 +56,12 @@ fn every_builtin_is_listed_with_where_it_runs_and_whether_it_asks() {
         assert!(r["approval"].is_string(), "{name} asks");
     }
     assert_eq!(row("fs.delete")["destructive"], true);
-    assert_eq!(row("shell.run")["in_scenarios"], false);
+    assert!(
+        row("shell.run")["scenarios"]
+            .as_str()
+            .unwrap()
+            .starts_with("library only")
+    );
 
     let text = Outcome::of(&rein().arg("tools").output().unwrap());
     text.expect_code(0).stdout_has(&[

@@ -2,6 +2,7 @@
 //! lets it run in, and whether the default approval policy asks before it runs.
 
 use rein::shell::ShellRun;
+use rein::tools::{HttpFetch, SkillLoad};
 use rein::{ApprovalPolicy, Eligibility, EligibilityRules, State, ToolSpec, Value, json};
 
 use crate::cli::ToolsArgs;
@@ -10,9 +11,19 @@ use crate::scenario::Builtin;
 
 /// `rein tools`.
 pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
-    let mut specs: Vec<(ToolSpec, bool)> =
-        Builtin::ALL.iter().map(|b| (b.op().spec(), true)).collect();
-    specs.push((ShellRun::spec(), false));
+    let mut specs: Vec<(ToolSpec, &str)> = Builtin::ALL
+        .iter()
+        .map(|b| (b.op().spec(), "a \"tools\" entry"))
+        .collect();
+    specs.push((SkillLoad::spec(), "added by \"skills\""));
+    specs.push((
+        ShellRun::spec(),
+        "library only (rein::shell::ShellRun): it needs a guard",
+    ));
+    specs.push((
+        HttpFetch::spec(false),
+        "library only (rein::tools::HttpFetch::get_only): it needs a host allowlist",
+    ));
     let all: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
     let eligibility = Eligibility::new(EligibilityRules::default(), &all).map_err(|e| {
         CliError::new(
@@ -23,7 +34,7 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
     let approvals = ApprovalPolicy::default();
     let rows: Vec<Value> = specs
         .iter()
-        .map(|(spec, in_scenarios)| {
+        .map(|(spec, scenarios)| {
             let a = spec.annotations();
             let states: Vec<&str> = State::ALL
                 .iter()
@@ -39,7 +50,7 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
                 "risk": a.risk_level().as_str(),
                 "states": states,
                 "approval": approvals.requires(spec).map(|r| r.to_string()),
-                "in_scenarios": in_scenarios,
+                "scenarios": scenarios,
             })
         })
         .collect();
@@ -75,9 +86,10 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
         println!("    annotations  {}", shown.join(", "));
         println!("    runs in      {}", states.join(", "));
         println!("    approval     {approval}");
-        if row["in_scenarios"] == false {
-            println!("    scenarios    library only (rein::shell::ShellRun): it needs a guard");
-        }
+        println!(
+            "    scenarios    {}",
+            row["scenarios"].as_str().unwrap_or_default()
+        );
     }
     Ok(Exit::Ok)
 }

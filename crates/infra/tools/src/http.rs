@@ -204,6 +204,24 @@ impl HttpFetch {
         Self::build(config, true)
     }
 
+    /// The spec of a GET-only (`post == false`: read-only) or a GET-and-POST (side
+    /// effects) `http.fetch`.
+    #[must_use]
+    pub fn spec(post: bool) -> ToolSpec {
+        let (annotations, description) = if post {
+            (
+                Annotations::side_effecting(),
+                "Sends a GET or POST request to an allowlisted host and returns the status and body (size and time capped; redirects only to allowlisted hosts)",
+            )
+        } else {
+            (
+                Annotations::read_only(),
+                "Sends a GET request to an allowlisted host and returns the status and body (size and time capped; redirects only to allowlisted hosts)",
+            )
+        };
+        builtin_spec(Self::NAME, description, annotations, schema::<FetchInput>())
+    }
+
     fn build(config: HttpConfig, post: bool) -> Result<Self, HttpError> {
         let config = Arc::new(config);
         let policy = {
@@ -229,18 +247,8 @@ impl HttpFetch {
                 url: String::new(),
                 source,
             })?;
-        let annotations = if post {
-            Annotations::side_effecting()
-        } else {
-            Annotations::read_only()
-        };
-        let description = if post {
-            "Sends a GET or POST request to an allowlisted host and returns the status and body (size and time capped; redirects only to allowlisted hosts)"
-        } else {
-            "Sends a GET request to an allowlisted host and returns the status and body (size and time capped; redirects only to allowlisted hosts)"
-        };
         Ok(Self {
-            spec: builtin_spec(Self::NAME, description, annotations, schema::<FetchInput>()),
+            spec: Self::spec(post),
             client,
             config,
             post,

@@ -193,14 +193,20 @@ impl SkillLoad {
     #[must_use]
     pub fn new(skills: impl IntoIterator<Item = Skill>) -> Self {
         Self {
-            spec: builtin_spec(
-                Self::NAME,
-                "Loads the body of a skill (a how-to) by name; skills add knowledge, never tools or permissions",
-                Annotations::read_only(),
-                schema::<LoadInput>(),
-            ),
+            spec: Self::spec(),
             skills: skills.into_iter().collect(),
         }
+    }
+
+    /// The tool's spec (read-only).
+    #[must_use]
+    pub fn spec() -> ToolSpec {
+        builtin_spec(
+            Self::NAME,
+            "Loads the body of a skill (a how-to) by name; skills add knowledge, never tools or permissions",
+            Annotations::read_only(),
+            schema::<LoadInput>(),
+        )
     }
 
     /// Loads skill `input["name"]`.
