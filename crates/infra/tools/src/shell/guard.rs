@@ -69,7 +69,7 @@ pub const LAUNCHERS: &[&str] = &[
 /// harmless even if someone later hands it to a shell.
 pub const METACHARACTERS: &[char] = &[';', '&', '|', '<', '>', '`', '$', '(', ')'];
 
-/// Decides whether a command line may run: see the [module docs](self).
+/// Decides whether a command line may run: see the [module docs](crate::shell).
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct ShellGuard {

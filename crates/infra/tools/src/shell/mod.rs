@@ -40,7 +40,7 @@
 //! # Ok::<(), ShellRejection>(())
 //! ```
 //!
-//! Inside a tool, a rejection becomes an invalid-input [`ToolError`] with `?`:
+//! Inside a tool, a rejection becomes an invalid-input [`ToolError`](rein_tool::ToolError) with `?`:
 //!
 //! ```
 //! use rein_tools::shell::ShellGuard;
