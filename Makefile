@@ -22,6 +22,7 @@ help:
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
+	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
 	@echo "make reliability  the short forms with their figures: hostile, faults, bypass, shell, properties, fuzz replay, crash (part of make ci)"
 	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
 	@echo "make fuzz-smoke   every cargo-fuzz target for FUZZ_TIME seconds (default 10; installs cargo-fuzz into target/tools)"
@@ -62,6 +63,13 @@ ci:
 # minutes with the build). The other benches (`cargo bench --workspace`) are criterion's.
 bench:
 	$(CARGO) bench -p rein --bench workloads --bench memory
+
+# The built-in tools against their baselines (docs/BENCHMARKS.md, "Built-in tools"): fs.grep
+# against ripgrep on the same generated tree, shell.run against a bare tokio spawn.
+.PHONY: bench-tools
+bench-tools:
+	@command -v rg >/dev/null || (apt-get update && apt-get install -y ripgrep)
+	$(CARGO) bench -p rein-tools --bench tools
 
 # W1 in rein and as a LangGraph StateGraph (pinned in bench-peers/requirements.txt).
 PEERS_VENV := bench-peers/.venv

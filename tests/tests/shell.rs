@@ -78,11 +78,12 @@ fn check(guard: &ShellGuard, line: &str, expect: &Expect) -> Result<(), String> 
     }
 }
 
-#[test]
-fn the_guard_decides_on_parsed_argv_and_every_known_bypass_is_refused() {
+/// (line, expected with the allow-list guard, expected with the deny-list guard)
+type Case = (&'static str, Expect, Expect);
+
+fn cases() -> Vec<Case> {
     use Expect::{Refused, Runs};
-    // (line, expected with the allow-list guard, expected with the deny-list guard)
-    let cases: &[(&str, Expect, Expect)] = &[
+    vec![
         // plain commands
         ("ls -la", Runs(&["ls", "-la"]), Runs(&["ls", "-la"])),
         (
@@ -298,11 +299,16 @@ fn the_guard_decides_on_parsed_argv_and_every_known_bypass_is_refused() {
         ("", Refused("empty"), Refused("empty")),
         ("   \t ", Refused("empty"), Refused("empty")),
         ("''", Refused("invalid"), Refused("invalid")),
-    ];
+    ]
+}
+
+#[test]
+fn the_guard_decides_on_parsed_argv_and_every_known_bypass_is_refused() {
+    let cases = cases();
     assert!(cases.len() >= 80, "{} cases", cases.len());
     let [(_, allow), (_, deny)] = guards();
     let mut failures = Vec::new();
-    for (line, with_allow, with_deny) in cases {
+    for (line, with_allow, with_deny) in &cases {
         if let Err(e) = check(&allow, line, with_allow) {
             failures.push(format!("allow-list guard: {e}"));
         }
@@ -319,4 +325,58 @@ fn a_rejection_is_an_invalid_input_tool_error() {
     let err: rein::ToolError = guard.check("sudo ls").expect_err("denied").into();
     assert_eq!(err.kind(), rein::ToolError::invalid_input("x").kind());
     assert!(err.to_string().contains("sudo"), "{err}");
+}
+
+/// The same lines through the built-in `shell.run` in `command` mode: every line a guard
+/// refuses is refused by the tool for the same reason, before anything runs; every line the
+/// allow-list guard accepts runs exactly the words the guard saw, in the workspace. (Its
+/// timeout and process-group kill are checked in `rein-tools`' `shell_run` tests.)
+#[tokio::test]
+async fn shell_run_refuses_what_the_guard_refuses_and_runs_what_it_accepts() {
+    use rein::shell::{ShellConfig, ShellError, ShellRun};
+    use rein::tools::Workspace;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    for file in ["notes.txt", "My File.txt", "f"] {
+        std::fs::write(root.join(file), "a#b\n").unwrap();
+    }
+    let [(_, allow), (_, deny)] = guards();
+    let tools = [
+        (
+            ShellRun::new(Workspace::open(root).unwrap(), ShellConfig::new(allow)),
+            true,
+        ),
+        (
+            ShellRun::new(Workspace::open(root).unwrap(), ShellConfig::new(deny)),
+            false,
+        ),
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (line, with_allow, with_deny) in cases() {
+        for ((tool, allow_list), expect) in tools.iter().zip([&with_allow, &with_deny]) {
+            match (expect, allow_list) {
+                (Expect::Refused(why), _) => match tool.run(rein::json!({"command": line})).await {
+                    Err(ShellError::Rejected(e)) if reason(&e) == *why => {}
+                    other => failures.push(format!("{line:?}: expected {why}, got {other:?}")),
+                },
+                (Expect::Runs(words), true) => {
+                    match tool.run(rein::json!({"command": line})).await {
+                        Ok(out) if out["argv"] == rein::json!(words) => ran += 1,
+                        other => failures.push(format!(
+                            "{line:?}: expected {words:?} to run, got {other:?}"
+                        )),
+                    }
+                }
+                // Programs the deny-list guard lets through are not run here.
+                (Expect::Runs(_), false) => {}
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(ran >= 8, "{ran} lines ran");
+    // Nothing a refused line named was created next to the workspace.
+    assert!(!root.join("x").exists() && !root.join("pwned").exists());
 }

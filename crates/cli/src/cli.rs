@@ -110,6 +110,18 @@ pub(crate) enum Command {
     /// Print a JSON Schema.
     #[command(after_help = "Examples:\n  rein schema scenario > scenario.schema.json")]
     Schema(SchemaArgs),
+    /// List the built-in tools: annotations, the states the default eligibility lets each
+    /// run in, and whether the default approval policy asks before it runs.
+    #[command(after_help = "Examples:\n  rein tools\n  rein tools --json")]
+    Tools(ToolsArgs),
+}
+
+/// `rein tools`.
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// Print JSON (one object per tool) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// Where runs, ledgers, artifacts and scenarios are kept.

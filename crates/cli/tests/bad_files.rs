@@ -112,7 +112,7 @@ fn bad_files_get_located_helpful_errors() {
         ("when-without-otherwise", edit(r#""to": "explore"}}"#, r#""to": "explore"}, "when": "last_tool_failed"}"#), vec!["when-without-otherwise.json:12:", "`when` but no `otherwise`", "at: planner.scripted[0]"]),
         ("unknown-approver", edit(r#""goal": "g","#, r#""goal": "g", "approver": "maybe","#), vec!["unknown-approver.json:2:", "unknown variant `maybe`", "`auto`, `deny`, `scripted`", "help: approver is"]),
         ("bad-approver-answer", edit(r#""goal": "g","#, r#""goal": "g", "approver": {"scripted": [{"answer": "yes"}]},"#), vec!["bad-approver-answer.json:2:", "unknown variant `yes`", "expected `grant` or `deny`"]),
-        ("unknown-builtin", edit(r#"{"builtin": "fs.read"}"#, r#"{"builtin": "fs.delete"}"#), vec!["unknown-builtin.json:5:", "unknown variant `fs.delete`", "`fs.read`, `fs.list`, `fs.write`", "at: tools[0].builtin"]),
+        ("unknown-builtin", edit(r#"{"builtin": "fs.read"}"#, r#"{"builtin": "fs.remove"}"#), vec!["unknown-builtin.json:5:", "unknown variant `fs.remove`", "`fs.read`, `fs.list`, `fs.glob`", "at: tools[0].builtin"]),
         ("builtin-and-fixture", edit(r#"{"builtin": "fs.read"}"#, r#"{"builtin": "fs.read", "fixture": "x"}"#), vec!["builtin-and-fixture.json:5:", "either built-in", "not both", "at: tools[0]"]),
         ("builtin-with-fixture-field", edit(r#"{"builtin": "fs.read"}"#, r#"{"builtin": "fs.read", "delay_ms": 5}"#), vec!["builtin-with-fixture-field.json:5:", "`delay_ms` applies to fixture tools only", "at: tools[0].delay_ms"]),
         ("fixture-without-behavior", edit(r#""behavior": "echo""#, r#""description": "d""#), vec!["fixture-without-behavior.json:6:", "fixture `deploy` needs a \"behavior\"", "at: tools[1]", "help: behavior is"]),

@@ -86,7 +86,7 @@ fn the_policy_of_a_scenario() {
     );
     assert_eq!(
         value["tools"]["fs.write"]["approval"],
-        "the tool is destructive"
+        "the tool's risk (high) is at or above the threshold (high)"
     );
     assert_eq!(value["transitions"]["done"], serde_json::json!([]));
 }

@@ -229,6 +229,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Offers `skills` to the planner in every plan request (see `rein::tools::load_skills`
+    /// and the `skill.load` tool). Skills add knowledge, never tools or permissions.
+    pub fn skills(mut self, skills: impl IntoIterator<Item = rein_run::Skill>) -> Self {
+        self.config.skills.extend(skills);
+        self
+    }
+
     /// What happens when a tool call fails (default: the run fails).
     pub fn on_tool_error(mut self, on_tool_error: OnToolError) -> Self {
         self.config.on_tool_error = on_tool_error;

@@ -38,6 +38,8 @@ pub struct EngineConfig {
     pub inline_output_limit: usize,
     /// How many events a run's broadcast channel buffers for slow subscribers.
     pub event_capacity: usize,
+    /// The skills every plan request offers (knowledge, never tools or permissions).
+    pub skills: Vec<rein_run::Skill>,
 }
 
 impl Default for EngineConfig {
@@ -47,6 +49,7 @@ impl Default for EngineConfig {
             in_doubt: InDoubtPolicy::RetryIdempotentOnly,
             inline_output_limit: 64 * 1024,
             event_capacity: 256,
+            skills: Vec::new(),
         }
     }
 }

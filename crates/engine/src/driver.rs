@@ -273,7 +273,8 @@ impl Driver {
         )
         .with_interrupted(self.interrupting)
         .with_next_states(&next[..count])
-        .with_meter(meter);
+        .with_meter(meter)
+        .with_skills(&self.shared.config.skills);
         // A panicking planner is a planner error on this run, never a dead task.
         let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
             .catch_unwind()

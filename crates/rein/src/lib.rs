@@ -52,7 +52,9 @@
 //! flight when the process died is retried only if the tool is idempotent.
 
 mod closure_tool;
-pub mod shell;
+/// A guard for tools that run commands (the built-in `shell.run` uses it).
+#[doc(inline)]
+pub use rein_tools::shell;
 
 pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
 
@@ -228,6 +230,36 @@ pub mod llm {
     #[cfg(feature = "fake-server")]
     pub use rein_llm::fake;
 }
+
+
+// ---- built-in tools ------------------------------------------------------------------------------
+/// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
+/// confined to a [`Workspace`](tools::Workspace), and skill loading.
+///
+/// ```
+/// use rein::tools::{FsOp, FsTool, Workspace};
+///
+/// let dir = tempfile::tempdir()?;
+/// let grep = FsTool::new(FsOp::Grep, Workspace::open(dir.path())?);
+/// let engine = rein::Engine::builder()
+///     .tool(grep)
+///     .planner(rein::ScriptedPlanner::new([]))
+///     .build()?;
+/// # let _ = engine;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod tools {
+    #[doc(inline)]
+    pub use rein_tools::{
+        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES, MAX_LIST_ENTRIES,
+        MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError,
+        SkillLoad, SkillLoadError, Workspace, WorkspaceError, check, load_skills, parse_skill,
+    };
+}
+
+/// Skills: knowledge a planner may load (`EngineBuilder::skills`, the `skill.load` tool).
+#[doc(inline)]
+pub use rein_run::{Skill, SkillError};
 
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {

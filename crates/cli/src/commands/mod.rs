@@ -5,6 +5,7 @@ mod inspect;
 mod ledger;
 mod run;
 mod runs;
+mod tools;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Validate(args) => validate::validate(&args),
+        Command::Tools(args) => tools::tools(&args),
         Command::Schema(args) => match args.what {
             SchemaKind::Scenario => {
                 print!("{}", scenario::SCHEMA);

@@ -12,7 +12,7 @@ use super::model::{
     ApproverDef, Behavior, OnToolErrorDef, OnViolationDef, PlannerDef, Scenario, ToolDef,
 };
 use crate::approver::ScriptedApprover;
-use crate::tools::{FixtureTool, FsTool};
+use crate::tools::{CountFile, FixtureTool, builtin};
 
 /// The engine a scenario describes, without stores. `approvals_used` is how many scripted
 /// approver answers an earlier process of the same run already gave (0 for a new run).
@@ -23,10 +23,21 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     let mut builder = Engine::builder();
     for def in &scenario.tools {
         if let Some(kind) = def.builtin {
-            builder = builder.tool(FsTool::new(kind, scenario.workspace.clone()));
-        } else if let Some(tool) = fixture(def) {
+            if let Some(tool) = builtin(kind, scenario.workspace.as_deref()) {
+                builder = builder.tool(tool);
+            }
+        } else if let Some(tool) = fixture(def, scenario.data_dir.as_deref()) {
             builder = builder.tool(tool);
         }
+    }
+    if let Some(skills) = scenario
+        .skills
+        .as_deref()
+        .and_then(|dir| rein::tools::load_skills(dir).ok())
+    {
+        builder = builder
+            .tool(rein::tools::SkillLoad::new(skills.clone()))
+            .skills(skills);
     }
     builder = match &scenario.planner {
         PlannerDef::Scripted(steps) => builder.planner(ScriptedPlanner::new(steps.iter().cloned())),
@@ -69,7 +80,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     builder.resilience(resilience(scenario))
 }
 
-fn fixture(def: &ToolDef) -> Option<FixtureTool> {
+fn fixture(def: &ToolDef, data_dir: Option<&std::path::Path>) -> Option<FixtureTool> {
     let name: ToolName = def.fixture.as_deref()?.parse().ok()?;
     let mut spec = ToolSpec::new(name, def.description.clone().unwrap_or_default())
         .with_annotations(def.annotations.unwrap_or_default());
@@ -84,7 +95,14 @@ fn fixture(def: &ToolDef) -> Option<FixtureTool> {
         behavior,
         def.fail_first.unwrap_or(0),
         Duration::from_millis(def.delay_ms.unwrap_or(0)),
-        def.count_file.clone(),
+        def.count_file
+            .as_ref()
+            .and_then(|path| path.to_str())
+            .zip(data_dir)
+            .map(|(path, data_dir)| CountFile {
+                data_dir: data_dir.to_path_buf(),
+                path: path.to_owned(),
+            }),
     ))
 }
 

@@ -9,9 +9,9 @@ use rein::{BudgetName, BuildError, Decision, EligibilityError, ToolName};
 
 use super::build::builder;
 use super::model::{Behavior, Scenario, ToolDef};
+use super::paths::{ToolProblem, check_count_file, check_script_path, check_skills, normalize};
 use super::{Loaded, ScenarioError};
 use crate::locate::{JsonPath, SpanIndex};
-use crate::tools::relative;
 
 /// What the command adds to the file: overrides and where run-time files go.
 #[derive(Debug, Clone, Default)]
@@ -67,19 +67,30 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
         }
     }
 
+    // Skills: the folder is relative to the file; every skill in it must load.
+    if let Some(dir) = &scenario.skills {
+        let resolved = check_skills(dir, &loaded.dir).map_err(|why| {
+            at(root.key("skills"), why).help(
+                "\"skills\" is a folder with one folder per skill, each holding a SKILL.md that starts with ---, name:, description:, ---",
+            )
+        })?;
+        scenario.skills = Some(resolved);
+    }
+
     // Tools: kinds, fields, names, duplicates.
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let problem = |(path, message, help): ToolProblem| {
+        let e = at(path, message);
+        match help {
+            Some(help) => e.help(help),
+            None => e,
+        }
+    };
+    scenario.data_dir.clone_from(&setup.data_dir);
     for (i, def) in scenario.tools.iter_mut().enumerate() {
         let path = tools_path.index(i);
-        let (name, key) = check_tool(def, &path, scenario.workspace.is_some()).map_err(
-            |(path, message, help)| {
-                let e = at(path, message);
-                match help {
-                    Some(help) => e.help(help),
-                    None => e,
-                }
-            },
-        )?;
+        normalize(def, &path).map_err(problem)?;
+        let (name, key) = check_tool(def, &path, scenario.workspace.is_some()).map_err(problem)?;
         if let Some(first) = names.insert(name.clone(), i) {
             return Err(at(
                 path.key(key),
@@ -88,8 +99,12 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                 ),
             ));
         }
-        if let (Some(file), Some(data_dir)) = (&def.count_file, &setup.data_dir) {
-            def.count_file = Some(data_dir.join(file));
+        if let Some(file) = &def.count_file
+            && let Err(why) = check_count_file(file, setup.data_dir.as_deref())
+        {
+            return Err(at(path.key("count_file"), why).help(
+                "write a path such as \"counts/charge.log\"; it is created inside the data directory",
+            ));
         }
     }
 
@@ -135,7 +150,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             }
             if tool.starts_with("fs.")
                 && let Some(file) = input.get("path").and_then(|p| p.as_str())
-                && let Err(why) = relative(file)
+                && let Err(why) = check_script_path(scenario.workspace.as_deref(), file)
             {
                 return Err(at(path.key("input").key("path"), why).help(
                     "the file tools take paths relative to the workspace and can never leave it",
@@ -150,9 +165,6 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     }
     Ok(Checked { scenario, warnings })
 }
-
-/// A tool definition's problem: where, what, and optionally how to fix it.
-type ToolProblem = (JsonPath, String, Option<&'static str>);
 
 /// Checks one tool definition; its name and the key that gave it.
 fn check_tool(
@@ -171,7 +183,7 @@ fn check_tool(
             path.clone(),
             "a tool needs \"builtin\" or \"fixture\"".to_owned(),
             Some(
-                "write {\"builtin\": \"fs.read\"} (fs.read, fs.list, fs.write) or {\"fixture\": \"name\", \"behavior\": {\"output\": …}}",
+                "write {\"builtin\": \"fs.read\"} (`rein tools` lists the built-ins) or {\"fixture\": \"name\", \"behavior\": {\"output\": …}}",
             ),
         )),
         (Some(kind), None) => {

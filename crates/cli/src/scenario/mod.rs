@@ -6,6 +6,7 @@ mod check;
 mod error;
 mod llm;
 mod model;
+mod paths;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
+use rein::tools::FsOp;
 use rein::{Annotations, ApprovalPolicy, EligibilityRules, ScriptStep, Transitions, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
@@ -48,6 +49,14 @@ pub(crate) struct Scenario {
     /// Timeouts, retries and circuit breakers.
     #[serde(default)]
     pub(crate) resilience: ResilienceDef,
+    /// A folder of skills (one folder per skill, each with a SKILL.md), relative to the
+    /// scenario file: offered to the planner, loaded with the `skill.load` tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) skills: Option<PathBuf>,
+    /// The data directory count files are confined to: set by the check from the command
+    /// line, never read from or written to the file.
+    #[serde(skip)]
+    pub(crate) data_dir: Option<PathBuf>,
 }
 
 /// The policies a run starts under (recorded in its ledger).
@@ -135,13 +144,20 @@ pub(crate) enum Answer {
     Deny,
 }
 
-/// A tool: either `{"builtin": "fs.read"}` or `{"fixture": "name", …}`.
+/// A tool: either `{"builtin": "fs.read"}` (or `{"kind": "builtin", "name": "fs.read"}`)
+/// or `{"fixture": "name", …}`.
 ///
 /// One flat object rather than a tagged enum, so serde reports errors at their exact line
 /// and column; which fields go with which kind is checked afterwards.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolDef {
+    /// The long form of a built-in: `{"kind": "builtin", "name": "fs.grep"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<ToolKind>,
+    /// The built-in's name in the long form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<String>,
     /// A built-in file tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) builtin: Option<Builtin>,
@@ -171,7 +187,15 @@ pub(crate) struct ToolDef {
     pub(crate) count_file: Option<PathBuf>,
 }
 
-/// The built-in file tools, confined to the workspace.
+/// The kinds of tool the long form `{"kind": …, "name": …}` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ToolKind {
+    /// A built-in tool.
+    Builtin,
+}
+
+/// The built-in tools (`rein::tools`), confined to the workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) enum Builtin {
     /// Reads a text file.
@@ -180,19 +204,51 @@ pub(crate) enum Builtin {
     /// Lists a directory.
     #[serde(rename = "fs.list")]
     List,
-    /// Writes a text file (destructive).
+    /// Lists files matching a glob.
+    #[serde(rename = "fs.glob")]
+    Glob,
+    /// Searches files with a regular expression.
+    #[serde(rename = "fs.grep")]
+    Grep,
+    /// Writes a text file.
     #[serde(rename = "fs.write")]
     Write,
+    /// Replaces a unique string in a file.
+    #[serde(rename = "fs.edit")]
+    Edit,
+    /// Deletes a file (destructive).
+    #[serde(rename = "fs.delete")]
+    Delete,
 }
 
 impl Builtin {
+    /// Every built-in, in the order `rein tools` lists them.
+    pub(crate) const ALL: [Self; 7] = [
+        Self::Read,
+        Self::List,
+        Self::Glob,
+        Self::Grep,
+        Self::Write,
+        Self::Edit,
+        Self::Delete,
+    ];
+
+    /// The file tool it is.
+    pub(crate) const fn op(self) -> FsOp {
+        match self {
+            Self::Read => FsOp::Read,
+            Self::List => FsOp::List,
+            Self::Glob => FsOp::Glob,
+            Self::Grep => FsOp::Grep,
+            Self::Write => FsOp::Write,
+            Self::Edit => FsOp::Edit,
+            Self::Delete => FsOp::Delete,
+        }
+    }
+
     /// The tool's name.
     pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Self::Read => "fs.read",
-            Self::List => "fs.list",
-            Self::Write => "fs.write",
-        }
+        self.op().name()
     }
 }
 

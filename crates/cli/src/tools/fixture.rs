@@ -3,11 +3,12 @@
 //! engine's policies and resilience without real side effects.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use rein::tool::Tool;
+use rein::tools::Workspace;
 use rein::{ToolError, ToolOutput, ToolSpec, Value, json};
 
 use crate::scenario::Behavior;
@@ -23,8 +24,17 @@ pub(crate) struct FixtureTool {
     behavior: Behavior,
     fail_first: u32,
     delay: Duration,
-    count_file: Option<PathBuf>,
+    count_file: Option<CountFile>,
     executions: AtomicU32,
+}
+
+/// A fixture's count file: a path inside the data directory, opened confined to it.
+#[derive(Debug, Clone)]
+pub(crate) struct CountFile {
+    /// The data directory.
+    pub(crate) data_dir: PathBuf,
+    /// The path relative to it (checked by the scenario check).
+    pub(crate) path: String,
 }
 
 impl FixtureTool {
@@ -35,7 +45,7 @@ impl FixtureTool {
         behavior: Behavior,
         fail_first: u32,
         delay: Duration,
-        count_file: Option<PathBuf>,
+        count_file: Option<CountFile>,
     ) -> Self {
         Self {
             spec,
@@ -56,9 +66,9 @@ impl Tool for FixtureTool {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
         let n = self.executions.fetch_add(1, Ordering::SeqCst) + 1;
         let name = self.spec.name().to_string();
-        if let Some(path) = self.count_file.clone() {
+        if let Some(file) = self.count_file.clone() {
             let line = json!({"tool": name, "execution": n, "input": input}).to_string();
-            tokio::task::spawn_blocking(move || count(&path, &line))
+            tokio::task::spawn_blocking(move || count(&file, &line))
                 .await
                 .map_err(|e| ToolError::failed(format!("count file: {e}")))?
                 .map_err(|e| ToolError::failed(format!("cannot append to the count file: {e}")))?;
@@ -91,17 +101,15 @@ impl Tool for FixtureTool {
     }
 }
 
-/// Appends `line` to the count file and forces it to disk.
-fn count(path: &Path, line: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    file.write_all(format!("{line}\n").as_bytes())?;
-    file.sync_data()
+/// Appends `line` to the count file, confined to the data directory, and forces it to disk.
+fn count(file: &CountFile, line: &str) -> std::io::Result<()> {
+    let confined = Workspace::open(&file.data_dir)
+        .map_err(std::io::Error::other)?
+        .open_append(&file.path)
+        .map_err(std::io::Error::other);
+    let mut out = confined?;
+    out.write_all(format!("{line}\n").as_bytes())?;
+    out.sync_data()
 }
 
 /// `n thing` or `n things`.

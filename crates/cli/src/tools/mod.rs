@@ -1,8 +1,8 @@
-//! The tools a scenario can declare: built-in file tools confined to a workspace, and
-//! fixture tools whose behaviour the file describes.
+//! The tools a scenario can declare: built-in tools confined to a workspace, and fixture
+//! tools whose behaviour the file describes.
 
 mod fixture;
 mod fs;
 
-pub(crate) use fixture::{FixtureTool, PANIC_PREFIX};
-pub(crate) use fs::{FsTool, relative};
+pub(crate) use fixture::{CountFile, FixtureTool, PANIC_PREFIX};
+pub(crate) use fs::builtin;

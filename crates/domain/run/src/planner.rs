@@ -5,7 +5,8 @@ use std::future::Future;
 use serde_json::{Map, Value};
 
 use crate::{
-    BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, Evidence, PlanMeter, Run, State, ToolSpec,
+    BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, Evidence, PlanMeter, Run, Skill, State,
+    ToolSpec,
 };
 
 /// What a planner sees when asked for the next decision. Borrowed from the engine: building
@@ -18,6 +19,7 @@ pub struct PlanRequest<'a> {
     interrupted: bool,
     next_states: Option<&'a [State]>,
     meter: Option<&'a PlanMeter>,
+    skills: &'a [Skill],
 }
 
 impl<'a> PlanRequest<'a> {
@@ -30,6 +32,7 @@ impl<'a> PlanRequest<'a> {
             tools,
             budget,
             interrupted: false,
+            skills: &[],
             next_states: None,
             meter: None,
         }
@@ -82,6 +85,14 @@ impl<'a> PlanRequest<'a> {
         self.next_states
     }
 
+    /// The same request, offering `skills` (knowledge the planner may load; never tools or
+    /// permissions).
+    #[must_use]
+    pub const fn with_skills(mut self, skills: &'a [Skill]) -> Self {
+        self.skills = skills;
+        self
+    }
+
     /// The whole run, read-only.
     #[must_use]
     pub const fn run(&self) -> &'a Run {
@@ -128,6 +139,12 @@ impl<'a> PlanRequest<'a> {
     #[must_use]
     pub const fn budget(&self) -> BudgetSnapshot<'a> {
         self.budget
+    }
+
+    /// The skills the planner may load (names and descriptions to list; bodies to load).
+    #[must_use]
+    pub const fn skills(&self) -> &'a [Skill] {
+        self.skills
     }
 }
 

@@ -1,61 +1,4 @@
-//! A guard for tools that run commands: decides on the argument vector a command line
-//! parses to, never on substrings of the line.
-//!
-//! rein has no shell tool. A team that writes one (a tool annotated as running commands)
-//! puts a [`ShellGuard`] in front of it: [`ShellGuard::check`] parses the line the planner
-//! proposed into an [`Argv`] with POSIX shell quoting rules (the `shlex` crate) and refuses
-//! it with a typed [`ShellRejection`] unless it is one plain program invocation the guard
-//! allows. The tool then runs the [`Argv`] directly (no `sh -c`), so what was checked is what
-//! runs.
-//!
-//! Substring guards are bypassed in well-known ways; each of these is a parsed fact here:
-//!
-//! | bypass | what the guard sees |
-//! |---|---|
-//! | `r"m" -rf /`, `r\m -rf /`, `'rm' -rf /` | program `rm` after unquoting |
-//! | `rm -r -f /`, `rm -fr /`, `rm --recursive --force /`, `rm / -rf` | the flag set {r, f} |
-//! | `ls; rm -rf /`, `ls && rm`, `ls \|\| rm`, `ls \| sh` | an operator: refused |
-//! | `` echo `id` ``, `echo $(id)`, `echo ${HOME}` | a substitution: refused |
-//! | `cat < /etc/shadow`, `echo x > ~/.bashrc` | a redirection: refused |
-//! | `FOO=bar rm -rf /`, `env rm -rf /`, `sudo rm`, `bash -c '…'` | an environment prefix or a launcher: refused |
-//! | `/usr/bin/sudo`, `./sudo`, `/bin/../usr/bin/RM` | the program's file name, case-folded for the deny list |
-//! | `ls\nrm -rf /`, `ls\rrm` | a control character: refused before parsing |
-//! | `ls # ; rm -rf /` | a comment: refused |
-//!
-//! ```
-//! use rein::shell::{ShellGuard, ShellRejection};
-//!
-//! let guard = ShellGuard::new(["ls", "cat", "rm"], ["sudo"])
-//!     .deny_flags("rm", &[&["-r", "-R", "--recursive"], &["-f", "--force"]]);
-//!
-//! let argv = guard.check("ls -la 'My Documents'")?;
-//! assert_eq!(argv.words(), ["ls", "-la", "My Documents"]);
-//!
-//! assert!(matches!(guard.check("rm -r -f /"), Err(ShellRejection::DeniedFlags { .. })));
-//! assert!(matches!(guard.check(r#"r"m" -fr /"#), Err(ShellRejection::DeniedFlags { .. })));
-//! assert!(guard.check("rm notes.txt").is_ok());
-//! assert!(matches!(guard.check("ls; rm -rf /"), Err(ShellRejection::Metacharacter { .. })));
-//! assert!(matches!(guard.check("/usr/bin/sudo ls"), Err(ShellRejection::Denied { .. })));
-//! assert!(matches!(guard.check("FOO=bar ls"), Err(ShellRejection::EnvAssignment { .. })));
-//! assert!(matches!(guard.check("curl example.com"), Err(ShellRejection::NotAllowed { .. })));
-//! # Ok::<(), ShellRejection>(())
-//! ```
-//!
-//! Inside a tool, a rejection becomes an invalid-input [`ToolError`] with `?`:
-//!
-//! ```
-//! use rein::shell::ShellGuard;
-//! use rein::{ToolError, Value, json};
-//!
-//! fn plan_command(guard: &ShellGuard, input: &Value) -> Result<Vec<String>, ToolError> {
-//!     let line = input["command"].as_str().ok_or_else(|| ToolError::invalid_input("`command` must be a string"))?;
-//!     Ok(guard.check(line)?.into_words()) // then run it with std::process::Command, no shell
-//! }
-//! let guard = ShellGuard::new(["git"], Vec::<&str>::new());
-//! assert_eq!(plan_command(&guard, &json!({"command": "git status"}))?, ["git", "status"]);
-//! assert!(plan_command(&guard, &json!({"command": "git status | sh"})).is_err());
-//! # Ok::<(), ToolError>(())
-//! ```
+//! `ShellGuard`: a command line parsed into an argument vector, then checked word by word.
 
 use std::collections::BTreeSet;
 
@@ -126,7 +69,7 @@ pub const LAUNCHERS: &[&str] = &[
 /// harmless even if someone later hands it to a shell.
 pub const METACHARACTERS: &[char] = &[';', '&', '|', '<', '>', '`', '$', '(', ')'];
 
-/// Decides whether a command line may run: see the [module docs](self).
+/// Decides whether a command line may run: see the [module docs](crate::shell).
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct ShellGuard {

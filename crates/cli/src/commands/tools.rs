@@ -1,0 +1,95 @@
+//! `rein tools`: every built-in tool, its annotations, the states the default eligibility
+//! lets it run in, and whether the default approval policy asks before it runs.
+
+use rein::shell::ShellRun;
+use rein::tools::{HttpFetch, SkillLoad};
+use rein::{ApprovalPolicy, Eligibility, EligibilityRules, State, ToolSpec, Value, json};
+
+use crate::cli::ToolsArgs;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::scenario::Builtin;
+
+/// `rein tools`.
+pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
+    let mut specs: Vec<(ToolSpec, &str)> = Builtin::ALL
+        .iter()
+        .map(|b| (b.op().spec(), "a \"tools\" entry"))
+        .collect();
+    specs.push((SkillLoad::spec(), "added by \"skills\""));
+    specs.push((
+        ShellRun::spec(),
+        "library only (rein::shell::ShellRun): it needs a guard",
+    ));
+    specs.push((
+        HttpFetch::spec(false),
+        "library only (rein::tools::HttpFetch::get_only): it needs a host allowlist",
+    ));
+    let all: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
+    let eligibility = Eligibility::new(EligibilityRules::default(), &all).map_err(|e| {
+        CliError::new(
+            Exit::Failed,
+            format!("the default eligibility refused a built-in: {e}"),
+        )
+    })?;
+    let approvals = ApprovalPolicy::default();
+    let rows: Vec<Value> = specs
+        .iter()
+        .map(|(spec, scenarios)| {
+            let a = spec.annotations();
+            let states: Vec<&str> = State::ALL
+                .iter()
+                .filter(|&&s| eligibility.allows(s, spec))
+                .map(|s| s.as_str())
+                .collect();
+            json!({
+                "name": spec.name().as_str(),
+                "description": spec.description(),
+                "read_only": a.is_read_only(),
+                "destructive": a.is_destructive(),
+                "idempotent": a.is_idempotent(),
+                "risk": a.risk_level().as_str(),
+                "states": states,
+                "approval": approvals.requires(spec).map(|r| r.to_string()),
+                "scenarios": scenarios,
+            })
+        })
+        .collect();
+    if args.json {
+        println!("{}", Value::Array(rows));
+        return Ok(Exit::Ok);
+    }
+    println!("built-in tools (default eligibility and approval policy):");
+    for row in &rows {
+        let flags = [
+            ("read-only", row["read_only"] == true),
+            ("destructive", row["destructive"] == true),
+            ("idempotent", row["idempotent"] == true),
+        ];
+        let mut shown: Vec<String> = flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
+        if row["read_only"] == false && row["destructive"] == false {
+            shown.insert(0, "side effects".to_owned());
+        }
+        shown.push(format!("risk {}", row["risk"].as_str().unwrap_or_default()));
+        let states: Vec<&str> = row["states"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let approval = row["approval"]
+            .as_str()
+            .map_or_else(|| "no".to_owned(), |why| format!("yes ({why})"));
+        println!("  {}", row["name"].as_str().unwrap_or_default());
+        println!("    {}", row["description"].as_str().unwrap_or_default());
+        println!("    annotations  {}", shown.join(", "));
+        println!("    runs in      {}", states.join(", "));
+        println!("    approval     {approval}");
+        println!(
+            "    scenarios    {}",
+            row["scenarios"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(Exit::Ok)
+}

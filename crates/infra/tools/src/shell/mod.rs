@@ -1,0 +1,66 @@
+//! A guard for tools that run commands: decides on the argument vector a command line
+//! parses to, never on substrings of the line.
+//!
+//! A tool that runs commands (the built-in `shell.run`, or a team's own) puts a
+//! [`ShellGuard`] in front of it: [`ShellGuard::check`] parses the line the planner proposed into an [`Argv`] with POSIX shell quoting rules (the `shlex` crate) and refuses
+//! it with a typed [`ShellRejection`] unless it is one plain program invocation the guard
+//! allows. The tool then runs the [`Argv`] directly (no `sh -c`), so what was checked is what
+//! runs.
+//!
+//! Substring guards are bypassed in well-known ways; each of these is a parsed fact here:
+//!
+//! | bypass | what the guard sees |
+//! |---|---|
+//! | `r"m" -rf /`, `r\m -rf /`, `'rm' -rf /` | program `rm` after unquoting |
+//! | `rm -r -f /`, `rm -fr /`, `rm --recursive --force /`, `rm / -rf` | the flag set {r, f} |
+//! | `ls; rm -rf /`, `ls && rm`, `ls \|\| rm`, `ls \| sh` | an operator: refused |
+//! | `` echo `id` ``, `echo $(id)`, `echo ${HOME}` | a substitution: refused |
+//! | `cat < /etc/shadow`, `echo x > ~/.bashrc` | a redirection: refused |
+//! | `FOO=bar rm -rf /`, `env rm -rf /`, `sudo rm`, `bash -c '…'` | an environment prefix or a launcher: refused |
+//! | `/usr/bin/sudo`, `./sudo`, `/bin/../usr/bin/RM` | the program's file name, case-folded for the deny list |
+//! | `ls\nrm -rf /`, `ls\rrm` | a control character: refused before parsing |
+//! | `ls # ; rm -rf /` | a comment: refused |
+//!
+//! ```
+//! use rein_tools::shell::{ShellGuard, ShellRejection};
+//!
+//! let guard = ShellGuard::new(["ls", "cat", "rm"], ["sudo"])
+//!     .deny_flags("rm", &[&["-r", "-R", "--recursive"], &["-f", "--force"]]);
+//!
+//! let argv = guard.check("ls -la 'My Documents'")?;
+//! assert_eq!(argv.words(), ["ls", "-la", "My Documents"]);
+//!
+//! assert!(matches!(guard.check("rm -r -f /"), Err(ShellRejection::DeniedFlags { .. })));
+//! assert!(matches!(guard.check(r#"r"m" -fr /"#), Err(ShellRejection::DeniedFlags { .. })));
+//! assert!(guard.check("rm notes.txt").is_ok());
+//! assert!(matches!(guard.check("ls; rm -rf /"), Err(ShellRejection::Metacharacter { .. })));
+//! assert!(matches!(guard.check("/usr/bin/sudo ls"), Err(ShellRejection::Denied { .. })));
+//! assert!(matches!(guard.check("FOO=bar ls"), Err(ShellRejection::EnvAssignment { .. })));
+//! assert!(matches!(guard.check("curl example.com"), Err(ShellRejection::NotAllowed { .. })));
+//! # Ok::<(), ShellRejection>(())
+//! ```
+//!
+//! Inside a tool, a rejection becomes an invalid-input [`ToolError`](rein_tool::ToolError) with `?`:
+//!
+//! ```
+//! use rein_tools::shell::ShellGuard;
+//! use rein_tool::ToolError;
+//! use serde_json::{Value, json};
+//!
+//! fn plan_command(guard: &ShellGuard, input: &Value) -> Result<Vec<String>, ToolError> {
+//!     let line = input["command"].as_str().ok_or_else(|| ToolError::invalid_input("`command` must be a string"))?;
+//!     Ok(guard.check(line)?.into_words()) // then run it with std::process::Command, no shell
+//! }
+//! let guard = ShellGuard::new(["git"], Vec::<&str>::new());
+//! assert_eq!(plan_command(&guard, &json!({"command": "git status"}))?, ["git", "status"]);
+//! assert!(plan_command(&guard, &json!({"command": "git status | sh"})).is_err());
+//! # Ok::<(), ToolError>(())
+//! ```
+
+mod guard;
+mod run;
+mod sandbox;
+
+pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
+pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
+pub use sandbox::SandboxError;

@@ -1,0 +1,368 @@
+//! `shell.run`: one guarded command, run directly (no shell), in the workspace, with a
+//! timeout that kills its whole process group, capped output and a scrubbed environment.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_tool::{Annotations, Tool, ToolError, ToolOutput, ToolSpec};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::sandbox::{self, SandboxError};
+use super::{ShellGuard, ShellRejection};
+use crate::fs::{builtin_spec, parse, schema};
+use crate::{FsError, Workspace};
+
+/// The environment variables a command gets by default (values from rein's own
+/// environment; everything else is removed).
+pub const DEFAULT_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"];
+
+/// How `shell.run` runs commands: which ones (the guard), for how long, how much output it
+/// keeps, which environment variables pass.
+#[derive(Debug, Clone)]
+pub struct ShellConfig {
+    guard: ShellGuard,
+    timeout: Duration,
+    max_timeout: Duration,
+    output_cap: usize,
+    env: Vec<String>,
+    sandbox: bool,
+}
+
+impl ShellConfig {
+    /// Commands `guard` allows; 30 s timeout (a call may ask for up to 10 min), 64 KiB of
+    /// each of stdout and stderr kept, [`DEFAULT_ENV`] passed through.
+    #[must_use]
+    pub fn new(guard: ShellGuard) -> Self {
+        Self {
+            guard,
+            timeout: Duration::from_secs(30),
+            max_timeout: Duration::from_secs(600),
+            output_cap: 64 * 1024,
+            env: DEFAULT_ENV.iter().map(|&s| s.to_owned()).collect(),
+            sandbox: false,
+        }
+    }
+
+    /// Runs every command in a filesystem sandbox (Linux Landlock: read anywhere, write
+    /// only inside the workspace). Where the kernel lacks Landlock, calls fail with
+    /// [`ShellError::Sandbox`] instead of running unconfined.
+    #[must_use]
+    pub const fn with_sandbox(mut self, sandbox: bool) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The timeout when a call names none, and the longest a call may ask for.
+    #[must_use]
+    pub const fn with_timeout(mut self, default: Duration, max: Duration) -> Self {
+        self.timeout = default;
+        self.max_timeout = max;
+        self
+    }
+
+    /// How many bytes of stdout and of stderr are kept (the rest is counted, not kept).
+    #[must_use]
+    pub const fn with_output_cap(mut self, bytes: usize) -> Self {
+        self.output_cap = bytes;
+        self
+    }
+
+    /// The environment variables that pass through (all others are removed).
+    #[must_use]
+    pub fn with_env_allowlist<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.env = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The guard.
+    pub const fn guard(&self) -> &ShellGuard {
+        &self.guard
+    }
+}
+
+/// Why `shell.run` refused or failed a command.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShellError {
+    /// The input does not fit the tool's schema.
+    #[error("{message}")]
+    Input {
+        /// What was wrong.
+        message: String,
+    },
+    /// The guard refused the command.
+    #[error(transparent)]
+    Rejected(#[from] ShellRejection),
+    /// The working directory was refused.
+    #[error(transparent)]
+    Cwd(#[from] FsError),
+    /// The program could not be started.
+    #[error("cannot start `{program}`: {source}; check that it is installed and on PATH")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The command ran past its timeout; its whole process group was killed.
+    #[error("`{program}` ran past its {} ms timeout; its process group was killed", after.as_millis())]
+    TimedOut {
+        /// The program.
+        program: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The sandbox was asked for and could not be set up (or is unsupported here).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// Waiting for the command failed.
+    #[error("waiting for `{program}` failed: {source}")]
+    Wait {
+        /// The program.
+        program: String,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<ShellError> for ToolError {
+    fn from(e: ShellError) -> Self {
+        match e {
+            ShellError::Rejected(rejection) => rejection.into(),
+            ShellError::Cwd(fs) => fs.into(),
+            ShellError::Input { .. } => Self::invalid_input(e.to_string()),
+            ShellError::TimedOut { after, .. } => Self::TimedOut { after },
+            _ => Self::failed(e.to_string()),
+        }
+    }
+}
+
+/// The input of `shell.run`: exactly one of `argv` and `command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunInput {
+    /// The program and its arguments, run as given (no shell).
+    #[serde(default)]
+    argv: Option<Vec<String>>,
+    /// A command line, parsed with POSIX quoting into one plain invocation; operators,
+    /// substitutions, redirections and the like are refused, never interpreted.
+    #[serde(default)]
+    command: Option<String>,
+    /// The working directory, relative to the workspace (default: the workspace).
+    #[serde(default)]
+    cwd: Option<String>,
+    /// The timeout in milliseconds (capped by the tool's configuration).
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// The built-in `shell.run` tool: destructive and high risk, so the default approval policy
+/// asks before every call.
+///
+/// ```
+/// use rein_tools::shell::{ShellConfig, ShellGuard, ShellRun};
+/// use rein_tools::Workspace;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let run = ShellRun::new(
+///     Workspace::open(dir.path())?,
+///     ShellConfig::new(ShellGuard::new(["echo"], Vec::<&str>::new())),
+/// );
+/// let out = run.run(json!({"command": "echo 'hello world'"})).await?;
+/// assert_eq!(out["stdout"], "hello world\n");
+/// assert!(run.run(json!({"command": "echo hi; rm -rf /"})).await.is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ShellRun {
+    spec: ToolSpec,
+    workspace: Workspace,
+    config: Arc<ShellConfig>,
+}
+
+impl ShellRun {
+    /// The tool's name.
+    pub const NAME: &'static str = "shell.run";
+
+    /// `shell.run` in `workspace`, running what `config`'s guard allows.
+    #[must_use]
+    pub fn new(workspace: Workspace, config: ShellConfig) -> Self {
+        Self {
+            spec: Self::spec(),
+            workspace,
+            config: Arc::new(config),
+        }
+    }
+
+    /// Destructive, high risk, not idempotent: a command can do anything its program can.
+    #[must_use]
+    pub const fn annotations() -> Annotations {
+        Annotations::destructive()
+    }
+
+    /// The tool's spec.
+    #[must_use]
+    pub fn spec() -> ToolSpec {
+        builtin_spec(
+            Self::NAME,
+            "Runs one program with arguments in the workspace (no shell: pipes, redirections, substitutions and chaining are refused), with a timeout, capped output and a scrubbed environment",
+            Self::annotations(),
+            schema::<RunInput>(),
+        )
+    }
+
+    /// Runs the command `input` describes.
+    ///
+    /// # Errors
+    /// The [`ShellError`] that says what was refused or went wrong. A command that runs and
+    /// exits non-zero is not an error: the output says so.
+    pub async fn run(&self, input: Value) -> Result<Value, ShellError> {
+        let input: RunInput =
+            parse(Self::NAME, input).map_err(|message| ShellError::Input { message })?;
+        let argv = match (input.argv, input.command) {
+            (Some(words), None) => self.config.guard.check_argv(words)?,
+            (None, Some(line)) => self.config.guard.check(&line)?,
+            _ => {
+                return Err(ShellError::Input {
+                    message: "shell.run: give exactly one of `argv` (a list of words) and `command` (a command line)".to_owned(),
+                });
+            }
+        };
+        let cwd_shown = input.cwd.unwrap_or_else(|| ".".to_owned());
+        let cwd = self.workspace.resolve_dir(&cwd_shown)?;
+        let timeout = input
+            .timeout_ms
+            .map_or(self.config.timeout, Duration::from_millis)
+            .min(self.config.max_timeout);
+        let program = argv.program().to_owned();
+
+        let mut command = tokio::process::Command::new(argv.program());
+        command
+            .args(argv.args())
+            .current_dir(&cwd)
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in &self.config.env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = if self.config.sandbox {
+            sandbox::spawn(command, self.workspace.root()).await?
+        } else {
+            command.spawn().map_err(|source| ShellError::Spawn {
+                program: program.clone(),
+                source,
+            })?
+        };
+        // Whatever happens from here (exit, timeout, the future dropped), the whole group
+        // is killed when this guard goes: no orphan outlives the call.
+        let _group = KillGroup(child.id());
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let cap = self.config.output_cap;
+        let work = async {
+            let (out, err, status) =
+                tokio::join!(capture(stdout, cap), capture(stderr, cap), child.wait());
+            (out, err, status)
+        };
+        let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
+            return Err(ShellError::TimedOut {
+                program,
+                after: timeout,
+            });
+        };
+        let status = status.map_err(|source| ShellError::Wait {
+            program: program.clone(),
+            source,
+        })?;
+        Ok(json!({
+            "argv": argv.words(),
+            "cwd": cwd_shown,
+            "exit_code": status.code(),
+            "success": status.success(),
+            "stdout": String::from_utf8_lossy(&out.kept),
+            "stderr": String::from_utf8_lossy(&err.kept),
+            "stdout_bytes": out.total,
+            "stderr_bytes": err.total,
+            "stdout_truncated": out.total > out.kept.len() as u64,
+            "stderr_truncated": err.total > err.kept.len() as u64,
+            "sandbox": if self.config.sandbox { "landlock" } else { "none" },
+        }))
+    }
+}
+
+impl Tool for ShellRun {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        self.run(input)
+            .await
+            .map(ToolOutput::new)
+            .map_err(ToolError::from)
+    }
+}
+
+/// What was read from a stream: the first bytes, and how many there were in all.
+#[derive(Debug, Default)]
+struct Captured {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+/// Reads `stream` to its end, keeping the first `cap` bytes.
+async fn capture(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> Captured {
+    let mut captured = Captured::default();
+    let Some(mut stream) = stream else {
+        return captured;
+    };
+    let mut buf = vec![0; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        captured.total += n as u64;
+        let room = cap.saturating_sub(captured.kept.len());
+        captured.kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    captured
+}
+
+/// Kills a process group when dropped.
+#[derive(Debug)]
+struct KillGroup(Option<u32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self
+            .0
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            // ESRCH (the group is already gone) is the usual, fine outcome.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Skills from disk: a folder per skill with a `SKILL.md` (YAML front matter — `name`,
+//! `description`, `triggers` — then a markdown body) and optional files; and the read-only
+//! `skill.load` tool whose output (name, checksum, body) lands in the ledger.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rein_run::Skill;
+use rein_tool::{Annotations, Tool, ToolError, ToolOutput, ToolSpec};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::fs::{builtin_spec, parse, schema};
+
+/// The largest `SKILL.md` read.
+pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// Why skills could not be loaded. Every variant names the file or folder.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillLoadError {
+    /// The folder or a `SKILL.md` could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `SKILL.md` does not start with a `---` front matter block closed by `---`.
+    #[error(
+        "{path}: no front matter; a SKILL.md starts with `---`, then `name:`, `description:` and optional `triggers:` lines, then `---`"
+    )]
+    NoFrontMatter {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The front matter is not valid YAML, or lacks a field.
+    #[error("{path}: invalid front matter: {message}")]
+    FrontMatter {
+        /// The file.
+        path: PathBuf,
+        /// What the YAML parser said (with line and column).
+        message: String,
+    },
+    /// The skill itself is invalid (its name or description).
+    #[error("{path}: {source}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: rein_run::SkillError,
+    },
+    /// The file is larger than [`MAX_SKILL_BYTES`].
+    #[error(
+        "{path} is larger than {MAX_SKILL_BYTES} bytes; keep a skill's body short and put the rest in files beside it"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Two skills have the same name.
+    #[error("two skills are named `{name}` ({first} and {second}); skill names must be unique")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// The first folder.
+        first: PathBuf,
+        /// The second folder.
+        second: PathBuf,
+    },
+}
+
+/// The front matter of a `SKILL.md`.
+#[derive(Debug, Deserialize)]
+struct FrontMatter {
+    name: String,
+    description: String,
+    #[serde(default)]
+    triggers: Vec<String>,
+}
+
+/// Parses the text of a `SKILL.md` (`path` names it in errors).
+///
+/// ```
+/// let skill = rein_tools::parse_skill(
+///     "---\nname: changelog\ndescription: How to write a changelog entry\ntriggers: [changelog, release]\n---\n# Changelog\nOne line per change.\n",
+///     std::path::Path::new("skills/changelog/SKILL.md"),
+/// )?;
+/// assert_eq!(skill.name(), "changelog");
+/// assert_eq!(skill.body(), "# Changelog\nOne line per change.\n");
+/// # Ok::<(), rein_tools::SkillLoadError>(())
+/// ```
+///
+/// # Errors
+/// [`SkillLoadError`] naming the file: no front matter, invalid YAML, a missing field, an
+/// invalid name.
+pub fn parse_skill(text: &str, path: &Path) -> Result<Skill, SkillLoadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let no_front = || SkillLoadError::NoFrontMatter {
+        path: path.to_path_buf(),
+    };
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or_else(no_front)?;
+    let (yaml, body) = rest
+        .split_once("\n---\n")
+        .or_else(|| rest.split_once("\n---\r\n"))
+        .or_else(|| rest.strip_suffix("\n---").map(|y| (y, "")))
+        .ok_or_else(no_front)?;
+    let front: FrontMatter =
+        serde_yaml_ng::from_str(yaml).map_err(|e| SkillLoadError::FrontMatter {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    Skill::new(front.name, front.description, front.triggers, body).map_err(|source| {
+        SkillLoadError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// Loads every skill under `dir`: each folder with a `SKILL.md`, sorted by folder name.
+/// Folders without one are skipped.
+///
+/// # Errors
+/// The first [`SkillLoadError`]: an unreadable folder or file, broken front matter, an
+/// invalid or duplicate name.
+pub fn load_skills(dir: &Path) -> Result<Vec<Skill>, SkillLoadError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SkillLoadError::Io { path, source }
+    };
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.join("SKILL.md").is_file())
+        .collect();
+    folders.sort();
+    let mut skills: Vec<(Skill, PathBuf)> = Vec::new();
+    for folder in folders {
+        let file = folder.join("SKILL.md");
+        let mut text = String::new();
+        std::fs::File::open(&file)
+            .map_err(io(&file))?
+            .take(MAX_SKILL_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io(&file))?;
+        if text.len() as u64 > MAX_SKILL_BYTES {
+            return Err(SkillLoadError::TooLarge { path: file });
+        }
+        let skill = parse_skill(&text, &file)?;
+        if let Some((_, first)) = skills.iter().find(|(s, _)| s.name() == skill.name()) {
+            return Err(SkillLoadError::Duplicate {
+                name: skill.name().to_owned(),
+                first: first.clone(),
+                second: folder,
+            });
+        }
+        skills.push((skill, folder));
+    }
+    Ok(skills.into_iter().map(|(skill, _)| skill).collect())
+}
+
+/// The input of `skill.load`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadInput {
+    /// The skill's name, as listed in the plan request.
+    name: String,
+}
+
+/// The read-only `skill.load` tool: returns a skill's body, with its name and checksum, so
+/// the ledger records which skill entered the context at which step.
+#[derive(Debug, Clone)]
+pub struct SkillLoad {
+    spec: ToolSpec,
+    skills: Arc<[Skill]>,
+}
+
+impl SkillLoad {
+    /// The tool's name.
+    pub const NAME: &'static str = "skill.load";
+
+    /// `skill.load` over `skills`.
+    #[must_use]
+    pub fn new(skills: impl IntoIterator<Item = Skill>) -> Self {
+        Self {
+            spec: Self::spec(),
+            skills: skills.into_iter().collect(),
+        }
+    }
+
+    /// The tool's spec (read-only).
+    #[must_use]
+    pub fn spec() -> ToolSpec {
+        builtin_spec(
+            Self::NAME,
+            "Loads the body of a skill (a how-to) by name; skills add knowledge, never tools or permissions",
+            Annotations::read_only(),
+            schema::<LoadInput>(),
+        )
+    }
+
+    /// Loads skill `input["name"]`.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidInput`] for bad input or an unknown skill (naming the known ones).
+    pub fn run(&self, input: Value) -> Result<Value, ToolError> {
+        let input: LoadInput = parse(Self::NAME, input).map_err(ToolError::invalid_input)?;
+        let Some(skill) = self.skills.iter().find(|s| s.name() == input.name) else {
+            let known: Vec<&str> = self.skills.iter().map(Skill::name).collect();
+            return Err(ToolError::invalid_input(format!(
+                "there is no skill `{}`; the skills are: {}",
+                input.name,
+                if known.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        Ok(json!({
+            "name": skill.name(),
+            "checksum": format!("sha256:{}", skill.checksum()),
+            "body": skill.body(),
+        }))
+    }
+}
+
+impl Tool for SkillLoad {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        self.run(input).map(ToolOutput::new)
+    }
+}

@@ -1,0 +1,260 @@
+//! `shell.run`: guarded argv and command lines, the working directory confined, the
+//! environment scrubbed, output capped, and a timeout (or a dropped call) that kills the
+//! whole process group — no orphan survives.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use rein_tool::{Tool, ToolError};
+use rein_tools::Workspace;
+use rein_tools::shell::{ShellConfig, ShellError, ShellGuard, ShellRejection, ShellRun};
+use serde_json::{Value, json};
+
+fn tool(dir: &Path) -> ShellRun {
+    let guard = ShellGuard::new(
+        [
+            "echo",
+            "pwd",
+            "env",
+            "seq",
+            "sh",
+            "true",
+            "false",
+            "no-such-program-rein",
+        ],
+        ["sudo"],
+    );
+    ShellRun::new(
+        Workspace::open(dir).unwrap(),
+        ShellConfig::new(guard).with_output_cap(1000),
+    )
+}
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws/sub")).unwrap();
+    std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+    std::os::unix::fs::symlink("../outside", dir.path().join("ws/out")).unwrap();
+    dir
+}
+
+async fn run(tool: &ShellRun, input: Value) -> Result<Value, ShellError> {
+    tool.run(input).await
+}
+
+#[tokio::test]
+async fn argv_and_command_lines_run_without_a_shell() {
+    let dir = workspace();
+    let t = tool(&dir.path().join("ws"));
+    let out = run(&t, json!({"argv": ["echo", "a*b", "~", "x y"]}))
+        .await
+        .unwrap();
+    assert_eq!(out["stdout"], "a*b ~ x y\n");
+    assert_eq!(out["exit_code"], 0);
+    let out = run(&t, json!({"command": "echo 'two words'"}))
+        .await
+        .unwrap();
+    assert_eq!(out["argv"], json!(["echo", "two words"]));
+    let out = run(&t, json!({"argv": ["false"]})).await.unwrap();
+    assert_eq!(
+        (out["exit_code"].clone(), out["success"].clone()),
+        (json!(1), json!(false))
+    );
+}
+
+#[tokio::test]
+async fn what_the_guard_cannot_prove_safe_is_refused_before_anything_runs() {
+    let dir = workspace();
+    let t = tool(&dir.path().join("ws"));
+    for (input, expect) in [
+        (json!({"command": "echo hi > made.txt"}), "metacharacter"),
+        (
+            json!({"command": "echo hi; touch made.txt"}),
+            "metacharacter",
+        ),
+        (
+            json!({"command": "echo $(touch made.txt)"}),
+            "metacharacter",
+        ),
+        (json!({"command": "FOO=1 echo"}), "env"),
+        (json!({"argv": ["sudo", "touch", "made.txt"]}), "denied"),
+        (json!({"argv": ["touch", "made.txt"]}), "not_allowed"),
+    ] {
+        let e = run(&t, input.clone()).await.unwrap_err();
+        let got = match &e {
+            ShellError::Rejected(ShellRejection::Metacharacter { .. }) => "metacharacter",
+            ShellError::Rejected(ShellRejection::EnvAssignment { .. }) => "env",
+            ShellError::Rejected(ShellRejection::Denied { .. }) => "denied",
+            ShellError::Rejected(ShellRejection::NotAllowed { .. }) => "not_allowed",
+            _ => "other",
+        };
+        assert_eq!(got, expect, "{input}: {e:?}");
+    }
+    assert!(!dir.path().join("ws/made.txt").exists());
+    for input in [json!({}), json!({"argv": ["true"], "command": "true"})] {
+        let e = run(&t, input).await.unwrap_err();
+        assert!(matches!(e, ShellError::Input { .. }), "{e:?}");
+    }
+    let e = run(&t, json!({"argv": ["no-such-program-rein"]}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ShellError::Spawn { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn the_working_directory_stays_inside_the_workspace() {
+    let dir = workspace();
+    let root = dir.path().join("ws");
+    let t = tool(&root);
+    let out = run(&t, json!({"argv": ["pwd"], "cwd": "sub"}))
+        .await
+        .unwrap();
+    let pwd = out["stdout"].as_str().unwrap().trim_end();
+    assert_eq!(Path::new(pwd), root.canonicalize().unwrap().join("sub"));
+    for cwd in ["..", "/tmp", "out"] {
+        let e = run(&t, json!({"argv": ["pwd"], "cwd": cwd}))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ShellError::Cwd(_)), "{cwd}: {e:?}");
+        assert!(matches!(ToolError::from(e), ToolError::InvalidInput { .. }));
+    }
+}
+
+#[tokio::test]
+async fn the_environment_is_scrubbed_to_the_allowlist() {
+    let dir = workspace();
+    let t = tool(&dir.path().join("ws"));
+    let out = run(&t, json!({"argv": ["env"]})).await.unwrap();
+    for line in out["stdout"].as_str().unwrap().lines() {
+        let name = line.split('=').next().unwrap();
+        assert!(rein_tools::shell::DEFAULT_ENV.contains(&name), "{line}");
+    }
+}
+
+#[tokio::test]
+async fn output_is_capped_and_counted() {
+    let dir = workspace();
+    let t = tool(&dir.path().join("ws"));
+    let out = run(&t, json!({"argv": ["seq", "1", "10000"]}))
+        .await
+        .unwrap();
+    assert_eq!(out["stdout"].as_str().unwrap().len(), 1000);
+    assert_eq!(out["stdout_bytes"], 48894);
+    assert_eq!(out["stdout_truncated"], true);
+}
+
+/// The live (not zombie) processes whose process group is `group`.
+fn live_members(group: &str) -> Vec<String> {
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp …; comm may hold spaces, so split after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2) == Some(&group) && fields.first() != Some(&"Z") {
+            live.push(stat);
+        }
+    }
+    live
+}
+
+/// Waits (bounded) until no live process is left in `group`: the kill is sent
+/// synchronously, but the kernel finishes processes asynchronously.
+async fn until_gone(group: &str) -> Vec<String> {
+    for _ in 0..500 {
+        if live_members(group).is_empty() {
+            return Vec::new();
+        }
+        tokio::task::yield_now().await;
+        std::thread::yield_now();
+    }
+    live_members(group)
+}
+
+/// A script that forks children and waits forever, after saying which group it leads.
+fn forker(root: &Path) -> Value {
+    std::fs::write(
+        root.join("forker.sh"),
+        "echo $$ > group.pid\nsleep 1000 &\nsleep 1000 &\nsleep 1000\n",
+    )
+    .unwrap();
+    json!(["sh", "forker.sh"])
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_process_group() {
+    let dir = workspace();
+    let root = dir.path().join("ws");
+    let t = tool(&root);
+    let e = run(&t, json!({"argv": forker(&root), "timeout_ms": 4000}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ShellError::TimedOut { .. }), "{e:?}");
+    assert!(matches!(ToolError::from(e), ToolError::TimedOut { .. }));
+    let group = std::fs::read_to_string(root.join("group.pid")).unwrap();
+    assert_eq!(until_gone(group.trim()).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_dropped_call_kills_the_whole_process_group() {
+    let dir = workspace();
+    let root = dir.path().join("ws");
+    let t = tool(&root);
+    // The engine's own timeout or an abort drops the call's future: the same must happen.
+    let call = t.call(json!({"argv": forker(&root)}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(4000), call)
+            .await
+            .is_err()
+    );
+    let group = std::fs::read_to_string(root.join("group.pid")).unwrap();
+    assert_eq!(until_gone(group.trim()).await, Vec::<String>::new());
+}
+
+#[test]
+fn shell_run_is_destructive_and_high_risk() {
+    let a = ShellRun::annotations();
+    assert!(a.is_destructive() && !a.is_read_only() && !a.is_idempotent());
+    assert_eq!(a.risk_level(), rein_tool::RiskLevel::High);
+    assert_eq!(ShellRun::spec().name().as_str(), "shell.run");
+}
+
+/// With the sandbox on, a command writes inside the workspace and cannot write outside it
+/// — or, where the kernel has no Landlock, nothing runs and the error says so.
+#[tokio::test]
+async fn the_sandbox_confines_writes_or_says_it_is_unsupported() {
+    let dir = workspace();
+    let root = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::write(
+        root.join("write.sh"),
+        format!(
+            "echo in > inside.txt\necho out > {}/outside.txt\necho done\n",
+            outside.display()
+        ),
+    )
+    .unwrap();
+    let guard = ShellGuard::new(["sh"], Vec::<&str>::new());
+    let tool = ShellRun::new(
+        Workspace::open(&root).unwrap(),
+        ShellConfig::new(guard).with_sandbox(true),
+    );
+    match tool.run(json!({"argv": ["sh", "write.sh"]})).await {
+        Ok(out) => {
+            assert_eq!(out["sandbox"], "landlock");
+            assert_eq!(out["stdout"], "done\n");
+            assert!(root.join("inside.txt").exists(), "{out}");
+            assert!(!outside.join("outside.txt").exists(), "{out}");
+        }
+        Err(ShellError::Sandbox(rein_tools::shell::SandboxError::Unsupported { reason })) => {
+            assert!(!reason.is_empty());
+            assert!(!root.join("inside.txt").exists(), "nothing ran");
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+}
