@@ -90,6 +90,27 @@ pub mod tool {
     };
 }
 
+/// MCP: the tools of any MCP server, imported as governed tools (`SERVER.TOOL`, hints mapped
+/// onto [`Annotations`], missing hints taking MCP's cautious defaults).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use rein::mcp::{McpServer, ServerConfig};
+/// let fs = McpServer::connect(ServerConfig::stdio("fs".parse()?, ["mcp-server-filesystem", "/srv/data"])).await?;
+/// let mut builder = rein::Engine::builder();
+/// for tool in fs.tools() {
+///     builder = builder.tool(tool);
+/// }
+/// # Ok(()) }
+/// ```
+pub mod mcp {
+    #[doc(inline)]
+    pub use rein_mcp::{
+        AnnotationOverride, Hints, ImportedTool, McpError, McpServer, McpTool, ServerConfig,
+        ServerName, ServerNameError, Transport, WideningOverride,
+    };
+}
+
 // ---- the engine ------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_engine::{
