@@ -109,6 +109,9 @@ pub(crate) enum Command {
     /// Print a JSON Schema.
     #[command(after_help = "Examples:\n  rein schema scenario > scenario.schema.json")]
     Schema(SchemaArgs),
+    /// Work with MCP servers: list the tools rein would import from one.
+    #[command(subcommand)]
+    Mcp(crate::commands::mcp::McpCommand),
 }
 
 /// Where runs, ledgers, artifacts and scenarios are kept.

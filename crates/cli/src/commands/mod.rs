@@ -3,6 +3,7 @@
 
 mod inspect;
 mod ledger;
+pub(crate) mod mcp;
 mod run;
 mod runs;
 mod validate;
@@ -27,6 +28,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Validate(args) => validate::validate(&args),
+        Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Schema(args) => match args.what {
             SchemaKind::Scenario => {
                 print!("{}", scenario::SCHEMA);

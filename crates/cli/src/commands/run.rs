@@ -33,7 +33,8 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
         eprintln!("warning: {warning}");
     }
     let scenario = checked.scenario;
-    let engine = scenario::builder(&scenario, 0)
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
         .filesystem(data.root())
         .build()
         .map_err(|e| build_error(&e, &data))?;
@@ -72,7 +73,9 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
             .map_err(|e| engine_error(e, &data))?;
         run = drive(handle, &data, progress).await?;
     }
-    finish(&run, &data, args.json)
+    let result = finish(&run, &data, args.json);
+    scenario::mcp::shutdown(&servers).await;
+    result
 }
 
 /// `rein resume`.
@@ -108,7 +111,8 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         .iter()
         .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
         .count();
-    let engine = scenario::builder(&scenario, approvals_used)
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
         .filesystem(data.root())
         .build()
         .map_err(|e| build_error(&e, &data))?;
@@ -121,7 +125,9 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         println!("run {id}: resumed");
     }
     let run = drive(handle, &data, progress).await?;
-    finish(&run, &data, args.json)
+    let result = finish(&run, &data, args.json);
+    scenario::mcp::shutdown(&servers).await;
+    result
 }
 
 /// Waits for the run behind `handle`, printing progress lines if asked. Ctrl-C stops rein

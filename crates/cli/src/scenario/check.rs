@@ -71,15 +71,18 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     for (i, def) in scenario.tools.iter_mut().enumerate() {
         let path = tools_path.index(i);
-        let (name, key) = check_tool(def, &path, scenario.workspace.is_some()).map_err(
-            |(path, message, help)| {
-                let e = at(path, message);
-                match help {
-                    Some(help) => e.help(help),
-                    None => e,
-                }
-            },
-        )?;
+        let checked_tool = if def.kind.is_some() || def.server.is_some() {
+            super::mcp::check(def, &path, &loaded.dir)
+        } else {
+            check_tool(def, &path, scenario.workspace.is_some())
+        };
+        let (name, key) = checked_tool.map_err(|(path, message, help)| {
+            let e = at(path, message);
+            match help {
+                Some(help) => e.help(help),
+                None => e,
+            }
+        })?;
         if let Some(first) = names.insert(name.clone(), i) {
             return Err(at(
                 path.key(key),
@@ -117,7 +120,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                 continue;
             };
             let path = step_path.key(field);
-            if !names.contains_key(tool) {
+            if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
                 warnings.push(format!(
                     "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
                 ));
@@ -141,7 +144,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
 }
 
 /// A tool definition's problem: where, what, and optionally how to fix it.
-type ToolProblem = (JsonPath, String, Option<&'static str>);
+pub(super) type ToolProblem = (JsonPath, String, Option<&'static str>);
 
 /// Checks one tool definition; its name and the key that gave it.
 fn check_tool(

@@ -4,6 +4,7 @@
 mod build;
 mod check;
 mod error;
+pub(crate) mod mcp;
 mod model;
 
 use std::path::{Path, PathBuf};

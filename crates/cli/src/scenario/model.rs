@@ -169,6 +169,44 @@ pub(crate) struct ToolDef {
     /// A file that gets one line per execution (relative to the data directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) count_file: Option<PathBuf>,
+    /// `"mcp"`: the tools of an MCP server (the fields below; see `scenario/mcp.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<ToolKind>,
+    /// The MCP server's name in rein: its tools are `SERVER.TOOL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<String>,
+    /// The MCP server as a child process: the program and its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<Vec<String>>,
+    /// Extra environment for the MCP child process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) env: Option<BTreeMap<String, String>>,
+    /// The MCP child's working directory (relative to the scenario file; default: its folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// The MCP server's streamable HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) url: Option<String>,
+    /// Extra HTTP headers for the MCP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    /// How long the MCP handshake and first listing may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) handshake_timeout_ms: Option<u64>,
+    /// Hint overrides: by the server's tool name, or `"*"` for every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) overrides: Option<BTreeMap<String, Value>>,
+    /// The server's tools not to import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) exclude: Option<Vec<String>>,
+}
+
+/// A tool kind other than `builtin` and `fixture`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ToolKind {
+    /// The tools of an MCP server.
+    Mcp,
 }
 
 /// The built-in file tools, confined to the workspace.
