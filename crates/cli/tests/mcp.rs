@@ -165,3 +165,96 @@ fn bad_mcp_entries_are_refused_naming_the_field_or_the_server() {
     .stderr_has(&["mcp server `notes`", "could not start"]);
     assert!(scratch.run_ids().is_empty(), "no run was started");
 }
+
+/// A scenario for `rein mcp serve`: a read-only lookup, a destructive deploy behind a
+/// scripted approver (deny, then grant), and a budget of three tool calls.
+const SERVED: &str = r#"{
+  "goal": "serve lookups and deploys to an MCP client",
+  "approver": {"scripted": [{"answer": "deny", "reason": "production is frozen"}, {"answer": "grant", "reason": "ok now"}]},
+  "policies": {"budgets": {"tool_calls": 3}},
+  "tools": [
+    {"fixture": "lookup", "annotations": {"read_only": true}, "behavior": {"output": {"value": 42}}},
+    {"fixture": "deploy", "annotations": {"destructive": true}, "behavior": {"output": {"deployed": true}}}
+  ],
+  "planner": {"scripted": []}
+}"#;
+
+#[test]
+fn serve_governs_a_python_sdk_client_session_as_one_run() {
+    let scratch = Scratch::new();
+    let file = scratch.write("served.json", SERVED);
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
+    let calls = json!([
+        ["lookup", {}],
+        ["deploy", {}],
+        ["deploy", {}],
+        ["lookup", {}],
+        ["lookup", {}]
+    ]);
+    let output = std::process::Command::new(installed("venv/bin/python"))
+        .arg(client)
+        .arg(env!("CARGO_BIN_EXE_rein"))
+        .arg(&file)
+        .arg(scratch.data())
+        .arg(calls.to_string())
+        .output()
+        .unwrap();
+    let outcome = Outcome::of(&output);
+    outcome.expect_code(0);
+    let out: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["lookup", "deploy"]);
+    assert_eq!(out["tools"][1]["annotations"]["destructive_hint"], true);
+
+    let calls = out["calls"].as_array().unwrap();
+    // The lookup runs after the run is walked from intake to explore.
+    assert_eq!(calls[0]["is_error"], false);
+    assert_eq!(calls[0]["structured"], json!({"value": 42}));
+    // The first deploy is walked to act, then denied by the scenario's approver: an MCP
+    // error result that says why.
+    assert_eq!(calls[1]["is_error"], true);
+    let denied = calls[1]["text"].as_str().unwrap();
+    assert!(
+        denied.contains("not approved") && denied.contains("production is frozen"),
+        "{denied}"
+    );
+    // The second is granted and runs.
+    assert_eq!(calls[2]["structured"], json!({"deployed": true}));
+    // The third tool call uses the last of the budget; the fourth is refused.
+    assert_eq!(calls[3]["is_error"], false);
+    assert_eq!(calls[4]["is_error"], true);
+    let exhausted = calls[4]["text"].as_str().unwrap();
+    assert!(
+        exhausted.contains("budget `tool_calls` exhausted"),
+        "{exhausted}"
+    );
+
+    // One session, one run, its ledger verified by `rein ledger verify`.
+    let id = scratch.new_run_id(&[]);
+    assert!(
+        outcome
+            .stderr
+            .contains(&format!("session started run {id}")),
+        "{}",
+        outcome.stderr
+    );
+    rein()
+        .args(["ledger", "verify", &id, "--data-dir"])
+        .arg(scratch.data())
+        .assert()
+        .success();
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    for kind in [
+        "\"approval_denied\"",
+        "\"approval_granted\"",
+        "\"budget_exhausted\"",
+        "\"run_completed\"",
+    ] {
+        assert!(ledger.contains(kind), "the ledger records {kind}");
+    }
+}

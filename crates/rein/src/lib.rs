@@ -106,9 +106,12 @@ pub mod tool {
 pub mod mcp {
     #[doc(inline)]
     pub use rein_mcp::{
-        AnnotationOverride, Hints, ImportedTool, McpError, McpServer, McpTool, ServerConfig,
-        ServerName, ServerNameError, Transport, WideningOverride,
+        AnnotationOverride, Governor, Hints, ImportedTool, McpError, McpServer, McpTool, Refusal,
+        ServeError, ServerConfig, ServerName, ServerNameError, Session, Transport,
+        WideningOverride, serve_stdio,
     };
+    /// The boxed future [`Governor`] and [`Session`] return.
+    pub use rein_tool::BoxFuture;
 }
 
 // ---- the engine ------------------------------------------------------------------------------

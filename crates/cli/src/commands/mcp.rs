@@ -3,11 +3,16 @@
 //! the server's hints, and the states each tool would be eligible in.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use rein::mcp::{ImportedTool, McpServer, ServerConfig, ServerName};
 use rein::{Eligibility, EligibilityRules, State, ToolSpec, Value, json};
 
+use super::mcp_serve::{Bridge, BridgePlanner, EngineGovernor, serve_violations};
+use super::{build_error, existing_dir};
+use crate::cli::DataDirArg;
+use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::scenario::{self, Setup};
 
@@ -32,6 +37,37 @@ pub(crate) enum McpCommand {
     /// its eligibility rules.
     #[command(after_help = LIST_AFTER)]
     List(ListArgs),
+    /// Offer a scenario's tools over MCP on stdio; each client session is one governed run.
+    ///
+    /// Every call passes eligibility (the run is walked to a state where the tool may run,
+    /// through the scenario's transition table), approval (the scenario's approver; a denied
+    /// call returns an MCP error result saying why), budgets and the resilience stack, and
+    /// is recorded in the run's ledger under the data directory. Rejections and tool errors
+    /// are handed back to the session (up to 1000 per run) instead of ending it. The run
+    /// finishes when the client disconnects; its id is printed on stderr.
+    #[command(after_help = SERVE_AFTER)]
+    Serve(ServeArgs),
+}
+
+const SERVE_AFTER: &str = "\
+Examples:
+  rein mcp serve examples/scenarios/happy-path.json --data-dir /tmp/rein
+  (an MCP client config) {\"command\": \"rein\", \"args\": [\"mcp\", \"serve\", \"scenario.json\"]}
+  rein ledger verify RUN_ID --data-dir /tmp/rein   # afterwards, with the id from stderr
+
+Exit codes: 0 the client closed the session, 1 the session failed, 2 bad input (the scenario, an MCP server it imports).";
+
+/// `rein mcp serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The scenario file (JSON): its tools, policies and approver (its script is not used).
+    #[arg(value_name = "SCENARIO")]
+    pub(crate) scenario: PathBuf,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// Confine the file tools to DIR instead of the scenario's "workspace".
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
 }
 
 /// `rein mcp list`.
@@ -61,7 +97,48 @@ pub(crate) struct ListArgs {
 pub(crate) async fn dispatch(command: McpCommand) -> CliResult {
     match command {
         McpCommand::List(args) => list(args).await,
+        McpCommand::Serve(args) => serve(args).await,
     }
+}
+
+async fn serve(args: ServeArgs) -> CliResult {
+    let loaded = scenario::load(&args.scenario)?;
+    let data = DataDir::new(&args.data.data_dir)?;
+    let workspace = args
+        .workspace
+        .as_deref()
+        .map(|dir| existing_dir(dir, "--workspace"))
+        .transpose()?;
+    let setup = Setup {
+        workspace,
+        data_dir: Some(data.root().to_path_buf()),
+    };
+    let checked = scenario::check(&loaded, &setup)?;
+    for warning in &checked.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let scenario = checked.scenario;
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let bridge = Arc::new(Bridge::default());
+    let (on_violation, on_tool_error) = serve_violations(None);
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
+        .planner(BridgePlanner(bridge.clone()))
+        .on_violation(on_violation)
+        .on_tool_error(on_tool_error)
+        .filesystem(data.root())
+        .build()
+        .map_err(|e| build_error(&e, &data))?;
+    bridge.route(&engine).map_err(CliError::bad_input)?;
+    let governor = Arc::new(EngineGovernor {
+        engine,
+        bridge,
+        goal: scenario.goal.clone(),
+    });
+    let served = rein::mcp::serve_stdio(governor).await;
+    scenario::mcp::shutdown(&servers).await;
+    served
+        .map(|()| Exit::Ok)
+        .map_err(|e| CliError::new(Exit::Failed, e.to_string()))
 }
 
 async fn list(args: ListArgs) -> CliResult {

@@ -4,6 +4,7 @@
 mod inspect;
 mod ledger;
 pub(crate) mod mcp;
+mod mcp_serve;
 mod run;
 mod runs;
 mod validate;

@@ -32,8 +32,10 @@ mod client;
 mod config;
 mod error;
 mod names;
+mod serve;
 
 pub use annotations::{AnnotationOverride, Hints, WideningOverride};
 pub use client::{ImportedTool, McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
+pub use serve::{Governor, Refusal, ServeError, Session, serve_stdio};
