@@ -179,27 +179,31 @@ const SERVED: &str = r#"{
   "planner": {"scripted": []}
 }"#;
 
-#[test]
-fn serve_governs_a_python_sdk_client_session_as_one_run() {
-    let scratch = Scratch::new();
-    let file = scratch.write("served.json", SERVED);
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
-    let calls = json!([
+fn served_calls() -> Value {
+    json!([
         ["lookup", {}],
         ["deploy", {}],
         ["deploy", {}],
         ["lookup", {}],
         ["lookup", {}]
-    ]);
+    ])
+}
+
+/// Runs the Python SDK's client (`tests/mcp/client.py`) with [`served_calls`] over
+/// `transport` (`["stdio", REIN, SCENARIO, DATA]` or `["http", URL]`).
+fn python_client(transport: &[&std::ffi::OsStr]) -> Outcome {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
     let output = std::process::Command::new(installed("venv/bin/python"))
         .arg(client)
-        .arg(env!("CARGO_BIN_EXE_rein"))
-        .arg(&file)
-        .arg(scratch.data())
-        .arg(calls.to_string())
+        .arg(served_calls().to_string())
+        .args(transport)
         .output()
         .unwrap();
-    let outcome = Outcome::of(&output);
+    Outcome::of(&output)
+}
+
+/// What the Python client saw of [`SERVED`] for [`served_calls`].
+fn check_served(outcome: &Outcome) {
     outcome.expect_code(0);
     let out: Value = serde_json::from_str(&outcome.stdout).unwrap();
     let tools: Vec<&str> = out["tools"]
@@ -233,7 +237,38 @@ fn serve_governs_a_python_sdk_client_session_as_one_run() {
         exhausted.contains("budget `tool_calls` exhausted"),
         "{exhausted}"
     );
+}
 
+/// The served run's ledger verifies and records the approvals, the budget and the end.
+fn check_served_ledger(scratch: &Scratch, id: &str) {
+    rein()
+        .args(["ledger", "verify", id, "--data-dir"])
+        .arg(scratch.data())
+        .assert()
+        .success();
+    let ledger = std::fs::read_to_string(scratch.ledger(id)).unwrap();
+    for kind in [
+        "\"approval_denied\"",
+        "\"approval_granted\"",
+        "\"budget_exhausted\"",
+        "\"run_completed\"",
+    ] {
+        assert!(ledger.contains(kind), "the ledger records {kind}");
+    }
+}
+
+#[test]
+fn serve_governs_a_python_sdk_client_session_as_one_run() {
+    let scratch = Scratch::new();
+    let file = scratch.write("served.json", SERVED);
+    let data = scratch.data();
+    let outcome = python_client(&[
+        "stdio".as_ref(),
+        env!("CARGO_BIN_EXE_rein").as_ref(),
+        file.as_os_str(),
+        data.as_os_str(),
+    ]);
+    check_served(&outcome);
     // One session, one run, its ledger verified by `rein ledger verify`.
     let id = scratch.new_run_id(&[]);
     assert!(
@@ -243,18 +278,52 @@ fn serve_governs_a_python_sdk_client_session_as_one_run() {
         "{}",
         outcome.stderr
     );
-    rein()
-        .args(["ledger", "verify", &id, "--data-dir"])
+    check_served_ledger(&scratch, &id);
+}
+
+#[test]
+fn serve_over_http_on_loopback_governs_a_python_sdk_client() {
+    use std::io::BufRead as _;
+
+    let scratch = Scratch::new();
+    let file = scratch.write("served.json", SERVED);
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["mcp", "serve"])
+        .arg(&file)
+        .arg("--data-dir")
         .arg(scratch.data())
-        .assert()
-        .success();
-    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
-    for kind in [
-        "\"approval_denied\"",
-        "\"approval_granted\"",
-        "\"budget_exhausted\"",
-        "\"run_completed\"",
-    ] {
-        assert!(ledger.contains(kind), "the ledger records {kind}");
-    }
+        .args(["--http", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("rein mcp serve: listening on ")
+                .map(str::to_owned)
+        })
+        .expect("rein prints the URL it listens on");
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "loopback by default: {url}"
+    );
+    check_served(&python_client(&["http".as_ref(), url.as_ref()]));
+
+    // The client ended its session: the run finishes (observed on stderr), then stop rein.
+    let ended = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("rein mcp serve: run ")
+                .and_then(|rest| rest.split_once(" ended"))
+                .map(|(id, how)| (id.to_owned(), how.to_owned()))
+        })
+        .expect("the session's run ends");
+    assert!(ended.1.contains("Completed"), "{ended:?}");
+    let _ = server.kill();
+    let _ = server.wait();
+    check_served_ledger(&scratch, &ended.0);
 }

@@ -108,7 +108,7 @@ pub mod mcp {
     pub use rein_mcp::{
         AnnotationOverride, Governor, Hints, ImportedTool, McpError, McpServer, McpTool, Refusal,
         ServeError, ServerConfig, ServerName, ServerNameError, Session, Transport,
-        WideningOverride, serve_stdio,
+        WideningOverride, serve_http, serve_stdio,
     };
     /// The boxed future [`Governor`] and [`Session`] return.
     pub use rein_tool::BoxFuture;

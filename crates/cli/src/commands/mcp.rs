@@ -37,7 +37,8 @@ pub(crate) enum McpCommand {
     /// its eligibility rules.
     #[command(after_help = LIST_AFTER)]
     List(ListArgs),
-    /// Offer a scenario's tools over MCP on stdio; each client session is one governed run.
+    /// Offer a scenario's tools over MCP (stdio, or streamable HTTP on 127.0.0.1 with
+    /// --http); each client session is one governed run.
     ///
     /// Every call passes eligibility (the run is walked to a state where the tool may run,
     /// through the scenario's transition table), approval (the scenario's approver; a denied
@@ -52,6 +53,7 @@ pub(crate) enum McpCommand {
 const SERVE_AFTER: &str = "\
 Examples:
   rein mcp serve examples/scenarios/happy-path.json --data-dir /tmp/rein
+  rein mcp serve scenario.json --http 8080        # http://127.0.0.1:8080/mcp
   (an MCP client config) {\"command\": \"rein\", \"args\": [\"mcp\", \"serve\", \"scenario.json\"]}
   rein ledger verify RUN_ID --data-dir /tmp/rein   # afterwards, with the id from stderr
 
@@ -68,6 +70,10 @@ pub(crate) struct ServeArgs {
     /// Confine the file tools to DIR instead of the scenario's "workspace".
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
+    /// Serve streamable HTTP on ADDR instead of stdio: a port (on 127.0.0.1) or HOST:PORT.
+    /// Port 0 picks a free one; the URL is printed on stderr. Stops with Ctrl-C.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<String>,
 }
 
 /// `rein mcp list`.
@@ -134,7 +140,26 @@ async fn serve(args: ServeArgs) -> CliResult {
         bridge,
         goal: scenario.goal.clone(),
     });
-    let served = rein::mcp::serve_stdio(governor).await;
+    let served = match &args.http {
+        None => rein::mcp::serve_stdio(governor).await,
+        Some(addr) => {
+            let addr = if addr.contains(':') {
+                addr.clone()
+            } else {
+                format!("127.0.0.1:{addr}")
+            };
+            let listener = std::net::TcpListener::bind(&addr).map_err(|e| {
+                CliError::bad_input(format!("--http {addr}: cannot listen there: {e}"))
+            })?;
+            if let Ok(local) = listener.local_addr() {
+                eprintln!("rein mcp serve: listening on http://{local}/mcp");
+            }
+            let stop = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            rein::mcp::serve_http(governor, listener, stop).await
+        }
+    };
     scenario::mcp::shutdown(&servers).await;
     served
         .map(|()| Exit::Ok)

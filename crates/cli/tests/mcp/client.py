@@ -1,9 +1,11 @@
 """An MCP client rein did not write: the official Python SDK's, driving `rein mcp serve`.
 
-    python client.py REIN SCENARIO DATA_DIR CALLS_JSON
+    python client.py CALLS_JSON stdio REIN SCENARIO DATA_DIR
+    python client.py CALLS_JSON http URL
 
-Starts `REIN mcp serve SCENARIO --data-dir DATA_DIR` on stdio, lists its tools, makes the
-calls in CALLS_JSON (a list of [tool, arguments]) in order, and prints one JSON object:
+Starts `REIN mcp serve SCENARIO --data-dir DATA_DIR` on stdio (or connects to URL over
+streamable HTTP), lists its tools, makes the calls in CALLS_JSON (a list of
+[tool, arguments]) in order, and prints one JSON object:
 {"tools": [...], "calls": [{"is_error": bool, "text": str, "structured": ...}, ...]}.
 """
 
@@ -12,12 +14,20 @@ import json
 import sys
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
-async def main(rein: str, scenario: str, data: str, calls: list) -> None:
-    params = StdioServerParameters(command=rein, args=["mcp", "serve", scenario, "--data-dir", data])
+def transport(args: list):
+    if args[0] == "http":
+        return streamable_http_client(args[1])
+    rein, scenario, data = args[1:4]
+    return stdio_client(StdioServerParameters(command=rein, args=["mcp", "serve", scenario, "--data-dir", data]))
+
+
+async def main(calls: list, args: list) -> None:
     out = {"tools": [], "calls": []}
-    async with stdio_client(params) as (read, write):
+    async with transport(args) as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             await session.initialize()
             listed = await session.list_tools()
@@ -35,4 +45,4 @@ async def main(rein: str, scenario: str, data: str, calls: list) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])))
+    asyncio.run(main(json.loads(sys.argv[1]), sys.argv[2:]))

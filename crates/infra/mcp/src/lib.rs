@@ -38,4 +38,4 @@ pub use annotations::{AnnotationOverride, Hints, WideningOverride};
 pub use client::{ImportedTool, McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
-pub use serve::{Governor, Refusal, ServeError, Session, serve_stdio};
+pub use serve::{Governor, Refusal, ServeError, Session, serve_http, serve_stdio};

@@ -107,6 +107,52 @@ pub async fn serve_stdio(governor: Arc<dyn Governor>) -> Result<(), ServeError> 
         .map_err(|e| ServeError::Session(e.to_string()))
 }
 
+/// Serves `governor` over MCP's streamable HTTP on `listener` (bind it to 127.0.0.1 unless
+/// clients elsewhere must reach it) until `shutdown` completes. Each client session gets its
+/// own governed [`Session`], closed when the client ends the session (or on shutdown).
+///
+/// # Errors
+/// [`ServeError::Session`] when the listener cannot be used or accepting fails.
+pub async fn serve_http(
+    governor: Arc<dyn Governor>,
+    listener: std::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|e| ServeError::Session(format!("cannot listen: {e}")))?;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
+    let service: StreamableHttpService<Proxy, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(Proxy::new(governor.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted.map_err(|e| ServeError::Session(e.to_string()))?,
+            () = &mut shutdown => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(io, service)
+                    .await;
+        });
+    }
+    cancel.cancel();
+    Ok(())
+}
+
 /// The MCP handler of one client session.
 struct Proxy {
     governor: Arc<dyn Governor>,
@@ -119,6 +165,19 @@ impl fmt::Debug for Proxy {
         f.debug_struct("Proxy")
             .field("tools", &self.tools.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Proxy {
+    /// The client session is over (stdio closed, HTTP session deleted or expired): end the
+    /// governed session.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.session) == 1
+            && let Some(session) = Arc::get_mut(&mut self.session).and_then(OnceCell::take)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { session.close().await });
+        }
     }
 }
 
