@@ -14,7 +14,8 @@ FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell scenario
 
 help:
 	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
-	@echo "make test       cargo test --workspace"
+	@echo "make test       cargo test --workspace (after make mcp-servers)"
+	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
 	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
 	@echo "make fmt-check  cargo fmt --all --check"
@@ -40,7 +41,7 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
-test:
+test: mcp-servers
 	$(CARGO) test --workspace
 
 # Sequential on purpose (also under `make -j`): each step runs only if the one before passed.
@@ -106,3 +107,21 @@ fuzz-smoke:
 
 fuzz-replay:
 	$(CARGO) test --workspace --test fuzz_replay -- --nocapture
+
+# The real MCP servers rein-mcp's tests import (crates/infra/mcp/tests): the reference
+# servers from npm (run with the machine's Node.js) and the Python SDK in a venv. Pinned,
+# installed under target/mcp (nothing global); the stamp names the versions, so changing a
+# pin reinstalls. `make test` runs this first.
+.PHONY: mcp-servers
+MCP_DIR := $(CURDIR)/target/mcp
+MCP_NPM := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
+MCP_PY := mcp==2.3.0
+MCP_STAMP := $(MCP_DIR)/installed-everything-2026.8.31-filesystem-2026.8.31-py-mcp-2.3.0
+mcp-servers: $(MCP_STAMP)
+$(MCP_STAMP):
+	@command -v npm >/dev/null || { echo "mcp-servers: npm (Node.js 18+) is needed to install the reference MCP servers" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "mcp-servers: python3 (with venv) is needed for the MCP Python SDK" >&2; exit 1; }
+	npm install --prefix $(MCP_DIR)/npm --no-audit --no-fund --save-exact $(MCP_NPM)
+	test -x $(MCP_DIR)/venv/bin/python || python3 -m venv $(MCP_DIR)/venv
+	$(MCP_DIR)/venv/bin/pip install -q $(MCP_PY)
+	touch $@

@@ -114,6 +114,9 @@ pub(crate) enum Command {
     /// run in, and whether the default approval policy asks before it runs.
     #[command(after_help = "Examples:\n  rein tools\n  rein tools --json")]
     Tools(ToolsArgs),
+    /// Work with MCP servers: list the tools rein would import from one.
+    #[command(subcommand)]
+    Mcp(crate::commands::mcp::McpCommand),
 }
 
 /// `rein tools`.

@@ -110,7 +110,7 @@ fn the_schema_lists_exactly_the_accepted_fields() {
             json!({"goal": "g", "planner": planner, "resilience": {"breaker": {"consecutive_failures": 1, "zzz": 1}}}),
         ),
         (
-            "/$defs/tool/oneOf/0|/$defs/tool/oneOf/1|/$defs/tool/oneOf/2",
+            "/$defs/tool/oneOf/0|/$defs/tool/oneOf/1|/$defs/tool/oneOf/2|/$defs/tool/oneOf/3",
             json!({"goal": "g", "planner": planner, "tools": [{"zzz": 1}]}),
         ),
         (

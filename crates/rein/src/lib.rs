@@ -94,6 +94,30 @@ pub mod tool {
     };
 }
 
+/// MCP: the tools of any MCP server, imported as governed tools (`SERVER.TOOL`, hints mapped
+/// onto [`Annotations`], missing hints taking MCP's cautious defaults).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use rein::mcp::{McpServer, ServerConfig};
+/// let fs = McpServer::connect(ServerConfig::stdio("fs".parse()?, ["mcp-server-filesystem", "/srv/data"])).await?;
+/// let mut builder = rein::Engine::builder();
+/// for tool in fs.tools() {
+///     builder = builder.tool(tool);
+/// }
+/// # Ok(()) }
+/// ```
+pub mod mcp {
+    #[doc(inline)]
+    pub use rein_mcp::{
+        AnnotationOverride, Governor, Hints, ImportedTool, McpError, McpServer, McpTool, Refusal,
+        ServeError, ServerConfig, ServerName, ServerNameError, Session, Transport,
+        WideningOverride, serve_http, serve_stdio,
+    };
+    /// The boxed future [`Governor`] and [`Session`] return.
+    pub use rein_tool::BoxFuture;
+}
+
 // ---- the engine ------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_engine::{

@@ -3,6 +3,8 @@
 
 mod inspect;
 mod ledger;
+pub(crate) mod mcp;
+mod mcp_serve;
 mod run;
 mod runs;
 mod tools;
@@ -29,6 +31,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Validate(args) => validate::validate(&args),
         Command::Tools(args) => tools::tools(&args),
+        Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Schema(args) => match args.what {
             SchemaKind::Scenario => {
                 print!("{}", scenario::SCHEMA);

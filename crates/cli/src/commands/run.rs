@@ -33,7 +33,8 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
         eprintln!("warning: {warning}");
     }
     let scenario = checked.scenario;
-    let engine = scenario::builder(&scenario, 0)
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
         .filesystem(data.root())
         .build()
         .map_err(|e| build_error(&e, &data))?;
@@ -75,7 +76,9 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
             .map_err(|e| engine_error(e, &data))?;
         driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     }
-    finish(&driven, &data, args.json)
+    let result = finish(&driven, &data, args.json);
+    scenario::mcp::shutdown(&servers).await;
+    result
 }
 
 /// `rein resume`.
@@ -115,7 +118,8 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         .iter()
         .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
         .count();
-    let engine = scenario::builder(&scenario, approvals_used)
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
         .filesystem(data.root())
         .build()
         .map_err(|e| build_error(&e, &data))?;
@@ -129,7 +133,9 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         println!("run {id}: resumed");
     }
     let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
-    finish(&driven, &data, args.json)
+    let result = finish(&driven, &data, args.json);
+    scenario::mcp::shutdown(&servers).await;
+    result
 }
 
 /// Waits for the run behind `handle`, printing progress lines if asked.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use rein::{BudgetName, BuildError, Decision, EligibilityError, ToolName};
 
 use super::build::builder;
-use super::model::{Behavior, Scenario, ToolDef};
+use super::model::{Behavior, Scenario, ToolDef, ToolKind};
 use super::paths::{ToolProblem, check_count_file, check_script_path, check_skills, normalize};
 use super::{Loaded, ScenarioError};
 use crate::locate::{JsonPath, SpanIndex};
@@ -90,7 +90,12 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     for (i, def) in scenario.tools.iter_mut().enumerate() {
         let path = tools_path.index(i);
         normalize(def, &path).map_err(problem)?;
-        let (name, key) = check_tool(def, &path, scenario.workspace.is_some()).map_err(problem)?;
+        let checked_tool = if def.kind == Some(ToolKind::Mcp) || def.server.is_some() {
+            super::mcp::check(def, &path, &loaded.dir)
+        } else {
+            check_tool(def, &path, scenario.workspace.is_some())
+        };
+        let (name, key) = checked_tool.map_err(problem)?;
         if let Some(first) = names.insert(name.clone(), i) {
             return Err(at(
                 path.key(key),
@@ -143,7 +148,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                 continue;
             };
             let path = step_path.key(field);
-            if !names.contains_key(tool) {
+            if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
                 warnings.push(format!(
                     "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
                 ));

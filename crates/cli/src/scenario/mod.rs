@@ -5,6 +5,7 @@ mod build;
 mod check;
 mod error;
 mod llm;
+pub(crate) mod mcp;
 mod model;
 mod paths;
 

@@ -152,7 +152,8 @@ pub(crate) enum Answer {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolDef {
-    /// The long form of a built-in: `{"kind": "builtin", "name": "fs.grep"}`.
+    /// The long form of a built-in (`{"kind": "builtin", "name": "fs.grep"}`), or `"mcp"`: the
+    /// tools of an MCP server (the MCP fields below; see `scenario/mcp.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) kind: Option<ToolKind>,
     /// The built-in's name in the long form.
@@ -185,14 +186,43 @@ pub(crate) struct ToolDef {
     /// A file that gets one line per execution (relative to the data directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) count_file: Option<PathBuf>,
+    /// The MCP server's name in rein: its tools are `SERVER.TOOL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<String>,
+    /// The MCP server as a child process: the program and its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<Vec<String>>,
+    /// Extra environment for the MCP child process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) env: Option<BTreeMap<String, String>>,
+    /// The MCP child's working directory (relative to the scenario file; default: its folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// The MCP server's streamable HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) url: Option<String>,
+    /// Extra HTTP headers for the MCP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    /// How long the MCP handshake and first listing may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) handshake_timeout_ms: Option<u64>,
+    /// Hint overrides: by the server's tool name, or `"*"` for every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) overrides: Option<BTreeMap<String, Value>>,
+    /// The server's tools not to import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) exclude: Option<Vec<String>>,
 }
 
-/// The kinds of tool the long form `{"kind": …, "name": …}` names.
+/// The kinds of tool the long form `{"kind": …}` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ToolKind {
-    /// A built-in tool.
+    /// A built-in tool: `{"kind": "builtin", "name": "fs.grep"}`.
     Builtin,
+    /// The tools of an MCP server: `{"kind": "mcp", "server": "fs", …}`.
+    Mcp,
 }
 
 /// The built-in tools (`rein::tools`), confined to the workspace.

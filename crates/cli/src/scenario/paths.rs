@@ -59,6 +59,13 @@ pub(crate) fn normalize(def: &mut ToolDef, path: &JsonPath) -> Result<(), ToolPr
             def.builtin = Some(builtin);
             Ok(())
         }
+        (Some(ToolKind::Mcp), None) => Ok(()),
+        (Some(ToolKind::Mcp), Some(_)) => Err((
+            path.key("name"),
+            "an MCP tool entry names its server, not a tool: write {\"kind\": \"mcp\", \"server\": \"fs\", …}"
+                .to_owned(),
+            None,
+        )),
     }
 }
 

@@ -1,0 +1,219 @@
+//! Scenario tools of kind `"mcp"`: checking their fields, turning them into server
+//! configurations, and connecting to the servers before a run (each server's tools become
+//! `SERVER.TOOL` in the engine).
+//!
+//! ```json
+//! {"kind": "mcp", "server": "fs", "command": ["npx", "server-filesystem", "."]}
+//! {"kind": "mcp", "server": "web", "url": "http://127.0.0.1:8080/mcp", "headers": {"Authorization": "Bearer …"}}
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rein::EngineBuilder;
+use rein::mcp::{AnnotationOverride, McpServer, ServerConfig, ServerName, Transport};
+
+use super::paths::ToolProblem;
+use super::model::{Scenario, ToolDef, ToolKind};
+use crate::exit::CliError;
+use crate::locate::JsonPath;
+
+/// Checks an MCP tool definition and resolves its `cwd` against `dir` (the scenario's
+/// folder, also the default). Returns the key the tool is known by (`SERVER.*`) and the
+/// field that named it.
+pub(crate) fn check(
+    def: &mut ToolDef,
+    path: &JsonPath,
+    dir: &Path,
+) -> Result<(String, &'static str), ToolProblem> {
+    if def.kind != Some(ToolKind::Mcp) {
+        return Err((
+            path.key("kind"),
+            "a tool with \"server\" is an MCP server's tools".to_owned(),
+            Some("add \"kind\": \"mcp\""),
+        ));
+    }
+    let others = [
+        ("builtin", def.builtin.is_some()),
+        ("fixture", def.fixture.is_some()),
+        ("description", def.description.is_some()),
+        ("annotations", def.annotations.is_some()),
+        ("input_schema", def.input_schema.is_some()),
+        ("behavior", def.behavior.is_some()),
+        ("fail_first", def.fail_first.is_some()),
+        ("delay_ms", def.delay_ms.is_some()),
+        ("count_file", def.count_file.is_some()),
+    ];
+    if let Some((field, _)) = others.iter().find(|(_, set)| *set) {
+        return Err((
+            path.key(*field),
+            format!("`{field}` does not apply to an MCP server's tools"),
+            Some(
+                "an MCP tool entry takes server, command (env, cwd) or url (headers), handshake_timeout_ms, overrides, exclude",
+            ),
+        ));
+    }
+    let Some(server) = &def.server else {
+        return Err((
+            path.clone(),
+            "an MCP tool entry needs \"server\": the name its tools are prefixed with".to_owned(),
+            Some(
+                "write {\"kind\": \"mcp\", \"server\": \"fs\", \"command\": [\"program\", \"arg\"]}",
+            ),
+        ));
+    };
+    if let Err(e) = ServerName::new(server.as_str()) {
+        return Err((path.key("server"), e.to_string(), None));
+    }
+    match (&def.command, &def.url) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err((
+                path.clone(),
+                format!(
+                    "MCP server `{server}` needs exactly one of \"command\" (a child process) or \"url\" (streamable HTTP)"
+                ),
+                None,
+            ));
+        }
+        (Some(command), None) => {
+            if command.first().is_none_or(String::is_empty) {
+                return Err((
+                    path.key("command"),
+                    format!("MCP server `{server}` has an empty command"),
+                    Some("give the program and its arguments, e.g. [\"node\", \"server.js\"]"),
+                ));
+            }
+            if def.headers.is_some() {
+                return Err((
+                    path.key("headers"),
+                    "`headers` applies to a server reached by \"url\"".to_owned(),
+                    None,
+                ));
+            }
+            let cwd = def
+                .cwd
+                .as_deref()
+                .map_or_else(|| dir.to_path_buf(), |c| dir.join(c));
+            if !cwd.is_dir() {
+                return Err((
+                    path.key("cwd"),
+                    format!("the working directory {} is not a directory", cwd.display()),
+                    None,
+                ));
+            }
+            def.cwd = Some(cwd);
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err((
+                    path.key("url"),
+                    format!("{url:?} is not an http(s) URL"),
+                    Some("e.g. \"http://127.0.0.1:8080/mcp\""),
+                ));
+            }
+            for (field, set) in [("env", def.env.is_some()), ("cwd", def.cwd.is_some())] {
+                if set {
+                    return Err((
+                        path.key(field),
+                        format!("`{field}` applies to a server run by \"command\""),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    for (tool, value) in def.overrides.iter().flatten() {
+        if let Err(e) = serde_json::from_value::<AnnotationOverride>(value.clone()) {
+            return Err((
+                path.key("overrides").key(tool.as_str()),
+                format!("not an annotation override: {e}"),
+                Some(
+                    "an override sets read_only, destructive, idempotent or open_world (true/false), and \"widen\": true to allow widening",
+                ),
+            ));
+        }
+    }
+    Ok((format!("{server}.*"), "server"))
+}
+
+/// Whether a call of `tool` is provided by an MCP server of the scenario (`names` has the
+/// keys [`check`] returned).
+pub(crate) fn provides<V>(names: &BTreeMap<String, V>, tool: &str) -> bool {
+    tool.split_once('.')
+        .is_some_and(|(server, _)| names.contains_key(&format!("{server}.*")))
+}
+
+/// The server configuration of a checked MCP tool entry (`None` for other tools).
+pub(crate) fn config(def: &ToolDef) -> Option<ServerConfig> {
+    if def.kind != Some(ToolKind::Mcp) {
+        return None;
+    }
+    let name: ServerName = def.server.as_deref()?.parse().ok()?;
+    let transport = match (&def.command, &def.url) {
+        (Some(command), None) => Transport::Stdio {
+            command: command.clone(),
+            env: def.env.clone().unwrap_or_default(),
+            cwd: def.cwd.clone(),
+        },
+        (None, Some(url)) => Transport::Http {
+            url: url.clone(),
+            headers: def.headers.clone().unwrap_or_default(),
+        },
+        _ => return None,
+    };
+    let mut config = ServerConfig::new(name, transport);
+    if let Some(ms) = def.handshake_timeout_ms {
+        config = config.with_handshake_timeout(Duration::from_millis(ms));
+    }
+    for (tool, value) in def.overrides.iter().flatten() {
+        let Ok(o) = serde_json::from_value::<AnnotationOverride>(value.clone()) else {
+            continue;
+        };
+        config = if tool == "*" {
+            config.with_annotations(o)
+        } else {
+            config.with_tool_annotations(tool.clone(), o)
+        };
+    }
+    for tool in def.exclude.iter().flatten() {
+        config = config.without_tool(tool.clone());
+    }
+    Some(config)
+}
+
+/// Connects to every MCP server of the scenario, in order.
+///
+/// # Errors
+/// The first server that cannot be reached or imported: bad input (exit 2), the message
+/// naming the server and the fix.
+pub(crate) async fn connect(scenario: &Scenario) -> Result<Vec<McpServer>, CliError> {
+    let mut servers = Vec::new();
+    for config in scenario.tools.iter().filter_map(config) {
+        match McpServer::connect(config).await {
+            Ok(server) => servers.push(server),
+            Err(e) => {
+                shutdown(&servers).await;
+                return Err(CliError::bad_input(e.to_string()));
+            }
+        }
+    }
+    Ok(servers)
+}
+
+/// `builder` with every imported tool of `servers` registered.
+pub(crate) fn with_tools(mut builder: EngineBuilder, servers: &[McpServer]) -> EngineBuilder {
+    for server in servers {
+        for tool in server.tools() {
+            builder = builder.tool(tool);
+        }
+    }
+    builder
+}
+
+/// Closes every server (child processes are waited for).
+pub(crate) async fn shutdown(servers: &[McpServer]) {
+    for server in servers {
+        server.shutdown().await;
+    }
+}
