@@ -24,7 +24,9 @@ impl Driver {
         let step = self.rec.proj.run.steps();
         for call in meter.into_calls() {
             let (tokens, cost) = (call.tokens(), call.cost);
-            self.rec.record(EntryKind::PlannerCall { step, call }).await?;
+            self.rec
+                .record(EntryKind::PlannerCall { step, call })
+                .await?;
             self.charge_reported(BudgetName::TOKENS, tokens).await?;
             self.charge_reported(BudgetName::COST, cost).await?;
         }
@@ -43,13 +45,14 @@ impl Driver {
         if amount == 0 {
             return Ok(());
         }
-        self.rec.record(EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used: used.saturating_add(amount),
-            limit,
-        })
-        .await
+        self.rec
+            .record(EntryKind::BudgetConsumed {
+                name,
+                amount,
+                used: used.saturating_add(amount),
+                limit,
+            })
+            .await
     }
 
     /// The planner did not make a call that could have exceeded a budget: recorded, and the
@@ -59,10 +62,11 @@ impl Driver {
         exhausted: BudgetExhausted,
     ) -> Result<(), EngineError> {
         self.rec.record(exhausted_entry(&exhausted)).await?;
-        self.rec.fail(
-            FailureKind::BudgetExhausted,
-            format!("the planner's next model call does not fit: {exhausted}"),
-        )
-        .await
+        self.rec
+            .fail(
+                FailureKind::BudgetExhausted,
+                format!("the planner's next model call does not fit: {exhausted}"),
+            )
+            .await
     }
 }

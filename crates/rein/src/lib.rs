@@ -255,7 +255,6 @@ pub mod llm {
     pub use rein_llm::fake;
 }
 
-
 // ---- built-in tools ------------------------------------------------------------------------------
 /// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
 /// confined to a [`Workspace`](tools::Workspace), and skill loading.

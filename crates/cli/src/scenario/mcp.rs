@@ -14,8 +14,8 @@ use std::time::Duration;
 use rein::EngineBuilder;
 use rein::mcp::{AnnotationOverride, McpServer, ServerConfig, ServerName, Transport};
 
-use super::paths::ToolProblem;
 use super::model::{Scenario, ToolDef, ToolKind};
+use super::paths::ToolProblem;
 use crate::exit::CliError;
 use crate::locate::JsonPath;
 
