@@ -10,7 +10,7 @@ use rein::mcp::{ImportedTool, McpServer, ServerConfig, ServerName};
 use rein::{Eligibility, EligibilityRules, State, ToolSpec, Value, json};
 
 use super::mcp_serve::{Bridge, BridgePlanner, EngineGovernor, serve_violations};
-use super::{build_error, existing_dir};
+use super::{build_error, checked_scenario};
 use crate::cli::DataDirArg;
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
@@ -108,22 +108,8 @@ pub(crate) async fn dispatch(command: McpCommand) -> CliResult {
 }
 
 async fn serve(args: ServeArgs) -> CliResult {
-    let loaded = scenario::load(&args.scenario)?;
     let data = DataDir::new(&args.data.data_dir)?;
-    let workspace = args
-        .workspace
-        .as_deref()
-        .map(|dir| existing_dir(dir, "--workspace"))
-        .transpose()?;
-    let setup = Setup {
-        workspace,
-        data_dir: Some(data.root().to_path_buf()),
-    };
-    let checked = scenario::check(&loaded, &setup)?;
-    for warning in &checked.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let scenario = checked.scenario;
+    let scenario = checked_scenario(&args.scenario, &data, args.workspace.as_deref())?;
     let servers = scenario::mcp::connect(&scenario).await?;
     let bridge = Arc::new(Bridge::default());
     let (on_violation, on_tool_error) = serve_violations(None);

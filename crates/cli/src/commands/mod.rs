@@ -106,6 +106,28 @@ fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
     (!existing.is_dir()).then(|| existing.to_path_buf())
 }
 
+/// Loads and checks the scenario a command is about to run (`rein run`, `rein mcp serve`),
+/// with the data directory and an optional `--workspace`, printing its warnings.
+pub(crate) fn checked_scenario(
+    file: &Path,
+    data: &crate::datadir::DataDir,
+    workspace: Option<&Path>,
+) -> Result<crate::scenario::Scenario, CliError> {
+    let loaded = crate::scenario::load(file)?;
+    let workspace = workspace
+        .map(|dir| existing_dir(dir, "--workspace"))
+        .transpose()?;
+    let setup = crate::scenario::Setup {
+        workspace,
+        data_dir: Some(data.root().to_path_buf()),
+    };
+    let checked = crate::scenario::check(&loaded, &setup)?;
+    for warning in &checked.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(checked.scenario)
+}
+
 /// The canonical path of directory `dir`, given as option `what`.
 pub(crate) fn existing_dir(dir: &Path, what: &str) -> Result<PathBuf, CliError> {
     match dir.canonicalize() {

@@ -7,7 +7,7 @@ use rein::{
     EntryKind, IdGenerator as _, Run, RunEvent, RunHandle, RunId, RunSpec, RunStatus, UuidV7Ids,
 };
 
-use super::{build_error, engine_error, existing_dir, run_id};
+use super::{build_error, checked_scenario, engine_error, run_id};
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
@@ -17,22 +17,8 @@ use crate::scenario::{self, Setup};
 
 /// `rein run`.
 pub(crate) async fn run(args: RunArgs) -> CliResult {
-    let loaded = scenario::load(&args.scenario)?;
     let data = DataDir::new(&args.data.data_dir)?;
-    let workspace = args
-        .workspace
-        .as_deref()
-        .map(|dir| existing_dir(dir, "--workspace"))
-        .transpose()?;
-    let setup = Setup {
-        workspace,
-        data_dir: Some(data.root().to_path_buf()),
-    };
-    let checked = scenario::check(&loaded, &setup)?;
-    for warning in &checked.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let scenario = checked.scenario;
+    let scenario = checked_scenario(&args.scenario, &data, args.workspace.as_deref())?;
     let servers = scenario::mcp::connect(&scenario).await?;
     let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
         .filesystem(data.root())
