@@ -57,7 +57,10 @@ impl Recorder {
         })?;
         let mut rec = Self::new(shared, proj, Ledger::new(id), events);
         let entry = rec.ledger.append(at, State::Intake, started);
-        rec.shared.ledgers.append_boxed(entry).await?;
+        match rec.shared.ledgers.try_append_now_dyn(entry) {
+            Some(appended) => appended?,
+            None => rec.shared.ledgers.append_boxed(entry).await?,
+        }
         if let Some(events) = &rec.events {
             let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
         }
@@ -77,7 +80,11 @@ impl Recorder {
             return Ok(Err(e));
         }
         let entry = self.ledger.append(at, state, kind);
-        self.shared.ledgers.append_boxed(entry).await?;
+        // A store that can append without waiting does so here: no future, no allocation.
+        match self.shared.ledgers.try_append_now_dyn(entry) {
+            Some(appended) => appended?,
+            None => self.shared.ledgers.append_boxed(entry).await?,
+        }
         if let Some(events) = &self.events
             && events.receiver_count() > 0
         {
