@@ -23,6 +23,9 @@ use rein_tool::{Annotations, Tool, ToolError, ToolName, ToolOutput, ToolSpec};
 use crate::annotations::Hints;
 use crate::{McpError, ServerConfig, ServerName, Transport, names};
 
+/// How long a dead server's stderr is waited for, to be read to its end.
+const STDERR_SETTLE: Duration = Duration::from_secs(2);
+
 /// How many bytes of a child's stderr are kept for error messages (the tail).
 const STDERR_TAIL: usize = 2048;
 /// The longest wait between two restarts.
@@ -91,6 +94,9 @@ struct Link {
     /// Consecutive failures (dead server, failed restart); reset by a successful call.
     failures: AtomicU32,
     stderr: Arc<StdMutex<VecDeque<u8>>>,
+    /// The task copying the current child's stderr into `stderr`; awaited (bounded) when
+    /// the child dies so error messages carry what it said last.
+    stderr_copy: StdMutex<Option<tokio::task::JoinHandle<()>>>,
     changes: watch::Sender<u64>,
     shut: AtomicBool,
     generation: AtomicU64,
@@ -137,6 +143,7 @@ impl McpServer {
             }),
             failures: AtomicU32::new(0),
             stderr: Arc::new(StdMutex::new(VecDeque::new())),
+            stderr_copy: StdMutex::new(None),
             changes,
             shut: AtomicBool::new(false),
             generation: AtomicU64::new(0),
@@ -417,7 +424,8 @@ impl Link {
                         source,
                     })?;
                 if let Some(stderr) = stderr {
-                    tokio::spawn(capture(stderr, self.stderr.clone()));
+                    let copy = tokio::spawn(capture(stderr, self.stderr.clone()));
+                    *self.stderr_copy.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
                 }
                 let pid = child.id();
                 (boxed(handler.serve(child)), pid)
@@ -467,7 +475,7 @@ impl Link {
                 server,
                 target,
                 reason,
-                stderr: self.stderr_tail(),
+                stderr: self.dying_stderr_tail().await,
             }),
             Err(_) => Err(McpError::HandshakeTimeout {
                 server,
@@ -578,7 +586,7 @@ impl Link {
                 drop(state);
                 ToolError::transient(format!(
                     "mcp server `{server}` failed during the call to {remote:?} ({other}); it will be restarted{}",
-                    stderr_note(&self.stderr_tail())
+                    stderr_note(&self.dying_stderr_tail().await)
                 ))
             }
         }
@@ -590,6 +598,21 @@ impl Link {
             reason,
             stderr: self.stderr_tail(),
         }
+    }
+
+    /// The stderr tail of a child that has just died: a child that exits closes stdout
+    /// and stderr together, and the copier may not have read the last bytes yet, so this
+    /// waits (at most [`STDERR_SETTLE`]) for it to reach end-of-file first.
+    async fn dying_stderr_tail(&self) -> String {
+        let copy = self
+            .stderr_copy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(copy) = copy {
+            let _ = tokio::time::timeout(STDERR_SETTLE, copy).await;
+        }
+        self.stderr_tail()
     }
 
     fn stderr_tail(&self) -> String {
