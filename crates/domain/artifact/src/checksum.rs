@@ -198,7 +198,7 @@ impl Checksum {
 impl fmt::Display for Checksum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(Self::PREFIX)?;
-        f.write_str(&digest::encode(&self.0))
+        write!(f, "{}", rein_tool::Digest::from_bytes(self.0))
     }
 }
 

@@ -45,7 +45,7 @@ mod spec;
 pub mod duration_ms;
 
 pub use annotations::{Annotations, AnnotationsError, RiskLevel};
-pub use digest::{Digest, DigestError};
+pub use digest::{Digest, DigestError, DigestProblem};
 pub use error::ToolError;
 pub use name::{ToolName, ToolNameError};
 pub use output::ToolOutput;
