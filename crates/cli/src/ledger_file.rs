@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rein::{
-    Entry, EntryKind, Ledger, LedgerHead, Run, RunId, RunStatus, State, Timestamp, VerifyError,
+    Entry, EntryKind, Ledger, LedgerHead, LedgerLines, Run, RunId, RunStatus, State, Timestamp,
+    TornTail, VerifyError,
 };
 
 use crate::datadir::DataDir;
@@ -17,8 +18,9 @@ use crate::exit::{CliError, Exit};
 pub(crate) struct LedgerFile {
     /// The entries that could be read, in file order.
     pub(crate) entries: Vec<Entry>,
-    /// A torn final line (no newline, unreadable): the process died while writing it.
-    pub(crate) torn: Option<Torn>,
+    /// A torn final line (no newline): the process died while writing it. It is not part
+    /// of the chain, exactly as the store cuts it when the run is opened.
+    pub(crate) torn: Option<TornTail>,
     /// Whether the chain verifies, and reaches its run snapshot's head.
     pub(crate) verdict: Result<(), Broken>,
     /// What the ledger was checked against besides itself.
@@ -72,15 +74,6 @@ impl Anchor {
     }
 }
 
-/// A torn final line.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Torn {
-    /// Its line number.
-    pub(crate) line: usize,
-    /// Its length.
-    pub(crate) bytes: usize,
-}
-
 /// Why a ledger does not verify.
 #[derive(Debug, Clone)]
 pub(crate) enum Broken {
@@ -89,7 +82,7 @@ pub(crate) enum Broken {
     /// A line (not the last) is not a ledger entry.
     Unreadable {
         /// The line, from 1 (one entry per line, so also the entry's number).
-        line: usize,
+        line: u64,
         /// What is wrong with it.
         reason: String,
     },
@@ -265,42 +258,38 @@ impl LedgerFile {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(not_a_ledger("it is empty".to_owned()));
         }
-        let complete = bytes.ends_with(b"\n");
-        let lines: Vec<&[u8]> = bytes
-            .strip_suffix(b"\n")
-            .unwrap_or(&bytes)
-            .split(|&b| b == b'\n')
-            .collect();
-        let mut entries = Vec::with_capacity(lines.len());
-        let mut torn = None;
+        let lines = LedgerLines::split(&bytes);
+        let torn = lines.torn();
+        let mut entries = Vec::with_capacity(usize::try_from(lines.count()).unwrap_or(0));
         let mut unreadable = None;
-        for (i, line) in lines.iter().enumerate() {
-            match serde_json::from_slice::<Entry>(line) {
+        for entry in lines.entries() {
+            match entry {
                 Ok(entry) => entries.push(entry),
-                Err(e) if i == 0 => {
-                    return Err(not_a_ledger(format!("line 1 is not a ledger entry ({e})")));
-                }
-                Err(_) if i + 1 == lines.len() && !complete => {
-                    torn = Some(Torn {
-                        line: i + 1,
-                        bytes: line.len(),
-                    });
+                Err(e) if e.line == 1 => {
+                    return Err(not_a_ledger(format!(
+                        "line 1 is not a ledger entry ({})",
+                        e.source
+                    )));
                 }
                 Err(e) => {
                     unreadable = Some(Broken::Unreadable {
-                        line: i + 1,
-                        reason: e.to_string(),
+                        line: e.line,
+                        reason: e.source.to_string(),
                     });
                     break;
                 }
             }
         }
+        let Some(first) = entries.first() else {
+            return Err(not_a_ledger(
+                "it has no complete line: its only line ends without a newline (a write cut short)"
+                    .to_owned(),
+            ));
+        };
         let verdict = match unreadable {
             Some(broken) => Err(broken),
             None => {
-                let run = expected
-                    .cloned()
-                    .unwrap_or_else(|| entries[0].run_id().clone());
+                let run = expected.cloned().unwrap_or_else(|| first.run_id().clone());
                 Ledger::verify_entries(&run, &entries).map_err(Broken::Chain)
             }
         };

@@ -240,6 +240,27 @@ fn a_torn_final_line_is_reported_but_not_a_failure() {
         .stdout_has(&["line 31", "torn final write", "verified ✓"]);
 }
 
+/// A last line whose newline never reached the disk is torn even when its bytes happen to
+/// parse: the store cuts it when the run is opened, so the CLI does not count it either. The
+/// run's snapshot was saved after that entry, so the ledger now falls short of it.
+#[test]
+fn a_final_line_without_its_newline_is_torn_even_if_it_parses() {
+    let (scratch, id) = completed_run();
+    let path = scratch.ledger(&id);
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.pop(), Some(b'\n'));
+    std::fs::write(&path, bytes).unwrap();
+    rein_in(&scratch, &["ledger", "verify", &id])
+        .expect_code(4)
+        .stdout_has(&["line 30", "torn final write"])
+        .stderr_has(&["saved after ledger entry 30", "the ledger ends at entry 29"]);
+    let outside = scratch.dir.path().join("copy.jsonl");
+    std::fs::copy(&path, &outside).unwrap();
+    rein_in(&scratch, &["ledger", "verify", outside.to_str().unwrap()])
+        .expect_code(0)
+        .stdout_has(&["line 30", "torn final write", "verified ✓"]);
+}
+
 #[test]
 fn show_prints_a_timeline_or_json() {
     let (scratch, id) = completed_run();

@@ -158,8 +158,8 @@ pub use rein_policy::{
 // ---- the ledger ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_ledger::{
-    DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerStore, LedgerStoreError,
-    LoadedLedger, Problem, TornTail, VerifyError, Violation,
+    DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerLines, LedgerStore,
+    LedgerStoreError, LineError, LoadedLedger, Problem, TornTail, VerifyError, Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------

@@ -43,10 +43,12 @@ mod entry;
 mod error;
 mod kind;
 mod ledger;
+mod lines;
 mod store;
 
 pub use entry::Entry;
 pub use error::{Problem, VerifyError};
 pub use kind::{EntryKind, InterruptKind, Violation};
 pub use ledger::Ledger;
+pub use lines::{LedgerLines, LineError};
 pub use store::{DynLedgerStore, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
-use rein_ledger::{Entry, Ledger, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
+use rein_ledger::{
+    Entry, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LoadedLedger, TornTail,
+};
 use rein_run::RunId;
 
 use super::FsyncPolicy;
@@ -176,13 +178,14 @@ impl Inner {
         }
 
         let mut bytes = file::read_up_to(&file, len).map_err(io_error("reading"))?;
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let mut torn = None;
+        let lines = LedgerLines::split(&bytes);
+        let complete = lines.complete().len();
+        let torn = lines.torn();
         let mut locked = false;
-        if complete < bytes.len() {
+        if let Some(tail) = torn {
             // A torn line is cut only from a ledger that is whole without it: a damaged
             // file keeps every byte for whoever repairs it, and the error says what is wrong.
-            let entries = parse(path, &bytes[..complete])?;
+            let entries = parse(path, lines)?;
             Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
                 LedgerStoreError::Broken {
                     run_id: run_id.clone(),
@@ -193,18 +196,15 @@ impl Inner {
             // never the line a live writer in another process is in the middle of.
             lock_for_writing(&file, path)?;
             locked = true;
-            let line = count_lines(&bytes[..complete]) + 1;
-            let cut = (bytes.len() - complete) as u64;
             file.set_len(complete as u64)
                 .map_err(io_error("cutting the torn last line of"))?;
             if self.fsync != FsyncPolicy::Relaxed {
                 file.sync_data()
                     .map_err(io_error("cutting the torn last line of"))?;
             }
-            tracing::warn!(path = %path.display(), line, bytes = cut,
+            tracing::warn!(path = %path.display(), line = tail.line, bytes = tail.bytes,
                 "cut the torn last line of a ledger: the process stopped while writing it");
             bytes.truncate(complete);
-            torn = Some(TornTail { line, bytes: cut });
         }
         let open = OpenLedger {
             file,
@@ -372,7 +372,7 @@ impl Inner {
                         })?
                         .len();
                     let mut bytes = read_complete(&path, now)?;
-                    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                    let complete = LedgerLines::split(&bytes).complete().len();
                     bytes.truncate(complete);
                     open.len = complete as u64;
                     (bytes, open.torn)
@@ -389,7 +389,7 @@ impl Inner {
                 }
             }
         };
-        let entries = parse(&path, &bytes)?;
+        let entries = parse(&path, LedgerLines::split(&bytes))?;
         let ledger = Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
             LedgerStoreError::Broken {
                 run_id: run_id.clone(),
@@ -567,39 +567,31 @@ fn read_complete(path: &Path, len: u64) -> Result<Vec<u8>, LedgerStoreError> {
     }
 }
 
-/// The number of newline-terminated lines in `bytes`.
-fn count_lines(bytes: &[u8]) -> u64 {
-    bytes.iter().filter(|&&b| b == b'\n').count() as u64
-}
-
-/// Splits complete lines (every line ends in `\n`) and parses each as an [`Entry`].
-fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>, LedgerStoreError> {
-    let Some(body) = bytes.strip_suffix(b"\n") else {
-        return Ok(Vec::new());
-    };
-    body.split(|&b| b == b'\n')
-        .zip(1u64..)
-        .map(|(line, number)| parse_line(path, line, number))
+/// Parses every complete line as an [`Entry`], naming the first that is not one.
+fn parse(path: &Path, lines: LedgerLines<'_>) -> Result<Vec<Entry>, LedgerStoreError> {
+    lines
+        .entries()
+        .map(|entry| entry.map_err(|e| corrupt(path, &e)))
         .collect()
 }
 
-/// Parses line `number` of the ledger at `path`.
-fn parse_line(path: &Path, line: &[u8], number: u64) -> Result<Entry, LedgerStoreError> {
-    serde_json::from_slice(line).map_err(|e| LedgerStoreError::Corrupt {
+/// The error for a complete line of the ledger at `path` that is not an entry.
+fn corrupt(path: &Path, e: &rein_ledger::LineError) -> LedgerStoreError {
+    LedgerStoreError::Corrupt {
         location: path.display().to_string(),
-        line: number,
-        reason: format!("it is not a valid ledger entry: {e}"),
-    })
+        line: e.line,
+        reason: format!("it is not a valid ledger entry: {}", e.source),
+    }
 }
 
 /// The tip of the chain whose complete lines are `bytes`: read from the last line only.
 fn tip_of(path: &Path, bytes: &[u8]) -> Result<Tip, LedgerStoreError> {
-    let Some(body) = bytes.strip_suffix(b"\n") else {
+    let Some((number, last)) = LedgerLines::split(bytes).last() else {
         return Ok(Tip::EMPTY);
     };
-    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let number = count_lines(bytes);
-    parse_line(path, &body[start..], number).map(|last| Tip::after(Link::of(&last)))
+    LedgerLines::parse(number, last)
+        .map(|last| Tip::after(Link::of(&last)))
+        .map_err(|e| corrupt(path, &e))
 }
 
 #[cfg(test)]
@@ -625,11 +617,13 @@ mod tests {
     #[test]
     fn parse_and_tip_read_complete_lines() {
         let path = Path::new("L");
-        assert_eq!(parse(path, b"").unwrap(), []);
+        assert_eq!(parse(path, LedgerLines::split(b"")).unwrap(), []);
         assert_eq!(tip_of(path, b"").unwrap(), Tip::EMPTY);
         let (ledger, bytes) = lines(3);
-        assert_eq!(parse(path, &bytes).unwrap(), ledger.entries());
-        assert_eq!(count_lines(&bytes), 3);
+        assert_eq!(
+            parse(path, LedgerLines::split(&bytes)).unwrap(),
+            ledger.entries()
+        );
         let tip = tip_of(path, &bytes).unwrap();
         assert_eq!(
             tip,
@@ -688,7 +682,7 @@ mod tests {
     fn a_bad_line_is_named_by_number() {
         let (_, mut bytes) = lines(2);
         bytes.extend_from_slice(b"\n");
-        let err = parse(Path::new("L"), &bytes).unwrap_err();
+        let err = parse(Path::new("L"), LedgerLines::split(&bytes)).unwrap_err();
         assert!(
             matches!(err, LedgerStoreError::Corrupt { line: 3, .. }),
             "{err}"
