@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use rein::RunId;
+use rein::{FsLayout, RunId};
 
 use crate::exit::CliError;
 use crate::scenario::Scenario;
@@ -75,14 +75,19 @@ impl DataDir {
         )))
     }
 
+    /// Where the stores keep what (the stores' own layout).
+    pub(crate) fn layout(&self) -> FsLayout {
+        FsLayout::new(&self.root)
+    }
+
     /// Where run `id`'s ledger is.
     pub(crate) fn ledger(&self, id: &RunId) -> PathBuf {
-        self.root.join("ledgers").join(format!("{id}.jsonl"))
+        self.layout().ledger(id)
     }
 
     /// Where run `id`'s snapshot is.
     pub(crate) fn snapshot(&self, id: &RunId) -> PathBuf {
-        self.root.join("runs").join(format!("{id}.json"))
+        self.layout().snapshot(id)
     }
 
     /// Where run `id`'s scenario is.
@@ -97,8 +102,14 @@ impl DataDir {
     /// When the ledgers or runs directory cannot be read.
     pub(crate) fn run_ids(&self) -> anyhow::Result<Vec<RunId>> {
         let mut ids = Vec::new();
-        for (folder, suffix) in [("ledgers", ".jsonl"), ("runs", ".json")] {
-            let dir = self.root.join(folder);
+        let layout = self.layout();
+        /// A folder of the data directory and how its file names name runs.
+        type Folder = (PathBuf, fn(&str) -> Option<RunId>);
+        let folders: [Folder; 2] = [
+            (layout.ledgers(), FsLayout::ledger_run),
+            (layout.runs(), FsLayout::snapshot_run),
+        ];
+        for (dir, run_of) in folders {
             if !dir.is_dir() {
                 continue;
             }
@@ -106,8 +117,7 @@ impl DataDir {
                 std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
             {
                 let name = entry?.file_name();
-                let name = name.to_string_lossy();
-                if let Some(id) = name.strip_suffix(suffix).and_then(|s| s.parse().ok()) {
+                if let Some(id) = run_of(&name.to_string_lossy()) {
                     ids.push(id);
                 }
             }

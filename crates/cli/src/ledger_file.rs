@@ -206,12 +206,7 @@ impl LedgerFile {
     /// The snapshot of the run whose ledger in `data` is `path`, if it is one.
     fn anchor(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Anchor {
         let id = expected.cloned().or_else(|| {
-            let id: RunId = path
-                .file_name()?
-                .to_str()?
-                .strip_suffix(".jsonl")?
-                .parse()
-                .ok()?;
+            let id = rein::FsLayout::ledger_run(path.file_name()?.to_str()?)?;
             let ours = data.ledger(&id).canonicalize().ok()?;
             (path.canonicalize().ok()? == ours).then_some(id)
         });

@@ -340,9 +340,7 @@ pub(crate) fn age(millis: u64) -> String {
 
 /// The summary printed after `rein run` / `rein resume`.
 pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String {
-    let ledger_path = std::path::Path::new(data_dir)
-        .join("ledgers")
-        .join(format!("{}.jsonl", run.id()));
+    let ledger_path = rein::FsLayout::new(data_dir).ledger(run.id());
     let mut out = String::new();
     let mark = match run.status() {
         RunStatus::Completed => "✓",

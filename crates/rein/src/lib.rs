@@ -169,8 +169,8 @@ pub use rein_artifact::{
 };
 #[doc(inline)]
 pub use rein_storage::{
-    FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
-    StorageError,
+    FsConfig, FsLayout, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore,
+    MemoryRunStore, StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------

@@ -192,22 +192,9 @@ pub(crate) fn find_ledger(
 /// The data directory and run of a path shaped `DIR/ledgers/RUN_ID.jsonl`, when `DIR` holds
 /// a `runs` directory.
 fn data_dir_of(path: &Path) -> Option<(DataDir, RunId)> {
-    let id: RunId = path
-        .file_name()?
-        .to_str()?
-        .strip_suffix(".jsonl")?
-        .parse()
-        .ok()?;
-    let ledgers = path.parent()?;
-    if ledgers.file_name()? != "ledgers" {
+    let (layout, id) = rein::FsLayout::of_ledger(path)?;
+    if !layout.runs().is_dir() {
         return None;
     }
-    let root = match ledgers.parent()? {
-        p if p.as_os_str().is_empty() => Path::new("."),
-        p => p,
-    };
-    if !root.join("runs").is_dir() {
-        return None;
-    }
-    Some((DataDir::new(root).ok()?, id))
+    Some((DataDir::new(layout.root()).ok()?, id))
 }

@@ -60,7 +60,9 @@ mod memory;
 mod tip;
 
 pub use error::StorageError;
-pub use fs::{FsArtifactStore, FsConfig, FsLedgerStore, FsRunStore, FsStores, FsyncPolicy};
+pub use fs::{
+    FsArtifactStore, FsConfig, FsLayout, FsLedgerStore, FsRunStore, FsStores, FsyncPolicy,
+};
 pub use memory::{
     MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, RegistryBuilder,
 };

@@ -112,8 +112,7 @@ impl FsLedgerStore {
 
 impl Inner {
     fn path(&self, run_id: &RunId) -> PathBuf {
-        // A run id is ASCII letters, digits, '-' and '_': always one plain file name.
-        self.dir.join(format!("{run_id}.jsonl"))
+        super::FsLayout::ledger_in(&self.dir, run_id)
     }
 
     /// The slot of `run_id`, made if missing (closing idle handles when there are too many).
@@ -408,9 +407,9 @@ impl Inner {
         for entry in fs::read_dir(&self.dir).map_err(io_error)? {
             let name = entry.map_err(io_error)?.file_name();
             let Some(name) = name.to_str() else { continue };
-            match name.strip_suffix(".jsonl").map(str::parse::<RunId>) {
-                Some(Ok(id)) => ids.push(id),
-                _ => tracing::debug!(file = name, dir = %self.dir.display(),
+            match super::FsLayout::ledger_run(name) {
+                Some(id) => ids.push(id),
+                None => tracing::debug!(file = name, dir = %self.dir.display(),
                     "skipping a file that is not a ledger"),
             }
         }

@@ -3,12 +3,14 @@
 
 mod artifact;
 mod file;
+mod layout;
 mod ledger;
 mod run;
 
 use std::path::{Path, PathBuf};
 
 pub use artifact::FsArtifactStore;
+pub use layout::FsLayout;
 pub use ledger::FsLedgerStore;
 pub use run::FsRunStore;
 
@@ -179,10 +181,17 @@ impl FsStores {
                 Err(source) => Err(StorageError::Io { path, source }),
             }
         };
-        let runs = FsRunStore::new(dir("runs")?, config.fsync);
-        let ledgers = FsLedgerStore::new(dir("ledgers")?, config.fsync, config.max_open_ledgers);
-        let artifacts =
-            FsArtifactStore::new(dir("artifacts")?, config.fsync, config.max_artifact_size);
+        let runs = FsRunStore::new(dir(FsLayout::RUNS)?, config.fsync);
+        let ledgers = FsLedgerStore::new(
+            dir(FsLayout::LEDGERS)?,
+            config.fsync,
+            config.max_open_ledgers,
+        );
+        let artifacts = FsArtifactStore::new(
+            dir(FsLayout::ARTIFACTS)?,
+            config.fsync,
+            config.max_artifact_size,
+        );
         if config.fsync != FsyncPolicy::Relaxed {
             file::sync_dir(&root).map_err(|source| StorageError::Io {
                 path: root.clone(),

@@ -58,8 +58,7 @@ impl FsRunStore {
 
 impl Inner {
     fn path(&self, id: &RunId) -> PathBuf {
-        // A run id is ASCII letters, digits, '-' and '_': always one plain file name.
-        self.dir.join(format!("{id}.json"))
+        super::FsLayout::snapshot_in(&self.dir, id)
     }
 
     fn save(&self, id: &RunId, json: &[u8]) -> Result<(), RunStoreError> {
@@ -116,9 +115,9 @@ impl Inner {
             if file::is_temp(name) {
                 continue;
             }
-            match name.strip_suffix(".json").map(str::parse::<RunId>) {
-                Some(Ok(id)) => ids.push(id),
-                _ => tracing::debug!(file = name, dir = %self.dir.display(),
+            match super::FsLayout::snapshot_run(name) {
+                Some(id) => ids.push(id),
+                None => tracing::debug!(file = name, dir = %self.dir.display(),
                     "skipping a file that is not a run snapshot"),
             }
         }
