@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use rein::{
-    ApprovalPolicy, Eligibility, Entry, EntryKind, State, ToolSpec, Transitions, Value, json,
+    ApprovalPolicy, Eligibility, Entry, EntryKind, RunOutline, State, ToolSpec, Transitions, Value,
+    json,
 };
 
 use crate::cli::Format;
-use crate::ledger_file::RunInfo;
 use crate::render::{serde_name, truncate};
 
 /// One stay in a state: how the run got there, and the tools it called there.
@@ -139,7 +139,7 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
 /// The path of a run in `format`.
 pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
     let visits = visits(entries);
-    let info = RunInfo::of(entries);
+    let info = RunOutline::of(entries);
     match format {
         Format::Json => {
             let path: Vec<Value> = visits
@@ -154,9 +154,9 @@ pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
                 })
                 .collect();
             let out = json!({
-                "run_id": info.id.map(|id| id.to_string()),
+                "run_id": entries.first().map(|e| e.run_id().to_string()),
                 "status": info.status,
-                "steps": info.steps,
+                "steps": info.decisions,
                 "path": path,
             });
             format!(

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rein::{
-    Entry, EntryKind, Ledger, LedgerHead, LedgerLines, Run, RunId, RunStatus, State, Timestamp,
-    TornTail, VerifyError,
+    Entry, Ledger, LedgerHead, LedgerLines, Run, RunId, RunOutline, Timestamp, TornTail,
+    VerifyError,
 };
 
 use crate::datadir::DataDir;
@@ -324,60 +324,12 @@ impl LedgerFile {
     }
 
     /// What the ledger says about its run.
-    pub(crate) fn info(&self) -> RunInfo {
-        RunInfo::of(&self.entries)
+    pub(crate) fn outline(&self) -> RunOutline {
+        RunOutline::of(&self.entries)
     }
-}
 
-/// A run as its ledger tells it: enough to list it.
-#[derive(Debug, Clone)]
-pub(crate) struct RunInfo {
-    /// The run.
-    pub(crate) id: Option<RunId>,
-    /// Its goal.
-    pub(crate) goal: String,
-    /// Its status.
-    pub(crate) status: RunStatus,
-    /// Its state.
-    pub(crate) state: State,
-    /// Decisions taken.
-    pub(crate) steps: u32,
-    /// When it started.
-    pub(crate) started: Option<Timestamp>,
-}
-
-impl RunInfo {
-    /// Reads `entries`, oldest first.
-    pub(crate) fn of(entries: &[Entry]) -> Self {
-        let mut info = Self {
-            id: entries.first().map(|e| e.run_id().clone()),
-            goal: String::new(),
-            status: RunStatus::Running,
-            state: State::Intake,
-            steps: 0,
-            started: entries.first().map(Entry::at),
-        };
-        for entry in entries {
-            match entry.event() {
-                EntryKind::RunStarted { goal, .. } => info.goal.clone_from(goal),
-                EntryKind::Decision { .. } => info.steps += 1,
-                EntryKind::Transition { to, .. } => info.state = *to,
-                EntryKind::RunCompleted { .. } => {
-                    info.status = RunStatus::Completed;
-                    info.state = State::Done;
-                }
-                EntryKind::RunFailed { .. } => {
-                    info.status = RunStatus::Failed;
-                    info.state = State::Failed;
-                }
-                EntryKind::RunPaused { .. } => info.status = RunStatus::Paused,
-                EntryKind::RunInterrupted { .. } => info.status = RunStatus::Interrupted,
-                EntryKind::RunResumed { .. } | EntryKind::HumanInputReceived { .. } => {
-                    info.status = RunStatus::Running;
-                }
-                _ => {}
-            }
-        }
-        info
+    /// When the run started: the time of its first entry.
+    pub(crate) fn started(&self) -> Option<Timestamp> {
+        self.entries.first().map(Entry::at)
     }
 }

@@ -63,5 +63,5 @@ pub use error::{BuildError, EngineError, NarrowingError, ProjectionError, Record
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
-pub use replay::{ReplayReport, Trace};
+pub use replay::ReplayReport;
 pub use spec::RunSpec;

@@ -4,13 +4,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use rein_ledger::{EntryKind, Ledger};
+use rein_ledger::{EntryKind, Ledger, RunOutline};
 use rein_policy::{
     ApprovalRequest, ApprovalResponse, Approver, ApproverError, PolicySnapshot, Verdict,
 };
 use rein_run::{
-    Decision, Failure, Payload, PlanRequest, Planner, PlannerError, RunStatus, State, ToolName,
-    ToolSpec,
+    Decision, Payload, PlanRequest, Planner, PlannerError, RunStatus, ToolName, ToolSpec,
 };
 use rein_tool::{Tool, ToolError, ToolOutput};
 use serde_json::Value;
@@ -20,66 +19,14 @@ use crate::engine::Engine;
 use crate::error::{EngineError, RecordedPolicyError};
 use crate::spec::RunSpec;
 
-/// Where a run went: the states it passed through, how it ended, with what.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Trace {
-    /// Every state entered, starting with `intake`.
-    pub states: Vec<State>,
-    /// How many decisions were taken.
-    pub decisions: u32,
-    /// The final status.
-    pub status: RunStatus,
-    /// The result, if it completed.
-    pub result: Option<Value>,
-    /// The failure, if it failed.
-    pub failure: Option<Failure>,
-}
-
-impl Trace {
-    fn of(ledger: &Ledger) -> Self {
-        let mut trace = Self {
-            states: vec![State::Intake],
-            decisions: 0,
-            status: RunStatus::Running,
-            result: None,
-            failure: None,
-        };
-        for entry in ledger.entries() {
-            match entry.event() {
-                EntryKind::Transition { to, .. } => trace.states.push(*to),
-                EntryKind::Decision { .. } => trace.decisions += 1,
-                EntryKind::RunCompleted { result, .. } => {
-                    trace.status = RunStatus::Completed;
-                    trace.result = Some(result.clone());
-                }
-                EntryKind::RunFailed { failure } => {
-                    trace.status = RunStatus::Failed;
-                    if trace.states.last() != Some(&State::Failed) {
-                        trace.states.push(State::Failed);
-                    }
-                    trace.failure = Some(failure.clone());
-                }
-                EntryKind::RunPaused { .. } => trace.status = RunStatus::Paused,
-                EntryKind::RunInterrupted { .. } => trace.status = RunStatus::Interrupted,
-                EntryKind::RunResumed { .. } | EntryKind::HumanInputReceived { .. } => {
-                    trace.status = RunStatus::Running
-                }
-                _ => {}
-            }
-        }
-        trace
-    }
-}
-
 /// What a replay found.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ReplayReport {
     /// Where the recorded run went.
-    pub recorded: Trace,
+    pub recorded: RunOutline,
     /// Where the replayed run went.
-    pub replayed: Trace,
+    pub replayed: RunOutline,
 }
 
 impl ReplayReport {
@@ -293,8 +240,8 @@ impl Engine {
         }
         let replayed = replayer.ledger(&id).await?;
         Ok(ReplayReport {
-            recorded: Trace::of(recorded),
-            replayed: Trace::of(&replayed),
+            recorded: recorded.outline(),
+            replayed: replayed.outline(),
         })
     }
 

@@ -124,7 +124,7 @@ pub use rein_engine::{
     BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
     MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
     ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle,
-    RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
+    RunSpec, SequentialIds, SystemClock, UuidV7Ids,
 };
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
@@ -159,7 +159,8 @@ pub use rein_policy::{
 #[doc(inline)]
 pub use rein_ledger::{
     DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerLines, LedgerStore,
-    LedgerStoreError, LineError, LoadedLedger, Problem, TornTail, VerifyError, Violation,
+    LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline, TornTail, VerifyError,
+    Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------

@@ -29,7 +29,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         let row = match LedgerFile::read(&data.ledger(&id), Some(&id), &data) {
             Err(e) => format!("{:<36}  {:<11}  {e}", id.as_str(), "unreadable"),
             Ok(file) => {
-                let info = file.info();
+                let info = file.outline();
                 let status = if file.verdict.is_err() {
                     "BROKEN".to_owned()
                 } else {
@@ -42,7 +42,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
                     ),
                     _ => truncate(&info.goal, 60),
                 };
-                let age = info.started.map_or_else(
+                let age = file.started().map_or_else(
                     || "?".to_owned(),
                     |t| age(now.saturating_sub(t.as_unix_millis())),
                 );
@@ -50,8 +50,8 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
                     "{:<36}  {:<11}  {:<8}  {:>5}  {:>5}  {}",
                     id.as_str(),
                     status,
-                    info.state.as_str(),
-                    info.steps,
+                    info.state().as_str(),
+                    info.decisions,
                     age,
                     goal
                 )

@@ -44,6 +44,7 @@ mod error;
 mod kind;
 mod ledger;
 mod lines;
+mod outline;
 mod store;
 
 pub use entry::Entry;
@@ -51,4 +52,5 @@ pub use error::{Problem, VerifyError};
 pub use kind::{EntryKind, InterruptKind, Violation};
 pub use ledger::Ledger;
 pub use lines::{LedgerLines, LineError};
+pub use outline::RunOutline;
 pub use store::{DynLedgerStore, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
