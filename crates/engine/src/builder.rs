@@ -14,7 +14,7 @@ use rein_run::{BudgetName, DynPlanner, DynRunStore, Planner, RunStore};
 use rein_storage::{
     FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
 };
-use rein_tool::{SharedTool, Tool};
+use rein_tool::{Registry, SharedTool, Tool};
 
 use crate::clock::{Clock, IdGenerator, SystemClock, UuidV7Ids};
 use crate::config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
@@ -90,6 +90,29 @@ impl EngineBuilder {
     /// Registers a tool already shared.
     pub fn shared_tool(mut self, tool: SharedTool) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// Registers every tool a catalogue lists (a [`Registry`], such as
+    /// `rein::MemoryRegistry` or a team's own), in the order of its `specs`. The engine
+    /// takes the tools at build time: it compiles each schema and builds each execution
+    /// stack once, as the `Registry` contract expects. A name registered twice, here or
+    /// with [`tool`](Self::tool), is a [`BuildError::DuplicateTool`].
+    ///
+    /// # Errors (at [`build`](Self::build))
+    /// [`BuildError::RegistryBroken`] when the registry lists a tool its `get` does not
+    /// return.
+    pub fn registry(mut self, registry: &dyn Registry) -> Self {
+        for spec in registry.specs() {
+            match registry.get(spec.name().as_str()) {
+                Some(tool) => self.tools.push(tool),
+                None => {
+                    self.deferred.get_or_insert(BuildError::RegistryBroken {
+                        tool: spec.name().clone(),
+                    });
+                }
+            }
+        }
         self
     }
 

@@ -46,6 +46,14 @@ pub enum BuildError {
     /// The filesystem stores could not be opened.
     #[error("could not open the filesystem stores: {0}")]
     Stores(#[source] rein_storage::StorageError),
+    /// A registry given to the builder lists a tool that its `get` does not return.
+    #[error(
+        "the registry lists tool `{tool}` but does not return it by name; a registry must return every tool it lists"
+    )]
+    RegistryBroken {
+        /// The tool listed but not returned.
+        tool: ToolName,
+    },
 }
 
 /// Why the engine could not start, resume or finish driving a run.

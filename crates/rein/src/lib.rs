@@ -171,7 +171,7 @@ pub use rein_artifact::{
 #[doc(inline)]
 pub use rein_storage::{
     FsConfig, FsLayout, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore,
-    MemoryRunStore, StorageError,
+    MemoryRegistry, MemoryRunStore, RegistryBuilder, StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------
