@@ -56,8 +56,7 @@ fn a_name_in_the_registry_and_on_the_builder_is_a_duplicate() {
         .registry(&catalogue)
         .planner(ScriptedPlanner::new([]))
         .build()
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         matches!(err, BuildError::DuplicateTool(ref name) if name.as_str() == "a"),
         "{err}"
@@ -84,8 +83,7 @@ fn a_registry_that_lists_what_it_cannot_return_is_a_build_error() {
         .registry(&lying)
         .planner(ScriptedPlanner::new([]))
         .build()
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(matches!(err, BuildError::RegistryBroken { ref tool } if tool.as_str() == "ghost"));
     assert!(err.to_string().contains("`ghost`"), "{err}");
 }
