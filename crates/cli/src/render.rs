@@ -57,12 +57,6 @@ fn colon(reason: &str) -> String {
     }
 }
 
-/// A run failure's message without the engine's echo of the tool error's own prefix
-/// (`tool `x` failed: tool failed: …` reads `tool `x` failed: …`).
-pub(crate) fn failure_message(message: &str) -> String {
-    message.replacen("failed: tool failed: ", "failed: ", 1)
-}
-
 /// What a ledger entry records, in one line.
 pub(crate) fn describe(kind: &EntryKind) -> String {
     match kind {
@@ -76,7 +70,7 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             format!(
                 "failed ({}){}",
                 serde_name(&failure.kind),
-                colon(&failure_message(&failure.message))
+                colon(&failure.message)
             )
         }
         EntryKind::Decision { step, decision } => {
@@ -361,7 +355,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
                 let _ = writeln!(
                     out,
                     "  error      {} ({})",
-                    failure_message(&failure.message),
+                    failure.message,
                     serde_name(&failure.kind)
                 );
             }

@@ -213,10 +213,7 @@ impl Driver {
             && self.shared.config.on_tool_error == OnToolError::FailRun
         {
             self.rec
-                .fail(
-                    FailureKind::ToolFailed,
-                    format!("tool `{tool}` failed: {error}"),
-                )
+                .fail(FailureKind::ToolFailed, error.about(&tool))
                 .await?;
         }
         Ok(())
@@ -381,7 +378,7 @@ impl Driver {
         tool: ToolName,
         error: ToolError,
     ) -> Result<(), EngineError> {
-        let message = format!("tool `{tool}` failed: {error}");
+        let message = error.about(&tool);
         self.rec
             .record(EntryKind::ToolError {
                 tool,

@@ -89,10 +89,7 @@ impl Driver {
                     return Ok(());
                 }
                 self.rec
-                    .fail(
-                        FailureKind::ToolFailed,
-                        format!("tool `{tool}` failed: {error}"),
-                    )
+                    .fail(FailureKind::ToolFailed, error.about(&tool))
                     .await
             }
         }
@@ -133,10 +130,7 @@ impl Driver {
             }
             if self.shared.config.on_tool_error == OnToolError::FailRun {
                 self.rec
-                    .fail(
-                        FailureKind::ToolFailed,
-                        format!("tool `{}` failed: {error}", failed.tool),
-                    )
+                    .fail(FailureKind::ToolFailed, error.about(&failed.tool))
                     .await?;
             }
             return Ok(());

@@ -237,8 +237,12 @@ fn outcome(new: &[rein::Evidence], tool: &str) -> Result<Value, Refusal> {
                     Payload::Artifact(link) => json!({ "artifact": link }),
                 });
             }
-            EvidenceKind::ToolFailure { error, .. } => {
-                return Err(Refusal::new(format!("`{tool}` failed: {error}")));
+            EvidenceKind::ToolFailure {
+                tool: called,
+                error,
+                ..
+            } => {
+                return Err(Refusal::new(error.about(called)));
             }
             EvidenceKind::SystemNote {
                 source: NoteSource::Violation,

@@ -72,6 +72,36 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// The error as a sentence about `tool`, for a run's failure and for people: the
+    /// error's own text says "tool failed", so `format!("tool `{tool}` failed: {error}")`
+    /// would say it twice.
+    ///
+    /// ```
+    /// use rein_tool::ToolError;
+    /// use std::time::Duration;
+    /// let tool = "fetch".parse()?;
+    /// assert_eq!(ToolError::transient("503").about(&tool), "tool `fetch` failed: 503 (transient)");
+    /// let late = ToolError::TimedOut { after: Duration::from_millis(5) };
+    /// assert_eq!(late.about(&tool), "tool `fetch` timed out after 5 ms");
+    /// # Ok::<(), rein_tool::ToolNameError>(())
+    /// ```
+    #[must_use]
+    pub fn about(&self, tool: &ToolName) -> String {
+        match self {
+            Self::InvalidInput { message } => format!("tool `{tool}` refused its input: {message}"),
+            Self::Failed { message, retryable } => format!(
+                "tool `{tool}` failed: {message}{}",
+                if *retryable { " (transient)" } else { "" }
+            ),
+            Self::TimedOut { after } => {
+                format!("tool `{tool}` timed out after {} ms", after.as_millis())
+            }
+            Self::Panicked { message } => format!("tool `{tool}` panicked: {message}"),
+            Self::Cancelled => format!("the call to tool `{tool}` was cancelled"),
+            Self::CircuitOpen { .. } | Self::Overloaded { .. } => self.to_string(),
+        }
+    }
+
     /// The tool refused its input.
     #[must_use]
     pub fn invalid_input(message: impl Into<String>) -> Self {
