@@ -260,3 +260,67 @@ fn an_oversized_attachment_is_a_typed_error_not_a_buffer() {
         Err(rein::AttachmentError::TooMany { .. })
     ));
 }
+
+#[tokio::test]
+async fn shell_output_past_its_cap_goes_to_an_artifact_the_inline_output_names() {
+    use rein::shell::{ShellConfig, ShellGuard, ShellRun};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = rein::tools::Workspace::open(dir.path()).expect("workspace");
+    let guard = ShellGuard::new(["seq"], Vec::<&str>::new());
+    let shell = ShellRun::new(ws, ShellConfig::new(guard).with_output_cap(100));
+    let mut steps = walk_to(State::Act);
+    steps.extend([
+        ScriptStep::expect(
+            State::Act,
+            Decision::call_tool("shell.run", json!({"argv": ["seq", "1", "20000"]}), "count"),
+        ),
+        ScriptStep::expect(State::Act, Decision::fail("enough")),
+    ]);
+    let store = Shared::default();
+    let engine = Engine::builder()
+        .tool(shell)
+        .approver(rein::AutoApprover)
+        .planner(ScriptedPlanner::new(steps))
+        .artifact_store(store.clone())
+        .build()
+        .expect("engine builds");
+    let run = engine.run("count").await.expect("run");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("the ledger verifies");
+    let expected: String = (1..=20_000).map(|n| format!("{n}\n")).collect();
+    let output = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::ToolResult {
+                output: Payload::Inline(v),
+                ..
+            } => Some(v.clone()),
+            _ => None,
+        })
+        .expect("an inline result");
+    assert_eq!(output["stdout"], expected[..100]);
+    assert_eq!(output["stdout_bytes"], expected.len());
+    assert_eq!(output["stdout_truncated"], true);
+    assert_eq!(output["stdout_attachment"], "stdout");
+    assert!(
+        output["stdout_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("attachment `stdout`")),
+        "{output}"
+    );
+    assert_eq!(output.get("stderr_attachment"), None);
+    let links: Vec<_> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolAttachment { name, link, .. } => Some((name.clone(), link.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].0, "stdout");
+    let id: ArtifactId = links[0].1.id.parse().expect("id");
+    let (_, bytes) = store.get(&id).await.expect("stored");
+    assert_eq!(bytes, expected.as_bytes());
+}

@@ -44,13 +44,23 @@ impl ToolOutput {
     /// # Errors
     /// [`AttachmentError::TooMany`] past [`ToolOutput::MAX_ATTACHMENTS`].
     pub fn with_attachment(mut self, attachment: Attachment) -> Result<Self, AttachmentError> {
+        self.push_attachment(attachment)?;
+        Ok(self)
+    }
+
+    /// Adds an attachment in place.
+    ///
+    /// # Errors
+    /// [`AttachmentError::TooMany`] past [`ToolOutput::MAX_ATTACHMENTS`]; the output is
+    /// left as it was.
+    pub fn push_attachment(&mut self, attachment: Attachment) -> Result<(), AttachmentError> {
         if self.attachments.len() >= Self::MAX_ATTACHMENTS {
             return Err(AttachmentError::TooMany {
                 limit: Self::MAX_ATTACHMENTS,
             });
         }
         self.attachments.push(attachment);
-        Ok(self)
+        Ok(())
     }
 
     /// The attachments, in the order they were added.

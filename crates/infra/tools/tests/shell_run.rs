@@ -142,6 +142,61 @@ async fn output_is_capped_and_counted() {
     assert_eq!(out["stdout"].as_str().unwrap().len(), 1000);
     assert_eq!(out["stdout_bytes"], 48894);
     assert_eq!(out["stdout_truncated"], true);
+    assert_eq!(out["stdout_attachment"], "stdout");
+}
+
+#[tokio::test]
+async fn output_past_the_cap_is_an_attachment_bounded_by_the_spill_cap() {
+    let dir = workspace();
+    let expected: String = (1..=10_000).map(|n| format!("{n}\n")).collect();
+    let t = tool(&dir.path().join("ws"));
+    let out = t
+        .run_with_attachments(json!({"argv": ["seq", "1", "10000"]}))
+        .await
+        .unwrap();
+    assert_eq!(out.attachments().len(), 1);
+    let stdout = &out.attachments()[0];
+    assert_eq!(
+        (stdout.name(), stdout.media_type()),
+        ("stdout", "text/plain")
+    );
+    assert_eq!(stdout.bytes(), expected.as_bytes());
+    assert!(
+        out.value()["stdout_note"]
+            .as_str()
+            .unwrap()
+            .contains("whole output")
+    );
+
+    // Past the spill cap, bytes are counted and dropped: memory stays bounded.
+    let guard = ShellGuard::new(["seq"], Vec::<&str>::new());
+    let small = ShellRun::new(
+        Workspace::open(dir.path().join("ws")).unwrap(),
+        ShellConfig::new(guard)
+            .with_output_cap(10)
+            .with_spill_cap(2000),
+    );
+    let out = small
+        .run_with_attachments(json!({"argv": ["seq", "1", "10000"]}))
+        .await
+        .unwrap();
+    assert_eq!(out.value()["stdout"], expected[..10]);
+    assert_eq!(out.value()["stdout_bytes"], expected.len());
+    assert_eq!(out.attachments()[0].bytes(), &expected.as_bytes()[..2000]);
+    let note = out.value()["stdout_note"].as_str().unwrap();
+    assert!(
+        note.contains("first 2000 bytes") && note.contains("dropped"),
+        "{note}"
+    );
+
+    // A short output has no attachment.
+    let out = small
+        .run_with_attachments(json!({"argv": ["seq", "1", "3"]}))
+        .await
+        .unwrap();
+    assert!(out.attachments().is_empty());
+    assert_eq!(out.value()["stdout_truncated"], false);
+    assert_eq!(out.value().get("stdout_attachment"), None);
 }
 
 /// The live (not zombie) processes whose process group is `group`.
