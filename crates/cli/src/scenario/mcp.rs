@@ -44,6 +44,8 @@ pub(crate) fn check(
         ("fail_first", def.fail_first.is_some()),
         ("delay_ms", def.delay_ms.is_some()),
         ("count_file", def.count_file.is_some()),
+        ("shell", def.shell.is_some()),
+        ("http", def.http.is_some()),
     ];
     if let Some((field, _)) = others.iter().find(|(_, set)| *set) {
         return Err((

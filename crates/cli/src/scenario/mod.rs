@@ -2,6 +2,7 @@
 //! file, checking it (including building the engine), and turning it into an engine.
 
 mod build;
+pub(crate) mod builtin;
 mod check;
 mod error;
 mod llm;
@@ -15,7 +16,7 @@ pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
 pub use error::ScenarioError;
 pub(crate) use model::{
-    Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer,
+    Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer, ToolDef,
 };
 
 /// The JSON Schema of scenario files (`rein schema scenario`).

@@ -142,7 +142,10 @@ async fn server_everything_tools_are_imported_with_their_hints() {
         .iter()
         .find(|b| b["type"] == "resource")
         .unwrap_or_else(|| panic!("a resource block: {blocks:?}"));
-    assert!(block["uri"].as_str().is_some_and(|u| u.contains('2')), "{block}");
+    assert!(
+        block["uri"].as_str().is_some_and(|u| u.contains('2')),
+        "{block}"
+    );
     let name = block["attachment"].as_str().expect("names its attachment");
     let text = reference
         .attachments()
