@@ -327,3 +327,57 @@ fn serve_over_http_on_loopback_governs_a_python_sdk_client() {
     let _ = server.wait();
     check_served_ledger(&scratch, &ended.0);
 }
+
+#[test]
+fn validate_starts_each_mcp_server_and_lists_the_tools_it_would_import() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "validate-mcp.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "command": notes_server()})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+        .expect_code(0)
+        .stdout_has(&[
+            "valid ✓",
+            "mcp server `notes`: 3 tools would be imported:",
+            "notes.lookup",
+            "notes.record",
+        ]);
+}
+
+#[test]
+fn validate_reports_a_server_that_does_not_start_or_handshake_naming_it() {
+    let scratch = Scratch::new();
+    let gone = scratch.write(
+        "gone.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "command": ["/nonexistent/server"]})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&gone).output().unwrap())
+        .expect_code(2)
+        .stderr_has(&[
+            "gone.json",
+            "mcp server `notes`",
+            "could not start",
+            "at: tools[0]",
+            "--offline",
+        ]);
+    // Something listening that is no MCP server: port 9 (discard) refuses on loopback.
+    let web = scratch.write(
+        "web.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "url": "http://127.0.0.1:9/mcp", "handshake_timeout_ms": 5000})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&web).output().unwrap())
+        .expect_code(2)
+        .stderr_has(&["mcp server `notes`", "did not complete the MCP handshake"]);
+    // --offline checks the file without contacting the server.
+    Outcome::of(
+        &rein()
+            .arg("validate")
+            .arg(&gone)
+            .arg("--offline")
+            .output()
+            .unwrap(),
+    )
+    .expect_code(0)
+    .stdout_has(&["valid ✓", "mcp servers: notes (not contacted: --offline)"]);
+}
