@@ -9,6 +9,7 @@ mod llm;
 pub(crate) mod mcp;
 mod model;
 mod paths;
+pub(crate) mod secrets;
 
 use std::path::{Path, PathBuf};
 

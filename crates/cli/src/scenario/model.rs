@@ -193,18 +193,19 @@ pub(crate) struct ToolDef {
     /// The MCP server as a child process: the program and its arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) command: Option<Vec<String>>,
-    /// Extra environment for the MCP child process.
+    /// Extra environment for the MCP child process: each value literal, or
+    /// `{"from_env": "NAME"}` to read it from rein's environment when the server starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) env: Option<BTreeMap<String, String>>,
+    pub(crate) env: Option<BTreeMap<String, SecretValue>>,
     /// The MCP child's working directory (relative to the scenario file; default: its folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cwd: Option<PathBuf>,
     /// The MCP server's streamable HTTP endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) url: Option<String>,
-    /// Extra HTTP headers for the MCP endpoint.
+    /// Extra HTTP headers for the MCP endpoint, each literal or `{"from_env": "NAME"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) headers: Option<BTreeMap<String, String>>,
+    pub(crate) headers: Option<BTreeMap<String, SecretValue>>,
     /// How long the MCP handshake and first listing may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) handshake_timeout_ms: Option<u64>,
@@ -220,6 +221,40 @@ pub(crate) struct ToolDef {
     /// The configuration of the built-in `http.fetch` (no hosts when absent: nothing allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) http: Option<HttpDef>,
+}
+
+/// An MCP `env` or `headers` value. Such values often hold tokens, so rein never stores
+/// one: the copy of a scenario kept in the data directory has a reference
+/// (`{"from_env": "NAME"}`, kept as written) or a redaction (`{"redacted": true}`, for a
+/// literal, which `rein resume` reads again from the original scenario file).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum SecretValue {
+    /// The value, as written in the scenario file.
+    Literal(String),
+    /// Read from rein's environment variable `from_env` when the server starts.
+    FromEnv {
+        /// The variable's name.
+        from_env: String,
+    },
+    /// A literal that was not stored (only in the data directory's copy).
+    Redacted {
+        /// Always `true`.
+        redacted: bool,
+    },
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Literal(_) => f.write_str("Literal(<redacted>)"),
+            Self::FromEnv { from_env } => f
+                .debug_struct("FromEnv")
+                .field("from_env", from_env)
+                .finish(),
+            Self::Redacted { .. } => f.write_str("Redacted"),
+        }
+    }
 }
 
 /// `shell.run`'s configuration: `{"builtin": "shell.run", "shell": {"allow": ["cargo"]}}`.
