@@ -34,7 +34,14 @@ fn validate(scratch: &Scratch, name: &str, text: &str) -> Outcome {
 #[test]
 fn bad_builtin_configuration_is_exit_2_with_a_path_into_the_file() {
     let scratch = Scratch::new();
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &[&str]); 10] = [
+        (
+            r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "max_processes": 0}}]"#,
+            &[
+                "`shell.max_processes` is 0",
+                "at: tools[0].shell.max_processes",
+            ],
+        ),
         (
             r#"[{"builtin": "shell.run"}]"#,
             &["needs a \"shell\" object", "at: tools[0]", "help:"],

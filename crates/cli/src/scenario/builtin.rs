@@ -104,6 +104,13 @@ fn check_shell(def: &ToolDef, path: &JsonPath) -> Result<(), ToolProblem> {
             None,
         ));
     }
+    if shell.max_processes == Some(0) {
+        return Err((
+            at.key("max_processes"),
+            "`shell.max_processes` is 0: no command could start; the count includes the command itself".to_owned(),
+            None,
+        ));
+    }
     if let Some(cap) = shell.spill_cap
         && cap > rein::Attachment::MAX_BYTES
     {

@@ -288,6 +288,10 @@ pub(crate) struct ShellDef {
     /// Run commands in a Landlock sandbox (write only inside the workspace; Linux).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) sandbox: bool,
+    /// The most processes a command may have at once, itself included (a pids cgroup per
+    /// call; Linux, refused where no pids cgroup is writable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_processes: Option<u32>,
 }
 
 /// `http.fetch`'s configuration: `{"builtin": "http.fetch", "http": {"allow_hosts": […]}}`.

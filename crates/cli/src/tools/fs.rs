@@ -61,6 +61,9 @@ pub(crate) fn add_builtin(
     if let Some(cap) = shell.spill_cap {
         config = config.with_spill_cap(cap);
     }
+    if let Some(max) = shell.max_processes {
+        config = config.with_max_processes(max);
+    }
     if let Some(env) = &shell.env {
         config = config.with_env_allowlist(env.iter().cloned());
     }

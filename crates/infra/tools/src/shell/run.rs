@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::limit::{self, PidsCgroup, ProcessLimitError};
 use super::sandbox::{self, SandboxError};
 use super::{ShellGuard, ShellRejection};
 use crate::fs::{builtin_spec, parse, schema};
@@ -31,6 +32,7 @@ pub struct ShellConfig {
     spill_cap: usize,
     env: Vec<String>,
     sandbox: bool,
+    max_processes: Option<u32>,
 }
 
 impl ShellConfig {
@@ -47,6 +49,7 @@ impl ShellConfig {
             spill_cap: Attachment::MAX_BYTES,
             env: DEFAULT_ENV.iter().map(|&s| s.to_owned()).collect(),
             sandbox: false,
+            max_processes: None,
         }
     }
 
@@ -56,6 +59,18 @@ impl ShellConfig {
     #[must_use]
     pub const fn with_sandbox(mut self, sandbox: bool) -> Self {
         self.sandbox = sandbox;
+        self
+    }
+
+    /// Bounds every command to `max` processes (itself and everything it starts, together),
+    /// so a fork loop stops at the bound. Linux only, through a pids cgroup per call (see
+    /// [`ProcessLimitError`] for what it needs); where none can be made, calls fail with
+    /// [`ShellError::ProcessLimit`] instead of running unbounded. Off by default.
+    ///
+    /// [`ProcessLimitError`]: super::ProcessLimitError
+    #[must_use]
+    pub const fn with_max_processes(mut self, max: u32) -> Self {
+        self.max_processes = Some(max);
         self
     }
 
@@ -152,6 +167,9 @@ pub enum ShellError {
         #[source]
         source: std::io::Error,
     },
+    /// The process bound was asked for and could not be set up (or is unsupported here).
+    #[error(transparent)]
+    ProcessLimit(#[from] ProcessLimitError),
 }
 
 impl From<ShellError> for ToolError {
@@ -282,12 +300,33 @@ impl ShellRun {
             .min(self.config.max_timeout);
         let program = argv.program().to_owned();
 
-        let mut command = tokio::process::Command::new(argv.program());
+        // With a process bound, the command joins its own pids cgroup before it runs.
+        let cgroup = self
+            .config
+            .max_processes
+            .map(PidsCgroup::create)
+            .transpose()?;
+        let mut command = match &cgroup {
+            None => {
+                let mut command = tokio::process::Command::new(argv.program());
+                command.args(argv.args()).stdin(Stdio::null());
+                command
+            }
+            Some(cgroup) => {
+                let procs = cgroup.procs().map_err(|e| ProcessLimitError::Unsupported {
+                    reason: format!("cannot open the cgroup's process list: {e}"),
+                })?;
+                let mut command = tokio::process::Command::new("/bin/sh");
+                command
+                    .args(["-c", limit::LAUNCHER, "sh"])
+                    .args(argv.words())
+                    .stdin(Stdio::from(procs));
+                command
+            }
+        };
         command
-            .args(argv.args())
             .current_dir(&cwd)
             .env_clear()
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -308,6 +347,8 @@ impl ShellRun {
         };
         // Whatever happens from here (exit, timeout, the future dropped), the whole group
         // is killed when this guard goes: no orphan outlives the call.
+        // Dropped last (after the group is killed): kills what is left in the cgroup.
+        let _cgroup = cgroup;
         let _group = KillGroup(child.id());
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
@@ -333,6 +374,7 @@ impl ShellRun {
             "exit_code": status.code(),
             "success": status.success(),
             "sandbox": if self.config.sandbox { "landlock" } else { "none" },
+            "max_processes": self.config.max_processes,
         });
         let mut attachments = Vec::new();
         for (stream, captured) in [("stdout", out), ("stderr", err)] {
