@@ -155,3 +155,172 @@ async fn artifacts_on_disk_are_verified_too() {
     std::fs::write(&path, b"tampered").expect("overwrite");
     assert!(stores.artifacts().get(&id).await.is_err());
 }
+
+/// A tool that returns a small JSON output naming two attachments.
+#[derive(Debug)]
+struct Screenshot(rein::ToolSpec);
+
+impl rein::tool::Tool for Screenshot {
+    fn spec(&self) -> &rein::ToolSpec {
+        &self.0
+    }
+    async fn call(&self, _input: Value) -> Result<rein::ToolOutput, rein::ToolError> {
+        let png = rein::Attachment::new("screen.png", "image/png", PNG.to_vec())
+            .map_err(|e| rein::ToolError::failed(e.to_string()))?;
+        let log = rein::Attachment::new("log", "text/plain", b"line 1\nline 2\n".to_vec())
+            .map_err(|e| rein::ToolError::failed(e.to_string()))?;
+        rein::ToolOutput::new(json!({"see": ["screen.png", "log"]}))
+            .with_attachment(png)
+            .and_then(|o| o.with_attachment(log))
+            .map_err(|e| rein::ToolError::failed(e.to_string()))
+    }
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\nnot really an image";
+
+#[tokio::test]
+async fn attachments_become_artifacts_linked_in_the_ledger_after_the_result() {
+    let spec = rein::ToolSpec::new("report".parse().expect("name"), "screenshots")
+        .with_annotations(Annotations::read_only());
+    let store = Shared::default();
+    let engine = Engine::builder()
+        .tool(Screenshot(spec))
+        .planner(script())
+        .artifact_store(store.clone())
+        .build()
+        .expect("engine builds");
+    let run = engine.run("attach").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("the ledger verifies");
+    let kinds: Vec<&str> = ledger.entries().iter().map(|e| e.event().name()).collect();
+    let result = kinds
+        .iter()
+        .position(|k| *k == "tool_result")
+        .expect("a result");
+    assert_eq!(
+        kinds[result + 1..result + 3],
+        ["tool_attachment", "tool_attachment"]
+    );
+    let mut seen = Vec::new();
+    for entry in ledger.entries() {
+        if let EntryKind::ToolAttachment {
+            tool,
+            attempt,
+            name,
+            link,
+        } = entry.event()
+        {
+            assert_eq!((tool.as_str(), *attempt), ("report", 1));
+            let id: ArtifactId = link.id.parse().expect("an artifact id");
+            let (reference, bytes) = store.get(&id).await.expect("stored");
+            reference.verify(&bytes).expect("checksum verifies");
+            assert_eq!(link.size, bytes.len() as u64);
+            assert_eq!(link.content_type, reference.content_type());
+            assert_eq!(reference.name(), Some(name.as_str()));
+            seen.push((name.clone(), link.content_type.clone(), bytes));
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            (
+                "screen.png".to_owned(),
+                "image/png".to_owned(),
+                PNG.to_vec()
+            ),
+            (
+                "log".to_owned(),
+                "text/plain".to_owned(),
+                b"line 1\nline 2\n".to_vec()
+            ),
+        ]
+    );
+    // The output itself stays inline and small; replay serves it from the ledger.
+    let report = engine.replay(&ledger).await.expect("replay");
+    assert!(report.matches(), "{:?}", report.divergence());
+}
+
+#[test]
+fn an_oversized_attachment_is_a_typed_error_not_a_buffer() {
+    let over = vec![0; rein::Attachment::MAX_BYTES + 1];
+    assert!(matches!(
+        rein::Attachment::new("big", "application/octet-stream", over),
+        Err(rein::AttachmentError::TooLarge { size, limit, .. })
+            if size == rein::Attachment::MAX_BYTES + 1 && limit == rein::Attachment::MAX_BYTES
+    ));
+    let mut output = rein::ToolOutput::new(json!(null));
+    for i in 0..rein::ToolOutput::MAX_ATTACHMENTS {
+        let a = rein::Attachment::new(format!("a{i}"), "text/plain", vec![]).expect("valid");
+        output = output.with_attachment(a).expect("room");
+    }
+    let one_more = rein::Attachment::new("late", "text/plain", vec![]).expect("valid");
+    assert!(matches!(
+        output.with_attachment(one_more),
+        Err(rein::AttachmentError::TooMany { .. })
+    ));
+}
+
+#[tokio::test]
+async fn shell_output_past_its_cap_goes_to_an_artifact_the_inline_output_names() {
+    use rein::shell::{ShellConfig, ShellGuard, ShellRun};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = rein::tools::Workspace::open(dir.path()).expect("workspace");
+    let guard = ShellGuard::new(["seq"], Vec::<&str>::new());
+    let shell = ShellRun::new(ws, ShellConfig::new(guard).with_output_cap(100));
+    let mut steps = walk_to(State::Act);
+    steps.extend([
+        ScriptStep::expect(
+            State::Act,
+            Decision::call_tool("shell.run", json!({"argv": ["seq", "1", "20000"]}), "count"),
+        ),
+        ScriptStep::expect(State::Act, Decision::fail("enough")),
+    ]);
+    let store = Shared::default();
+    let engine = Engine::builder()
+        .tool(shell)
+        .approver(rein::AutoApprover)
+        .planner(ScriptedPlanner::new(steps))
+        .artifact_store(store.clone())
+        .build()
+        .expect("engine builds");
+    let run = engine.run("count").await.expect("run");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("the ledger verifies");
+    let expected: String = (1..=20_000).map(|n| format!("{n}\n")).collect();
+    let output = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::ToolResult {
+                output: Payload::Inline(v),
+                ..
+            } => Some(v.clone()),
+            _ => None,
+        })
+        .expect("an inline result");
+    assert_eq!(output["stdout"], expected[..100]);
+    assert_eq!(output["stdout_bytes"], expected.len());
+    assert_eq!(output["stdout_truncated"], true);
+    assert_eq!(output["stdout_attachment"], "stdout");
+    assert!(
+        output["stdout_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("attachment `stdout`")),
+        "{output}"
+    );
+    assert_eq!(output.get("stderr_attachment"), None);
+    let links: Vec<_> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolAttachment { name, link, .. } => Some((name.clone(), link.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].0, "stdout");
+    let id: ArtifactId = links[0].1.id.parse().expect("id");
+    let (_, bytes) = store.get(&id).await.expect("stored");
+    assert_eq!(bytes, expected.as_bytes());
+}

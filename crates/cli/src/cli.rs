@@ -257,6 +257,10 @@ pub(crate) struct ValidateArgs {
     /// Check the file tools against DIR instead of the scenario's "workspace".
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
+    /// Check the file only: do not start or connect to the scenario's MCP servers (by
+    /// default each is started, handshaken and listed, then closed).
+    #[arg(long)]
+    pub(crate) offline: bool,
 }
 
 /// `rein schema`.

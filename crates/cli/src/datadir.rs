@@ -127,15 +127,34 @@ impl DataDir {
         Ok(ids)
     }
 
-    /// Stores run `id`'s resolved scenario, atomically (temporary file, fsync, rename).
+    /// Where the path of run `id`'s original scenario file is stored (`rein resume` reads
+    /// MCP `env`/`headers` literals from there: they are never stored here).
+    pub(crate) fn scenario_source(&self, id: &RunId) -> PathBuf {
+        self.root.join("scenarios").join(format!("{id}.source"))
+    }
+
+    /// Stores run `id`'s resolved scenario, atomically (temporary file, fsync, rename),
+    /// with every literal MCP `env`/`headers` value redacted, and the path of its original
+    /// file (`source`) beside it.
     ///
     /// # Errors
     /// Bad input when the directory cannot be written.
-    pub(crate) fn save_scenario(&self, id: &RunId, scenario: &Scenario) -> Result<(), CliError> {
+    pub(crate) fn save_scenario(
+        &self,
+        id: &RunId,
+        scenario: &Scenario,
+        source: &std::path::Path,
+    ) -> Result<(), CliError> {
         let path = self.scenario(id);
+        let scenario = &crate::scenario::secrets::redacted(scenario);
         let write = || -> std::io::Result<()> {
             let dir = self.root.join("scenarios");
             std::fs::create_dir_all(&dir)?;
+            let source = std::path::absolute(source)?;
+            std::fs::write(
+                self.scenario_source(id),
+                source.as_os_str().as_encoded_bytes(),
+            )?;
             let tmp = dir.join(format!(".{id}.json.tmp"));
             let mut file = std::fs::File::create(&tmp)?;
             let mut json = serde_json::to_vec_pretty(scenario).map_err(std::io::Error::other)?;
@@ -204,5 +223,6 @@ impl DataDir {
     /// Removes run `id`'s stored scenario (when the run could not start).
     pub(crate) fn forget_scenario(&self, id: &RunId) {
         let _ = std::fs::remove_file(self.scenario(id));
+        let _ = std::fs::remove_file(self.scenario_source(id));
     }
 }

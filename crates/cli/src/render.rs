@@ -174,6 +174,12 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
         EntryKind::Steering { note } => format!("steering note{}", colon(note)),
         EntryKind::RunInterrupted { reason } => format!("interrupted{}", colon(reason)),
         EntryKind::Interrupt { kind } => format!("interrupt requested ({kind})"),
+        EntryKind::ToolAttachment {
+            tool, name, link, ..
+        } => format!(
+            "{tool} attached {name:?} ({} bytes, {}) as artifact {}",
+            link.size, link.content_type, link.id
+        ),
         other => other.name().replace('_', " "),
     }
 }
@@ -367,6 +373,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
     let (mut requested, mut granted, mut denied, mut violations) = (0, 0, 0, 0);
     let mut per_tool: BTreeMap<String, u32> = BTreeMap::new();
     let (mut model_calls, mut tokens_in, mut tokens_out) = (0u64, 0u64, 0u64);
+    let mut attachments = Vec::new();
     let mut path = vec!["intake".to_owned()];
     for entry in &ledger.entries {
         match entry.event() {
@@ -398,6 +405,9 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
                 model_calls += 1;
                 tokens_in += call.input_tokens;
                 tokens_out += call.output_tokens;
+            }
+            EntryKind::ToolAttachment { name, link, .. } => {
+                attachments.push(format!("{name} → {}", link.id));
             }
             EntryKind::Transition { to, .. } => path.push(to.to_string()),
             EntryKind::RunFailed { .. } if path.last().map(String::as_str) != Some("failed") => {
@@ -435,6 +445,9 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
             out,
             "  model      {model_calls} calls, {tokens_in} tokens in, {tokens_out} out"
         );
+    }
+    if !attachments.is_empty() {
+        let _ = writeln!(out, "  artifacts  {}", attachments.join(", "));
     }
     let policy = PolicySnapshot::from_value(run.policy()).ok();
     let mut limits = policy

@@ -327,3 +327,216 @@ fn serve_over_http_on_loopback_governs_a_python_sdk_client() {
     let _ = server.wait();
     check_served_ledger(&scratch, &ended.0);
 }
+
+#[test]
+fn validate_starts_each_mcp_server_and_lists_the_tools_it_would_import() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "validate-mcp.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "command": notes_server()})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+        .expect_code(0)
+        .stdout_has(&[
+            "valid ✓",
+            "mcp server `notes`: 3 tools would be imported:",
+            "notes.lookup",
+            "notes.record",
+        ]);
+}
+
+#[test]
+fn validate_reports_a_server_that_does_not_start_or_handshake_naming_it() {
+    let scratch = Scratch::new();
+    let gone = scratch.write(
+        "gone.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "command": ["/nonexistent/server"]})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&gone).output().unwrap())
+        .expect_code(2)
+        .stderr_has(&[
+            "gone.json",
+            "mcp server `notes`",
+            "could not start",
+            "at: tools[0]",
+            "--offline",
+        ]);
+    // Something listening that is no MCP server: port 9 (discard) refuses on loopback.
+    let web = scratch.write(
+        "web.json",
+        &scenario(&json!({"kind": "mcp", "server": "notes", "url": "http://127.0.0.1:9/mcp", "handshake_timeout_ms": 5000})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&web).output().unwrap())
+        .expect_code(2)
+        .stderr_has(&["mcp server `notes`", "did not complete the MCP handshake"]);
+    // --offline checks the file without contacting the server.
+    Outcome::of(
+        &rein()
+            .arg("validate")
+            .arg(&gone)
+            .arg("--offline")
+            .output()
+            .unwrap(),
+    )
+    .expect_code(0)
+    .stdout_has(&["valid ✓", "mcp servers: notes (not contacted: --offline)"]);
+}
+
+/// A scenario whose MCP server gets one env value literally and one from rein's
+/// environment; the run pauses for a human before it calls the server.
+fn secret_scenario(env: &Value) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/env_server.py");
+    json!({
+        "goal": "use a server that needs tokens",
+        "tools": [{"kind": "mcp", "server": "vault", "command": [installed("venv/bin/python"), script], "env": env}],
+        "planner": {"scripted": [
+            {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "go"}},
+            {"expect": "explore", "decision": {"type": "ask_human", "question": "go on?", "options": ["yes"]}},
+            {"expect": "explore", "decision": {"type": "call_tool", "tool": "vault.digests", "input": {}, "reason": "check"}},
+            {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "done"}},
+            {"expect": "decide", "decision": {"type": "finish", "summary": "checked"}}
+        ]}
+    })
+    .to_string()
+}
+
+const LITERAL: &str = "lit-s3cret-4f1a";
+const REFERENCED: &str = "ref-s3cret-9b2c";
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn mcp_env_values_are_never_stored_and_a_resume_still_passes_them() {
+    let scratch = Scratch::new();
+    let env = json!({"LITERAL_TOKEN": LITERAL, "REF_TOKEN": {"from_env": "REIN_TEST_REF_TOKEN"}});
+    let file = scratch.write("secrets.json", &secret_scenario(&env));
+    let rein_with_token = || {
+        let mut command = rein();
+        command.env("REIN_TEST_REF_TOKEN", REFERENCED);
+        command
+    };
+    let started = Outcome::of(
+        &rein_with_token()
+            .arg("run")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    started.expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    // The stored copy keeps the reference and redacts the literal.
+    let copy: Value = serde_json::from_str(
+        &std::fs::read_to_string(scratch.data().join(format!("scenarios/{id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        copy["tools"][0]["env"],
+        json!({"LITERAL_TOKEN": {"redacted": true}, "REF_TOKEN": {"from_env": "REIN_TEST_REF_TOKEN"}})
+    );
+
+    let resumed = Outcome::of(
+        &rein_with_token()
+            .args(["resume", &id, "--input", "yes", "--json", "--data-dir"])
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    resumed.expect_code(0);
+    // The server got both values after the resume: their digests are in the ledger.
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    assert!(ledger.contains(&sha256_hex(LITERAL)), "literal not passed");
+    assert!(
+        ledger.contains(&sha256_hex(REFERENCED)),
+        "reference not passed"
+    );
+    // No value anywhere: data directory (copy, ledger, snapshot), output, errors.
+    for secret in [LITERAL, REFERENCED] {
+        assert_eq!(
+            files_holding(&scratch.data(), secret),
+            Vec::<PathBuf>::new()
+        );
+        for text in [
+            &started.stdout,
+            &started.stderr,
+            &resumed.stdout,
+            &resumed.stderr,
+        ] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+    rein()
+        .args(["ledger", "verify", &id, "--data-dir"])
+        .arg(scratch.data())
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_resume_whose_original_lost_a_literal_is_refused_naming_it() {
+    let scratch = Scratch::new();
+    let env = json!({"LITERAL_TOKEN": LITERAL});
+    let file = scratch.write("secrets.json", &secret_scenario(&env));
+    let data = scratch.data();
+    Outcome::of(
+        &rein()
+            .arg("run")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap(),
+    )
+    .expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    scratch.write("secrets.json", &secret_scenario(&json!({})));
+    Outcome::of(
+        &rein()
+            .args(["resume", &id, "--input", "yes", "--data-dir"])
+            .arg(&data)
+            .output()
+            .unwrap(),
+    )
+    .expect_code(2)
+    .stderr_has(&[
+        "cannot be resumed",
+        "MCP server `vault` had `env.LITERAL_TOKEN` written literally",
+        "secrets.json",
+        "from_env",
+    ]);
+    // A reference to a variable that is not set is refused before anything starts.
+    let unset = scratch.write(
+        "unset.json",
+        &secret_scenario(&json!({"REF_TOKEN": {"from_env": "REIN_TEST_NEVER_SET"}})),
+    );
+    Outcome::of(&rein().arg("validate").arg(&unset).output().unwrap())
+        .expect_code(2)
+        .stderr_has(&[
+            "REIN_TEST_NEVER_SET",
+            "is not set",
+            "at: tools[0].env.REF_TOKEN",
+        ]);
+}

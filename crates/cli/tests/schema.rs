@@ -34,6 +34,19 @@ fn the_schema_rejects_what_rein_rejects() {
     let validator = jsonschema::validator_for(&schema()).unwrap();
     let base = json!({"goal": "g", "planner": {"scripted": []}});
     assert!(validator.is_valid(&base));
+    for good in [
+        json!({"builtin": "shell.run", "shell": {"allow": ["cargo"], "timeout_ms": 5000, "output_cap": 100, "env": ["PATH"]}}),
+        json!({"kind": "builtin", "name": "shell.run", "shell": {"allow": ["cargo"]}}),
+        json!({"builtin": "http.fetch"}),
+        json!({"builtin": "http.fetch", "http": {"allow_hosts": ["api.example.com"], "post": true}}),
+        json!({"builtin": "fs.read"}),
+    ] {
+        let scenario = json!({"goal": "g", "planner": {"scripted": []}, "tools": [good]});
+        assert!(
+            validator.is_valid(&scenario),
+            "the schema refuses {scenario}"
+        );
+    }
     for bad in [
         json!({"goal": "g"}),
         json!({"goal": "g", "planner": {"scripted": []}, "goals": 1}),
@@ -44,6 +57,11 @@ fn the_schema_rejects_what_rein_rejects() {
         json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"fixture": "t"}]}),
         json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"fixture": "t", "behavior": "echo", "annotations": {"read_only": true, "destructive": true}}]}),
         json!({"goal": "g", "planner": {"scripted": []}, "approver": "maybe"}),
+        json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"builtin": "shell.run"}]}),
+        json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"builtin": "shell.run", "shell": {"allow": []}}]}),
+        json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"builtin": "fs.read", "shell": {"allow": ["ls"]}}]}),
+        json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"builtin": "http.fetch", "http": {"allow_hosts": ["https://x.org/"]}}]}),
+        json!({"goal": "g", "planner": {"scripted": []}, "tools": [{"builtin": "http.fetch", "shell": {"allow": ["ls"]}}]}),
         json!({"goal": "g", "planner": {"scripted": []}, "resilience": {"retry": {"max_attempts": 0}}}),
     ] {
         assert!(!validator.is_valid(&bad), "the schema accepts {bad}");
@@ -110,8 +128,16 @@ fn the_schema_lists_exactly_the_accepted_fields() {
             json!({"goal": "g", "planner": planner, "resilience": {"breaker": {"consecutive_failures": 1, "zzz": 1}}}),
         ),
         (
-            "/$defs/tool/oneOf/0|/$defs/tool/oneOf/1|/$defs/tool/oneOf/2|/$defs/tool/oneOf/3",
+            "/$defs/tool/oneOf/0|/$defs/tool/oneOf/1|/$defs/tool/oneOf/2|/$defs/tool/oneOf/3|/$defs/tool/oneOf/4|/$defs/tool/oneOf/5",
             json!({"goal": "g", "planner": planner, "tools": [{"zzz": 1}]}),
+        ),
+        (
+            "/$defs/shellConfig",
+            json!({"goal": "g", "planner": planner, "tools": [{"builtin": "shell.run", "shell": {"allow": ["echo"], "zzz": 1}}]}),
+        ),
+        (
+            "/$defs/httpConfig",
+            json!({"goal": "g", "planner": planner, "tools": [{"builtin": "http.fetch", "http": {"zzz": 1}}]}),
         ),
         (
             "/$defs/annotations",

@@ -28,9 +28,9 @@ fn every_builtin_is_listed_with_where_it_runs_and_whether_it_asks() {
             "fs.write",
             "fs.edit",
             "fs.delete",
-            "skill.load",
             "shell.run",
-            "http.fetch"
+            "http.fetch",
+            "skill.load"
         ]
     );
     for name in [
@@ -56,11 +56,26 @@ fn every_builtin_is_listed_with_where_it_runs_and_whether_it_asks() {
         assert!(r["approval"].is_string(), "{name} asks");
     }
     assert_eq!(row("fs.delete")["destructive"], true);
+    // Both are declarable in scenario files, with the configuration they need.
+    let shell = row("shell.run");
     assert!(
-        row("shell.run")["scenarios"]
+        shell["scenarios"]
             .as_str()
             .unwrap()
-            .starts_with("library only")
+            .contains("\"shell\": {\"allow\"")
+    );
+    let http = row("http.fetch");
+    assert!(
+        http["scenarios"]
+            .as_str()
+            .unwrap()
+            .contains("\"http\": {\"allow_hosts\"")
+    );
+    assert!(
+        http["scenarios"]
+            .as_str()
+            .unwrap()
+            .contains("allows nothing")
     );
 
     let text = Outcome::of(&rein().arg("tools").output().unwrap());

@@ -353,6 +353,7 @@ impl Driver {
                 .await;
         }
         if let Ok(output) = outcome {
+            let attachments = output.take_attachments();
             let output = self.payload(&tool, output).await?;
             if entry.spec.annotations().is_cacheable() {
                 self.cache
@@ -360,13 +361,14 @@ impl Driver {
             }
             self.rec
                 .record(EntryKind::ToolResult {
-                    tool,
+                    tool: tool.clone(),
                     attempt: number,
                     duration_ms,
                     cached: false,
                     output,
                 })
                 .await?;
+            self.record_attachments(&tool, number, attachments).await?;
         }
         Ok(())
     }

@@ -32,6 +32,7 @@
 //! The facade crate `rein` re-exports what users need; this crate is its engine room.
 
 mod approval;
+mod attachments;
 mod attempts;
 mod builder;
 mod call;

@@ -383,6 +383,7 @@ impl Projection {
             | EntryKind::ApprovalDenied { .. }
             | EntryKind::BudgetExhausted { .. }
             | EntryKind::PlannerCall { .. }
+            | EntryKind::ToolAttachment { .. }
             | EntryKind::Interrupt { .. } => {}
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });

@@ -145,6 +145,9 @@ pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
+/// Files a tool returns beside its output; the engine stores them as artifacts.
+#[doc(inline)]
+pub use rein_tool::{Attachment, AttachmentError};
 
 // ---- policies and approvals --------------------------------------------------------------------
 #[doc(inline)]

@@ -29,7 +29,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
         Command::Inspect(args) => inspect::inspect(&args),
-        Command::Validate(args) => validate::validate(&args),
+        Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
         Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Schema(args) => match args.what {

@@ -26,7 +26,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
         .map_err(|e| build_error(&e, &data))?;
 
     let id = UuidV7Ids.run_id();
-    data.save_scenario(&id, &scenario)?;
+    data.save_scenario(&id, &scenario, &args.scenario)?;
     let _lock = data.lock_run(&id).await?;
     let mut spec = RunSpec::new(scenario.goal.clone()).with_id(id.clone());
     for (name, value) in &scenario.vars {
@@ -91,7 +91,8 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
             scenario_path.display()
         )));
     }
-    let loaded = scenario::load(&scenario_path)?;
+    let mut loaded = scenario::load(&scenario_path)?;
+    restore_secrets(&mut loaded, &data, &id)?;
     let setup = Setup {
         workspace: None,
         data_dir: Some(data.root().to_path_buf()),
@@ -271,5 +272,34 @@ fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
         RunStatus::Paused => Exit::Paused,
         RunStatus::Interrupted => Exit::Interrupted,
         _ => Exit::Failed,
+    })
+}
+
+/// Puts back the MCP `env`/`headers` literals the stored copy of run `id`'s scenario left
+/// out, reading them from its original file.
+fn restore_secrets(
+    loaded: &mut scenario::Loaded,
+    data: &DataDir,
+    id: &RunId,
+) -> Result<(), CliError> {
+    if !scenario::secrets::has_redacted(&loaded.scenario) {
+        return Ok(());
+    }
+    let source = std::fs::read(data.scenario_source(id))
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(std::path::PathBuf::from);
+    let restored = source
+        .as_deref()
+        .ok_or_else(|| "the path of its original scenario file was not stored".to_owned())
+        .and_then(|path| {
+            let original = scenario::load(path).map_err(|e| e.to_string())?;
+            scenario::secrets::restore(&mut loaded.scenario, &original.scenario)
+        });
+    restored.map_err(|why| {
+        CliError::bad_input(format!(
+            "run {id} cannot be resumed: {why}{}\n  help: restore the original scenario file with the same values; values given as {{\"from_env\": \"NAME\"}} are read from rein's environment on every start instead",
+            source.map_or_else(String::new, |p| format!(" ({})", p.display()))
+        ))
     })
 }

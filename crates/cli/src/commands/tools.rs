@@ -1,8 +1,7 @@
 //! `rein tools`: every built-in tool, its annotations, the states the default eligibility
 //! lets it run in, and whether the default approval policy asks before it runs.
 
-use rein::shell::ShellRun;
-use rein::tools::{HttpFetch, SkillLoad};
+use rein::tools::SkillLoad;
 use rein::{ApprovalPolicy, Eligibility, EligibilityRules, State, ToolSpec, Value, json};
 
 use crate::cli::ToolsArgs;
@@ -13,17 +12,21 @@ use crate::scenario::Builtin;
 pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
     let mut specs: Vec<(ToolSpec, &str)> = Builtin::ALL
         .iter()
-        .map(|b| (b.op().spec(), "a \"tools\" entry"))
+        .map(|&b| {
+            let how = match b {
+                Builtin::Shell => {
+                    "a \"tools\" entry with \"shell\": {\"allow\": [PROGRAMS]} (timeout_ms, max_timeout_ms, output_cap, spill_cap, env, sandbox, max_processes)"
+                }
+                Builtin::Http => {
+                    "a \"tools\" entry with \"http\": {\"allow_hosts\": [HOSTS]} (max_bytes, timeout_ms; an empty list allows nothing; with \"post\": true it may POST, so it has side effects and runs only in act)"
+                }
+                _ => "a \"tools\" entry",
+            };
+            (b.spec(false), how)
+        })
         .collect();
     specs.push((SkillLoad::spec(), "added by \"skills\""));
-    specs.push((
-        ShellRun::spec(),
-        "library only (rein::shell::ShellRun): it needs a guard",
-    ));
-    specs.push((
-        HttpFetch::spec(false),
-        "library only (rein::tools::HttpFetch::get_only): it needs a host allowlist",
-    ));
+
     let all: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
     let eligibility = Eligibility::new(EligibilityRules::default(), &all).map_err(|e| {
         CliError::new(

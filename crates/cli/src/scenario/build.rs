@@ -12,7 +12,7 @@ use super::model::{
     ApproverDef, Behavior, OnToolErrorDef, OnViolationDef, PlannerDef, Scenario, ToolDef,
 };
 use crate::approver::ScriptedApprover;
-use crate::tools::{CountFile, FixtureTool, builtin};
+use crate::tools::{CountFile, FixtureTool, add_builtin};
 
 /// The engine a scenario describes, without stores. `approvals_used` is how many scripted
 /// approver answers an earlier process of the same run already gave (0 for a new run).
@@ -23,9 +23,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     let mut builder = Engine::builder();
     for def in &scenario.tools {
         if let Some(kind) = def.builtin {
-            if let Some(tool) = builtin(kind, scenario.workspace.as_deref()) {
-                builder = builder.tool(tool);
-            }
+            builder = add_builtin(builder, kind, def, scenario.workspace.as_deref());
         } else if let Some(tool) = fixture(def, scenario.data_dir.as_deref()) {
             builder = builder.tool(tool);
         }

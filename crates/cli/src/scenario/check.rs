@@ -87,6 +87,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
         }
     };
     scenario.data_dir.clone_from(&setup.data_dir);
+    let mut builtin_warnings = Vec::new();
     for (i, def) in scenario.tools.iter_mut().enumerate() {
         let path = tools_path.index(i);
         normalize(def, &path).map_err(problem)?;
@@ -96,6 +97,11 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             check_tool(def, &path, scenario.workspace.is_some())
         };
         let (name, key) = checked_tool.map_err(problem)?;
+        if def.kind != Some(ToolKind::Mcp)
+            && let Some(warning) = super::builtin::check(def, &path).map_err(problem)?
+        {
+            builtin_warnings.push(warning);
+        }
         if let Some(first) = names.insert(name.clone(), i) {
             return Err(at(
                 path.key(key),
@@ -124,7 +130,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     }
 
     // The script: paths the file tools would refuse, tools nobody declared.
-    let mut warnings = Vec::new();
+    let mut warnings = builtin_warnings;
     let steps: &[_] = match &scenario.planner {
         super::model::PlannerDef::Scripted(steps) => steps,
         super::model::PlannerDef::Llm(def) => {
@@ -211,7 +217,7 @@ fn check_tool(
                     None,
                 ));
             }
-            if !has_workspace {
+            if !has_workspace && *kind != super::model::Builtin::Http {
                 return Err((
                     path.key("builtin"),
                     format!(

@@ -4,8 +4,11 @@
 //!
 //! ```json
 //! {"kind": "mcp", "server": "fs", "command": ["npx", "server-filesystem", "."]}
-//! {"kind": "mcp", "server": "web", "url": "http://127.0.0.1:8080/mcp", "headers": {"Authorization": "Bearer …"}}
+//! {"kind": "mcp", "server": "web", "url": "http://127.0.0.1:8080/mcp", "headers": {"Authorization": {"from_env": "WEB_AUTH"}}}
 //! ```
+//!
+//! `env` and `headers` values are literal or `{"from_env": "NAME"}`; neither is ever
+//! stored (see `secrets.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +17,7 @@ use std::time::Duration;
 use rein::EngineBuilder;
 use rein::mcp::{AnnotationOverride, McpServer, ServerConfig, ServerName, Transport};
 
-use super::model::{Scenario, ToolDef, ToolKind};
+use super::model::{Scenario, SecretValue, ToolDef, ToolKind};
 use super::paths::ToolProblem;
 use crate::exit::CliError;
 use crate::locate::JsonPath;
@@ -44,6 +47,8 @@ pub(crate) fn check(
         ("fail_first", def.fail_first.is_some()),
         ("delay_ms", def.delay_ms.is_some()),
         ("count_file", def.count_file.is_some()),
+        ("shell", def.shell.is_some()),
+        ("http", def.http.is_some()),
     ];
     if let Some((field, _)) = others.iter().find(|(_, set)| *set) {
         return Err((
@@ -123,6 +128,8 @@ pub(crate) fn check(
             }
         }
     }
+    check_values(def.env.as_ref(), "env", server, path)?;
+    check_values(def.headers.as_ref(), "headers", server, path)?;
     for (tool, value) in def.overrides.iter().flatten() {
         if let Err(e) = serde_json::from_value::<AnnotationOverride>(value.clone()) {
             return Err((
@@ -153,12 +160,12 @@ pub(crate) fn config(def: &ToolDef) -> Option<ServerConfig> {
     let transport = match (&def.command, &def.url) {
         (Some(command), None) => Transport::Stdio {
             command: command.clone(),
-            env: def.env.clone().unwrap_or_default(),
+            env: resolved(def.env.as_ref())?,
             cwd: def.cwd.clone(),
         },
         (None, Some(url)) => Transport::Http {
             url: url.clone(),
-            headers: def.headers.clone().unwrap_or_default(),
+            headers: resolved(def.headers.as_ref())?,
         },
         _ => return None,
     };
@@ -180,6 +187,63 @@ pub(crate) fn config(def: &ToolDef) -> Option<ServerConfig> {
         config = config.without_tool(tool.clone());
     }
     Some(config)
+}
+
+/// Every value of `map` resolved (`None` if one cannot be: the check refuses that first).
+fn resolved(map: Option<&BTreeMap<String, SecretValue>>) -> Option<BTreeMap<String, String>> {
+    map.into_iter()
+        .flatten()
+        .map(|(k, v)| super::secrets::resolve(v).map(|v| (k.clone(), v)))
+        .collect()
+}
+
+/// Checks the `env` or `headers` values of `def` at `path`: a reference names a variable
+/// that is set; a redaction appears only in a data directory copy.
+fn check_values(
+    map: Option<&BTreeMap<String, SecretValue>>,
+    field: &'static str,
+    server: &str,
+    path: &JsonPath,
+) -> Result<(), ToolProblem> {
+    for (key, value) in map.into_iter().flatten() {
+        let at = path.key(field).key(key.as_str());
+        match value {
+            SecretValue::Literal(_) => {}
+            SecretValue::FromEnv { from_env } => {
+                let valid = !from_env.is_empty() && !from_env.contains(['=', '\0']);
+                if !valid {
+                    return Err((
+                        at,
+                        format!("{from_env:?} is not an environment variable name"),
+                        None,
+                    ));
+                }
+                if std::env::var_os(from_env).is_none() {
+                    return Err((
+                        at,
+                        format!(
+                            "MCP server `{server}` takes `{field}.{key}` from the environment variable `{from_env}`, which is not set"
+                        ),
+                        Some(
+                            "set it in the environment rein runs in (its value is never stored or printed)",
+                        ),
+                    ));
+                }
+            }
+            SecretValue::Redacted { .. } => {
+                return Err((
+                    at,
+                    format!(
+                        "`{field}.{key}` of MCP server `{server}` is redacted: such values appear only in the data directory's copies"
+                    ),
+                    Some(
+                        "write the value, or {\"from_env\": \"NAME\"} to read it from rein's environment",
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Connects to every MCP server of the scenario, in order.

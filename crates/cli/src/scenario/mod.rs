@@ -2,12 +2,14 @@
 //! file, checking it (including building the engine), and turning it into an engine.
 
 mod build;
+pub(crate) mod builtin;
 mod check;
 mod error;
 mod llm;
 pub(crate) mod mcp;
 mod model;
 mod paths;
+pub(crate) mod secrets;
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +17,7 @@ pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
 pub use error::ScenarioError;
 pub(crate) use model::{
-    Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer,
+    Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer, ToolDef,
 };
 
 /// The JSON Schema of scenario files (`rein schema scenario`).

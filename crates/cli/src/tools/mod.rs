@@ -5,4 +5,4 @@ mod fixture;
 mod fs;
 
 pub(crate) use fixture::{CountFile, FixtureTool, PANIC_PREFIX};
-pub(crate) use fs::builtin;
+pub(crate) use fs::add_builtin;

@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError, ToolName,
+    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError,
+    ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -228,6 +229,19 @@ pub enum EntryKind {
         /// The call, as the planner reported it.
         call: PlannerCall,
     },
+    /// A tool attempt returned a file beside its output (an image, a resource, the output
+    /// past a cap); the engine stored it as an artifact. Follows that attempt's
+    /// `tool_result`, one entry per attachment, in the order the tool gave them.
+    ToolAttachment {
+        /// The tool.
+        tool: ToolName,
+        /// The attempt number, from 1.
+        attempt: u32,
+        /// The attachment's name, as the tool gave it (the output's JSON may name it).
+        name: String,
+        /// Where the bytes are: the artifact's id, checksum, size and media type.
+        link: ArtifactLink,
+    },
 }
 
 impl EntryKind {
@@ -258,6 +272,7 @@ impl EntryKind {
             Self::RunInterrupted { .. } => "run_interrupted",
             Self::PolicyNarrowed { .. } => "policy_narrowed",
             Self::PlannerCall { .. } => "planner_call",
+            Self::ToolAttachment { .. } => "tool_attachment",
         }
     }
 }

@@ -35,6 +35,7 @@
 //! object-safe [`DynTool`] twin, implemented for every [`Tool`].
 
 mod annotations;
+mod attachment;
 mod digest;
 mod error;
 mod name;
@@ -45,6 +46,7 @@ mod spec;
 pub mod duration_ms;
 
 pub use annotations::{Annotations, AnnotationsError, RiskLevel};
+pub use attachment::{Attachment, AttachmentError};
 pub use digest::{Digest, DigestError, DigestProblem};
 pub use error::ToolError;
 pub use name::{ToolName, ToolNameError};

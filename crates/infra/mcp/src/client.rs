@@ -370,18 +370,19 @@ impl McpTool {
                 self.link.config.name()
             )));
         }
-        let content = serde_json::to_value(&result.content).map_err(|e| {
-            ToolError::failed(format!(
-                "mcp tool {:?} on server `{}` returned content rein cannot encode: {e}",
-                &*self.remote,
-                self.link.config.name()
-            ))
-        })?;
+        // Images, audio and embedded resources become attachments (artifacts, once the
+        // engine stores them); the content shows a stub naming each.
+        let (content, attachments) = crate::content::split(result.content);
         let mut out = json!({ "content": content });
         if let Some(structured) = result.structured_content {
             out["structured_content"] = structured;
         }
-        Ok(ToolOutput::new(out))
+        let mut output = ToolOutput::new(out);
+        for attachment in attachments {
+            // `split` keeps at most the output's limit.
+            let _ = output.push_attachment(attachment);
+        }
+        Ok(output)
     }
 }
 

@@ -30,6 +30,7 @@
 mod annotations;
 mod client;
 mod config;
+mod content;
 mod error;
 mod names;
 mod serve;

@@ -115,6 +115,44 @@ async fn server_everything_tools_are_imported_with_their_hints() {
             .any(|b| b["type"] == "image" && b["mimeType"] == "image/png"),
         "{blocks:?}"
     );
+    // The image's bytes are an attachment (an artifact once the engine stores it), which
+    // the inline block names instead of carrying base64.
+    let block = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .expect("an image");
+    assert!(block.get("data").is_none(), "{block}");
+    let name = block["attachment"].as_str().expect("names its attachment");
+    let png = image
+        .attachments()
+        .iter()
+        .find(|a| a.name() == name)
+        .expect("the attachment");
+    assert_eq!(png.media_type(), "image/png");
+    assert!(png.bytes().starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    assert_eq!(block["size"], png.bytes().len());
+
+    // An embedded resource becomes an attachment of its own, too.
+    let reference = call("get-resource-reference")
+        .call(json!({"resourceType": "Text", "resourceId": 2}))
+        .await
+        .expect("resource");
+    let blocks = reference.value()["content"].as_array().expect("blocks");
+    let block = blocks
+        .iter()
+        .find(|b| b["type"] == "resource")
+        .unwrap_or_else(|| panic!("a resource block: {blocks:?}"));
+    assert!(
+        block["uri"].as_str().is_some_and(|u| u.contains('2')),
+        "{block}"
+    );
+    let name = block["attachment"].as_str().expect("names its attachment");
+    let text = reference
+        .attachments()
+        .iter()
+        .find(|a| a.name() == name)
+        .expect("the attachment");
+    assert!(!text.bytes().is_empty());
     server.shutdown().await;
 }
 

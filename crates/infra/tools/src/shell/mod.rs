@@ -58,9 +58,11 @@
 //! ```
 
 mod guard;
+mod limit;
 mod run;
 mod sandbox;
 
 pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
+pub use limit::ProcessLimitError;
 pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
 pub use sandbox::SandboxError;

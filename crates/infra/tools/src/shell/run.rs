@@ -5,12 +5,13 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_tool::{Annotations, Tool, ToolError, ToolOutput, ToolSpec};
+use rein_tool::{Annotations, Attachment, Tool, ToolError, ToolOutput, ToolSpec};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::limit::{self, PidsCgroup, ProcessLimitError};
 use super::sandbox::{self, SandboxError};
 use super::{ShellGuard, ShellRejection};
 use crate::fs::{builtin_spec, parse, schema};
@@ -28,13 +29,16 @@ pub struct ShellConfig {
     timeout: Duration,
     max_timeout: Duration,
     output_cap: usize,
+    spill_cap: usize,
     env: Vec<String>,
     sandbox: bool,
+    max_processes: Option<u32>,
 }
 
 impl ShellConfig {
     /// Commands `guard` allows; 30 s timeout (a call may ask for up to 10 min), 64 KiB of
-    /// each of stdout and stderr kept, [`DEFAULT_ENV`] passed through.
+    /// each of stdout and stderr inline, up to 16 MiB of each kept as an attachment when the
+    /// output is longer, [`DEFAULT_ENV`] passed through.
     #[must_use]
     pub fn new(guard: ShellGuard) -> Self {
         Self {
@@ -42,8 +46,10 @@ impl ShellConfig {
             timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(600),
             output_cap: 64 * 1024,
+            spill_cap: Attachment::MAX_BYTES,
             env: DEFAULT_ENV.iter().map(|&s| s.to_owned()).collect(),
             sandbox: false,
+            max_processes: None,
         }
     }
 
@@ -56,6 +62,18 @@ impl ShellConfig {
         self
     }
 
+    /// Bounds every command to `max` processes (itself and everything it starts, together),
+    /// so a fork loop stops at the bound. Linux only, through a pids cgroup per call (see
+    /// [`ProcessLimitError`] for what it needs); where none can be made, calls fail with
+    /// [`ShellError::ProcessLimit`] instead of running unbounded. Off by default.
+    ///
+    /// [`ProcessLimitError`]: super::ProcessLimitError
+    #[must_use]
+    pub const fn with_max_processes(mut self, max: u32) -> Self {
+        self.max_processes = Some(max);
+        self
+    }
+
     /// The timeout when a call names none, and the longest a call may ask for.
     #[must_use]
     pub const fn with_timeout(mut self, default: Duration, max: Duration) -> Self {
@@ -64,10 +82,26 @@ impl ShellConfig {
         self
     }
 
-    /// How many bytes of stdout and of stderr are kept (the rest is counted, not kept).
+    /// How many bytes of stdout and of stderr the output's JSON shows inline. A stream
+    /// longer than that is kept whole (up to the spill cap) in an attachment named `stdout`
+    /// or `stderr`, which the engine stores as an artifact; the JSON names it.
     #[must_use]
     pub const fn with_output_cap(mut self, bytes: usize) -> Self {
         self.output_cap = bytes;
+        self
+    }
+
+    /// How many bytes of a stream past the inline cap are kept for its attachment, at most
+    /// [`Attachment::MAX_BYTES`] (a larger value is clamped); beyond it, bytes are counted
+    /// and dropped, so memory stays bounded whatever the command prints. `0` keeps no
+    /// attachment.
+    #[must_use]
+    pub const fn with_spill_cap(mut self, bytes: usize) -> Self {
+        self.spill_cap = if bytes > Attachment::MAX_BYTES {
+            Attachment::MAX_BYTES
+        } else {
+            bytes
+        };
         self
     }
 
@@ -133,6 +167,9 @@ pub enum ShellError {
         #[source]
         source: std::io::Error,
     },
+    /// The process bound was asked for and could not be set up (or is unsupported here).
+    #[error(transparent)]
+    ProcessLimit(#[from] ProcessLimitError),
 }
 
 impl From<ShellError> for ToolError {
@@ -225,12 +262,25 @@ impl ShellRun {
         )
     }
 
-    /// Runs the command `input` describes.
+    /// Runs the command `input` describes and returns the output's JSON (a stream longer
+    /// than the inline cap is cut there; [`ShellRun::run_with_attachments`] keeps the rest).
     ///
     /// # Errors
     /// The [`ShellError`] that says what was refused or went wrong. A command that runs and
     /// exits non-zero is not an error: the output says so.
     pub async fn run(&self, input: Value) -> Result<Value, ShellError> {
+        self.run_with_attachments(input)
+            .await
+            .map(ToolOutput::into_value)
+    }
+
+    /// Runs the command `input` describes. A stream longer than the inline cap comes back
+    /// whole (up to the spill cap) as an attachment named `stdout` or `stderr`, and the
+    /// JSON says so: `stdout_truncated: true`, `stdout_attachment: "stdout"`.
+    ///
+    /// # Errors
+    /// As [`ShellRun::run`].
+    pub async fn run_with_attachments(&self, input: Value) -> Result<ToolOutput, ShellError> {
         let input: RunInput =
             parse(Self::NAME, input).map_err(|message| ShellError::Input { message })?;
         let argv = match (input.argv, input.command) {
@@ -250,12 +300,33 @@ impl ShellRun {
             .min(self.config.max_timeout);
         let program = argv.program().to_owned();
 
-        let mut command = tokio::process::Command::new(argv.program());
+        // With a process bound, the command joins its own pids cgroup before it runs.
+        let cgroup = self
+            .config
+            .max_processes
+            .map(PidsCgroup::create)
+            .transpose()?;
+        let mut command = match &cgroup {
+            None => {
+                let mut command = tokio::process::Command::new(argv.program());
+                command.args(argv.args()).stdin(Stdio::null());
+                command
+            }
+            Some(cgroup) => {
+                let procs = cgroup.procs().map_err(|e| ProcessLimitError::Unsupported {
+                    reason: format!("cannot open the cgroup's process list: {e}"),
+                })?;
+                let mut command = tokio::process::Command::new("/bin/sh");
+                command
+                    .args(["-c", limit::LAUNCHER, "sh"])
+                    .args(argv.words())
+                    .stdin(Stdio::from(procs));
+                command
+            }
+        };
         command
-            .args(argv.args())
             .current_dir(&cwd)
             .env_clear()
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -276,10 +347,12 @@ impl ShellRun {
         };
         // Whatever happens from here (exit, timeout, the future dropped), the whole group
         // is killed when this guard goes: no orphan outlives the call.
+        // Dropped last (after the group is killed): kills what is left in the cgroup.
+        let _cgroup = cgroup;
         let _group = KillGroup(child.id());
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let cap = self.config.output_cap;
+        let cap = self.config.output_cap.max(self.config.spill_cap);
         let work = async {
             let (out, err, status) =
                 tokio::join!(capture(stdout, cap), capture(stderr, cap), child.wait());
@@ -295,19 +368,48 @@ impl ShellRun {
             program: program.clone(),
             source,
         })?;
-        Ok(json!({
+        let mut value = json!({
             "argv": argv.words(),
             "cwd": cwd_shown,
             "exit_code": status.code(),
             "success": status.success(),
-            "stdout": String::from_utf8_lossy(&out.kept),
-            "stderr": String::from_utf8_lossy(&err.kept),
-            "stdout_bytes": out.total,
-            "stderr_bytes": err.total,
-            "stdout_truncated": out.total > out.kept.len() as u64,
-            "stderr_truncated": err.total > err.kept.len() as u64,
             "sandbox": if self.config.sandbox { "landlock" } else { "none" },
-        }))
+            "max_processes": self.config.max_processes,
+        });
+        let mut attachments = Vec::new();
+        for (stream, captured) in [("stdout", out), ("stderr", err)] {
+            let inline = self.config.output_cap;
+            let shown = captured.kept.len().min(inline);
+            value[stream] = String::from_utf8_lossy(&captured.kept[..shown]).into();
+            value[format!("{stream}_bytes")] = captured.total.into();
+            let truncated = captured.total > shown as u64;
+            value[format!("{stream}_truncated")] = truncated.into();
+            if truncated && captured.kept.len() > shown {
+                let kept = captured.kept.len() as u64;
+                value[format!("{stream}_attachment")] = stream.into();
+                value[format!("{stream}_note")] = if kept < captured.total {
+                    format!(
+                        "{shown} of {} bytes shown; the first {kept} bytes are in the attachment `{stream}` (the rest was dropped)",
+                        captured.total
+                    )
+                } else {
+                    format!(
+                        "{shown} of {} bytes shown; the whole output is in the attachment `{stream}`",
+                        captured.total
+                    )
+                }
+                .into();
+                attachments.push((stream, captured.kept));
+            }
+        }
+        let mut output = ToolOutput::new(value);
+        for (stream, bytes) in attachments {
+            // Both bounded by construction: at most MAX_BYTES each, two of them.
+            if let Ok(attachment) = Attachment::new(stream, "text/plain", bytes) {
+                let _ = output.push_attachment(attachment);
+            }
+        }
+        Ok(output)
     }
 }
 
@@ -317,9 +419,8 @@ impl Tool for ShellRun {
     }
 
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
-        self.run(input)
+        self.run_with_attachments(input)
             .await
-            .map(ToolOutput::new)
             .map_err(ToolError::from)
     }
 }
