@@ -45,6 +45,7 @@ mod events;
 mod handle;
 mod narrow;
 mod open;
+mod plan_attempts;
 mod planning;
 mod project;
 mod recorder;

@@ -211,6 +211,7 @@ pub(crate) async fn reopen(
     }
     let open = proj.open.take();
     let unsettled = proj.unsettled.take();
+    let model = std::mem::take(&mut proj.model);
     let mut note = match (&loaded.torn_tail, answer) {
         (Some(torn), _) => format!(
             "resumed after a restart; a torn final ledger line ({} bytes at line {}) was cut",
@@ -240,6 +241,8 @@ pub(crate) async fn reopen(
             .await?;
     }
     driver.rec.record(EntryKind::RunResumed { note }).await?;
+    // A model call the process stopped in is charged before anything else happens.
+    driver.settle_model_calls(model).await?;
     if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;

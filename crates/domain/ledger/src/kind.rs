@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError, ToolName,
+    BudgetName, Decision, Digest, Failure, Payload, PlannerAttempt, PlannerCall, State, ToolError,
+    ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -228,6 +229,24 @@ pub enum EntryKind {
         /// The call, as the planner reported it.
         call: PlannerCall,
     },
+    /// The planner is about to send a model call: recorded, durably, before it is sent. Its
+    /// outcome follows as `planner_call` (then the charges) or `planner_attempt_failed`;
+    /// one the ledger shows without an outcome is charged at its worst case on resume.
+    PlannerAttempt {
+        /// The step being decided.
+        step: u32,
+        /// The attempt, as the planner announced it.
+        attempt: PlannerAttempt,
+    },
+    /// A model call's attempt failed (a server error, a timeout, a broken stream).
+    PlannerAttemptFailed {
+        /// The step being decided.
+        step: u32,
+        /// The attempt's number within its model call.
+        attempt: u32,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 impl EntryKind {
@@ -258,6 +277,8 @@ impl EntryKind {
             Self::RunInterrupted { .. } => "run_interrupted",
             Self::PolicyNarrowed { .. } => "policy_narrowed",
             Self::PlannerCall { .. } => "planner_call",
+            Self::PlannerAttempt { .. } => "planner_attempt",
+            Self::PlannerAttemptFailed { .. } => "planner_attempt_failed",
         }
     }
 }
@@ -290,6 +311,9 @@ pub enum Violation {
     InvalidAnswer,
     /// The run reached the engine's step limit.
     MaxSteps,
+    /// The model's reply had no usable function call (prose, arguments that are not JSON,
+    /// too large or too deep); the planner asked it again.
+    InvalidReply,
 }
 
 impl Violation {
@@ -305,6 +329,7 @@ impl Violation {
             Self::BudgetExhausted => "budget_exhausted",
             Self::InvalidAnswer => "invalid_answer",
             Self::MaxSteps => "max_steps",
+            Self::InvalidReply => "invalid_reply",
         }
     }
 }
@@ -363,6 +388,7 @@ mod tests {
             Violation::BudgetExhausted,
             Violation::InvalidAnswer,
             Violation::MaxSteps,
+            Violation::InvalidReply,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }

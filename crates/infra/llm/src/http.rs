@@ -2,6 +2,7 @@
 //! tower's retry layer (honouring `Retry-After`), a circuit breaker, and bounded reads.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use tower::retry::{Policy, Retry};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
-use crate::provider::{Completion, Provider};
+use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
 
 /// The longest `Retry-After` honoured; a server asking for more fails the call instead.
@@ -215,18 +216,37 @@ impl Provider for HttpProvider {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.complete_with(request, &NoHook).await
+    }
+
+    fn request_hash(&self, request: &ChatRequest) -> Digest {
+        Digest::of_bytes(&request_body(&self.inner.config, request))
+    }
+
+    async fn complete_with(
+        &self,
+        request: &ChatRequest,
+        hook: &dyn AttemptHook,
+    ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         inner.breaker.admit()?;
         let body = Arc::new(request_body(&inner.config, request));
         let request_hash = Digest::of_bytes(&body);
         let started = Instant::now();
-        let attempt = {
-            let inner = Arc::clone(inner);
-            tower::service_fn(move |body: Arc<Vec<u8>>| {
-                let inner = Arc::clone(&inner);
-                async move { inner.attempt(&body).await }
-            })
-        };
+        let count = AtomicU32::new(0);
+        let attempt = tower::service_fn(|body: Arc<Vec<u8>>| {
+            let (inner, count) = (Arc::clone(inner), &count);
+            async move {
+                // Every attempt, retries included, is announced before it is sent.
+                let attempt = count.fetch_add(1, Ordering::Relaxed) + 1;
+                hook.before(attempt, request_hash).await?;
+                let outcome = inner.attempt(&body).await;
+                if let Err(e) = &outcome {
+                    hook.failed(attempt, e).await;
+                }
+                outcome
+            }
+        });
         let policy = RetryPolicy {
             left: inner.config.retries,
             backoff: inner.config.backoff,
@@ -389,6 +409,18 @@ impl Inner {
 
 const TOO_LARGE: &str = "\u{0}reply too large";
 
+/// The hook of a plain `complete`: lets every attempt go.
+struct NoHook;
+
+impl AttemptHook for NoHook {
+    fn before(&self, _: u32, _: Digest) -> rein_run::BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn failed<'a>(&'a self, _: u32, _: &'a LlmError) -> rein_run::BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
 /// A context-window error, recognised by the phrases OpenAI, Anthropic, llama.cpp and vLLM
 /// use.
 pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
@@ -528,6 +560,8 @@ impl Breaker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match outcome {
+            // Nothing was sent: the server's health is unknown.
+            Err(LlmError::AttemptRefused { .. }) => {}
             Err(e) if e.is_transient() => {
                 state.failures = state.failures.saturating_add(1);
                 if state.failures >= self.threshold {
