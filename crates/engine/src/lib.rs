@@ -48,6 +48,7 @@ mod open;
 mod plan_attempts;
 mod planning;
 mod project;
+mod prompt_view;
 mod recorder;
 mod recovery;
 mod replay;

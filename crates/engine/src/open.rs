@@ -125,17 +125,26 @@ pub(crate) fn recorded_policy(
     id: &RunId,
     ledger: &Ledger,
 ) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
+    recorded_policy_of(shared, id, ledger.entries())
+}
+
+/// [`recorded_policy`] over the entries of a ledger (or the first ones of it).
+pub(crate) fn recorded_policy_of(
+    shared: &Shared,
+    id: &RunId,
+    entries: &[rein_ledger::Entry],
+) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
     let invalid = |source| EngineError::InvalidRecordedPolicy {
         id: id.clone(),
         source,
     };
     let Some(EntryKind::RunStarted {
         policy: started, ..
-    }) = ledger.entries().first().map(|e| e.event())
+    }) = entries.first().map(|e| e.event())
     else {
         return Err(invalid(RecordedPolicyError::NoRunStarted));
     };
-    let narrowed = ledger.entries().iter().rev().find_map(|e| match e.event() {
+    let narrowed = entries.iter().rev().find_map(|e| match e.event() {
         EntryKind::PolicyNarrowed { policy, .. } => Some(policy),
         _ => None,
     });
