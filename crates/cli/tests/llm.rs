@@ -213,3 +213,43 @@ async fn inspect_prompt_rebuilds_the_exact_request_a_step_sent() {
         .expect_code(2)
         .stderr_has(&["never planned step 9"]);
 }
+
+#[test]
+fn the_planner_may_be_spelled_with_a_kind() {
+    let scratch = Scratch::new();
+    let mut value: Value =
+        serde_json::from_str(&scenario("http://127.0.0.1:8080/v1", &json!({}))).unwrap();
+    let llm = value["planner"]["llm"].take();
+    value["planner"] =
+        json!({"kind": "llm", "provider": llm["provider"], "planner": llm["planner"]});
+    let file = scratch.write("kind.json", &value.to_string());
+    Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+        .expect_code(0)
+        .stdout_has(&["valid", "planner: llm, fake at http://127.0.0.1:8080/v1"]);
+    let schema: Value = serde_json::from_str(
+        &Outcome::of(&rein().args(["schema", "scenario"]).output().unwrap()).stdout,
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&value));
+
+    // Another kind, or a kind without a provider, is refused by both.
+    for (planner, says) in [
+        (
+            json!({"kind": "gpt", "provider": llm["provider"]}),
+            "\"llm\"",
+        ),
+        (json!({"kind": "llm"}), "missing field `provider`"),
+        (
+            json!({"kind": "llm", "provider": llm["provider"], "scripted": []}),
+            "give one planner",
+        ),
+    ] {
+        value["planner"] = planner;
+        assert!(!validator.is_valid(&value), "{value}");
+        let file = scratch.write("bad-kind.json", &value.to_string());
+        Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+            .expect_code(2)
+            .stderr_has(&[says]);
+    }
+}
