@@ -584,3 +584,81 @@ async fn corrections_are_ledgered_and_a_model_that_never_gets_it_right_ends_by_p
     assert_eq!(run.usage().used(&BudgetName::VIOLATIONS), 3);
     assert_eq!(planner_calls(&ledger).len(), 4, "every reply is charged");
 }
+
+#[tokio::test]
+async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_list", &json!({"path": "db/migration"})),
+        call("fail", &json!({"reason": "enough"})),
+    ])
+    .await
+    .unwrap();
+    let notes = rein::Skill::new(
+        "release-notes",
+        "How to write release notes",
+        vec!["release".into()],
+        "# Release notes\nGroup changes by crate.\n",
+    )
+    .unwrap();
+    let migrations = rein::Skill::new(
+        "db-migrations",
+        "How to write a database migration",
+        vec!["migration".into()],
+        "# Migrations\nNever drop a column in the same release.\n",
+    )
+    .unwrap();
+    let (list, _) = echo("fs.list", Annotations::read_only());
+    let engine = Engine::builder()
+        .tool(list)
+        .planner(planner(&server, LlmConfig::default()))
+        .skills([notes.clone(), migrations.clone()])
+        .build()
+        .unwrap();
+    let run = engine.run("Prepare the release").await.unwrap();
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp)
+    );
+    let system = |n: usize| {
+        server.requests()[n].json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // Every skill is listed; only the triggered one's body is in, with its checksum.
+    let first = system(0);
+    for skill in [&notes, &migrations] {
+        assert!(
+            first.contains(&format!("- {}: {}", skill.name(), skill.description())),
+            "{first}"
+        );
+    }
+    assert!(
+        first.contains(&format!("sha256 {}", notes.checksum())),
+        "{first}"
+    );
+    assert!(first.contains("Group changes by crate."), "{first}");
+    assert!(!first.contains("Never drop a column"), "{first}");
+    // The tool result mentions a migration: from then on, that skill's body is in too.
+    assert!(!system(1).contains("Never drop a column"));
+    assert!(system(2).contains("Never drop a column"), "{}", system(2));
+
+    // The prompt is a projection of the ledger: rebuilt, each step hashes as recorded and
+    // as the server received it.
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+        .with_max_output_tokens(256);
+    let recorded = planner_calls(&ledger);
+    for (step, call) in recorded.iter().enumerate() {
+        let chat = engine
+            .plan_request_at(&ledger, u32::try_from(step).unwrap(), |request| {
+                rein::llm::build_request(&Default::default(), &request, false)
+            })
+            .unwrap()
+            .expect("the step was planned");
+        let body = rein::llm::request_body(&config, &chat);
+        assert_eq!(Digest::of_bytes(&body), call.request_hash, "step {step}");
+        assert_eq!(body, server.requests()[step].body, "step {step}");
+    }
+}
