@@ -366,3 +366,299 @@ async fn the_api_key_reaches_neither_the_ledger_nor_the_run() {
     );
     assert_eq!(planner_calls(&ledger)[0].provider, "anthropic");
 }
+
+/// An engine keeping its runs and ledgers under `dir`, as a process would.
+fn durable_engine(planner: impl Planner, dir: &std::path::Path) -> Engine {
+    let (list, _) = echo("fs.list", Annotations::read_only());
+    Engine::builder()
+        .tool(list)
+        .planner(planner)
+        .filesystem(dir)
+        .budget("tokens", 100_000)
+        .build()
+        .expect("engine builds")
+}
+
+fn streaming_provider(server: &FakeServer) -> HttpProvider {
+    HttpProvider::with_key(
+        ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+            .with_max_output_tokens(256)
+            .with_stream(true),
+        None,
+    )
+    .expect("provider")
+}
+
+#[tokio::test]
+async fn a_call_killed_mid_stream_is_charged_at_its_worst_case_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let Reply::Sse { chunks, .. } =
+        Reply::openai_sse("", &[Call::new("fs_list", &json!({}))], (100, 20), 7)
+    else {
+        panic!("an SSE reply");
+    };
+    // Half the reply, then the connection stalls: the process is killed mid-stream.
+    let half = chunks[..chunks.len() / 2].to_vec();
+    let server = FakeServer::start([
+        Reply::openai_sse(
+            "",
+            &[Call::new("transition", &json!({"to": "explore"}))],
+            (100, 20),
+            64,
+        ),
+        Reply::Sse {
+            chunks: half,
+            hang: true,
+        },
+    ])
+    .await
+    .unwrap();
+    let streamed = std::sync::Arc::new(tokio::sync::Notify::new());
+    let provider = streaming_provider(&server).with_progress({
+        let streamed = std::sync::Arc::clone(&streamed);
+        let streams = std::sync::atomic::AtomicU32::new(0);
+        std::sync::Arc::new(move |p: rein::llm::StreamProgress| {
+            // The first event of the second stream (the first one's reply came whole).
+            if p.events == 1 && streams.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                streamed.notify_one();
+            }
+        })
+    });
+    let id: rein::RunId = "killed-mid-stream".parse().unwrap();
+    let first = durable_engine(LlmPlanner::new(provider, LlmConfig::default()), dir.path());
+    tokio::select! {
+        run = first.run(rein::RunSpec::new("list").with_id(id.clone())) => {
+            panic!("the stream stalls, so the run cannot end: {run:?}")
+        }
+        () = streamed.notified() => {}
+    }
+    // The kill: the run's future and its engine are dropped mid-stream.
+    drop(first);
+    assert_eq!(server.requests().len(), 2);
+
+    let ledger = |engine: &Engine| {
+        let (engine, id) = (engine.clone(), id.clone());
+        async move { engine.ledger(&id).await.expect("ledger") }
+    };
+    let server2 = FakeServer::start([Reply::openai_sse(
+        "",
+        &[Call::new("fail", &json!({"reason": "enough"}))],
+        (100, 20),
+        64,
+    )])
+    .await
+    .unwrap();
+    let second = durable_engine(
+        LlmPlanner::new(streaming_provider(&server2), LlmConfig::default()),
+        dir.path(),
+    );
+    let before = ledger(&second).await;
+    let Some(EntryKind::PlannerAttempt { step: 1, attempt }) =
+        before.entries().last().map(rein::Entry::event).cloned()
+    else {
+        panic!("the attempt is the last thing on record: {before:?}");
+    };
+    assert!(
+        attempt.worst_tokens > 256,
+        "prompt estimate plus max output"
+    );
+
+    let run = second.resume(&id).await.expect("resumed");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp)
+    );
+    assert_eq!(
+        server2.requests().len(),
+        1,
+        "the interrupted call is asked again"
+    );
+    let after = ledger(&second).await;
+    after.verify().unwrap();
+    let calls = planner_calls(&after);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[1].input_tokens, attempt.worst_tokens);
+    assert_eq!(calls[1].request_hash, attempt.request_hash);
+    assert!(
+        calls[1]
+            .finish_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("in doubt"))
+    );
+    // Both answered calls at what they used, the lost one at its worst case.
+    assert_eq!(
+        run.usage().used(&BudgetName::TOKENS),
+        120 + attempt.worst_tokens + 120
+    );
+    // A second restart charges nothing again.
+    let third = durable_engine(
+        LlmPlanner::new(streaming_provider(&server2), LlmConfig::default()),
+        dir.path(),
+    );
+    let reloaded = third.load_run(&id).await.unwrap();
+    assert_eq!(reloaded.usage(), run.usage());
+}
+
+#[tokio::test]
+async fn every_attempt_is_on_the_record_before_it_is_sent_retries_included() {
+    let server = FakeServer::start([
+        Reply::rate_limited(0),
+        call("fail", &json!({"reason": "nothing to do"})),
+    ])
+    .await
+    .unwrap();
+    let engine = engine(
+        planner(&server, LlmConfig::default()),
+        &[("tokens", 100_000)],
+    );
+    let run = engine.run("retry").await.unwrap();
+    assert_eq!(server.requests().len(), 2);
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    let kinds: Vec<&str> = ledger
+        .entries()
+        .iter()
+        .map(|e| e.event().name())
+        .filter(|k| k.starts_with("planner_"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "planner_attempt",
+            "planner_attempt_failed",
+            "planner_attempt",
+            "planner_call"
+        ]
+    );
+    let attempts: Vec<u32> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::PlannerAttempt { attempt, .. } => Some(attempt.attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attempts, [1, 2]);
+}
+
+#[tokio::test]
+async fn corrections_are_ledgered_and_a_model_that_never_gets_it_right_ends_by_policy() {
+    let server = FakeServer::start((0..6).map(|_| Reply::openai_text("I would rather chat.")))
+        .await
+        .unwrap();
+    let config = LlmConfig {
+        max_corrections: 10,
+        ..LlmConfig::default()
+    };
+    // The engine hands back at most 3 violations.
+    let engine = engine(planner(&server, config), &[("tokens", 100_000)]);
+    let run = engine.run("chat").await.unwrap();
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::PolicyViolation, "{failure:?}");
+    assert!(
+        failure.message.contains("violations"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "three corrections, then no more asking"
+    );
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    let corrections = ledger
+        .entries()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event(),
+                EntryKind::PolicyViolation {
+                    violation: Violation::InvalidReply,
+                    handed_back: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(corrections, 3);
+    assert_eq!(run.usage().used(&BudgetName::VIOLATIONS), 3);
+    assert_eq!(planner_calls(&ledger).len(), 4, "every reply is charged");
+}
+
+#[tokio::test]
+async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_list", &json!({"path": "db/migration"})),
+        call("fail", &json!({"reason": "enough"})),
+    ])
+    .await
+    .unwrap();
+    let notes = rein::Skill::new(
+        "release-notes",
+        "How to write release notes",
+        vec!["release".into()],
+        "# Release notes\nGroup changes by crate.\n",
+    )
+    .unwrap();
+    let migrations = rein::Skill::new(
+        "db-migrations",
+        "How to write a database migration",
+        vec!["migration".into()],
+        "# Migrations\nNever drop a column in the same release.\n",
+    )
+    .unwrap();
+    let (list, _) = echo("fs.list", Annotations::read_only());
+    let engine = Engine::builder()
+        .tool(list)
+        .planner(planner(&server, LlmConfig::default()))
+        .skills([notes.clone(), migrations.clone()])
+        .build()
+        .unwrap();
+    let run = engine.run("Prepare the release").await.unwrap();
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp)
+    );
+    let system = |n: usize| {
+        server.requests()[n].json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // Every skill is listed; only the triggered one's body is in, with its checksum.
+    let first = system(0);
+    for skill in [&notes, &migrations] {
+        assert!(
+            first.contains(&format!("- {}: {}", skill.name(), skill.description())),
+            "{first}"
+        );
+    }
+    assert!(
+        first.contains(&format!("sha256 {}", notes.checksum())),
+        "{first}"
+    );
+    assert!(first.contains("Group changes by crate."), "{first}");
+    assert!(!first.contains("Never drop a column"), "{first}");
+    // The tool result mentions a migration: from then on, that skill's body is in too.
+    assert!(!system(1).contains("Never drop a column"));
+    assert!(system(2).contains("Never drop a column"), "{}", system(2));
+
+    // The prompt is a projection of the ledger: rebuilt, each step hashes as recorded and
+    // as the server received it.
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+        .with_max_output_tokens(256);
+    let recorded = planner_calls(&ledger);
+    for (step, call) in recorded.iter().enumerate() {
+        let chat = engine
+            .plan_request_at(&ledger, u32::try_from(step).unwrap(), |request| {
+                rein::llm::build_request(&Default::default(), &request, false)
+            })
+            .unwrap()
+            .expect("the step was planned");
+        let body = rein::llm::request_body(&config, &chat);
+        assert_eq!(Digest::of_bytes(&body), call.request_hash, "step {step}");
+        assert_eq!(body, server.requests()[step].body, "step {step}");
+    }
+}

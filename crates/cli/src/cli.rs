@@ -233,6 +233,13 @@ pub(crate) struct InspectArgs {
     /// The output format.
     #[arg(long, value_enum, default_value_t = Format::Mermaid)]
     pub(crate) format: Format,
+    /// Print the exact request body step STEP's model call sent, rebuilt from the ledger
+    /// and checked against the hash it recorded (needs --scenario).
+    #[arg(long, value_name = "STEP", requires = "scenario")]
+    pub(crate) prompt: Option<u32>,
+    /// The scenario file the run was started from (its planner configuration).
+    #[arg(long, value_name = "SCENARIO", requires = "prompt")]
+    pub(crate) scenario: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
 }

@@ -138,3 +138,118 @@ fn the_example_llm_scenario_is_valid() {
             .is_valid(&scenario)
     );
 }
+
+/// `rein inspect RUN --prompt STEP --scenario FILE` in `scratch`, off the async runtime.
+async fn inspect_prompt(
+    scratch: &Scratch,
+    id: &str,
+    step: &str,
+    file: &std::path::Path,
+) -> Outcome {
+    let (id, step, file, data) = (
+        id.to_owned(),
+        step.to_owned(),
+        file.to_owned(),
+        scratch.data(),
+    );
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .args(["inspect", &id, "--prompt", &step, "--scenario"])
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspect_prompt_rebuilds_the_exact_request_a_step_sent() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("fs_read", &json!({"path": "notes.txt"})),
+        call("transition", &json!({"to": "decide", "reason": "read"})),
+        call(
+            "finish",
+            &json!({"summary": "read", "result": {"ok": true}}),
+        ),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(&server.base_url(), &json!({"stream": true}));
+    run(&scratch, &text).await.expect_code(0);
+    let id = scratch.new_run_id(&[]);
+    let file = scratch.write("llm.json", &text);
+    for step in 0..4 {
+        let outcome = inspect_prompt(&scratch, &id, &step.to_string(), &file).await;
+        outcome.expect_code(0).stdout_has(&["matches the ledger"]);
+        // What was printed is byte for byte what the server received, pretty-printed.
+        let printed = outcome.stdout.rsplit_once("\nrequest sha256").unwrap().0;
+        let printed: Value = serde_json::from_str(printed).unwrap();
+        assert_eq!(printed, server.requests()[step].json(), "step {step}");
+    }
+    // Another planner configuration does not rebuild the recorded request: said so.
+    let other = scratch.write(
+        "other.json",
+        &text.replace(
+            "\"max_corrections\":1",
+            "\"max_corrections\":1,\"prompt\":{\"system\":\"Be terse.\"}",
+        ),
+    );
+    inspect_prompt(&scratch, &id, "1", &other)
+        .await
+        .expect_code(4)
+        .stderr_has(&[
+            "hashes to",
+            "the scenario's planner configuration is not the one the run used",
+        ]);
+    inspect_prompt(&scratch, &id, "9", &file)
+        .await
+        .expect_code(2)
+        .stderr_has(&["never planned step 9"]);
+}
+
+#[test]
+fn the_planner_may_be_spelled_with_a_kind() {
+    let scratch = Scratch::new();
+    let mut value: Value =
+        serde_json::from_str(&scenario("http://127.0.0.1:8080/v1", &json!({}))).unwrap();
+    let llm = value["planner"]["llm"].take();
+    value["planner"] =
+        json!({"kind": "llm", "provider": llm["provider"], "planner": llm["planner"]});
+    let file = scratch.write("kind.json", &value.to_string());
+    Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+        .expect_code(0)
+        .stdout_has(&["valid", "planner: llm, fake at http://127.0.0.1:8080/v1"]);
+    let schema: Value = serde_json::from_str(
+        &Outcome::of(&rein().args(["schema", "scenario"]).output().unwrap()).stdout,
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&value));
+
+    // Another kind, or a kind without a provider, is refused by both.
+    for (planner, says) in [
+        (
+            json!({"kind": "gpt", "provider": llm["provider"]}),
+            "\"llm\"",
+        ),
+        (json!({"kind": "llm"}), "missing field `provider`"),
+        (
+            json!({"kind": "llm", "provider": llm["provider"], "scripted": []}),
+            "give one planner",
+        ),
+    ] {
+        value["planner"] = planner;
+        assert!(!validator.is_valid(&value), "{value}");
+        let file = scratch.write("bad-kind.json", &value.to_string());
+        Outcome::of(&rein().arg("validate").arg(&file).output().unwrap())
+            .expect_code(2)
+            .stderr_has(&[says]);
+    }
+}

@@ -49,6 +49,9 @@ pub(crate) struct Driver {
     /// between calls.
     pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
+    /// Where every step's meter sends what the planner announces (`plan_attempts`).
+    pub(crate) plan_link: Arc<crate::plan_attempts::PlanLink>,
+    pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_attempts::PlanMessage>,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -107,6 +110,7 @@ impl Driver {
         inbox: Option<Inbox>,
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
+        let (plan_link, plan_rx) = crate::plan_attempts::PlanLink::new();
         Self {
             rec,
             shared,
@@ -117,6 +121,8 @@ impl Driver {
             prepaid: false,
             attempt_tx,
             attempt_rx,
+            plan_link,
+            plan_rx,
         }
     }
 
@@ -177,7 +183,7 @@ impl Driver {
         }
 
         let meter = self.meter();
-        let planned = self.plan(&meter).await;
+        let planned = self.plan(&meter).await?;
         self.settle_planner_calls(meter).await?;
         let decision = match planned {
             Some(Ok(decision)) => decision,
@@ -253,11 +259,13 @@ impl Driver {
         })
     }
 
-    /// Asks the planner; `None` when the run was aborted meanwhile.
+    /// Asks the planner, recording what it announces meanwhile; `None` when the run was
+    /// aborted meanwhile.
     pub(crate) async fn plan(
-        &self,
+        &mut self,
         meter: &rein_run::PlanMeter,
-    ) -> Option<Result<Decision, rein_run::PlannerError>> {
+    ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
+        let (cancel, start) = (self.cancel_token(), self.rec.ledger.len());
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
         let mut next = [State::Intake; State::ALL.len()];
@@ -287,14 +295,18 @@ impl Driver {
                 })
             })
             .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
-        match self.cancel_token() {
-            None => Some(plan.await),
-            Some(cancel) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                decision = plan => Some(decision),
-            },
+        let planned = crate::plan_attempts::Live {
+            shared: &self.shared,
+            ledger: &mut self.rec.ledger,
+            events: self.rec.events.as_ref(),
+            rx: &mut self.plan_rx,
+            proj: &self.rec.proj,
+            charged: [0; 2],
         }
+        .drive(plan, cancel)
+        .await;
+        self.apply_planned(start)?;
+        planned
     }
 
     async fn drain_controls(&mut self) -> Result<Flow, EngineError> {

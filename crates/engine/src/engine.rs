@@ -45,7 +45,7 @@ use crate::spec::RunSpec;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Engine {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Engine {

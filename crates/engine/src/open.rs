@@ -125,17 +125,26 @@ pub(crate) fn recorded_policy(
     id: &RunId,
     ledger: &Ledger,
 ) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
+    recorded_policy_of(shared, id, ledger.entries())
+}
+
+/// [`recorded_policy`] over the entries of a ledger (or the first ones of it).
+pub(crate) fn recorded_policy_of(
+    shared: &Shared,
+    id: &RunId,
+    entries: &[rein_ledger::Entry],
+) -> Result<(Budget, Arc<RunPolicy>), EngineError> {
     let invalid = |source| EngineError::InvalidRecordedPolicy {
         id: id.clone(),
         source,
     };
     let Some(EntryKind::RunStarted {
         policy: started, ..
-    }) = ledger.entries().first().map(|e| e.event())
+    }) = entries.first().map(|e| e.event())
     else {
         return Err(invalid(RecordedPolicyError::NoRunStarted));
     };
-    let narrowed = ledger.entries().iter().rev().find_map(|e| match e.event() {
+    let narrowed = entries.iter().rev().find_map(|e| match e.event() {
         EntryKind::PolicyNarrowed { policy, .. } => Some(policy),
         _ => None,
     });
@@ -211,6 +220,7 @@ pub(crate) async fn reopen(
     }
     let open = proj.open.take();
     let unsettled = proj.unsettled.take();
+    let model = std::mem::take(&mut proj.model);
     let mut note = match (&loaded.torn_tail, answer) {
         (Some(torn), _) => format!(
             "resumed after a restart; a torn final ledger line ({} bytes at line {}) was cut",
@@ -240,6 +250,8 @@ pub(crate) async fn reopen(
             .await?;
     }
     driver.rec.record(EntryKind::RunResumed { note }).await?;
+    // A model call the process stopped in is charged before anything else happens.
+    driver.settle_model_calls(model).await?;
     if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;

@@ -3,6 +3,8 @@
 //! out, and every call it reports is recorded as `planner_call` and charged, so the charges
 //! survive pause, resume and restart like every budget.
 
+use std::sync::Arc;
+
 use rein_ledger::EntryKind;
 use rein_run::{BudgetExhausted, BudgetName, FailureKind, PlanMeter};
 
@@ -14,6 +16,7 @@ impl Driver {
     /// The meter for the step about to be planned.
     pub(crate) fn meter(&self) -> PlanMeter {
         PlanMeter::new(self.rec.proj.budget().snapshot(self.rec.proj.run.usage()))
+            .with_sink(Arc::clone(&self.plan_link) as Arc<dyn rein_run::PlanSink>)
     }
 
     /// Records every model call the planner reported and charges it to `tokens` and `cost`.
@@ -35,7 +38,11 @@ impl Driver {
 
     /// Charges what a planner used. A provider may report more than the planner declared:
     /// the charge then stops at the limit, which is reached, never passed.
-    async fn charge_reported(&mut self, name: BudgetName, amount: u64) -> Result<(), EngineError> {
+    pub(crate) async fn charge_reported(
+        &mut self,
+        name: BudgetName,
+        amount: u64,
+    ) -> Result<(), EngineError> {
         let limit = self.rec.proj.budget().limit(&name);
         let usage = self.rec.proj.run.usage();
         let (used, reserved) = (usage.used(&name), usage.reserved(&name));
@@ -55,13 +62,26 @@ impl Driver {
             .await
     }
 
-    /// The planner did not make a call that could have exceeded a budget: recorded, and the
-    /// run stops (more budget is the only fix).
+    /// The planner did not make a call that could have exceeded a budget, or hand back one
+    /// more correction than `violations` allows: recorded, and the run stops.
     pub(crate) async fn refuse_planner_call(
         &mut self,
         exhausted: BudgetExhausted,
     ) -> Result<(), EngineError> {
         self.rec.record(exhausted_entry(&exhausted)).await?;
+        if exhausted.name == BudgetName::VIOLATIONS {
+            // The model's replies kept being unusable: the run ends by policy.
+            return self
+                .rec
+                .fail(
+                    FailureKind::PolicyViolation,
+                    format!(
+                        "the model's replies were unusable and the violations budget is \
+                         exhausted ({exhausted}); raise it or fix the model's configuration"
+                    ),
+                )
+                .await;
+        }
         self.rec
             .fail(
                 FailureKind::BudgetExhausted,

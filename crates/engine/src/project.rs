@@ -95,6 +95,8 @@ pub(crate) struct Projection {
     pub(crate) unsettled: Option<Unsettled>,
     /// How many entries were applied (`run_started` included): the index the next one has.
     applied: usize,
+    /// The current step's model calls: what a resume still has to charge.
+    pub(crate) model: crate::plan_attempts::ModelProgress,
 }
 
 impl Projection {
@@ -120,6 +122,7 @@ impl Projection {
             failed: None,
             unsettled: None,
             applied: 1,
+            model: crate::plan_attempts::ModelProgress::default(),
         })
     }
 
@@ -156,6 +159,7 @@ impl Projection {
     pub(crate) fn apply(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
         self.apply_to_run(kind, at)?;
         self.track_step(kind);
+        self.model.track(kind);
         self.applied += 1;
         Ok(())
     }
@@ -384,6 +388,8 @@ impl Projection {
             | EntryKind::BudgetExhausted { .. }
             | EntryKind::PlannerCall { .. }
             | EntryKind::ToolAttachment { .. }
+            | EntryKind::PlannerAttempt { .. }
+            | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::Interrupt { .. } => {}
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });

@@ -138,6 +138,9 @@ pub use rein_run::{
     State, Timestamp,
 };
 
+/// How planners put each model call on the record before sending it.
+#[doc(inline)]
+pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};
 /// How planners declare and report model calls (the engine charges `tokens` and `cost`).
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};

@@ -39,6 +39,14 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected, data) = find_ledger(target, &data)?;
     let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
+    if let Some(step) = args.prompt {
+        let Some(scenario) = &args.scenario else {
+            return Err(CliError::bad_input(
+                "--prompt needs --scenario FILE: the scenario the run was started from",
+            ));
+        };
+        return super::prompt::prompt(step, scenario, file.entries);
+    }
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)
 }

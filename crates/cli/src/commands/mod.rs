@@ -5,6 +5,7 @@ mod inspect;
 mod ledger;
 pub(crate) mod mcp;
 mod mcp_serve;
+mod prompt;
 mod run;
 mod runs;
 mod tools;

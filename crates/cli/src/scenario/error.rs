@@ -253,7 +253,7 @@ fn hint(message: &str, path: Option<&JsonPath>) -> Option<String> {
     } else if at.starts_with("approver") {
         "approver is \"auto\", \"deny\", or {\"scripted\": [{\"answer\": \"grant\", \"reason\": \"…\", \"delay_ms\": 0}]}"
     } else if at.starts_with("planner") && !at.contains(']') {
-        "planner is {\"scripted\": [{\"expect\": \"intake\", \"decision\": {\"type\": \"transition\", \"to\": \"explore\"}}, …]}"
+        "planner is {\"scripted\": [{\"expect\": \"intake\", \"decision\": {\"type\": \"transition\", \"to\": \"explore\"}}, …]} or {\"kind\": \"llm\", \"provider\": {…}}"
     } else if at.starts_with("planner") && message.contains("unknown variant") {
         "a decision is {\"type\": \"call_tool\" | \"transition\" | \"ask_human\" | \"finish\" | \"fail\", …}; states are intake, explore, decide, act, validate, done, failed"
     } else if at.ends_with(".behavior") {

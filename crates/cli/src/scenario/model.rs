@@ -426,14 +426,74 @@ pub(crate) enum Behavior {
     },
 }
 
-/// Who proposes the decisions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Who proposes the decisions: `{"scripted": [...]}`, `{"llm": {...}}`, or the same model
+/// spelled `{"kind": "llm", "provider": {...}, "planner": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum PlannerDef {
     /// A script: step `n` of the run gets the script's step `n`.
     Scripted(Vec<ScriptStep>),
     /// A model, through an OpenAI-compatible or Anthropic server.
     Llm(Box<super::llm::LlmDef>),
+}
+
+impl<'de> Deserialize<'de> for PlannerDef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(PlannerVisitor)
+    }
+}
+
+/// Reads a planner as it streams by, so an error inside a script keeps its position.
+struct PlannerVisitor;
+
+/// The keys a planner object may have.
+const PLANNER_KEYS: &[&str] = &["scripted", "llm", "kind", "provider", "planner"];
+
+impl<'de> serde::de::Visitor<'de> for PlannerVisitor {
+    type Value = PlannerDef;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(r#"{"scripted": [...]}, {"llm": {...}} or {"kind": "llm", "provider": {...}}"#)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PlannerDef, A::Error> {
+        use serde::de::Error as _;
+        let (mut tagged, mut kind, mut provider, mut planner) = (Vec::new(), false, None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "scripted" => tagged.push(PlannerDef::Scripted(map.next_value()?)),
+                "llm" => tagged.push(PlannerDef::Llm(map.next_value()?)),
+                "kind" => {
+                    let named: String = map.next_value()?;
+                    if named != "llm" {
+                        return Err(A::Error::invalid_value(
+                            serde::de::Unexpected::Str(&named),
+                            &r#""llm" (a script is {"scripted": [...]})"#,
+                        ));
+                    }
+                    kind = true;
+                }
+                "provider" => provider = Some(map.next_value()?),
+                "planner" => planner = Some(map.next_value()?),
+                other => return Err(A::Error::unknown_field(other, PLANNER_KEYS)),
+            }
+        }
+        let flat = kind || provider.is_some() || planner.is_some();
+        match (tagged.pop(), tagged.is_empty(), flat) {
+            (Some(def), true, false) => Ok(def),
+            (None, _, true) if !kind => Err(A::Error::missing_field("kind")),
+            (None, _, true) => Ok(PlannerDef::Llm(Box::new(super::llm::LlmDef {
+                provider: provider.ok_or_else(|| A::Error::missing_field("provider"))?,
+                planner: planner.unwrap_or_default(),
+            }))),
+            (None, _, false) => Err(A::Error::custom(
+                r#"the planner is empty: give {"scripted": [...]}, {"llm": {...}} or {"kind": "llm", "provider": {...}}"#,
+            )),
+            _ => Err(A::Error::custom(
+                "give one planner: \"scripted\", \"llm\" or \"kind\": \"llm\", not several",
+            )),
+        }
+    }
 }
 
 /// How tools run: timeouts, retries, circuit breakers.

@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError,
+    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PlannerAttempt, PlannerCall,
+    State, ToolError,
     ToolName,
 };
 use serde::{Deserialize, Serialize};
@@ -242,6 +243,24 @@ pub enum EntryKind {
         /// Where the bytes are: the artifact's id, checksum, size and media type.
         link: ArtifactLink,
     },
+    /// The planner is about to send a model call: recorded, durably, before it is sent. Its
+    /// outcome follows as `planner_call` (then the charges) or `planner_attempt_failed`;
+    /// one the ledger shows without an outcome is charged at its worst case on resume.
+    PlannerAttempt {
+        /// The step being decided.
+        step: u32,
+        /// The attempt, as the planner announced it.
+        attempt: PlannerAttempt,
+    },
+    /// A model call's attempt failed (a server error, a timeout, a broken stream).
+    PlannerAttemptFailed {
+        /// The step being decided.
+        step: u32,
+        /// The attempt's number within its model call.
+        attempt: u32,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 impl EntryKind {
@@ -273,6 +292,8 @@ impl EntryKind {
             Self::PolicyNarrowed { .. } => "policy_narrowed",
             Self::PlannerCall { .. } => "planner_call",
             Self::ToolAttachment { .. } => "tool_attachment",
+            Self::PlannerAttempt { .. } => "planner_attempt",
+            Self::PlannerAttemptFailed { .. } => "planner_attempt_failed",
         }
     }
 }
@@ -305,6 +326,9 @@ pub enum Violation {
     InvalidAnswer,
     /// The run reached the engine's step limit.
     MaxSteps,
+    /// The model's reply had no usable function call (prose, arguments that are not JSON,
+    /// too large or too deep); the planner asked it again.
+    InvalidReply,
 }
 
 impl Violation {
@@ -320,6 +344,7 @@ impl Violation {
             Self::BudgetExhausted => "budget_exhausted",
             Self::InvalidAnswer => "invalid_answer",
             Self::MaxSteps => "max_steps",
+            Self::InvalidReply => "invalid_reply",
         }
     }
 }
@@ -378,6 +403,7 @@ mod tests {
             Violation::BudgetExhausted,
             Violation::InvalidAnswer,
             Violation::MaxSteps,
+            Violation::InvalidReply,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }

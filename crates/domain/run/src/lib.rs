@@ -47,7 +47,9 @@ pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};
 pub use head::LedgerHead;
 pub use id::{RunId, RunIdError};
-pub use meter::{PlanMeter, PlannerCall, WorstCase};
+pub use meter::{
+    PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, WorstCase,
+};
 pub use planner::{DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};

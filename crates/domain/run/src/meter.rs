@@ -1,11 +1,12 @@
 //! `PlanMeter`: how a planner declares what a model call could spend and reports what it
 //! did spend. Planners report, the engine charges: no planner touches a budget itself.
 
-use std::sync::{Mutex, PoisonError};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BudgetExhausted, BudgetName, BudgetSnapshot, Digest};
+use crate::{BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, PlannerError};
 
 /// One model call, as the planner reports it. The engine records it as a `planner_call`
 /// ledger entry and charges `tokens` (input + output) and `cost`.
@@ -48,6 +49,67 @@ pub struct WorstCase {
     pub cost: u64,
 }
 
+/// One model call about to be sent, as the planner announces it: the engine records it as a
+/// `planner_attempt` entry, durably, before the request goes out. An attempt the ledger
+/// shows without an outcome (the process stopped mid-call) is charged at its worst case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannerAttempt {
+    /// The attempt's number within its model call (from 1; every retry is its own attempt).
+    pub attempt: u32,
+    /// The provider (`openai`, `anthropic`, a team's own).
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// The SHA-256 of the exact request body about to be sent.
+    pub request_hash: Digest,
+    /// The most tokens the attempt could spend (prompt estimate plus maximum output).
+    pub worst_tokens: u64,
+    /// The most the attempt could cost, in micro-units.
+    pub worst_cost: u64,
+}
+
+/// What a planner tells the engine while it plans, through its [`PlanMeter`], each
+/// recorded in the ledger in the order it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlanEvent {
+    /// A model call is about to be sent (recorded, and durable, before it is).
+    Attempt(PlannerAttempt),
+    /// The last attempt answered: what it used (recorded, then charged).
+    Called(PlannerCall),
+    /// The last attempt failed (a server error, a timeout, a broken stream).
+    Failed {
+        /// The attempt's number within its model call.
+        attempt: u32,
+        /// What went wrong (no secrets: the planner's errors never hold them).
+        error: String,
+    },
+    /// The model's reply was unusable and the planner asks it again: a correction, which
+    /// counts against the `violations` budget.
+    Correction {
+        /// What was wrong with the reply, as handed back to the model.
+        message: String,
+    },
+}
+
+/// The engine closed its end: nothing can be recorded any more, so the planner MUST NOT
+/// call out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the engine stopped recording this step; make no further model call")]
+pub struct PlanSinkClosed;
+
+/// Where a [`PlanMeter`] sends [`PlanEvent`]s: the engine's recorder. Implemented by the
+/// engine; a planner only sees it through the meter.
+///
+/// # Contract
+/// `record` MUST resolve only once the event is in the ledger (for an attempt: durably),
+/// and MUST fail with [`PlanSinkClosed`] when it can record nothing any more.
+pub trait PlanSink: Send + Sync + fmt::Debug {
+    /// Records `event`; resolves when it is on the record.
+    fn record(&self, event: PlanEvent) -> BoxFuture<'_, Result<(), PlanSinkClosed>>;
+}
+
 /// The engine's meter for one step, reachable from [`PlanRequest::meter`].
 ///
 /// [`PlanRequest::meter`]: crate::PlanRequest::meter
@@ -69,11 +131,26 @@ pub struct WorstCase {
 /// assert_eq!(meter.calls().len(), 1);
 /// # Ok::<(), rein_run::BudgetExhausted>(())
 /// ```
+///
+/// A planner that calls a model SHOULD announce every attempt with [`PlanMeter::begin`]
+/// (it waits until the engine has the attempt on record) and end it with
+/// [`PlanMeter::end`] or [`PlanMeter::failed`]; [`PlanMeter::report`] is the simpler form
+/// that records a call only after `plan` returns (a crash mid-call then loses it).
 #[derive(Debug)]
 pub struct PlanMeter {
     tokens: Option<Limit>,
     cost: Option<Limit>,
-    calls: Mutex<Vec<PlannerCall>>,
+    violations: Option<Limit>,
+    calls: Mutex<Steps>,
+    sink: Option<Arc<dyn PlanSink>>,
+}
+
+/// What the planner reported in this step.
+#[derive(Debug, Default)]
+struct Steps {
+    /// Every call, with whether it is already on record (through [`PlanMeter::end`]).
+    calls: Vec<(PlannerCall, bool)>,
+    corrections: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -97,8 +174,18 @@ impl PlanMeter {
         Self {
             tokens: limit(&BudgetName::TOKENS),
             cost: limit(&BudgetName::COST),
-            calls: Mutex::new(Vec::new()),
+            violations: limit(&BudgetName::VIOLATIONS),
+            calls: Mutex::default(),
+            sink: None,
         }
+    }
+
+    /// The same meter, recording what the planner announces through `sink` (the engine's
+    /// recorder) as it happens.
+    #[must_use]
+    pub fn with_sink(mut self, sink: Arc<dyn PlanSink>) -> Self {
+        self.sink = Some(sink);
+        self
     }
 
     /// A meter with no limits (for planners run outside an engine).
@@ -107,7 +194,12 @@ impl PlanMeter {
         Self {
             tokens: None,
             cost: None,
-            calls: Mutex::new(Vec::new()),
+            violations: None,
+            calls: Mutex::new(Steps {
+                calls: Vec::new(),
+                corrections: 0,
+            }),
+            sink: None,
         }
     }
 
@@ -120,9 +212,9 @@ impl PlanMeter {
     ///
     /// [`PlannerError::OverBudget`]: crate::PlannerError::OverBudget
     pub fn declare(&self, worst: WorstCase) -> Result<(), BudgetExhausted> {
-        let calls = self.lock();
-        let spent_tokens: u64 = calls.iter().map(PlannerCall::tokens).sum();
-        let spent_cost: u64 = calls.iter().map(|c| c.cost).sum();
+        let steps = self.lock();
+        let spent_tokens: u64 = steps.calls.iter().map(|(c, _)| c.tokens()).sum();
+        let spent_cost: u64 = steps.calls.iter().map(|(c, _)| c.cost).sum();
         for (name, limit, spent, requested) in [
             (BudgetName::TOKENS, self.tokens, spent_tokens, worst.tokens),
             (BudgetName::COST, self.cost, spent_cost, worst.cost),
@@ -144,26 +236,104 @@ impl PlanMeter {
         Ok(())
     }
 
-    /// Reports a call that was made (successful or not, whatever it used).
+    /// Reports a call that was made (successful or not, whatever it used). The engine
+    /// records it after `plan` returns; [`PlanMeter::begin`] and [`PlanMeter::end`] record
+    /// a call as it happens instead.
     pub fn report(&self, call: PlannerCall) {
-        self.lock().push(call);
+        self.lock().calls.push((call, false));
+    }
+
+    /// Announces an attempt: checks that its worst case fits (as [`PlanMeter::declare`])
+    /// and waits until the engine has it on record, durably. Call it right before sending
+    /// each attempt, retries included.
+    ///
+    /// # Errors
+    /// [`PlannerError::OverBudget`] when the worst case does not fit;
+    /// [`PlannerError::Failed`] when the engine stopped recording. Either way the attempt
+    /// MUST NOT be sent.
+    pub async fn begin(&self, attempt: PlannerAttempt) -> Result<(), PlannerError> {
+        self.declare(WorstCase {
+            tokens: attempt.worst_tokens,
+            cost: attempt.worst_cost,
+        })?;
+        self.send(PlanEvent::Attempt(attempt)).await
+    }
+
+    /// Ends the last attempt announced with [`PlanMeter::begin`]: what it used, recorded and
+    /// charged as it happens.
+    ///
+    /// # Errors
+    /// [`PlannerError::Failed`] when the engine stopped recording.
+    pub async fn end(&self, call: PlannerCall) -> Result<(), PlannerError> {
+        self.lock().calls.push((call.clone(), self.sink.is_some()));
+        self.send(PlanEvent::Called(call)).await
+    }
+
+    /// Ends the last attempt announced with [`PlanMeter::begin`] as failed.
+    ///
+    /// # Errors
+    /// [`PlannerError::Failed`] when the engine stopped recording.
+    pub async fn failed(&self, attempt: u32, error: String) -> Result<(), PlannerError> {
+        self.send(PlanEvent::Failed { attempt, error }).await
+    }
+
+    /// Records that the model's reply was unusable and is handed back to it: one unit of
+    /// the `violations` budget.
+    ///
+    /// # Errors
+    /// [`PlannerError::OverBudget`] (on `violations`) when the budget has nothing left:
+    /// the planner MUST NOT ask again, and the run ends by policy.
+    /// [`PlannerError::Failed`] when the engine stopped recording.
+    pub async fn correction(&self, message: String) -> Result<(), PlannerError> {
+        {
+            let mut steps = self.lock();
+            if let Some(Limit { limit, used }) = self.violations {
+                let used = used.saturating_add(steps.corrections);
+                if used >= limit {
+                    return Err(PlannerError::OverBudget(BudgetExhausted {
+                        name: BudgetName::VIOLATIONS,
+                        limit,
+                        used,
+                        reserved: 0,
+                        requested: 1,
+                    }));
+                }
+            }
+            steps.corrections += 1;
+        }
+        self.send(PlanEvent::Correction { message }).await
+    }
+
+    async fn send(&self, event: PlanEvent) -> Result<(), PlannerError> {
+        match &self.sink {
+            None => Ok(()),
+            Some(sink) => sink
+                .record(event)
+                .await
+                .map_err(|e| PlannerError::failed(e.to_string())),
+        }
     }
 
     /// The calls reported so far, in order.
     #[must_use]
     pub fn calls(&self) -> Vec<PlannerCall> {
-        self.lock().clone()
+        self.lock().calls.iter().map(|(c, _)| c.clone()).collect()
     }
 
-    /// The calls reported, taken out of the meter.
+    /// The calls reported and not yet on record (those of [`PlanMeter::report`]), taken out
+    /// of the meter.
     #[must_use]
     pub fn into_calls(self) -> Vec<PlannerCall> {
         self.calls
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
+            .calls
+            .into_iter()
+            .filter_map(|(c, recorded)| (!recorded).then_some(c))
+            .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PlannerCall>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Steps> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

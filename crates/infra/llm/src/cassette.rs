@@ -15,7 +15,7 @@ use crate::chat::ChatRequest;
 use crate::config::ProviderConfig;
 use crate::error::LlmError;
 use crate::http::request_body;
-use crate::provider::{Completion, DynProvider, Provider};
+use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 /// One line of a cassette.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,6 +93,25 @@ impl Provider for Recorder {
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let completion = self.inner.complete_boxed(request).await?;
+        self.keep(request, completion)
+    }
+
+    fn request_hash(&self, request: &ChatRequest) -> Digest {
+        self.inner.request_hash_dyn(request)
+    }
+
+    async fn complete_with(
+        &self,
+        request: &ChatRequest,
+        hook: &dyn AttemptHook,
+    ) -> Result<Completion, LlmError> {
+        let completion = self.inner.complete_with_boxed(request, hook).await?;
+        self.keep(request, completion)
+    }
+}
+
+impl Recorder {
+    fn keep(&self, request: &ChatRequest, completion: Completion) -> Result<Completion, LlmError> {
         self.append(&Recorded {
             provider: self.inner.name().to_owned(),
             model: self.inner.model().to_owned(),
@@ -157,8 +176,12 @@ impl Provider for Replayer {
         self.config.max_output_tokens
     }
 
+    fn request_hash(&self, request: &ChatRequest) -> Digest {
+        Digest::of_bytes(&request_body(&self.config, request))
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        let hash = Digest::of_bytes(&request_body(&self.config, request));
+        let hash = Provider::request_hash(self, request);
         let mut replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
         let queue = replies
             .get_mut(&hash)

@@ -102,6 +102,13 @@ pub enum LlmError {
         /// What failed.
         message: String,
     },
+    /// The caller's attempt hook did not let the attempt go out (its budget does not fit,
+    /// or the engine stopped recording); nothing was sent.
+    #[error("the model call was not sent: {reason}")]
+    AttemptRefused {
+        /// Why, as the hook said.
+        reason: String,
+    },
 }
 
 impl LlmError {

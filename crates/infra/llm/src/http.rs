@@ -2,6 +2,7 @@
 //! tower's retry layer (honouring `Retry-After`), a circuit breaker, and bounded reads.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use tower::retry::{Policy, Retry};
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
-use crate::provider::{Completion, Provider};
+use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
 
 /// The longest `Retry-After` honoured; a server asking for more fails the call instead.
@@ -215,18 +216,37 @@ impl Provider for HttpProvider {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.complete_with(request, &NoHook).await
+    }
+
+    fn request_hash(&self, request: &ChatRequest) -> Digest {
+        Digest::of_bytes(&request_body(&self.inner.config, request))
+    }
+
+    async fn complete_with(
+        &self,
+        request: &ChatRequest,
+        hook: &dyn AttemptHook,
+    ) -> Result<Completion, LlmError> {
         let inner = &self.inner;
         inner.breaker.admit()?;
         let body = Arc::new(request_body(&inner.config, request));
         let request_hash = Digest::of_bytes(&body);
         let started = Instant::now();
-        let attempt = {
-            let inner = Arc::clone(inner);
-            tower::service_fn(move |body: Arc<Vec<u8>>| {
-                let inner = Arc::clone(&inner);
-                async move { inner.attempt(&body).await }
-            })
-        };
+        let count = AtomicU32::new(0);
+        let attempt = tower::service_fn(|body: Arc<Vec<u8>>| {
+            let (inner, count) = (Arc::clone(inner), &count);
+            async move {
+                // Every attempt, retries included, is announced before it is sent.
+                let attempt = count.fetch_add(1, Ordering::Relaxed) + 1;
+                hook.before(attempt, request_hash).await?;
+                let outcome = inner.attempt(&body).await;
+                if let Err(e) = &outcome {
+                    hook.failed(attempt, e).await;
+                }
+                outcome
+            }
+        });
         let policy = RetryPolicy {
             left: inner.config.retries,
             backoff: inner.config.backoff,
@@ -389,6 +409,18 @@ impl Inner {
 
 const TOO_LARGE: &str = "\u{0}reply too large";
 
+/// The hook of a plain `complete`: lets every attempt go.
+struct NoHook;
+
+impl AttemptHook for NoHook {
+    fn before(&self, _: u32, _: Digest) -> rein_run::BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn failed<'a>(&'a self, _: u32, _: &'a LlmError) -> rein_run::BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
 /// A context-window error, recognised by the phrases OpenAI, Anthropic, llama.cpp and vLLM
 /// use.
 pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
@@ -408,14 +440,31 @@ pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
     })
 }
 
-/// `retry-after-ms`, or `retry-after` in whole seconds. (An HTTP-date `retry-after` is not
-/// honoured: the backoff applies.)
+/// `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (RFC 9110 §10.2.3),
+/// read against the wall clock. A date in the past means now; the caller bounds the wait by
+/// [`MAX_RETRY_AFTER`].
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    let d = get("retry-after-ms")
-        .map(|ms| ms / 1000.0)
-        .or_else(|| get("retry-after"))?;
-    (d.is_finite() && d >= 0.0).then(|| Duration::from_secs_f64(d.min(86_400.0)))
+    retry_after_at(headers, std::time::SystemTime::now())
+}
+
+/// [`retry_after`] with `now` given.
+fn retry_after_at(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    const DAY: f64 = 86_400.0;
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
+    let secs = |s: &str| s.parse::<f64>().ok().filter(|d| d.is_finite() && *d >= 0.0);
+    if let Some(ms) = text("retry-after-ms").and_then(secs) {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(DAY)));
+    }
+    let value = text("retry-after")?;
+    if let Some(s) = secs(value) {
+        return Some(Duration::from_secs_f64(s.min(DAY)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs_f64(DAY)),
+    )
 }
 
 /// Reads at most `limit` bytes of the body; `true` when it was cut there.
@@ -528,6 +577,8 @@ impl Breaker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match outcome {
+            // Nothing was sent: the server's health is unknown.
+            Err(LlmError::AttemptRefused { .. }) => {}
             Err(e) if e.is_transient() => {
                 state.failures = state.failures.saturating_add(1);
                 if state.failures >= self.threshold {
@@ -552,11 +603,31 @@ mod tests {
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
         h.insert("retry-after-ms", HeaderValue::from_static("-1"));
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
+        h.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn retry_after_reads_an_http_date_against_now() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let mut h = HeaderMap::new();
+        for (date, wait) in [
+            ("Wed, 21 Oct 2015 07:28:30 GMT", 30),
+            // RFC 850 and asctime forms are HTTP dates too.
+            ("Wednesday, 21-Oct-15 07:29:00 GMT", 60),
+            ("Wed Oct 21 07:28:05 2015", 5),
+            // In the past: now.
+            ("Wed, 21 Oct 2015 07:00:00 GMT", 0),
+            // Bounded to a day (the retry policy then refuses to wait that long).
+            ("Wed, 21 Oct 2099 07:28:00 GMT", 86_400),
+        ] {
+            h.insert("retry-after", HeaderValue::from_static(date));
+            assert_eq!(
+                retry_after_at(&h, now),
+                Some(Duration::from_secs(wait)),
+                "{date}"
+            );
+        }
     }
 
     #[test]

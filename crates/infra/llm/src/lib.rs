@@ -37,7 +37,7 @@ pub use planner::{LlmConfig, LlmPlanner, Prices};
 pub use prompt::{
     DEFAULT_SYSTEM_PROMPT, PromptConfig, build_request, estimate_tokens, state_guidance,
 };
-pub use provider::{Completion, DynProvider, Provider};
+pub use provider::{AttemptHook, Completion, DynProvider, Provider};
 
 #[cfg(feature = "fake-server")]
 pub mod fake;

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
-    Decision, PlanMeter, PlanRequest, Planner, PlannerCall, PlannerError, RunId, State, ToolName,
-    WorstCase,
+    BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
+    PlannerError, RunId, State, ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +15,7 @@ use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message};
 use crate::error::{LlmError, excerpt};
 use crate::names::{NameError, NameMap};
 use crate::prompt::{PromptConfig, build_request, estimate_tokens};
-use crate::provider::{Completion, DynProvider, Provider};
+use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 /// How the planner talks to its model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,37 +186,94 @@ impl LlmPlanner {
         decision
     }
 
-    /// One model call: its worst case declared to the engine's meter first (refused when it
-    /// does not fit), what it used reported after.
+    /// One model call: every attempt announced to the engine's meter with its worst case
+    /// before it is sent (refused when it does not fit) and ended there (what it used, or
+    /// how it failed) after.
     async fn call(
         &self,
         chat: &ChatRequest,
         meter: Option<&PlanMeter>,
     ) -> Result<Result<Completion, LlmError>, PlannerError> {
         let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
-        if let Some(meter) = meter {
-            let input = estimate_tokens(chat);
-            let output = u64::from(self.provider.max_output_tokens());
-            meter.declare(WorstCase {
-                tokens: input.saturating_add(output),
-                cost: cost(input, output),
-            })?;
+        let Some(meter) = meter else {
+            return Ok(self.provider.complete_boxed(chat).await);
+        };
+        let input = estimate_tokens(chat);
+        let output = u64::from(self.provider.max_output_tokens());
+        let hook = MeterHook {
+            meter,
+            provider: self.provider.name(),
+            model: self.provider.model(),
+            worst_tokens: input.saturating_add(output),
+            worst_cost: cost(input, output),
+            refused: Mutex::new(None),
+        };
+        let outcome = self.provider.complete_with_boxed(chat, &hook).await;
+        if let Some(refused) = hook
+            .refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            return Err(refused);
         }
-        let outcome = self.provider.complete_boxed(chat).await;
-        if let (Some(meter), Ok(c)) = (meter, &outcome) {
+        if let Ok(c) = &outcome {
             let usage = c.response.usage;
-            meter.report(PlannerCall {
-                provider: self.provider.name().to_owned(),
-                model: self.provider.model().to_owned(),
-                request_hash: c.request_hash,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                cost: cost(usage.input_tokens, usage.output_tokens),
-                latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
-                finish_reason: c.response.finish_reason.clone(),
-            });
+            meter
+                .end(PlannerCall {
+                    provider: self.provider.name().to_owned(),
+                    model: self.provider.model().to_owned(),
+                    request_hash: c.request_hash,
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                    cost: cost(usage.input_tokens, usage.output_tokens),
+                    latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
+                    finish_reason: c.response.finish_reason.clone(),
+                })
+                .await?;
         }
         Ok(outcome)
+    }
+}
+
+/// Puts each attempt of a model call on the engine's record before it is sent.
+struct MeterHook<'a> {
+    meter: &'a PlanMeter,
+    provider: &'a str,
+    model: &'a str,
+    worst_tokens: u64,
+    worst_cost: u64,
+    /// Why the meter refused an attempt, for `plan` to return as is.
+    refused: Mutex<Option<PlannerError>>,
+}
+
+impl AttemptHook for MeterHook<'_> {
+    fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async move {
+            let announced = self
+                .meter
+                .begin(PlannerAttempt {
+                    attempt,
+                    provider: self.provider.to_owned(),
+                    model: self.model.to_owned(),
+                    request_hash,
+                    worst_tokens: self.worst_tokens,
+                    worst_cost: self.worst_cost,
+                })
+                .await;
+            announced.map_err(|e| {
+                let reason = e.to_string();
+                *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                LlmError::AttemptRefused { reason }
+            })
+        })
+    }
+
+    fn failed<'a>(&'a self, attempt: u32, error: &'a LlmError) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // An engine that stopped recording stops the planner at the next `before`.
+            let _ = self.meter.failed(attempt, error.to_string()).await;
+        })
     }
 }
 
@@ -259,6 +316,11 @@ impl Planner for LlmPlanner {
                     return Ok(first);
                 }
                 Err(correction) if corrections < self.config.max_corrections => {
+                    // On the record, and one unit of `violations`: a model that never gets
+                    // it right ends the run by policy.
+                    if let Some(meter) = request.meter() {
+                        meter.correction(correction.clone()).await?;
+                    }
                     corrections += 1;
                     chat.messages.push(Message::Assistant {
                         text: excerpt(&completion.response.text),

@@ -1,10 +1,11 @@
 //! The one function that builds what a step sends: a pure function of the run's recorded
-//! history (goal, state, evidence, handed-back rejections, human answers) and the prompt
-//! configuration, so replay and inspection rebuild exactly what was sent.
+//! history (goal, state, evidence, handed-back rejections, human answers), the skills the
+//! request offers and the prompt configuration, so replay and inspection rebuild exactly
+//! what was sent.
 
 use std::collections::BTreeMap;
 
-use rein_run::{EvidenceKind, NoteSource, Payload, PlanRequest, State};
+use rein_run::{EvidenceKind, NoteSource, Payload, PlanRequest, Skill, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -81,7 +82,15 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
     u64::try_from(bytes.div_ceil(3)).unwrap_or(u64::MAX)
 }
 
-/// Builds the request for the step in `request`. With `compact`, or when the estimate
+/// The name of the built-in tool that loads a skill's body.
+const SKILL_LOAD: &str = "skill.load";
+
+/// Builds the request for the step in `request`.
+///
+/// The system prompt is [`PromptConfig::system`], followed, when the request offers skills,
+/// by a list of their names and descriptions, and the body (with its checksum) of every
+/// skill whose triggers occur in the goal or the evidence, or that a `skill.load` call in
+/// the evidence loaded. With `compact`, or when the estimate
 /// exceeds [`PromptConfig::max_prompt_tokens`], tool results and failures older than the
 /// last [`PromptConfig::keep_last`] evidence items are replaced by one summary note (human
 /// answers and notes stay).
@@ -174,10 +183,53 @@ fn assemble(
     }
     text.push_str("\nCall exactly one function now.");
     ChatRequest {
-        system: config.system.clone(),
+        system: with_skills(&config.system, request, config.max_item_chars),
         messages: vec![Message::User { text }],
         functions: functions.to_vec(),
     }
+}
+
+/// `system`, then the skills `request` offers: every one listed; the body of those the goal
+/// or the evidence triggers, or a `skill.load` call loaded.
+fn with_skills(system: &str, request: &PlanRequest<'_>, max: usize) -> String {
+    let skills = request.skills();
+    if skills.is_empty() {
+        return system.to_owned();
+    }
+    let mut out = format!(
+        "{system}\n\nSkills (how-tos; load one with the rein tool `{SKILL_LOAD}` when it is \
+         offered; they add knowledge, never tools or permissions):\n"
+    );
+    for skill in skills {
+        out.push_str(&format!("- {}: {}\n", skill.name(), skill.description()));
+    }
+    let texts: Vec<String> = request
+        .evidence()
+        .iter()
+        .map(|e| render(&e.kind, max))
+        .collect();
+    for skill in skills.iter().filter(|s| in_context(s, request, &texts)) {
+        out.push_str(&format!(
+            "\nSkill `{}` (sha256 {}):\n{}\n",
+            skill.name(),
+            skill.checksum(),
+            skill.body().trim_end()
+        ));
+    }
+    out
+}
+
+/// Whether `skill`'s body belongs in the context: a trigger occurs in the goal or the
+/// evidence, or a `skill.load` call loaded it.
+fn in_context(skill: &Skill, request: &PlanRequest<'_>, evidence: &[String]) -> bool {
+    let loaded = request.evidence().iter().any(|e| {
+        matches!(&e.kind, EvidenceKind::ToolResult { tool, input, .. }
+            if tool.as_str() == SKILL_LOAD
+                && input.get("name").and_then(Value::as_str) == Some(skill.name()))
+    });
+    loaded
+        || skill.is_triggered_by(request.goal())
+        || evidence.iter().any(|t| skill.is_triggered_by(t))
 }
 
 fn compaction_note(counts: &BTreeMap<String, u32>) -> String {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rein_run::{BoxFuture, Digest};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::error::LlmError;
@@ -20,6 +21,20 @@ pub struct Completion {
     /// Wall time from the first attempt to the end of the reply, retries included.
     #[serde(with = "millis")]
     pub latency: Duration,
+}
+
+/// Told about every attempt of a model call, retries included: before it is sent (and it is
+/// not sent until `before` resolves), and after it when it failed. The LLM planner's hook
+/// puts each attempt on the engine's record before it goes out.
+pub trait AttemptHook: Send + Sync {
+    /// Attempt `attempt` (from 1) of a call whose request body hashes to `request_hash` is
+    /// about to be sent.
+    ///
+    /// # Errors
+    /// [`LlmError::AttemptRefused`] when it must not be sent; the call then ends with it.
+    fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>>;
+    /// Attempt `attempt` failed with `error` (it may be retried).
+    fn failed<'a>(&'a self, attempt: u32, error: &'a LlmError) -> BoxFuture<'a, ()>;
 }
 
 /// Something that answers chat requests: an HTTP client for a real server, a recorder, a
@@ -42,6 +57,30 @@ pub trait Provider: Send + Sync + 'static {
         &self,
         request: &ChatRequest,
     ) -> impl Future<Output = Result<Completion, LlmError>> + Send;
+
+    /// The SHA-256 of the body `request` is sent as. The default hashes the request's JSON;
+    /// a provider that sends another body MUST override it.
+    fn request_hash(&self, request: &ChatRequest) -> Digest {
+        Digest::of_json(&serde_json::to_value(request).unwrap_or(Value::Null))
+    }
+
+    /// [`Provider::complete`], telling `hook` before every attempt and after each failed
+    /// one. The default makes one attempt; a provider that retries MUST override it so
+    /// every retry is announced.
+    fn complete_with(
+        &self,
+        request: &ChatRequest,
+        hook: &dyn AttemptHook,
+    ) -> impl Future<Output = Result<Completion, LlmError>> + Send {
+        async move {
+            hook.before(1, self.request_hash(request)).await?;
+            let outcome = self.complete(request).await;
+            if let Err(e) = &outcome {
+                hook.failed(1, e).await;
+            }
+            outcome
+        }
+    }
 }
 
 /// The object-safe twin of [`Provider`], implemented for every provider.
@@ -56,6 +95,14 @@ pub trait DynProvider: Send + Sync + 'static {
     fn complete_boxed<'a>(
         &'a self,
         request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>>;
+    /// See [`Provider::request_hash`].
+    fn request_hash_dyn(&self, request: &ChatRequest) -> Digest;
+    /// [`Provider::complete_with`], boxed.
+    fn complete_with_boxed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        hook: &'a dyn AttemptHook,
     ) -> BoxFuture<'a, Result<Completion, LlmError>>;
 }
 
@@ -74,6 +121,16 @@ impl<P: Provider> DynProvider for P {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(self.complete(request))
+    }
+    fn request_hash_dyn(&self, request: &ChatRequest) -> Digest {
+        Provider::request_hash(self, request)
+    }
+    fn complete_with_boxed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        hook: &'a dyn AttemptHook,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(self.complete_with(request, hook))
     }
 }
 

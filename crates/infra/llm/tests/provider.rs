@@ -175,6 +175,62 @@ async fn rate_limited_then_success_waits_what_the_server_asked() {
     );
 }
 
+/// A 429 whose `Retry-After` is an HTTP date `ahead` from now (wall clock).
+fn rate_limited_until(ahead: Duration) -> Reply {
+    Reply::Status {
+        status: 429,
+        headers: vec![(
+            "retry-after".into(),
+            httpdate::fmt_http_date(std::time::SystemTime::now() + ahead),
+        )],
+        body: r#"{"error":{"message":"rate limited"}}"#.into(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_date_is_waited_for_within_the_bound() {
+    let started = tokio::time::Instant::now();
+    let (out, received) = check(
+        Api::OpenAi,
+        false,
+        vec![
+            rate_limited_until(Duration::from_secs(60)),
+            Reply::openai_text("ok"),
+        ],
+        same,
+    )
+    .await;
+    assert_eq!(out.unwrap().response.text, "ok");
+    assert_eq!(received.len(), 2);
+    // The date has whole seconds and is read against the wall clock a moment later: the
+    // wait is a little under 60 s of virtual time, far above the 500 ms backoff.
+    assert!(
+        (Duration::from_secs(30)..=Duration::from_secs(60)).contains(&started.elapsed()),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A date further away than MAX_RETRY_AFTER: no retry, the wait is reported.
+    let (out, received) = check(
+        Api::OpenAi,
+        false,
+        vec![
+            rate_limited_until(Duration::from_secs(3_600)),
+            Reply::openai_text("never asked"),
+        ],
+        same,
+    )
+    .await;
+    let Err(LlmError::RateLimited {
+        retry_after: Some(wait),
+    }) = out
+    else {
+        panic!("expected a rate limit, got {out:?}");
+    };
+    assert!(wait > rein_llm::MAX_RETRY_AFTER, "{wait:?}");
+    assert_eq!(received.len(), 1);
+}
+
 #[tokio::test]
 async fn unauthorized_names_the_variable_and_never_the_key() {
     for status in [401, 403] {

@@ -1,0 +1,69 @@
+//! `rein inspect RUN --prompt STEP --scenario FILE`: the exact request body a step's model
+//! call sent, rebuilt from the ledger and the scenario's planner configuration, and checked
+//! against the hash the ledger recorded.
+
+use rein::llm::{build_request, request_body};
+use rein::tool::Digest;
+use rein::{Entry, EntryKind, Ledger, ScriptedPlanner};
+
+use crate::exit::{CliError, CliResult, Exit};
+use crate::scenario::{self, PlannerDef, Setup};
+
+/// Prints the request body of step `step`'s first model call.
+pub(crate) fn prompt(step: u32, scenario_file: &std::path::Path, entries: Vec<Entry>) -> CliResult {
+    let loaded = scenario::load(scenario_file)?;
+    let checked = scenario::check(&loaded, &Setup::default())?;
+    let PlannerDef::Llm(def) = &checked.scenario.planner else {
+        return Err(CliError::bad_input(format!(
+            "{}: the planner is not a model (\"planner\": {{\"llm\": ...}}), so no step has a prompt",
+            scenario_file.display()
+        )));
+    };
+    // The policy, tools and skills come from the scenario; no model is called.
+    let engine = scenario::builder(&checked.scenario, 0)
+        .planner(ScriptedPlanner::new([]))
+        .build()
+        .map_err(|e| CliError::bad_input(e.to_string()))?;
+    let Some(id) = entries.first().map(|e| e.run_id().clone()) else {
+        return Err(CliError::bad_input("the ledger is empty"));
+    };
+    let ledger = Ledger::from_entries(id, entries)
+        .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?;
+    let recorded = ledger.entries().iter().find_map(|e| match e.event() {
+        EntryKind::PlannerAttempt { step: s, attempt } if *s == step => Some(attempt.request_hash),
+        EntryKind::PlannerCall { step: s, call } if *s == step => Some(call.request_hash),
+        _ => None,
+    });
+    let chat = engine
+        .plan_request_at(&ledger, step, |request| {
+            build_request(&def.planner.prompt, &request, false)
+        })
+        .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?
+        .ok_or_else(|| {
+            CliError::bad_input(format!(
+                "the run never planned step {step}: give a step its ledger shows"
+            ))
+        })?;
+    let Some(recorded) = recorded else {
+        return Err(CliError::bad_input(format!(
+            "step {step} made no model call: its decision came from an earlier reply"
+        )));
+    };
+    let body = request_body(&def.provider, &chat);
+    let hash = Digest::of_bytes(&body);
+    if hash != recorded {
+        return Err(CliError::new(
+            Exit::LedgerBroken,
+            format!(
+                "the request rebuilt for step {step} hashes to {hash}, but the ledger recorded \
+                 {recorded}: the scenario's planner configuration is not the one the run used"
+            ),
+        ));
+    }
+    let pretty = serde_json::from_slice::<serde_json::Value>(&body)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
+    println!("{pretty}");
+    println!("request sha256 {hash}: matches the ledger");
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,275 @@
+//! Model calls on the record before they are sent: the planner-facing [`PlanLink`] carries
+//! what a planner announces through its `PlanMeter` (an attempt, its outcome, a correction)
+//! to the driver, which appends it to the ledger — an attempt durably — before the planner
+//! goes on. While `plan` runs the run is borrowed by the planner, so these entries are
+//! appended first and applied to the projection as soon as `plan` returns, in ledger order.
+//! On resume, an attempt the ledger shows without an outcome is charged at its worst case.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+
+use rein_ledger::{EntryKind, Ledger, Violation};
+use rein_run::{
+    BoxFuture, BudgetName, Decision, PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt,
+    PlannerCall, PlannerError,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::driver::Driver;
+use crate::error::EngineError;
+use crate::events::RunEvent;
+use crate::project::Projection;
+use crate::shared::Shared;
+
+/// The `finish_reason` of a model call charged at its worst case because the process
+/// stopped before its outcome was on record.
+pub(crate) const IN_DOUBT_REASON: &str = "in doubt: the process stopped before the reply was recorded; charged at the declared worst case";
+
+/// One event and the answer the planner waits for (sent once it is on record).
+pub(crate) type PlanMessage = (PlanEvent, oneshot::Sender<()>);
+
+/// The engine's [`PlanSink`]: one per run, shared by every step's meter.
+#[derive(Debug)]
+pub(crate) struct PlanLink {
+    tx: mpsc::UnboundedSender<PlanMessage>,
+}
+
+impl PlanLink {
+    /// A link and the driver's end of it.
+    pub(crate) fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<PlanMessage>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(Self { tx }), rx)
+    }
+}
+
+impl PlanSink for PlanLink {
+    fn record(&self, event: PlanEvent) -> BoxFuture<'_, Result<(), PlanSinkClosed>> {
+        let (reply, recorded) = oneshot::channel();
+        let sent = self.tx.send((event, reply));
+        Box::pin(async move {
+            sent.map_err(|_| PlanSinkClosed)?;
+            recorded.await.map_err(|_| PlanSinkClosed)
+        })
+    }
+}
+
+/// How far the current step's model calls got, as the ledger shows them: what a resume
+/// still has to charge.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModelProgress {
+    /// An attempt announced and not ended.
+    open: Option<(u32, PlannerAttempt)>,
+    /// The last call recorded and what of it is not charged yet (tokens, cost).
+    due: Option<(u64, u64)>,
+}
+
+impl ModelProgress {
+    /// Follows one entry.
+    pub(crate) fn track(&mut self, kind: &EntryKind) {
+        match kind {
+            EntryKind::PlannerAttempt { step, attempt } => {
+                self.open = Some((*step, attempt.clone()));
+                self.due = None;
+            }
+            EntryKind::PlannerCall { call, .. } => {
+                self.open = None;
+                self.due = Some((call.tokens(), call.cost));
+            }
+            EntryKind::PlannerAttemptFailed { .. } => self.open = None,
+            EntryKind::BudgetConsumed { name, .. } => {
+                if let Some((tokens, cost)) = &mut self.due {
+                    if *name == BudgetName::TOKENS {
+                        *tokens = 0;
+                    } else if *name == BudgetName::COST {
+                        *cost = 0;
+                    }
+                }
+            }
+            EntryKind::Decision { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. }
+            | EntryKind::RunInterrupted { .. } => *self = Self::default(),
+            _ => {}
+        }
+    }
+}
+
+/// The driver's side of a step's plan: appends what the planner announces while it plans.
+pub(crate) struct Live<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) ledger: &'a mut Ledger,
+    pub(crate) events: Option<&'a broadcast::Sender<RunEvent>>,
+    pub(crate) rx: &'a mut mpsc::UnboundedReceiver<PlanMessage>,
+    pub(crate) proj: &'a Projection,
+    /// Charged to `tokens` and `cost` in this step and not yet applied to the projection.
+    pub(crate) charged: [u64; 2],
+}
+
+impl Live<'_> {
+    /// Runs `plan`, recording what it announces; `None` when the run was aborted meanwhile.
+    pub(crate) async fn drive(
+        mut self,
+        plan: impl Future<Output = Result<Decision, PlannerError>>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Option<Result<Decision, PlannerError>>, EngineError> {
+        let outcome = {
+            let mut plan = pin!(plan);
+            let mut cancelled = pin!(async {
+                match &cancel {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            });
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut cancelled => break None,
+                    Some((event, reply)) = self.rx.recv() => {
+                        self.write(event).await?;
+                        // A planner that stopped waiting finds its event on record anyway.
+                        let _ = reply.send(());
+                    }
+                    decided = &mut plan => break Some(decided),
+                }
+            }
+        };
+        // The plan is dropped: what it sent before is still recorded, in order.
+        while let Ok((event, reply)) = self.rx.try_recv() {
+            self.write(event).await?;
+            let _ = reply.send(());
+        }
+        Ok(outcome)
+    }
+
+    async fn write(&mut self, event: PlanEvent) -> Result<(), EngineError> {
+        let step = self.proj.run.steps();
+        match event {
+            PlanEvent::Attempt(attempt) => {
+                self.append(EntryKind::PlannerAttempt { step, attempt })
+                    .await?;
+                // On the record before the request goes out.
+                self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+            }
+            PlanEvent::Called(call) => {
+                let (tokens, cost) = (call.tokens(), call.cost);
+                self.append(EntryKind::PlannerCall { step, call }).await?;
+                self.charge(0, BudgetName::TOKENS, tokens).await?;
+                self.charge(1, BudgetName::COST, cost).await?;
+            }
+            PlanEvent::Failed { attempt, error } => {
+                self.append(EntryKind::PlannerAttemptFailed {
+                    step,
+                    attempt,
+                    error,
+                })
+                .await?;
+            }
+            PlanEvent::Correction { message } => {
+                self.append(EntryKind::PolicyViolation {
+                    violation: Violation::InvalidReply,
+                    message,
+                    handed_back: true,
+                })
+                .await?;
+            }
+            // An event this engine does not know is not recorded; the planner goes on.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Charges what a model call used, as `Driver::charge_reported` does, counting what
+    /// this step charged already.
+    async fn charge(
+        &mut self,
+        at: usize,
+        name: BudgetName,
+        amount: u64,
+    ) -> Result<(), EngineError> {
+        let limit = self.proj.budget().limit(&name);
+        let usage = self.proj.run.usage();
+        let used = usage.used(&name).saturating_add(self.charged[at]);
+        let reserved = usage.reserved(&name);
+        let amount = limit.map_or(amount, |limit| {
+            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
+        });
+        if amount == 0 {
+            return Ok(());
+        }
+        self.charged[at] = self.charged[at].saturating_add(amount);
+        self.append(EntryKind::BudgetConsumed {
+            name,
+            amount,
+            used: used.saturating_add(amount),
+            limit,
+        })
+        .await
+    }
+
+    async fn append(&mut self, kind: EntryKind) -> Result<(), EngineError> {
+        let at = self.shared.clock.now();
+        let entry = self.ledger.append(at, self.proj.state(), kind);
+        match self.shared.ledgers.try_append_now_dyn(entry) {
+            Some(appended) => appended?,
+            None => self.shared.ledgers.append_boxed(entry).await?,
+        }
+        if let Some(events) = self.events
+            && events.receiver_count() > 0
+        {
+            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
+        }
+        Ok(())
+    }
+}
+
+impl Driver {
+    /// Applies the entries appended while the planner planned (from index `start`) to the
+    /// projection, in ledger order.
+    pub(crate) fn apply_planned(&mut self, start: usize) -> Result<(), EngineError> {
+        let entries = self.rec.ledger.entries();
+        for entry in entries.get(start..).unwrap_or_default() {
+            self.rec
+                .proj
+                .apply(entry.event(), entry.at())
+                .map_err(|e| EngineError::InconsistentLedger {
+                    id: self.rec.proj.run.id().clone(),
+                    seq: entry.seq(),
+                    source: Box::new(e),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// After a restart: charges the model call the ledger shows in progress. An attempt
+    /// without an outcome is charged at its declared worst case (recorded as a
+    /// `planner_call` saying so); a recorded call whose charges are missing is charged now.
+    pub(crate) async fn settle_model_calls(
+        &mut self,
+        progress: ModelProgress,
+    ) -> Result<(), EngineError> {
+        let (tokens, cost) = match (progress.open, progress.due) {
+            (Some((step, attempt)), _) => {
+                let call = PlannerCall {
+                    provider: attempt.provider,
+                    model: attempt.model,
+                    request_hash: attempt.request_hash,
+                    input_tokens: attempt.worst_tokens,
+                    output_tokens: 0,
+                    cost: attempt.worst_cost,
+                    latency_ms: 0,
+                    finish_reason: Some(IN_DOUBT_REASON.to_owned()),
+                };
+                self.rec
+                    .record(EntryKind::PlannerCall { step, call })
+                    .await?;
+                (attempt.worst_tokens, attempt.worst_cost)
+            }
+            (None, Some(due)) => due,
+            (None, None) => return Ok(()),
+        };
+        self.charge_reported(BudgetName::TOKENS, tokens).await?;
+        self.charge_reported(BudgetName::COST, cost).await
+    }
+}

@@ -1,0 +1,70 @@
+//! What a planner was asked, rebuilt from the ledger: the prompt is a projection of the
+//! run's recorded history, so `rein inspect RUN --prompt STEP` and replay see exactly the
+//! request a step's planner saw (its first model call).
+
+use rein_ledger::{EntryKind, InterruptKind, Ledger};
+use rein_run::{PlanRequest, State};
+
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::open::recorded_policy_of;
+use crate::project::Projection;
+
+impl Engine {
+    /// Rebuilds the [`PlanRequest`] step `step` of the run `ledger` records was planned
+    /// from, and hands it to `view` (e.g. an LLM planner's `prompt`). `None` when the
+    /// ledger never reached that step's planning.
+    ///
+    /// The run is projected from the entries before the step's first decision or model
+    /// call; the tools offered are those the policy recorded then allows in the run's state,
+    /// and the skills are this engine's.
+    ///
+    /// # Errors
+    /// [`EngineError::InconsistentLedger`] or [`EngineError::InvalidRecordedPolicy`] when
+    /// the ledger cannot be projected.
+    pub fn plan_request_at<R>(
+        &self,
+        ledger: &Ledger,
+        step: u32,
+        view: impl FnOnce(PlanRequest<'_>) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        let entries = ledger.entries();
+        let Some(cut) = entries.iter().position(|e| match e.event() {
+            EntryKind::Decision { step: s, .. }
+            | EntryKind::PlannerAttempt { step: s, .. }
+            | EntryKind::PlannerCall { step: s, .. }
+            | EntryKind::PlannerAttemptFailed { step: s, .. } => *s == step,
+            _ => false,
+        }) else {
+            return Ok(None);
+        };
+        let (id, prefix) = (ledger.run_id(), &entries[..cut]);
+        let (budget, policy) = recorded_policy_of(&self.shared, id, prefix)?;
+        let proj = Projection::rebuild(prefix, |_| Ok(budget)).map_err(|(seq, source)| {
+            EngineError::InconsistentLedger {
+                id: id.clone(),
+                seq,
+                source: Box::new(source),
+            }
+        })?;
+        // A graceful interrupt not yet followed by a resume makes the step the last one.
+        let interrupted = prefix.iter().fold(false, |on, e| match e.event() {
+            EntryKind::Interrupt {
+                kind: InterruptKind::Graceful,
+            } => true,
+            EntryKind::RunResumed { .. } => false,
+            _ => on,
+        });
+        let run = &proj.run;
+        let next: Vec<State> = policy.snapshot.transitions.targets(run.state()).collect();
+        let request = PlanRequest::new(
+            run,
+            policy.allowed.in_state(run.state()),
+            proj.budget().snapshot(run.usage()),
+        )
+        .with_interrupted(interrupted)
+        .with_next_states(&next)
+        .with_skills(&self.shared.config.skills);
+        Ok(Some(view(request)))
+    }
+}
