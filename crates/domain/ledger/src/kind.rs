@@ -4,7 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    BudgetName, Decision, Digest, Failure, Payload, PlannerCall, State, ToolError, ToolName,
+    BudgetName, Decision, Digest, Failure, Payload, PendingApproval, PlannerCall, State, ToolError,
+    ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -228,6 +229,12 @@ pub enum EntryKind {
         /// The call, as the planner reported it.
         call: PlannerCall,
     },
+    /// A call that needs approval under a durable approval policy is held back and the run
+    /// pauses until a verdict (`approval_granted` / `approval_denied`) settles it.
+    ApprovalPending {
+        /// The call waiting, and when it started waiting.
+        pending: PendingApproval,
+    },
 }
 
 impl EntryKind {
@@ -258,6 +265,7 @@ impl EntryKind {
             Self::RunInterrupted { .. } => "run_interrupted",
             Self::PolicyNarrowed { .. } => "policy_narrowed",
             Self::PlannerCall { .. } => "planner_call",
+            Self::ApprovalPending { .. } => "approval_pending",
         }
     }
 }

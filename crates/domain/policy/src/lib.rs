@@ -33,8 +33,8 @@ mod transitions;
 mod violations;
 
 pub use approval::{
-    ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, DenyApprover, DynApprover, Verdict,
+    ApprovalMode, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
+    ApproverError, AutoApprover, DenyApprover, DynApprover, Verdict,
 };
 pub use budget::Budget;
 pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligible};
