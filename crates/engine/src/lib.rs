@@ -39,6 +39,7 @@ mod clock;
 mod config;
 mod depth;
 mod driver;
+mod durable;
 mod engine;
 mod error;
 mod events;
