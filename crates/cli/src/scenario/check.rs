@@ -164,6 +164,16 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
         }
     }
 
+    // A durable approval is decided by `rein approve`, never by the scenario's approver.
+    if scenario.policies.approvals.mode() == rein::ApprovalMode::Durable
+        && scenario.approver.is_some()
+    {
+        warnings.push(format!(
+            "{} is durable, so the scenario's \"approver\" is never asked: a call that needs approval pauses the run until `rein approve`",
+            root.key("policies").key("approvals").key("mode")
+        ));
+    }
+
     // The engine is the authority on policies: build it, and point its refusals into the file.
     if let Err(e) = builder(&scenario, 0).build() {
         return Err(locate_build_error(loaded, &scenario, &e));
