@@ -49,6 +49,8 @@ pub(crate) struct Driver {
     /// between calls.
     pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
+    /// When the run's deadline passes, if it has one (see `deadline`).
+    pub(crate) deadline: Option<crate::deadline::Due>,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -107,7 +109,9 @@ impl Driver {
         inbox: Option<Inbox>,
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
+        let deadline = crate::deadline::due(&shared, &policy, &rec.ledger);
         Self {
+            deadline,
             rec,
             shared,
             policy,
@@ -160,6 +164,10 @@ impl Driver {
         }
         if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
             self.abort().await?;
+            return Ok(Flow::Stop);
+        }
+        if self.deadline_passed() {
+            self.exceed_deadline().await?;
             return Ok(Flow::Stop);
         }
         let max = self.policy.snapshot.max_steps;

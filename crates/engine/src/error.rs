@@ -9,7 +9,7 @@ use rein_policy::{
 };
 use rein_run::{
     BudgetName, LedgerHead, PendingApproval, RunError, RunId, RunStatus, RunStoreError, State,
-    ToolName,
+    Timestamp, ToolName,
 };
 use rein_statemachine::TransitionError;
 
@@ -251,6 +251,24 @@ pub enum EngineError {
         pending: Box<PendingApproval>,
         /// The policy's approval timeout.
         timeout_ms: u64,
+    },
+    /// A run was started with a deadline that is not in the future. Nothing is recorded.
+    #[error(
+        "the run's deadline {at} is not in the future (the engine's clock reads {now}); give a \
+         later deadline, or none"
+    )]
+    DeadlinePassed {
+        /// The deadline asked for.
+        at: Timestamp,
+        /// The engine's clock when the run was to start.
+        now: Timestamp,
+    },
+    /// A run was started with a deadline no run can be held to. Nothing is recorded.
+    #[error("cannot start the run: {source}")]
+    InvalidDeadline {
+        /// What is wrong with it.
+        #[source]
+        source: rein_policy::DeadlineError,
     },
 }
 

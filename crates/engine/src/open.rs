@@ -60,7 +60,7 @@ pub(crate) async fn begin(
             Err(_) => {}
         }
     }
-    let policy = Arc::clone(&shared.policy);
+    let policy = crate::deadline::run_policy(shared, &id, spec.deadline)?;
     let started = EntryKind::RunStarted {
         goal: spec.goal,
         vars: spec.vars,

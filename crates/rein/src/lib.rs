@@ -290,6 +290,10 @@ pub use rein_policy::ApprovalMode;
 #[doc(inline)]
 pub use rein_run::PendingApproval;
 
+/// Deadlines: a run's `time` budget on the engine's clock (`EngineBuilder::deadline`).
+#[doc(inline)]
+pub use rein_policy::{Deadline, DeadlineError};
+
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {
     pub use crate::{

@@ -27,6 +27,7 @@
 
 mod approval;
 mod budget;
+mod deadline;
 mod eligibility;
 mod snapshot;
 mod transitions;
@@ -37,6 +38,7 @@ pub use approval::{
     ApproverError, AutoApprover, DenyApprover, DynApprover, Verdict,
 };
 pub use budget::Budget;
+pub use deadline::{Deadline, DeadlineError};
 pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligible};
 pub use rein_run::BudgetExhausted;
 pub use snapshot::PolicySnapshot;

@@ -140,7 +140,17 @@ fn policy_snapshot_fields_default_like_the_whole_snapshot() {
             "transitions": json_of(&custom),
             "approvals": {"timeout_ms": 5},
             "max_steps": 7,
+            "deadline": {"time_ms": 60000, "count_paused": true},
         }),
+    );
+    let default = json_of(&rein_policy::Deadline::new(std::time::Duration::from_secs(
+        1,
+    )));
+    check::<rein_policy::Deadline>(
+        "Deadline",
+        &default,
+        &json!({"time_ms": 1000}),
+        &json!({"count_paused": true}),
     );
     // A nested object with one field set is completed from the nested type's default.
     let snap: PolicySnapshot =

@@ -54,6 +54,8 @@ pub enum FailureKind {
     InDoubtToolCall,
     /// A store failed to record the run or its ledger.
     StoreError,
+    /// The run's deadline (its `time` budget) passed.
+    DeadlineExceeded,
 }
 
 /// A question waiting for a human.
