@@ -315,6 +315,12 @@ fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> S
         BuildError::Eligibility(_) => (root.key("policies").key("eligibility"), None),
         BuildError::Transitions(_) => (root.key("policies").key("transitions"), None),
         BuildError::DuplicateTool(_) => (root.key("tools"), None),
+        BuildError::InvalidOption {
+            option: "deadline", ..
+        } => (
+            root.key("policies").key("deadline").key("time_ms"),
+            Some("a deadline is milliseconds from the run's start, above 0 and at most a year"),
+        ),
         BuildError::InvalidOption { .. } => (root.key("policies"), None),
         _ => (root, None),
     };
