@@ -32,11 +32,25 @@ Exit codes:
   4    the run's ledger failed verification
   130  interrupted with Ctrl-C (resume again; a second Ctrl-C aborts the run)";
 
+const APPROVE_AFTER: &str = "\
+Examples:
+  rein approve 0193c6a2-... --reason 'change ticket 42' --by alice
+  rein approve 0193c6a2-... --deny --reason 'not on a friday' --by bob --data-dir /tmp/rein
+
+Exit codes:
+  0    completed
+  1    the run failed (a denial fails it unless rejections are handed back; an approval
+       past its timeout is denied, and the verdict is not applied)
+  2    bad input: no such run, a run that waits for no approval
+  3    the run is paused (again): for another approval, or for a human's answer
+  4    the run's ledger failed verification";
+
 const MAIN_AFTER: &str = "\
 Examples:
   rein run examples/scenarios/happy-path.json
   rein run examples/scenarios/ask-human.json --data-dir /tmp/rein
   rein resume 0193c6a2-... --input yes --data-dir /tmp/rein
+  rein approve 0193c6a2-... --reason 'ticket 42' --by alice
   rein runs list
   rein ledger verify 0193c6a2-...
   rein inspect 0193c6a2-... --format mermaid
@@ -84,6 +98,15 @@ pub(crate) enum Command {
     /// under the policy recorded in its ledger, with the same budget.
     #[command(after_help = RESUME_AFTER)]
     Resume(ResumeArgs),
+    /// Grant (or, with --deny, deny) the call a run waits for under a durable approval
+    /// policy, and continue the run.
+    ///
+    /// The engine is rebuilt from the scenario stored with the run, as for `rein resume`.
+    /// The verdict is recorded with who gave it and why, and binds the run, step, tool and
+    /// input hash of the pending call (shown by `rein runs list`); the granted call runs
+    /// with exactly the input it was requested with.
+    #[command(after_help = APPROVE_AFTER)]
+    Approve(ApproveArgs),
     /// List the runs in a data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -172,6 +195,28 @@ pub(crate) struct ResumeArgs {
     /// No progress lines.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+}
+
+/// `rein approve`.
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    /// The run waiting for approval.
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    /// Deny the call instead of granting it.
+    #[arg(long)]
+    pub(crate) deny: bool,
+    /// Why (recorded in the ledger).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: String,
+    /// Who decides (recorded in the ledger).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) by: String,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// Print the final run as JSON instead of a summary.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `rein runs …`.

@@ -180,6 +180,12 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             "{tool} attached {name:?} ({} bytes, {}) as artifact {}",
             link.size, link.content_type, link.id
         ),
+        EntryKind::ApprovalPending { pending } => format!(
+            "paused, waiting for approval of {} (risk {}){}",
+            pending.tool,
+            pending.risk,
+            colon(&pending.reason)
+        ),
         other => other.name().replace('_', " "),
     }
 }
@@ -502,6 +508,18 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
             "  resume     rein resume {} --input {} --data-dir {}",
             run.id(),
             shell_word(answer),
+            shell_word(data_dir)
+        );
+    } else if let Some(pending) = run.pending_approval() {
+        let _ = writeln!(
+            out,
+            "  approval   {} (risk {}, step {}, input {}): {}",
+            pending.tool, pending.risk, pending.step, pending.input_hash, pending.reason
+        );
+        let _ = writeln!(
+            out,
+            "  approve    rein approve {} --reason TEXT --by NAME --data-dir {}  (add --deny to deny)",
+            run.id(),
             shell_word(data_dir)
         );
     } else if run.status() == RunStatus::Interrupted || run.status() == RunStatus::Running {

@@ -77,7 +77,11 @@ const EXPECTED: &[(&str, i32, &[&str])] = &[
     (
         "hang-timeout.json",
         1,
-        &["failed ✗", "tool `legacy.inventory` timed out after 150 ms", "(tool_failed)"],
+        &[
+            "failed ✗",
+            "tool `legacy.inventory` timed out after 150 ms",
+            "(tool_failed)",
+        ],
     ),
     (
         "circuit-breaker.json",

@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt as _;
 use rein_ledger::EntryKind;
-use rein_policy::{ApprovalRequest, ApprovalResponse, Verdict};
+use rein_policy::{ApprovalMode, ApprovalRequest, ApprovalResponse, Verdict};
 use rein_run::Digest;
 use serde_json::Value;
 
@@ -24,6 +24,9 @@ impl Driver {
         let Some(reason) = self.policy.snapshot.approvals.requires(&entry.spec) else {
             return Ok(true);
         };
+        if self.policy.snapshot.approvals.mode() == ApprovalMode::Durable {
+            return self.durable_approval(entry, input_hash, reason).await;
+        }
         let tool = entry.spec.name().clone();
         let run = &self.rec.proj.run;
         let request = ApprovalRequest::new(

@@ -208,6 +208,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Gives every run a deadline (a `time` budget on the engine's clock): no step starts
+    /// after it, a tool call in flight gets at most what remains, and the run fails as
+    /// `deadline_exceeded`. Part of the policy a run records. The build fails for a zero
+    /// deadline or one of more than a year.
+    pub fn deadline(mut self, deadline: rein_policy::Deadline) -> Self {
+        self.policy.deadline = Some(deadline);
+        self
+    }
+
     /// Sets every policy at once.
     pub fn policy(mut self, policy: PolicySnapshot) -> Self {
         self.policy = policy;
@@ -311,6 +320,12 @@ impl EngineBuilder {
             stack = layer(stack);
         }
         let tools = ToolTable::build(&self.tools, &stack)?;
+        if let Some(Err(e)) = self.policy.deadline.map(|d| d.check()) {
+            return Err(BuildError::InvalidOption {
+                option: "deadline",
+                reason: e.to_string(),
+            });
+        }
         let policy = Arc::new(RunPolicy::new(self.policy, tools.specs())?);
         let fs = match &self.filesystem {
             None => None,

@@ -164,7 +164,8 @@ impl Driver {
         };
         let cancel = self.cancel_token();
         let outcome = {
-            let call = entry.stack.call(call).instrument(span);
+            let call =
+                crate::deadline::bounded(entry.stack.call(call), self.remaining()).instrument(span);
             tokio::pin!(call);
             let mut open = true;
             loop {
@@ -208,6 +209,9 @@ impl Driver {
         }
         if aborted {
             return self.abort().await;
+        }
+        if outcome.is_err() && self.deadline_passed() {
+            return self.exceed_deadline().await;
         }
         if let Err(error) = outcome
             && self.shared.config.on_tool_error == OnToolError::FailRun

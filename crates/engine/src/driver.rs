@@ -52,6 +52,8 @@ pub(crate) struct Driver {
     /// Where every step's meter sends what the planner announces (`plan_attempts`).
     pub(crate) plan_link: Arc<crate::plan_attempts::PlanLink>,
     pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_attempts::PlanMessage>,
+    /// When the run's deadline passes, if it has one (see `deadline`).
+    pub(crate) deadline: Option<crate::deadline::Due>,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -111,7 +113,9 @@ impl Driver {
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
         let (plan_link, plan_rx) = crate::plan_attempts::PlanLink::new();
+        let deadline = crate::deadline::due(&shared, &policy, &rec.ledger);
         Self {
+            deadline,
             rec,
             shared,
             policy,
@@ -166,6 +170,10 @@ impl Driver {
         }
         if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
             self.abort().await?;
+            return Ok(Flow::Stop);
+        }
+        if self.deadline_passed() {
+            self.exceed_deadline().await?;
             return Ok(Flow::Stop);
         }
         let max = self.policy.snapshot.max_steps;

@@ -81,7 +81,9 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::RunNotFound`], [`EngineError::RunFinished`],
-    /// [`EngineError::AwaitingAnswer`], [`EngineError::LedgerBehindSnapshot`] when the
+    /// [`EngineError::AwaitingAnswer`], [`EngineError::AwaitingApproval`] while a durable
+    /// approval waits for its verdict in time (one past its timeout is denied, recorded, and
+    /// the run goes on as after any denial), [`EngineError::LedgerBehindSnapshot`] when the
     /// ledger falls short of the head the run's snapshot was saved after (nothing is
     /// written), or a store error — [`EngineError::RunStore`] also when the run store fails
     /// to read the snapshot (nothing is written: the head it holds is not overwritten
@@ -113,6 +115,48 @@ impl Engine {
         let (controls, handle_parts) = self.controls();
         let (driver, guard) = open::reopen(&self.shared, id, answer, Some(controls)).await?;
         Ok(self.spawn(driver, guard, handle_parts))
+    }
+
+    /// Gives the verdict on the durable approval run `id` waits for, from any engine on
+    /// the same stores (the one that paused the run may be long gone), and drives the run
+    /// on to its end or next pause on the calling task. A granted call runs with exactly
+    /// the input its recorded decision holds, whose hash the verdict names; a denied one
+    /// is rejected like any denial (the run fails, or the planner is told). Build the
+    /// verdict from the pending approval with `ApprovalResponse::answer`.
+    ///
+    /// # Errors
+    /// [`EngineError::RunNotFound`] for a wrong id; [`EngineError::RunFinished`] or
+    /// [`EngineError::NotAwaitingApproval`] for a run that waits for no approval (a second
+    /// verdict included); [`EngineError::ApprovalMismatch`] for a verdict on another call
+    /// (nothing is recorded); [`EngineError::ApprovalExpired`] when the approval's timeout
+    /// had passed (the call is denied, recorded; the verdict is not applied);
+    /// [`EngineError::AlreadyActive`]; or as [`Engine::resume`].
+    pub async fn approve(
+        &self,
+        id: &RunId,
+        verdict: &rein_policy::ApprovalResponse,
+    ) -> Result<Run, EngineError> {
+        let _guard = self.shared.acquire(id)?;
+        let driver = open::stopped(&self.shared, id).await?;
+        crate::durable::approve(driver, verdict).await
+    }
+
+    /// The durable approval run `id` waits for, if any. Looking is touching: an approval
+    /// whose timeout has passed on the engine's clock is denied now (recorded, and the
+    /// call rejected), and `None` is returned.
+    ///
+    /// # Errors
+    /// As [`Engine::ledger`]; [`EngineError::AlreadyActive`] while the run is driven.
+    pub async fn pending_approval(
+        &self,
+        id: &RunId,
+    ) -> Result<Option<rein_run::PendingApproval>, EngineError> {
+        let _guard = self.shared.acquire(id)?;
+        match open::stopped(&self.shared, id).await {
+            Ok(driver) => crate::durable::pending(driver).await,
+            Err(EngineError::RunFinished { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Narrows the policy of run `id`, which is not being driven now (paused, interrupted,

@@ -4,9 +4,12 @@
 
 use rein_artifact::ArtifactError;
 use rein_ledger::{LedgerStoreError, Violation};
-use rein_policy::{BudgetExhausted, EligibilityError, Ineligible, TransitionTableError};
+use rein_policy::{
+    ApprovalResponse, BudgetExhausted, EligibilityError, Ineligible, TransitionTableError,
+};
 use rein_run::{
-    BudgetName, LedgerHead, RunError, RunId, RunStatus, RunStoreError, State, ToolName,
+    BudgetName, LedgerHead, PendingApproval, RunError, RunId, RunStatus, RunStoreError, State,
+    Timestamp, ToolName,
 };
 use rein_statemachine::TransitionError;
 
@@ -199,6 +202,81 @@ pub enum EngineError {
         /// What the runtime said (the task panicked or was cancelled).
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The run waits for a verdict on a durable approval; give one with `Engine::approve`.
+    #[error(
+        "run {id} is paused waiting for approval of a call of `{}` (step {}, input {}); give \
+         a verdict with Engine::approve or `rein approve {id}`",
+        pending.tool, pending.step, pending.input_hash
+    )]
+    AwaitingApproval {
+        /// The run.
+        id: RunId,
+        /// The call waiting.
+        pending: Box<PendingApproval>,
+    },
+    /// A verdict was given for a run that waits for no approval (never asked, or already
+    /// decided).
+    #[error(
+        "run {id} is {status} and waits for no approval; only a run paused for a durable \
+         approval takes a verdict (see `rein runs list`)"
+    )]
+    NotAwaitingApproval {
+        /// The run.
+        id: RunId,
+        /// Its status.
+        status: RunStatus,
+    },
+    /// A verdict answers another call than the one the run waits for: another step, tool or
+    /// input (the planner proposed something else since), or another run. Nothing is
+    /// recorded.
+    #[error(
+        "the verdict answers a call of `{}` at step {} with input {} of run {}, but run {id} \
+         waits for a call of `{}` at step {} with input {}; an approval never carries over to \
+         another call: decide on the pending one",
+        verdict.tool(), verdict.step(), verdict.input_hash(), verdict.run_id(),
+        pending.tool, pending.step, pending.input_hash
+    )]
+    ApprovalMismatch {
+        /// The run.
+        id: RunId,
+        /// The call the run waits for.
+        pending: Box<PendingApproval>,
+        /// The verdict refused.
+        verdict: Box<ApprovalResponse>,
+    },
+    /// The verdict came after the approval timed out: the call was denied (recorded) when
+    /// the verdict arrived, and the verdict was not applied.
+    #[error(
+        "the approval of `{}` for run {id} timed out after {timeout_ms} ms (requested at {}): \
+         the call was denied and the verdict not applied; resume the run to go on",
+        pending.tool, pending.requested_at
+    )]
+    ApprovalExpired {
+        /// The run.
+        id: RunId,
+        /// The call that waited.
+        pending: Box<PendingApproval>,
+        /// The policy's approval timeout.
+        timeout_ms: u64,
+    },
+    /// A run was started with a deadline that is not in the future. Nothing is recorded.
+    #[error(
+        "the run's deadline {at} is not in the future (the engine's clock reads {now}); give a \
+         later deadline, or none"
+    )]
+    DeadlinePassed {
+        /// The deadline asked for.
+        at: Timestamp,
+        /// The engine's clock when the run was to start.
+        now: Timestamp,
+    },
+    /// A run was started with a deadline no run can be held to. Nothing is recorded.
+    #[error("cannot start the run: {source}")]
+    InvalidDeadline {
+        /// What is wrong with it.
+        #[source]
+        source: rein_policy::DeadlineError,
     },
 }
 

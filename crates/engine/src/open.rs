@@ -60,7 +60,7 @@ pub(crate) async fn begin(
             Err(_) => {}
         }
     }
-    let policy = Arc::clone(&shared.policy);
+    let policy = crate::deadline::run_policy(shared, &id, spec.deadline)?;
     let started = EntryKind::RunStarted {
         goal: spec.goal,
         vars: spec.vars,
@@ -194,6 +194,7 @@ pub(crate) async fn reopen(
             status: run.status(),
         });
     }
+    let expired = crate::durable::due(shared, &policy, run)?;
     match (
         run.pending_question()
             .filter(|_| run.status() == RunStatus::Paused),
@@ -252,7 +253,9 @@ pub(crate) async fn reopen(
     driver.rec.record(EntryKind::RunResumed { note }).await?;
     // A model call the process stopped in is charged before anything else happens.
     driver.settle_model_calls(model).await?;
-    if let Some(open) = open {
+    if let Some((pending, timeout_ms)) = expired {
+        driver.expire(&pending, timeout_ms).await?;
+    } else if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;
     } else if let Some(step) = unsettled
@@ -263,6 +266,30 @@ pub(crate) async fn reopen(
     }
     driver.rec.persist().await?;
     Ok((driver, guard))
+}
+
+/// Opens run `id`, not being driven now, to act on it where it stopped (a verdict on its
+/// durable approval): its ledger checked against its snapshot, nothing written.
+pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, EngineError> {
+    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
+    if let Some(e @ RunStoreError::Io { .. }) = unchecked {
+        return Err(EngineError::RunStore(e));
+    }
+    let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
+    let proj = rebuild(id, &loaded.ledger, budget)?;
+    if proj.run.is_finished() {
+        return Err(EngineError::RunFinished {
+            id: id.clone(),
+            status: proj.run.status(),
+        });
+    }
+    Ok(Driver::new(
+        Arc::clone(shared),
+        policy,
+        proj,
+        loaded.ledger,
+        None,
+    ))
 }
 
 /// Narrows the policy of run `id`, not being driven now (see `Engine::narrow`).

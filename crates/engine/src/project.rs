@@ -380,6 +380,13 @@ impl Projection {
                 self.open = None;
                 run.fail(failure.clone(), at)?;
             }
+            EntryKind::ApprovalPending { pending } => run.await_approval(pending.clone(), at)?,
+            // A verdict on a durable approval ends the pause; otherwise a marker.
+            EntryKind::ApprovalGranted { .. } | EntryKind::ApprovalDenied { .. }
+                if run.pending_approval().is_some() =>
+            {
+                run.settle_approval(at)?;
+            }
             // Markers: recorded for the audit trail, they change nothing in the run.
             EntryKind::RunPaused { .. }
             | EntryKind::ApprovalRequested { .. }

@@ -230,6 +230,7 @@ impl Engine {
                 goal: goal.clone(),
                 vars: vars.clone(),
                 id: Some(id.clone()),
+                deadline: None,
             })
             .await?;
         while run.status() == RunStatus::Paused {

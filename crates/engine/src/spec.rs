@@ -1,6 +1,6 @@
 //! `RunSpec`: what to run — a goal, variables, optionally an id of your own.
 
-use rein_run::RunId;
+use rein_run::{RunId, Timestamp};
 use serde_json::{Map, Value};
 
 /// What to run: a goal, optional variables, optionally a run id of your own.
@@ -19,6 +19,7 @@ pub struct RunSpec {
     pub(crate) goal: String,
     pub(crate) vars: Map<String, Value>,
     pub(crate) id: Option<RunId>,
+    pub(crate) deadline: Option<Timestamp>,
 }
 
 impl RunSpec {
@@ -43,6 +44,18 @@ impl RunSpec {
     /// is not overwritten).
     pub fn with_id(mut self, id: RunId) -> Self {
         self.id = Some(id);
+        self
+    }
+
+    /// Gives this run a deadline at the instant `at` on the engine's clock (or the engine's
+    /// own deadline, if that is sooner). The run records it in its policy, so it holds
+    /// across restarts. Starting fails with
+    /// [`EngineError::DeadlinePassed`](crate::EngineError::DeadlinePassed) when `at` is not
+    /// in the future, and with
+    /// [`EngineError::InvalidDeadline`](crate::EngineError::InvalidDeadline) when it is more
+    /// than a year away.
+    pub fn with_deadline(mut self, at: Timestamp) -> Self {
+        self.deadline = Some(at);
         self
     }
 

@@ -291,6 +291,16 @@ pub mod tools {
 #[doc(inline)]
 pub use rein_run::{Skill, SkillError};
 
+/// Durable approvals: a call that needs approval pauses the run until `Engine::approve`.
+#[doc(inline)]
+pub use rein_policy::ApprovalMode;
+#[doc(inline)]
+pub use rein_run::PendingApproval;
+
+/// Deadlines: a run's `time` budget on the engine's clock (`EngineBuilder::deadline`).
+#[doc(inline)]
+pub use rein_policy::{Deadline, DeadlineError};
+
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {
     pub use crate::{

@@ -1,6 +1,7 @@
 //! The commands, one module each, and what they share: turning engine errors into exit
 //! codes and messages, and finding a ledger by run id or file.
 
+mod approve;
 mod inspect;
 mod ledger;
 pub(crate) mod mcp;
@@ -26,6 +27,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
     match command {
         Command::Run(args) => run::run(args).await,
         Command::Resume(args) => run::resume(args).await,
+        Command::Approve(args) => approve::approve(args).await,
         Command::Runs(RunsCommand::List(data)) => runs::list(&data),
         Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
@@ -64,8 +66,17 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
                 ),
             )
         }
+        EngineError::AwaitingApproval { id, .. } => CliError::new(
+            Exit::Paused,
+            format!(
+                "{message}\n  approve with: rein approve {id} --reason TEXT --by NAME --data-dir {}",
+                shell_word(data.shown())
+            ),
+        ),
         EngineError::RunNotFound { .. }
         | EngineError::RunFinished { .. }
+        | EngineError::NotAwaitingApproval { .. }
+        | EngineError::ApprovalMismatch { .. }
         | EngineError::InvalidAnswer { .. } => CliError::bad_input(message),
         EngineError::LedgerStore(
             LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },

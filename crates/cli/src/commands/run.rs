@@ -229,15 +229,15 @@ impl CtrlC {
 }
 
 /// A run as [`drive`] left it.
-struct Driven {
-    run: Run,
+pub(super) struct Driven {
+    pub(super) run: Run,
     /// Whether Ctrl-C was pressed while it ran (then `rein` exits with 130).
-    interrupted: bool,
+    pub(super) interrupted: bool,
 }
 
 /// Prints the outcome and picks the exit code. The ledger is read back from disk and
 /// verified first.
-fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
+pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
     let run = &driven.run;
     let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
     if json {

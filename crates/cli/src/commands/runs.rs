@@ -2,6 +2,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rein::EntryKind;
+
 use crate::cli::DataDirArg;
 use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
@@ -30,12 +32,20 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
             Err(e) => format!("{:<36}  {:<11}  {e}", id.as_str(), "unreadable"),
             Ok(file) => {
                 let info = file.outline();
+                let waiting = waiting_for_approval(&file.entries);
                 let status = if file.verdict.is_err() {
                     "BROKEN".to_owned()
+                } else if waiting.is_some() {
+                    "WAITING-APPROVAL".to_owned()
                 } else {
                     info.status.to_string()
                 };
                 let goal = match &file.verdict {
+                    Ok(()) if waiting.is_some() => format!(
+                        "{} — {}",
+                        waiting.unwrap_or_default(),
+                        truncate(&info.goal, 40)
+                    ),
                     Err(Broken::Gone { missing, .. }) => format!(
                         "(the ledger {}: it falls short of its run snapshot; `rein ledger verify {id}` says more)",
                         if *missing { "is missing" } else { "is empty" }
@@ -60,4 +70,18 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         println!("{row}");
     }
     Ok(Exit::Ok)
+}
+
+/// The call a run waits for under a durable approval, as its ledger ends: the last
+/// `approval_pending` with no verdict, failure or resume after it. In words: tool, risk
+/// and step.
+fn waiting_for_approval(entries: &[rein::Entry]) -> Option<String> {
+    let last = entries.last()?;
+    match last.event() {
+        EntryKind::ApprovalPending { pending } => Some(format!(
+            "{} (risk {}, step {})",
+            pending.tool, pending.risk, pending.step
+        )),
+        _ => None,
+    }
 }

@@ -64,6 +64,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
         transitions: policies.transitions.unwrap_or_default(),
         approvals: policies.approvals.clone(),
         max_steps: scenario.max_steps.unwrap_or(defaults.max_steps),
+        deadline: policies.deadline,
         ..defaults
     };
     builder = builder.policy(policy);

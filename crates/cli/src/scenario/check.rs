@@ -170,6 +170,16 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
         }
     }
 
+    // A durable approval is decided by `rein approve`, never by the scenario's approver.
+    if scenario.policies.approvals.mode() == rein::ApprovalMode::Durable
+        && scenario.approver.is_some()
+    {
+        warnings.push(format!(
+            "{} is durable, so the scenario's \"approver\" is never asked: a call that needs approval pauses the run until `rein approve`",
+            root.key("policies").key("approvals").key("mode")
+        ));
+    }
+
     // The engine is the authority on policies: build it, and point its refusals into the file.
     if let Err(e) = builder(&scenario, 0).build() {
         return Err(locate_build_error(loaded, &scenario, &e));
@@ -311,6 +321,12 @@ fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> S
         BuildError::Eligibility(_) => (root.key("policies").key("eligibility"), None),
         BuildError::Transitions(_) => (root.key("policies").key("transitions"), None),
         BuildError::DuplicateTool(_) => (root.key("tools"), None),
+        BuildError::InvalidOption {
+            option: "deadline", ..
+        } => (
+            root.key("policies").key("deadline").key("time_ms"),
+            Some("a deadline is milliseconds from the run's start, above 0 and at most a year"),
+        ),
         BuildError::InvalidOption { .. } => (root.key("policies"), None),
         _ => (root, None),
     };

@@ -82,6 +82,9 @@ pub(crate) struct Policies {
     /// What a failed tool call does.
     #[serde(default)]
     pub(crate) on_tool_error: OnToolErrorDef,
+    /// How long the run may take (its `time` budget), on the engine's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) deadline: Option<rein::Deadline>,
 }
 
 /// What a rejected decision does.

@@ -4,9 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PlannerAttempt, PlannerCall,
-    State, ToolError,
-    ToolName,
+    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PendingApproval, PlannerAttempt,
+    PlannerCall, State, ToolError, ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -261,6 +260,12 @@ pub enum EntryKind {
         /// What went wrong.
         error: String,
     },
+    /// A call that needs approval under a durable approval policy is held back and the run
+    /// pauses until a verdict (`approval_granted` / `approval_denied`) settles it.
+    ApprovalPending {
+        /// The call waiting, and when it started waiting.
+        pending: PendingApproval,
+    },
 }
 
 impl EntryKind {
@@ -294,6 +299,7 @@ impl EntryKind {
             Self::ToolAttachment { .. } => "tool_attachment",
             Self::PlannerAttempt { .. } => "planner_attempt",
             Self::PlannerAttemptFailed { .. } => "planner_attempt_failed",
+            Self::ApprovalPending { .. } => "approval_pending",
         }
     }
 }

@@ -85,7 +85,15 @@ impl RunOutline {
                 self.enter(State::Failed);
                 self.failure = Some(failure.clone());
             }
-            EntryKind::RunPaused { .. } => self.status = RunStatus::Paused,
+            EntryKind::RunPaused { .. } | EntryKind::ApprovalPending { .. } => {
+                self.status = RunStatus::Paused;
+            }
+            // A verdict on a durable approval ends its pause.
+            EntryKind::ApprovalGranted { .. } | EntryKind::ApprovalDenied { .. }
+                if self.status == RunStatus::Paused =>
+            {
+                self.status = RunStatus::Running;
+            }
             EntryKind::RunInterrupted { .. } => self.status = RunStatus::Interrupted,
             EntryKind::RunResumed { .. } | EntryKind::HumanInputReceived { .. } => {
                 self.status = RunStatus::Running;

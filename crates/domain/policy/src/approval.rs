@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use rein_run::{BoxFuture, Digest, RunId, State, ToolName, ToolSpec};
+use rein_run::{BoxFuture, Digest, PendingApproval, RunId, State, ToolName, ToolSpec};
 use rein_tool::RiskLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,6 +43,42 @@ pub struct ApprovalPolicy {
     exempt: BTreeSet<ToolName>,
     #[serde(rename = "timeout_ms", with = "rein_tool::duration_ms")]
     timeout: Duration,
+    /// Recorded only when it is not the default, so ledgers written before it existed
+    /// read (and compare) the same.
+    #[serde(skip_serializing_if = "ApprovalMode::is_in_process")]
+    mode: ApprovalMode,
+}
+
+/// How a call that needs approval waits for its verdict.
+///
+/// ```
+/// use rein_policy::{ApprovalMode, ApprovalPolicy};
+/// assert_eq!(ApprovalPolicy::default().mode(), ApprovalMode::InProcess);
+/// let durable = ApprovalPolicy::default().with_mode(ApprovalMode::Durable);
+/// assert_eq!(serde_json::to_value(&durable)?["mode"], "durable");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// The engine asks its `Approver` and waits, inside the run's task, up to the policy's
+    /// timeout (the default).
+    #[default]
+    InProcess,
+    /// The run records the pending approval and pauses; the task ends and nothing is held
+    /// open. A verdict is given later through the engine, from any process on the same
+    /// stores (`Engine::approve`). The policy's timeout is measured on the engine's clock
+    /// from the request, across restarts: past it, the call is denied when the run is
+    /// next touched. The engine's `Approver`, if any, is not asked.
+    Durable,
+}
+
+impl ApprovalMode {
+    /// Whether this is the default, in-process mode.
+    #[must_use]
+    pub const fn is_in_process(&self) -> bool {
+        matches!(self, Self::InProcess)
+    }
 }
 
 const fn default_timeout() -> Duration {
@@ -58,6 +94,7 @@ impl Default for ApprovalPolicy {
             tools: BTreeSet::new(),
             exempt: BTreeSet::new(),
             timeout: default_timeout(),
+            mode: ApprovalMode::InProcess,
         }
     }
 }
@@ -113,6 +150,19 @@ impl ApprovalPolicy {
     #[must_use]
     pub const fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// How a call that needs approval waits for its verdict.
+    #[must_use]
+    pub const fn with_mode(mut self, mode: ApprovalMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How a call that needs approval waits for its verdict.
+    #[must_use]
+    pub const fn mode(&self) -> ApprovalMode {
+        self.mode
     }
 
     /// Why a call of `spec`'s tool needs approval, or `None` if it does not.
@@ -328,6 +378,71 @@ impl ApprovalResponse {
         reason: impl Into<String>,
     ) -> Self {
         Self::new(Verdict::Denied, request, approver, reason)
+    }
+
+    /// A verdict on a durable approval: `verdict` on exactly the call `pending` holds back
+    /// (its run, step, tool and input hash), signed by `approver`. `Engine::approve` refuses
+    /// it for any other call.
+    ///
+    /// ```
+    /// use rein_policy::{ApprovalResponse, Verdict};
+    /// use rein_run::{Digest, PendingApproval, Timestamp};
+    /// use rein_tool::RiskLevel;
+    /// use serde_json::json;
+    ///
+    /// let pending = PendingApproval {
+    ///     run: "r1".parse()?,
+    ///     step: 3,
+    ///     tool: "deploy".parse()?,
+    ///     input_hash: Digest::of_json(&json!({"env": "prod"})),
+    ///     risk: RiskLevel::High,
+    ///     reason: "the tool is destructive".into(),
+    ///     requested_at: Timestamp::from_unix_millis(0),
+    /// };
+    /// let yes = ApprovalResponse::answer(&pending, Verdict::Granted, "alice", "ticket 42");
+    /// assert!(yes.is_granted() && yes.answers(&pending));
+    /// let later = PendingApproval { step: 5, ..pending };
+    /// assert!(!yes.answers(&later)); // a verdict never carries over to another call
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn answer(
+        pending: &PendingApproval,
+        verdict: Verdict,
+        approver: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            verdict,
+            approver: approver.into(),
+            reason: reason.into(),
+            run_id: pending.run.clone(),
+            step: pending.step,
+            tool: pending.tool.clone(),
+            input_hash: pending.input_hash,
+        }
+    }
+
+    /// Whether this response answers the durable approval `pending`: the same run, step,
+    /// tool and exact input.
+    #[must_use]
+    pub fn answers(&self, pending: &PendingApproval) -> bool {
+        self.input_hash == pending.input_hash
+            && self.tool == pending.tool
+            && self.step == pending.step
+            && self.run_id == pending.run
+    }
+
+    /// The run of the call it covers.
+    #[must_use]
+    pub const fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The step of the call it covers.
+    #[must_use]
+    pub const fn step(&self) -> u32 {
+        self.step
     }
 
     fn new(

@@ -27,16 +27,18 @@
 
 mod approval;
 mod budget;
+mod deadline;
 mod eligibility;
 mod snapshot;
 mod transitions;
 mod violations;
 
 pub use approval::{
-    ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, DenyApprover, DynApprover, Verdict,
+    ApprovalMode, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
+    ApproverError, AutoApprover, DenyApprover, DynApprover, Verdict,
 };
 pub use budget::Budget;
+pub use deadline::{Deadline, DeadlineError};
 pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligible};
 pub use rein_run::BudgetExhausted;
 pub use snapshot::PolicySnapshot;

@@ -4,7 +4,9 @@ use rein_run::{State, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalPolicy, Budget, Eligibility, EligibilityRules, OnViolation, Transitions};
+use crate::{
+    ApprovalPolicy, Budget, Deadline, Eligibility, EligibilityRules, OnViolation, Transitions,
+};
 
 /// Everything that decides what a run may do, as recorded when it starts. Resume uses the
 /// recorded snapshot, so restarting with a different configuration cannot widen what a
@@ -38,6 +40,10 @@ pub struct PolicySnapshot {
     /// only when it is not the default, so ledgers written before it existed read the same.
     #[serde(default, skip_serializing_if = "OnViolation::is_fail_run")]
     pub on_violation: OnViolation,
+    /// How long a run may take on the engine's clock (its `time` budget); `None`: no limit.
+    /// Recorded only when set, so ledgers written before it existed read the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Deadline>,
 }
 
 const fn default_max_steps() -> u32 {
@@ -54,6 +60,7 @@ impl Default for PolicySnapshot {
             approvals: ApprovalPolicy::default(),
             max_steps: default_max_steps(),
             on_violation: OnViolation::FailRun,
+            deadline: None,
         }
     }
 }
@@ -109,6 +116,7 @@ impl PolicySnapshot {
             && self.max_steps <= wider.max_steps
             && self.on_violation.is_within(&wider.on_violation)
             && self.approvals.timeout() <= wider.approvals.timeout()
+            && Deadline::is_within(self.deadline.as_ref(), wider.deadline.as_ref())
             && tools.iter().all(|spec| {
                 (wider.approvals.requires(spec).is_none()
                     || self.approvals.requires(spec).is_some())

@@ -73,6 +73,7 @@ fn approval_policy_fields_default_like_the_whole_policy() {
             "tools": ["deploy"],
             "exempt": ["ls"],
             "timeout_ms": 5,
+            "mode": "durable",
         }),
     );
     // `null` stays an explicit "no risk rule", distinct from an omitted field.
@@ -82,6 +83,31 @@ fn approval_policy_fields_default_like_the_whole_policy() {
         &json!({}),
         &json!({"min_risk": null, "timeout_ms": 30000}),
     );
+}
+
+#[test]
+fn the_approval_mode_defaults_to_in_process_and_is_recorded_only_when_durable() {
+    use rein_policy::ApprovalMode;
+    let omitted: ApprovalPolicy = serde_json::from_value(json!({"timeout_ms": 5})).unwrap();
+    assert_eq!(omitted.mode(), ApprovalMode::InProcess);
+    // A policy recorded before the mode existed reads, and re-encodes, the same.
+    assert_eq!(
+        json_of(&omitted),
+        json!({"destructive": true, "min_risk": "high", "tools": [], "exempt": [], "timeout_ms": 5})
+    );
+    let durable: ApprovalPolicy = serde_json::from_value(json!({"mode": "durable"})).unwrap();
+    assert_eq!(
+        durable,
+        ApprovalPolicy::default().with_mode(ApprovalMode::Durable)
+    );
+    let snap: PolicySnapshot =
+        serde_json::from_value(json!({"approvals": {"mode": "durable"}})).unwrap();
+    assert_eq!(snap.approvals.mode(), ApprovalMode::Durable);
+    assert_eq!(
+        snap.approvals.timeout(),
+        ApprovalPolicy::default().timeout()
+    );
+    assert!(serde_json::from_value::<ApprovalPolicy>(json!({"mode": "later"})).is_err());
 }
 
 #[test]
@@ -114,7 +140,17 @@ fn policy_snapshot_fields_default_like_the_whole_snapshot() {
             "transitions": json_of(&custom),
             "approvals": {"timeout_ms": 5},
             "max_steps": 7,
+            "deadline": {"time_ms": 60000, "count_paused": true},
         }),
+    );
+    let default = json_of(&rein_policy::Deadline::new(std::time::Duration::from_secs(
+        1,
+    )));
+    check::<rein_policy::Deadline>(
+        "Deadline",
+        &default,
+        &json!({"time_ms": 1000}),
+        &json!({"count_paused": true}),
     );
     // A nested object with one field set is completed from the nested type's default.
     let snap: PolicySnapshot =

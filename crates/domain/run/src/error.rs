@@ -81,4 +81,15 @@ pub enum RunError {
     /// A persisted run whose fields contradict each other (e.g. completed but in `explore`).
     #[error("inconsistent run snapshot: {0}")]
     Inconsistent(String),
+    /// A run paused for a durable approval goes on only with a verdict.
+    #[error(
+        "run {id} is paused waiting for approval of a call of `{tool}`; give a verdict with \
+         `Engine::approve` (or `rein approve`)"
+    )]
+    AwaitingApproval {
+        /// The run.
+        id: RunId,
+        /// The tool whose call waits.
+        tool: crate::ToolName,
+    },
 }

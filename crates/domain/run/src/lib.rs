@@ -25,6 +25,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod approval;
 mod budget;
 mod decision;
 mod error;
@@ -39,6 +40,7 @@ mod state;
 mod store;
 mod time;
 
+pub use approval::PendingApproval;
 pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };

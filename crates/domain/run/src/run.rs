@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::{
-    BudgetUsage, Evidence, EvidenceKind, LedgerHead, RunError, RunId, RunStatus, State, Timestamp,
+    BudgetUsage, Evidence, EvidenceKind, LedgerHead, PendingApproval, RunError, RunId, RunStatus,
+    State, Timestamp,
 };
 
 /// Why a run failed: a kind to branch on and a message for people.
@@ -53,6 +54,8 @@ pub enum FailureKind {
     InDoubtToolCall,
     /// A store failed to record the run or its ledger.
     StoreError,
+    /// The run's deadline (its `time` budget) passed.
+    DeadlineExceeded,
 }
 
 /// A question waiting for a human.
@@ -71,7 +74,8 @@ pub struct PendingQuestion {
 /// - a run in a terminal state never changes again;
 /// - terminal states are entered only by [`Run::complete`] and [`Run::fail`], which record
 ///   the result or the failure;
-/// - a run pauses only with a pending question, and goes on only with a valid answer;
+/// - a run pauses only with a pending question or a pending approval (never both), and
+///   goes on only with a valid answer or a verdict;
 /// - budget use belongs to the run and is persisted with it.
 ///
 /// Which state may follow which is the transition policy's business, not the aggregate's.
@@ -106,6 +110,8 @@ pub struct Run {
     result: Option<Value>,
     failure: Option<Failure>,
     pending: Option<PendingQuestion>,
+    /// The call a durable approval holds back, while the run is paused for it.
+    approval: Option<PendingApproval>,
     steps: u32,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -143,6 +149,7 @@ impl Run {
             result: None,
             failure: None,
             pending: None,
+            approval: None,
             steps: 0,
             created_at: now,
             updated_at: now,
@@ -217,6 +224,29 @@ impl Run {
     #[must_use]
     pub const fn pending_question(&self) -> Option<&PendingQuestion> {
         self.pending.as_ref()
+    }
+
+    /// The call the run waits to have approved, if paused for a durable approval.
+    #[must_use]
+    pub const fn pending_approval(&self) -> Option<&PendingApproval> {
+        self.approval.as_ref()
+    }
+
+    /// What a paused run waits for, in words (`None` unless paused): "waiting for approval
+    /// of …" or "waiting for an answer to …".
+    #[must_use]
+    pub fn waiting_for(&self) -> Option<String> {
+        if self.status != RunStatus::Paused {
+            return None;
+        }
+        match (&self.approval, &self.pending) {
+            (Some(a), _) => Some(format!(
+                "waiting for approval of `{}` (risk {}, step {}): {}",
+                a.tool, a.risk, a.step, a.reason
+            )),
+            (None, Some(q)) => Some(format!("waiting for an answer to {:?}", q.question)),
+            (None, None) => None,
+        }
     }
 
     /// How many decisions have been taken: the number of the next step, from 0.
@@ -336,6 +366,47 @@ impl Run {
         Ok(())
     }
 
+    /// Pauses the run until `approval` gets a verdict (a durable approval).
+    ///
+    /// # Errors
+    /// [`RunError::NotRunning`]/[`RunError::Finished`] unless running;
+    /// [`RunError::Inconsistent`] when the approval names another run.
+    pub fn await_approval(
+        &mut self,
+        approval: PendingApproval,
+        now: Timestamp,
+    ) -> Result<(), RunError> {
+        self.ensure_running()?;
+        if approval.run != self.id {
+            return Err(RunError::Inconsistent(format!(
+                "run {}: a pending approval for run {} cannot pause it",
+                self.id, approval.run
+            )));
+        }
+        self.approval = Some(approval);
+        self.status = RunStatus::Paused;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Ends the wait for a durable approval (its verdict was given, or it expired): the run
+    /// runs again, and the caller records what follows from the verdict.
+    ///
+    /// # Errors
+    /// [`RunError::NotPaused`] when no approval is pending.
+    pub fn settle_approval(&mut self, now: Timestamp) -> Result<PendingApproval, RunError> {
+        self.ensure_not_finished()?;
+        let Some(approval) = self.approval.take_if(|_| self.status == RunStatus::Paused) else {
+            return Err(RunError::NotPaused {
+                id: self.id.clone(),
+                status: self.status,
+            });
+        };
+        self.status = RunStatus::Running;
+        self.touch(now);
+        Ok(approval)
+    }
+
     /// Answers the pending question: records the answer as evidence and runs again.
     ///
     /// # Errors
@@ -408,6 +479,16 @@ impl Run {
                 question: pending.question.clone(),
             });
         }
+        if let Some(approval) = self
+            .approval
+            .as_ref()
+            .filter(|_| self.status == RunStatus::Paused)
+        {
+            return Err(RunError::AwaitingApproval {
+                id: self.id.clone(),
+                tool: approval.tool.clone(),
+            });
+        }
         self.status = RunStatus::Running;
         self.touch(now);
         Ok(())
@@ -443,6 +524,7 @@ impl Run {
         self.status = RunStatus::Failed;
         self.failure = Some(failure);
         self.pending = None;
+        self.approval = None;
         self.touch(now);
         Ok(())
     }
@@ -530,6 +612,8 @@ struct RunView<'a> {
     result: &'a Option<Value>,
     failure: &'a Option<Failure>,
     pending: &'a Option<PendingQuestion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending_approval: &'a Option<PendingApproval>,
     steps: u32,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -551,6 +635,7 @@ impl Serialize for Run {
             result: &self.result,
             failure: &self.failure,
             pending: &self.pending,
+            pending_approval: &self.approval,
             steps: self.steps,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -580,6 +665,9 @@ struct RunRepr {
     failure: Option<Failure>,
     #[serde(default)]
     pending: Option<PendingQuestion>,
+    /// Absent unless the run waits for a durable approval.
+    #[serde(default)]
+    pending_approval: Option<PendingApproval>,
     steps: u32,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -604,8 +692,14 @@ impl TryFrom<RunRepr> for Run {
             }
             _ => {}
         }
-        if (r.status == RunStatus::Paused) != r.pending.is_some() {
-            return inconsistent("a run is paused exactly when it has a pending question");
+        if (r.status == RunStatus::Paused) != (r.pending.is_some() || r.pending_approval.is_some())
+        {
+            return inconsistent(
+                "a run is paused exactly when it has a pending question or approval",
+            );
+        }
+        if r.pending.is_some() && r.pending_approval.is_some() {
+            return inconsistent("a run waits for a question or an approval, never both");
         }
         if (r.status == RunStatus::Failed) != r.failure.is_some() {
             return inconsistent("a run has a failure exactly when it failed");
@@ -628,6 +722,7 @@ impl TryFrom<RunRepr> for Run {
             result: r.result,
             failure: r.failure,
             pending: r.pending,
+            approval: r.pending_approval,
             steps: r.steps,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -646,6 +741,56 @@ mod tests {
 
     fn t(ms: u64) -> Timestamp {
         Timestamp::from_unix_millis(ms)
+    }
+
+    fn pending_for(run: &Run) -> PendingApproval {
+        PendingApproval {
+            run: run.id.clone(),
+            step: 1,
+            tool: "deploy".parse().unwrap(),
+            input_hash: crate::Digest::of_json(&json!({"env": "prod"})),
+            risk: rein_tool::RiskLevel::High,
+            reason: "destructive".into(),
+            requested_at: t(5),
+        }
+    }
+
+    #[test]
+    fn a_run_paused_for_an_approval_goes_on_only_with_a_verdict_and_round_trips() {
+        let mut r = run();
+        let pending = pending_for(&r);
+        r.await_approval(pending.clone(), t(5)).unwrap();
+        assert_eq!(r.status(), RunStatus::Paused);
+        assert!(
+            r.waiting_for()
+                .unwrap()
+                .contains("waiting for approval of `deploy`")
+        );
+        assert!(matches!(
+            r.resume(t(6)),
+            Err(RunError::AwaitingApproval { .. })
+        ));
+        assert!(matches!(
+            r.answer("yes", t(6)),
+            Err(RunError::NotPaused { .. })
+        ));
+        let back: Run = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(r.settle_approval(t(7)).unwrap(), pending);
+        assert_eq!(r.status(), RunStatus::Running);
+        assert!(r.settle_approval(t(8)).is_err());
+        // A snapshot without one never mentions it, so older snapshots read the same.
+        assert!(
+            serde_json::to_value(&r)
+                .unwrap()
+                .get("pending_approval")
+                .is_none()
+        );
+        let other = PendingApproval {
+            run: "other".parse().unwrap(),
+            ..pending
+        };
+        assert!(r.await_approval(other, t(9)).is_err());
     }
 
     fn run() -> Run {

@@ -1,0 +1,96 @@
+//! `rein approve`: the verdict on the call a run waits for under a durable approval policy,
+//! given from any process; the run then goes on, and the outcome is printed as `rein
+//! resume` prints it.
+
+use rein::{ApprovalResponse, EntryKind, Verdict};
+
+use super::run::{Driven, finish};
+use super::{build_error, engine_error, run_id};
+use crate::cli::ApproveArgs;
+use crate::datadir::DataDir;
+use crate::exit::{CliError, CliResult};
+use crate::ledger_file::LedgerFile;
+use crate::render::shell_word;
+use crate::scenario::{self, Setup};
+
+/// `rein approve`.
+pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
+    let data = DataDir::new(&args.data.data_dir)?;
+    data.require()?;
+    let id = run_id(&args.run_id)?;
+    for (what, text) in [("--reason", &args.reason), ("--by", &args.by)] {
+        if text.trim().is_empty() {
+            return Err(CliError::bad_input(format!(
+                "{what} is empty; say {} (it is recorded in the ledger)",
+                if what == "--by" { "who decides" } else { "why" }
+            )));
+        }
+    }
+    let ledger_path = data.ledger(&id);
+    if !ledger_path.is_file() && !data.snapshot(&id).is_file() {
+        return Err(CliError::bad_input(format!(
+            "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
+            data.shown(),
+            shell_word(data.shown())
+        )));
+    }
+    let _lock = data.lock_run(&id).await?;
+    let scenario_path = data.scenario(&id);
+    if !scenario_path.is_file() {
+        return Err(CliError::bad_input(format!(
+            "run {id} has no stored scenario ({} is missing), so its tools and planner cannot be rebuilt; only runs started with `rein run` can be approved by the CLI",
+            scenario_path.display()
+        )));
+    }
+    let loaded = scenario::load(&scenario_path)?;
+    let setup = Setup {
+        workspace: None,
+        data_dir: Some(data.root().to_path_buf()),
+    };
+    let scenario = scenario::check(&loaded, &setup)?.scenario;
+    let ledger = LedgerFile::read_verified(&ledger_path, Some(&id), &data)?;
+    let approvals_used = ledger
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
+        .count();
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
+        .filesystem(data.root())
+        .build()
+        .map_err(|e| build_error(&e, &data))?;
+    // Looking is touching: an approval past its timeout is denied here, and said so below.
+    let pending = engine
+        .pending_approval(&id)
+        .await
+        .map_err(|e| engine_error(e, &data))?;
+    let Some(pending) = pending else {
+        scenario::mcp::shutdown(&servers).await;
+        let run = engine
+            .load_run(&id)
+            .await
+            .map_err(|e| engine_error(e, &data))?;
+        return Err(CliError::bad_input(format!(
+            "run {id} is {} and waits for no approval (an approval past its timeout is denied when the run is next touched; `rein ledger show {id} --data-dir {}` says what happened)",
+            run.status(),
+            shell_word(data.shown())
+        )));
+    };
+    let verdict = if args.deny {
+        Verdict::Denied
+    } else {
+        Verdict::Granted
+    };
+    let response = ApprovalResponse::answer(&pending, verdict, &args.by, &args.reason);
+    let result = engine.approve(&id, &response).await;
+    scenario::mcp::shutdown(&servers).await;
+    let run = result.map_err(|e| engine_error(e, &data))?;
+    finish(
+        &Driven {
+            run,
+            interrupted: false,
+        },
+        &data,
+        args.json,
+    )
+}

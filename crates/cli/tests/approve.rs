@@ -1,0 +1,139 @@
+//! `rein approve`: a scenario under a durable approval policy pauses for approval (exit 3),
+//! `rein runs list` shows what it waits for, and a second `rein` process gives the verdict;
+//! the run then completes (or, denied, fails) and its ledger verifies. Bad input exits 2.
+
+mod support;
+
+use support::{Outcome, Scratch, rein};
+
+const SCENARIO: &str = r#"{
+  "description": "A destructive call under a durable approval policy: the run pauses until `rein approve`",
+  "goal": "Drop the stale orders table",
+  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}},
+  "tools": [
+    {
+      "fixture": "db.drop_table",
+      "description": "Drops a database table",
+      "annotations": {"destructive": true, "risk_level": "critical"},
+      "input_schema": {"type": "object", "properties": {"table": {"type": "string"}}, "required": ["table"]},
+      "behavior": {"output": {"dropped": true}}
+    }
+  ],
+  "planner": {
+    "scripted": [
+      {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+      {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
+      {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
+      {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "the table is stale"}},
+      {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
+      {"expect": "validate", "decision": {"type": "finish", "summary": "table dropped"}}
+    ]
+  }
+}"#;
+
+/// `rein ARGS… --data-dir DATA` in `scratch`.
+fn rein_in(scratch: &Scratch, args: &[&str]) -> Outcome {
+    let output = rein()
+        .args(args)
+        .arg("--data-dir")
+        .arg(scratch.data())
+        .output()
+        .unwrap();
+    Outcome::of(&output)
+}
+
+/// Runs the durable scenario until it pauses for approval; returns its run id.
+fn paused(scratch: &Scratch) -> String {
+    let before = scratch.run_ids();
+    scratch.write("durable.json", SCENARIO);
+    scratch
+        .run("durable.json", &[])
+        .expect_code(3)
+        .stdout_has(&[
+            "approval   db.drop_table (risk critical",
+            "approve    rein approve ",
+        ]);
+    scratch.new_run_id(&before)
+}
+
+#[test]
+fn a_second_rein_process_approves_and_the_run_completes_and_verifies() {
+    let scratch = Scratch::new();
+    let id = paused(&scratch);
+    rein_in(&scratch, &["runs", "list"])
+        .expect_code(0)
+        .stdout_has(&[&id, "WAITING-APPROVAL", "db.drop_table (risk critical"]);
+    // Resuming without a verdict is refused: still paused, and how to approve is shown.
+    rein_in(&scratch, &["resume", &id])
+        .expect_code(3)
+        .stderr_has(&["waiting for approval", "rein approve"]);
+
+    rein_in(
+        &scratch,
+        &["approve", &id, "--reason", "ticket 42", "--by", "alice"],
+    )
+    .expect_code(0)
+    .stdout_has(&["completed ✓", "table dropped"]);
+    rein_in(&scratch, &["ledger", "verify", &id]).expect_code(0);
+    rein_in(&scratch, &["ledger", "show", &id])
+        .expect_code(0)
+        .stdout_has(&[
+            "paused, waiting for approval of db.drop_table (risk critical)",
+            "approval granted for db.drop_table by alice: ticket 42",
+        ]);
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0).stdout_has(&["completed"]);
+    assert!(!listed.stdout.contains("WAITING-APPROVAL"));
+
+    // A second verdict: the run waits for nothing any more.
+    rein_in(
+        &scratch,
+        &["approve", &id, "--reason", "again", "--by", "alice"],
+    )
+    .expect_code(2)
+    .stderr_has(&["completed"]);
+}
+
+#[test]
+fn a_denial_fails_the_run() {
+    let scratch = Scratch::new();
+    let id = paused(&scratch);
+    rein_in(
+        &scratch,
+        &[
+            "approve", &id, "--deny", "--reason", "frozen", "--by", "bob",
+        ],
+    )
+    .expect_code(1)
+    .stdout_has(&["failed ✗", "frozen"]);
+    rein_in(&scratch, &["ledger", "verify", &id]).expect_code(0);
+}
+
+#[test]
+fn bad_input_to_approve_exits_2_and_records_nothing() {
+    let scratch = Scratch::new();
+    let id = paused(&scratch);
+    let ledger = std::fs::read(scratch.ledger(&id)).unwrap();
+    rein_in(
+        &scratch,
+        &["approve", "no-such-run", "--reason", "x", "--by", "alice"],
+    )
+    .expect_code(2)
+    .stderr_has(&["no run no-such-run"]);
+    rein_in(&scratch, &["approve", &id, "--reason", "x", "--by", " "])
+        .expect_code(2)
+        .stderr_has(&["--by is empty"]);
+    rein_in(&scratch, &["approve", &id, "--by", "alice"]).expect_code(2);
+    assert_eq!(std::fs::read(scratch.ledger(&id)).unwrap(), ledger);
+}
+
+#[test]
+fn validate_warns_that_a_durable_policy_never_asks_the_scenarios_approver() {
+    let scratch = Scratch::new();
+    let with_approver = SCENARIO.replacen(r#""tools": ["#, r#""approver": "auto", "tools": ["#, 1);
+    let file = scratch.write("durable-approver.json", &with_approver);
+    let output = rein().arg("validate").arg(file).output().unwrap();
+    Outcome::of(&output)
+        .expect_code(0)
+        .stderr_has(&["policies.approvals.mode", "never asked"]);
+}
