@@ -33,6 +33,7 @@
 
 mod approval;
 mod attempts;
+mod batch;
 mod builder;
 mod call;
 mod clock;

@@ -142,6 +142,10 @@ pub use rein_run::{
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
 
+/// One call of a [`Decision::CallTools`] batch.
+#[doc(inline)]
+pub use rein_run::ProposedCall;
+
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
