@@ -430,6 +430,61 @@ async fn one_failure_does_not_cancel_its_siblings_and_the_planner_sees_every_res
     assert_eq!(seen, [(0, true), (1, false), (2, true)]);
 }
 
+#[tokio::test]
+async fn an_abort_mid_group_records_every_call_cancelled_in_order() {
+    let (read, gate, probe) = support::gated("read", Annotations::read_only());
+    let engine = Engine::builder()
+        .tool(read)
+        .planner(script(State::Explore, reads(3)))
+        .build()
+        .expect("engine builds");
+    let handle = engine.start("abort a batch").await.expect("start");
+    gate.entered().await;
+    handle.abort();
+    let run = handle.await.expect("run");
+    assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::Aborted));
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert_chain(&ledger);
+    assert!(probe.calls() >= 1);
+    let kinds = support::kinds(&ledger);
+    let first_call = kinds.iter().position(|k| *k == "tool_call").expect("calls");
+    assert_eq!(
+        kinds[first_call..],
+        [
+            "tool_call",
+            "budget_consumed",
+            "tool_call",
+            "budget_consumed",
+            "tool_call",
+            "tool_error",
+            "tool_error",
+            "tool_error",
+            "interrupt",
+            "run_failed"
+        ]
+    );
+    let cancelled = entries(&ledger, "tool_error")
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event(),
+                EntryKind::ToolError {
+                    error: ToolError::Cancelled,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(cancelled, 3);
+    // The run, rebuilt from its ledger, holds all three failures as evidence.
+    let failures = run
+        .evidence()
+        .iter()
+        .filter(|e| matches!(e.kind, EvidenceKind::ToolFailure { .. }))
+        .count();
+    assert_eq!(failures, 3);
+}
+
 fn is_tool_call_of_1(entry: &Entry) -> bool {
     matches!(entry.event(), EntryKind::ToolCall { input, .. } if input["i"] == 1)
 }
