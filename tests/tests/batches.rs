@@ -485,6 +485,29 @@ async fn an_abort_mid_group_records_every_call_cancelled_in_order() {
     assert_eq!(failures, 3);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_call_of_a_batch_is_attempted_once_even_when_it_could_be_retried() {
+    let (read, probe) = support::failing(
+        "read",
+        Annotations::read_only(),
+        ToolError::transient("connection reset"),
+    );
+    let engine = Engine::builder()
+        .tool(read)
+        .planner(script(State::Explore, reads(2)))
+        .on_tool_error(OnToolError::HandBack)
+        .build()
+        .expect("engine builds");
+    let start = tokio::time::Instant::now();
+    let run = engine.run("no retries").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(probe.calls(), 2, "one attempt per call");
+    assert_eq!(start.elapsed(), Duration::ZERO, "no backoff waited for");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert_eq!(count(&ledger, "tool_call"), 2);
+    assert_eq!(run.usage().used(&BudgetName::TOOL_CALLS), 2);
+}
+
 fn is_tool_call_of_1(entry: &Entry) -> bool {
     matches!(entry.event(), EntryKind::ToolCall { input, .. } if input["i"] == 1)
 }

@@ -23,12 +23,12 @@
 //! in order.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use rein_ledger::EntryKind;
-use rein_resilience::{Admission, AttemptObserver, AttemptReport, CircuitState, ToolCall};
+use rein_resilience::{CircuitState, ToolCall};
 use rein_run::{BudgetName, Digest, FailureKind, ProposedCall, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
@@ -59,36 +59,6 @@ enum Outcome {
         outcome: Result<ToolOutput, ToolError>,
         elapsed: Duration,
     },
-}
-
-/// Admits a call's first attempt and vetoes any retry; keeps how the first attempt ended,
-/// so the call's error is the tool's, not the veto's.
-#[derive(Debug, Default)]
-struct OnceLink {
-    first_error: Mutex<Option<ToolError>>,
-}
-
-impl AttemptObserver for OnceLink {
-    fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
-        if attempt <= 1 {
-            Admission::allow()
-        } else {
-            Admission::deny(ToolError::failed(
-                "no retry: a call of a batch is attempted once",
-            ))
-        }
-    }
-
-    fn after_attempt(&self, report: &AttemptReport<'_>) {
-        if report.attempt <= 1
-            && let Err(error) = report.outcome
-        {
-            *self
-                .first_error
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(error.clone());
-        }
-    }
 }
 
 impl Driver {
@@ -284,23 +254,14 @@ impl Driver {
             .iter()
             .map(|&k| {
                 let member = &group[k];
-                let link = Arc::new(OnceLink::default());
-                let observer: Arc<dyn AttemptObserver> = link.clone();
                 let call = member
                     .entry
                     .stack
-                    .call(ToolCall::new(member.input.clone()).with_observer(observer));
+                    .call(ToolCall::new(member.input.clone()).without_retries());
                 let clock = Arc::clone(&clock);
                 async move {
                     let start = clock.now().as_unix_millis();
-                    let outcome = call.await.map_err(|error| {
-                        // A vetoed retry is no failure of its own: the call failed with attempt 1.
-                        link.first_error
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .take()
-                            .unwrap_or(error)
-                    });
+                    let outcome = call.await;
                     let end = clock.now().as_unix_millis();
                     (k, outcome, Duration::from_millis(end.saturating_sub(start)))
                 }
