@@ -299,20 +299,24 @@ async fn inspect(
         }
     }
 
-    // A non-idempotent call started and not finished is in doubt.
-    let mut open: Option<(String, bool)> = None;
+    // A non-idempotent call started and not finished is in doubt. A batch's group starts
+    // all its calls before their outcomes, which follow in the same order: the calls open
+    // are a queue. Resume settles every call left open (runs it again or fails the run).
+    let mut open: std::collections::VecDeque<(String, bool)> = std::collections::VecDeque::new();
     for entry in entries {
         match entry.event() {
             EntryKind::ToolCall {
                 tool, idempotent, ..
-            } => open = Some((tool.to_string(), *idempotent)),
-            EntryKind::ToolResult { .. }
-            | EntryKind::ToolError { .. }
-            | EntryKind::RunFailed { .. } => open = None,
+            } => open.push_back((tool.to_string(), *idempotent)),
+            EntryKind::ToolResult { attempt: 0, .. } | EntryKind::ToolError { attempt: 0, .. } => {}
+            EntryKind::ToolResult { .. } | EntryKind::ToolError { .. } => {
+                open.pop_front();
+            }
+            EntryKind::RunFailed { .. } | EntryKind::RunResumed { .. } => open.clear(),
             _ => {}
         }
     }
-    if let Some((tool, false)) = open {
+    if let Some((tool, _)) = open.into_iter().find(|(_, idempotent)| !idempotent) {
         series.in_doubt.get_or_insert(tool);
     }
 }

@@ -662,3 +662,45 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
         assert_eq!(body, server.requests()[step].body, "step {step}");
     }
 }
+
+#[tokio::test]
+async fn a_reply_with_several_reads_runs_as_one_batch() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        Reply::openai_calls(
+            &[
+                Call::new("fs_list", &json!({"path": "."})),
+                Call::new("fs_read", &json!({"path": "a.txt"})),
+                Call::new("fs_read", &json!({"path": "b.txt"})),
+            ],
+            (100, 20),
+        ),
+        call(
+            "transition",
+            &json!({"to": "decide", "reason": "read them"}),
+        ),
+        call("finish", &json!({"summary": "read both"})),
+    ])
+    .await
+    .unwrap();
+    let engine = engine(planner(&server, LlmConfig::default()), &[]);
+    let run = engine.run("read two files").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    let batches: Vec<usize> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::Decision {
+                decision: Decision::CallTools { calls, .. },
+                ..
+            } => Some(calls.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(batches, [3], "the three calls are one decision");
+    assert_eq!(run.steps(), 4, "one step for the batch");
+    assert_eq!(support::count(&ledger, "tool_result"), 3);
+    assert_eq!(server.requests().len(), 4);
+}

@@ -214,6 +214,15 @@ pub(crate) fn describe_decision(decision: &Decision) -> String {
         }
         Decision::Finish { summary, .. } => format!("finish{}", because(summary)),
         Decision::Fail { reason } => format!("fail{}", because(reason)),
+        Decision::CallTools { calls, reason } => {
+            let tools: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
+            format!(
+                "call {} tools as one batch: {}{}",
+                calls.len(),
+                short_json(&serde_json::json!(tools), 70),
+                because(reason)
+            )
+        }
         other => short_json(&serde_json::to_value(other).unwrap_or_default(), 90),
     }
 }

@@ -245,3 +245,27 @@ fn hostile_nesting_and_size_are_refused_before_anything_is_built() {
     let error = rein_cli::check_scenario(&flat, std::path::Path::new(".")).unwrap_err();
     assert_eq!(error.message(), "a scenario file holds one JSON object");
 }
+
+#[test]
+fn validate_checks_each_call_of_a_batch() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "batch.json",
+        r#"{
+  "goal": "look twice",
+  "tools": [{"fixture": "search", "annotations": {"read_only": true}, "behavior": "echo"}],
+  "planner": {"scripted": [
+    {"decision": {"type": "transition", "to": "explore"}},
+    {"decision": {"type": "call_tools", "calls": [
+      {"tool": "search", "input": {"q": "a"}},
+      {"tool": "serach", "input": {"q": "b"}}
+    ]}},
+    {"decision": {"type": "fail", "reason": "stop"}}
+  ]}
+}"#,
+    );
+    let outcome = Outcome::of(&rein().arg("validate").arg(&file).output().unwrap());
+    outcome.expect_code(0).stderr_has(&[
+        "planner.scripted[1].decision.calls[1] calls `serach`, which no tool in the scenario provides",
+    ]);
+}

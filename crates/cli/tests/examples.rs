@@ -21,6 +21,16 @@ fn check(name: &str, code: i32, expect: &[&str]) {
 
 const EXPECTED: &[(&str, i32, &[&str])] = &[
     (
+        "batch.json",
+        0,
+        &[
+            "completed ✓",
+            "two tickets filed",
+            "tool calls 5 (docs.search ×3, ticket.create ×2)",
+            "verified ✓",
+        ],
+    ),
+    (
         "happy-path.json",
         0,
         &[

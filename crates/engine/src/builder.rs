@@ -274,6 +274,19 @@ impl EngineBuilder {
         self
     }
 
+    /// The most calls one `call_tools` batch may hold (default 64); a larger batch is a
+    /// typed, ledgered rejection before any call runs.
+    pub fn max_batch(mut self, calls: usize) -> Self {
+        self.config.max_batch = calls;
+        self
+    }
+
+    /// How many read-only calls of one batch run at once (default 8).
+    pub fn batch_concurrency(mut self, limit: usize) -> Self {
+        self.config.batch_concurrency = limit;
+        self
+    }
+
     /// What resume does with a call left in doubt by a crash.
     pub fn in_doubt(mut self, policy: InDoubtPolicy) -> Self {
         self.config.in_doubt = policy;

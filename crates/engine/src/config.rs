@@ -40,6 +40,11 @@ pub struct EngineConfig {
     pub event_capacity: usize,
     /// The skills every plan request offers (knowledge, never tools or permissions).
     pub skills: Vec<rein_run::Skill>,
+    /// The most calls one `call_tools` batch may hold; a larger batch is rejected whole
+    /// before any call runs (0 counts as 1).
+    pub max_batch: usize,
+    /// How many read-only calls of one batch run at once (0 counts as 1).
+    pub batch_concurrency: usize,
 }
 
 impl Default for EngineConfig {
@@ -50,6 +55,8 @@ impl Default for EngineConfig {
             inline_output_limit: 64 * 1024,
             event_capacity: 256,
             skills: Vec::new(),
+            max_batch: 64,
+            batch_concurrency: 8,
         }
     }
 }

@@ -39,6 +39,7 @@ pub(crate) fn decision_too_deep(decision: &Decision) -> bool {
     match decision {
         Decision::CallTool { input, .. } => too_deep(input),
         Decision::Finish { result, .. } => too_deep(result),
+        Decision::CallTools { calls, .. } => calls.iter().any(|c| too_deep(&c.input)),
         _ => false,
     }
 }
@@ -60,6 +61,7 @@ pub(crate) fn dispose_decision(decision: Decision) {
     match decision {
         Decision::CallTool { input, .. } => dispose(input),
         Decision::Finish { result, .. } => dispose(result),
+        Decision::CallTools { calls, .. } => calls.into_iter().for_each(|c| dispose(c.input)),
         _ => {}
     }
 }

@@ -419,6 +419,7 @@ impl Driver {
             }
             Decision::Finish { summary, result } => self.finish(summary, result).await,
             Decision::Fail { reason } => self.give_up(reason).await,
+            Decision::CallTools { calls, .. } => self.call_tools(calls).await,
             _ => self.reject(Rejection::UnsupportedDecision).await,
         }
     }

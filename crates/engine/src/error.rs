@@ -371,12 +371,47 @@ pub(crate) enum Rejection {
         /// Where the run was.
         state: State,
     },
+    /// A `call_tools` batch without calls.
+    #[error("the batch holds no calls; propose at least one call, or another kind of decision")]
+    EmptyBatch,
+    /// A `call_tools` batch with more calls than the engine's `max_batch`.
+    #[error(
+        "the batch holds {calls} calls, more than the limit of {limit}; split it into batches \
+         of at most {limit} calls (or raise max_batch)"
+    )]
+    BatchTooLarge {
+        /// How many calls the batch held.
+        calls: usize,
+        /// The engine's limit.
+        limit: usize,
+    },
+    /// Two calls of a batch are the same call (same tool, same input).
+    #[error(
+        "calls {first} and {second} of the batch are the same call of `{tool}` with the same \
+         input; propose each call once"
+    )]
+    DuplicateCall {
+        /// The tool.
+        tool: ToolName,
+        /// The first call's index in the batch.
+        first: usize,
+        /// The repeat's index in the batch.
+        second: usize,
+    },
+    /// One call of a batch failed a check, so the batch was rejected whole: no call ran.
+    #[error("call {index} of the batch was refused, so no call of the batch ran: {source}")]
+    InBatch {
+        /// The call's index in the batch.
+        index: usize,
+        /// Why it was refused.
+        source: Box<Rejection>,
+    },
 }
 
 impl Rejection {
     /// The ledger's classification of this rejection.
     #[must_use]
-    pub(crate) const fn violation(&self) -> Violation {
+    pub(crate) fn violation(&self) -> Violation {
         match self {
             Self::UnknownTool { .. } => Violation::UnknownTool,
             Self::InvalidInput { .. } => Violation::InvalidInput,
@@ -388,6 +423,10 @@ impl Rejection {
             Self::InvalidQuestion { .. } | Self::UnsupportedDecision | Self::TooDeep { .. } => {
                 Violation::InvalidInput
             }
+            Self::EmptyBatch | Self::BatchTooLarge { .. } | Self::DuplicateCall { .. } => {
+                Violation::InvalidInput
+            }
+            Self::InBatch { source, .. } => source.violation(),
         }
     }
 }

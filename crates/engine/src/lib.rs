@@ -34,6 +34,7 @@
 mod approval;
 mod attachments;
 mod attempts;
+mod batch;
 mod builder;
 mod call;
 mod clock;

@@ -77,6 +77,55 @@ pub(crate) enum Progress {
         failed: OpenAttempt,
         error: ToolError,
     },
+    /// A `call_tools` batch has begun to run (a call charged, started or settled) and not
+    /// every call is settled: the projection's [`BatchTrack`] says which calls are done,
+    /// which are in doubt and which never started.
+    Batch,
+}
+
+/// A `call_tools` batch the ledger shows begun and not finished. Calls settle in the
+/// batch's order, so the first `settled` calls are done and the rest are in doubt (their
+/// attempt is open) or never started.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BatchTrack {
+    /// Each call's tool, as proposed, and its input.
+    pub(crate) calls: Vec<(String, Value)>,
+    /// How many calls' outcomes are recorded.
+    pub(crate) settled: usize,
+    /// Per call, its attempt recorded as started and not finished.
+    pub(crate) open: Vec<Option<OpenAttempt>>,
+    /// `tool_calls` units charged that no `tool_call` entry has used yet.
+    pub(crate) paid: u64,
+    /// The first call of the batch that failed.
+    pub(crate) failed: Option<(ToolName, ToolError)>,
+}
+
+impl BatchTrack {
+    fn new(calls: &[rein_run::ProposedCall]) -> Self {
+        Self {
+            calls: calls
+                .iter()
+                .map(|c| (c.tool.clone(), c.input.clone()))
+                .collect(),
+            settled: 0,
+            open: vec![None; calls.len()],
+            paid: 0,
+            failed: None,
+        }
+    }
+
+    /// Settles the next call; its input, for the evidence.
+    fn settle(&mut self) -> Value {
+        let input = self
+            .calls
+            .get(self.settled)
+            .map_or(Value::Null, |(_, input)| input.clone());
+        if let Some(open) = self.open.get_mut(self.settled) {
+            *open = None;
+        }
+        self.settled += 1;
+        input
+    }
 }
 
 /// A run as its ledger describes it so far.
@@ -97,6 +146,8 @@ pub(crate) struct Projection {
     applied: usize,
     /// The current step's model calls: what a resume still has to charge.
     pub(crate) model: crate::plan_attempts::ModelProgress,
+    /// The current `call_tools` batch, while not every call of it is settled.
+    pub(crate) batch: Option<BatchTrack>,
 }
 
 impl Projection {
@@ -123,6 +174,7 @@ impl Projection {
             unsettled: None,
             applied: 1,
             model: crate::plan_attempts::ModelProgress::default(),
+            batch: None,
         })
     }
 
@@ -157,6 +209,10 @@ impl Projection {
 
     /// What `kind`, recorded at `at`, does to the run.
     pub(crate) fn apply(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
+        if self.batch.is_some() && self.apply_in_batch(kind, at)? {
+            self.applied += 1;
+            return Ok(());
+        }
         self.apply_to_run(kind, at)?;
         self.track_step(kind);
         self.model.track(kind);
@@ -233,6 +289,7 @@ impl Projection {
             | EntryKind::RunCompleted { .. }
             | EntryKind::RunFailed { .. } => {
                 self.unsettled = None;
+                self.batch = None;
                 return;
             }
             // Markers a second application repeats harmlessly, and entries between steps.
@@ -256,6 +313,10 @@ impl Projection {
                 }
                 self.call_input = match decision {
                     rein_run::Decision::CallTool { input, .. } => Some(input.clone()),
+                    _ => None,
+                };
+                self.batch = match decision {
+                    rein_run::Decision::CallTools { calls, .. } => Some(BatchTrack::new(calls)),
                     _ => None,
                 };
                 run.count_step(at)?;
@@ -403,6 +464,99 @@ impl Projection {
             }
         }
         Ok(())
+    }
+
+    /// What an entry of a batch's calls does while the batch is not settled: charges,
+    /// starts and outcomes are matched to the batch's calls (outcomes in the batch's
+    /// order). `false` for any other entry, which applies as usual.
+    fn apply_in_batch(&mut self, kind: &EntryKind, at: Timestamp) -> Result<bool, ProjectionError> {
+        let Self {
+            run, budget, batch, ..
+        } = self;
+        let Some(track) = batch.as_mut() else {
+            return Ok(false);
+        };
+        match kind {
+            EntryKind::BudgetConsumed { name, amount, .. } if *name == BudgetName::TOOL_CALLS => {
+                budget.charge(run.usage_mut()?, name, *amount)?;
+                track.paid = track.paid.saturating_add(*amount);
+            }
+            EntryKind::ToolCall {
+                tool,
+                input,
+                attempt,
+                idempotent,
+                ..
+            } => {
+                let at_call = (track.settled..track.calls.len())
+                    .find(|&j| track.calls[j].0 == tool.as_str() && track.calls[j].1 == *input);
+                if let Some(j) = at_call {
+                    track.open[j] = Some(OpenAttempt {
+                        tool: tool.clone(),
+                        input: input.clone(),
+                        attempt: *attempt,
+                        idempotent: *idempotent,
+                    });
+                }
+                track.paid = track.paid.saturating_sub(1);
+            }
+            EntryKind::ToolResult {
+                tool,
+                cached,
+                output,
+                ..
+            } => {
+                let input = track.settle();
+                run.add_evidence(
+                    EvidenceKind::ToolResult {
+                        tool: tool.clone(),
+                        input,
+                        output: output.clone(),
+                        cached: *cached,
+                    },
+                    at,
+                )?;
+            }
+            EntryKind::ToolError {
+                tool,
+                error,
+                will_retry: false,
+                ..
+            } => {
+                track
+                    .failed
+                    .get_or_insert_with(|| (tool.clone(), error.clone()));
+                let input = track.settle();
+                run.add_evidence(
+                    EvidenceKind::ToolFailure {
+                        tool: tool.clone(),
+                        input,
+                        error: error.clone(),
+                    },
+                    at,
+                )?;
+            }
+            // A batch's calls are attempted once; an error that announces a retry changes
+            // nothing here.
+            EntryKind::ToolError { .. } => {}
+            _ => return Ok(false),
+        }
+        if track.settled < track.calls.len() {
+            if let Some(unsettled) = &mut self.unsettled {
+                unsettled.progress = Progress::Batch;
+            }
+            return Ok(true);
+        }
+        // Every call is settled: the step is over, unless a call failed.
+        match batch.take().and_then(|track| track.failed) {
+            Some((tool, error)) => {
+                if let Some(unsettled) = &mut self.unsettled {
+                    unsettled.progress = Progress::ToolFailed { tool, error };
+                }
+            }
+            None => self.unsettled = None,
+        }
+        Ok(true)
     }
 
     /// The budget the projection charges against.

@@ -84,6 +84,7 @@ impl Driver {
                 })
                 .await
             }
+            Progress::Batch => self.resume_batch().await,
             Progress::ToolFailed { tool, error } => {
                 if self.shared.config.on_tool_error != OnToolError::FailRun {
                     return Ok(());

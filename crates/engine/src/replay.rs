@@ -214,6 +214,10 @@ impl Engine {
                     .map_or(0, |e| e.at().as_unix_millis()),
             ))
             .on_tool_error(shared.config.on_tool_error)
+            // The recorded batches fit; one call at a time serves each tool's outcomes in
+            // the batch's order.
+            .max_batch(shared.config.max_batch)
+            .batch_concurrency(1)
             .inline_output_limit(usize::MAX);
         for spec in shared.tools.specs() {
             let outcomes = Mutex::new(outcomes.remove(spec.name()).unwrap_or_default());

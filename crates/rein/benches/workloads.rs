@@ -86,6 +86,9 @@ fn main() {
     if wanted("w5") {
         w5();
     }
+    if wanted("w1b") {
+        w1b();
+    }
 }
 
 // ---- W1: the reference run ---------------------------------------------------------------------
@@ -495,6 +498,112 @@ fn w5() {
             mib_s(get, size).show(0),
             mib_s(sha_hot, size).show(0),
             sha_hot.median / get.median
+        );
+    }
+}
+
+// ---- W1B: W1 with its 8 explore calls as one batch ----------------------------------------------
+
+/// W1's script, its 8 explore calls one `call_tools` batch when `batched` (12 decisions
+/// instead of 19).
+fn w1_script(batched: bool) -> ScriptedPlanner {
+    let call = |state, i| {
+        ScriptStep::expect(
+            state,
+            Decision::call_tool("noop", call_input(i), "look it up"),
+        )
+    };
+    let mut steps = vec![ScriptStep::expect(
+        State::Intake,
+        Decision::transition(State::Explore, "start exploring"),
+    )];
+    if batched {
+        let calls = (0..8).map(|i| rein::ProposedCall::new("noop", call_input(i), "look it up"));
+        steps.push(ScriptStep::expect(
+            State::Explore,
+            Decision::call_tools(calls, "look everything up at once"),
+        ));
+    } else {
+        steps.extend((0..8).map(|i| call(State::Explore, i)));
+    }
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::transition(State::Decide, "seen enough"),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::transition(State::Act, "act on it"),
+    ));
+    steps.extend((8..CALLS).map(|i| call(State::Act, i)));
+    steps.push(ScriptStep::expect(
+        State::Act,
+        Decision::transition(State::Validate, "check it"),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Validate,
+        Decision::finish("done", json!({"status": "ok"})),
+    ));
+    ScriptedPlanner::new(steps)
+}
+
+/// The W1 tool `noop`, read-only, sleeping `ms` milliseconds on tokio's clock (0: none).
+fn sleepy(ms: u64) -> Tool {
+    Tool::builder("noop")
+        .description("Waits, then answers")
+        .annotations(Annotations::read_only())
+        .handler(move |_input: Value| async move {
+            if ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+            Ok(Value::Null)
+        })
+        .build()
+        .expect("a valid tool")
+}
+
+/// W1 and its batched variant on one engine each, run `runs` times per repetition.
+fn w1b_pair(ms: u64, runs: u64) -> (Figure, Figure) {
+    let rt = current_thread();
+    let engine = |batched| {
+        Engine::builder()
+            .tool(sleepy(ms))
+            .planner(w1_script(batched))
+            .budget("tool_calls", 50)
+            .budget("steps", 50)
+            .max_steps(50)
+            .build()
+            .expect("a valid engine")
+    };
+    let timed = |batched: bool| {
+        let engine = engine(batched);
+        rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..runs {
+                black_box(run_w1(&engine).await);
+            }
+            (start.elapsed(), runs)
+        })
+    };
+    let figures = repeat_each(&mut [&mut || timed(false), &mut || timed(true)]);
+    (figures[0], figures[1])
+}
+
+fn w1b() {
+    println!(
+        "\nW1B W1 with its 8 explore calls as one call_tools batch (12 decisions instead of 19), \
+         memory stores, batch_concurrency 8"
+    );
+    for (ms, runs, what) in [(0, 400, "no-op tool"), (2, 5, "tool sleeping 2 ms")] {
+        let (sequential, batched) = w1b_pair(ms, runs);
+        println!("  {what}");
+        println!(
+            "    sequential    {} µs/run",
+            sequential.scaled(1e-3).show(1)
+        );
+        println!("    batched       {} µs/run", batched.scaled(1e-3).show(1));
+        println!(
+            "    sequential / batched  {:.2}x",
+            sequential.median / batched.median
         );
     }
 }

@@ -145,6 +145,10 @@ pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
 
+/// One call of a [`Decision::CallTools`] batch.
+#[doc(inline)]
+pub use rein_run::ProposedCall;
+
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};

@@ -149,11 +149,21 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             ("decision", Some(step.decision())),
             ("otherwise", step.otherwise()),
         ];
-        for (field, decision) in decisions {
-            let Some(Decision::CallTool { tool, input, .. }) = decision else {
-                continue;
-            };
+        // A call, or each call of a batch, with the path that names it.
+        let calls = decisions.into_iter().flat_map(|(field, decision)| {
             let path = step_path.key(field);
+            let calls: Vec<_> = match decision {
+                Some(Decision::CallTool { tool, input, .. }) => vec![(path, tool, input)],
+                Some(Decision::CallTools { calls, .. }) => calls
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| (path.key("calls").index(j), &c.tool, &c.input))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            calls
+        });
+        for (path, tool, input) in calls {
             if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
                 warnings.push(format!(
                     "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"

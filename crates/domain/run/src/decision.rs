@@ -67,6 +67,63 @@ pub enum Decision {
         /// Why the planner gives up.
         reason: String,
     },
+    /// Call several tools as one batch. The engine checks every call against every policy
+    /// before any of them runs and rejects the batch whole if one call fails a check;
+    /// consecutive read-only calls run concurrently, any other call runs alone, in order,
+    /// and the ledger records the calls in the batch's order.
+    CallTools {
+        /// The calls, in the order the ledger records them.
+        calls: Vec<ProposedCall>,
+        /// Why, for the ledger and for humans.
+        #[serde(default)]
+        reason: String,
+    },
+}
+
+/// One call of a [`Decision::CallTools`] batch.
+///
+/// ```
+/// use rein_run::{Decision, ProposedCall};
+/// use serde_json::json;
+///
+/// let batch = Decision::call_tools(
+///     [
+///         ProposedCall::new("fs.read", json!({"path": "a.rs"}), "read a"),
+///         ProposedCall::new("fs.read", json!({"path": "b.rs"}), "read b"),
+///     ],
+///     "read both files",
+/// );
+/// assert_eq!(
+///     serde_json::to_value(&batch)?,
+///     json!({"type": "call_tools", "reason": "read both files", "calls": [
+///         {"tool": "fs.read", "input": {"path": "a.rs"}, "reason": "read a"},
+///         {"tool": "fs.read", "input": {"path": "b.rs"}, "reason": "read b"},
+///     ]})
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProposedCall {
+    /// The tool's name, as the planner wrote it.
+    pub tool: String,
+    /// The input, checked against the tool's input schema before any call of the batch.
+    pub input: Value,
+    /// Why this call, for the ledger and for humans.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl ProposedCall {
+    /// A call of `tool` with `input`.
+    #[must_use]
+    pub fn new(tool: impl Into<String>, input: Value, reason: impl Into<String>) -> Self {
+        Self {
+            tool: tool.into(),
+            input,
+            reason: reason.into(),
+        }
+    }
 }
 
 impl Decision {
@@ -76,6 +133,18 @@ impl Decision {
         Self::CallTool {
             tool: tool.into(),
             input,
+            reason: reason.into(),
+        }
+    }
+
+    /// Proposes calling several tools as one batch (see [`Decision::CallTools`]).
+    #[must_use]
+    pub fn call_tools(
+        calls: impl IntoIterator<Item = ProposedCall>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::CallTools {
+            calls: calls.into_iter().collect(),
             reason: reason.into(),
         }
     }
@@ -128,6 +197,7 @@ impl Decision {
             Self::AskHuman { .. } => "ask_human",
             Self::Finish { .. } => "finish",
             Self::Fail { .. } => "fail",
+            Self::CallTools { .. } => "call_tools",
         }
     }
 
@@ -139,7 +209,7 @@ impl Decision {
             Self::Transition { to, .. } => Some(*to),
             Self::Finish { .. } => Some(State::Done),
             Self::Fail { .. } => Some(State::Failed),
-            Self::CallTool { .. } | Self::AskHuman { .. } => None,
+            Self::CallTool { .. } | Self::AskHuman { .. } | Self::CallTools { .. } => None,
         }
     }
 }
@@ -157,6 +227,7 @@ mod tests {
             Decision::ask_human("ok?", ["yes", "no"]),
             Decision::finish("done", json!(null)),
             Decision::fail("gave up"),
+            Decision::call_tools([ProposedCall::new("t", json!({}), "")], "both"),
         ] {
             let v = serde_json::to_value(&d).unwrap();
             assert_eq!(v["type"], d.kind());

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rein_run::ProposedCall;
 use rein_run::{
     BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
     PlannerError, RunId, State, ToolName,
@@ -93,8 +94,9 @@ const fn default_max_depth() -> usize {
 /// Each step offers the model exactly the tools eligible in the current state (their specs'
 /// schemas, under provider-safe names) plus the control functions `transition` (only to the
 /// states the table allows from here), `finish`, `fail` and `ask_human`. One reply becomes
-/// one [`Decision`]; further calls in the same reply are kept, in order, for the following
-/// steps, and each still passes every policy check. A reply without a usable call (prose,
+/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); further
+/// decisions in the same reply are kept, in order, for the following steps, and each still
+/// passes every policy check. A reply without a usable call (prose,
 /// arguments that are not JSON, too large or too deep) is handed back to the model as a
 /// correction, at most [`LlmConfig::max_corrections`] times; a call of a function that is
 /// not offered becomes the decision it names, which the engine refuses and records.
@@ -358,7 +360,7 @@ impl LlmPlanner {
                 Err(_) => break,
             }
         }
-        Ok(out)
+        Ok(batch_calls(out))
     }
 
     fn decision(
@@ -454,6 +456,44 @@ impl LlmPlanner {
         }
         Ok(value)
     }
+}
+
+/// Folds each run of two or more consecutive tool calls into one `call_tools` batch, which
+/// the engine checks whole and whose read-only calls it runs concurrently; the batch's
+/// reason is the first call's. Other decisions keep their place.
+fn batch_calls(decisions: Vec<Decision>) -> Vec<Decision> {
+    fn flush(out: &mut Vec<Decision>, calls: &mut Vec<(String, Value, String)>) {
+        let mut drained = calls.drain(..);
+        match (drained.next(), drained.len()) {
+            (None, _) => {}
+            (Some((tool, input, reason)), 0) => out.push(Decision::call_tool(tool, input, reason)),
+            (Some((tool, input, reason)), _) => {
+                let rest = drained.map(|(tool, input, _)| ProposedCall::new(tool, input, ""));
+                let first = ProposedCall::new(tool, input, "");
+                out.push(Decision::call_tools(
+                    std::iter::once(first).chain(rest),
+                    reason,
+                ));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(decisions.len());
+    let mut calls = Vec::new();
+    for decision in decisions {
+        match decision {
+            Decision::CallTool {
+                tool,
+                input,
+                reason,
+            } => calls.push((tool, input, reason)),
+            other => {
+                flush(&mut out, &mut calls);
+                out.push(other);
+            }
+        }
+    }
+    flush(&mut out, &mut calls);
+    out
 }
 
 fn failed(message: String, source: impl std::error::Error + Send + Sync + 'static) -> PlannerError {

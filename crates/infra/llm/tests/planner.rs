@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use rein_llm::fake::{Call, FakeServer, Received, Reply};
 use rein_llm::{Api, HttpProvider, LlmConfig, LlmPlanner, NameError, ProviderConfig};
+use rein_run::ProposedCall;
 use rein_run::{
     BudgetSnapshot, BudgetUsage, Decision, EvidenceKind, Payload, PlanRequest, Planner,
     PlannerError, Run, State, Timestamp, ToolName, ToolSpec,
@@ -147,7 +148,7 @@ async fn a_call_becomes_a_decision_with_the_dotted_name() {
 }
 
 #[tokio::test]
-async fn parallel_calls_are_kept_in_order_for_the_next_steps() {
+async fn parallel_calls_become_one_batch_and_the_rest_is_kept_for_the_next_step() {
     let calls = [
         Call::new("fs_list", &json!({"path": "."})),
         Call::new("fs_read", &json!({"path": "b"})),
@@ -160,7 +161,7 @@ async fn parallel_calls_are_kept_in_order_for_the_next_steps() {
         &run_in(State::Explore, 0),
         &[State::Decide, State::Failed],
         vec![Reply::openai_calls(&calls, (10, 3))],
-        3,
+        2,
         LlmConfig::default(),
     )
     .await;
@@ -168,12 +169,17 @@ async fn parallel_calls_are_kept_in_order_for_the_next_steps() {
     assert_eq!(
         got,
         [
-            Decision::call_tool("fs.list", json!({"path": "."}), ""),
-            Decision::call_tool("fs.read", json!({"path": "b"}), ""),
+            Decision::call_tools(
+                [
+                    ProposedCall::new("fs.list", json!({"path": "."}), ""),
+                    ProposedCall::new("fs.read", json!({"path": "b"}), ""),
+                ],
+                ""
+            ),
             Decision::transition(State::Decide, "read enough"),
         ]
     );
-    assert_eq!(out.received.len(), 1, "one model call served three steps");
+    assert_eq!(out.received.len(), 1, "one model call served two steps");
 }
 
 #[tokio::test]

@@ -28,6 +28,8 @@ pub struct ToolCall {
     pub(crate) input: Value,
     pub(crate) attempt: u32,
     pub(crate) observer: Option<Arc<dyn AttemptObserver>>,
+    /// The most attempts the retry layer may make of this call (it also keeps its own).
+    pub(crate) max_attempts: u32,
 }
 
 /// The caller's hook on every attempt of a call: it admits (or vetoes) each attempt before it
@@ -238,7 +240,24 @@ impl ToolCall {
             input,
             attempt: 1,
             observer: None,
+            max_attempts: u32::MAX,
         }
+    }
+
+    /// Returns the call made at most once: no retry, whatever the tool and the error
+    /// (the engine's batches attempt each call once).
+    ///
+    /// ```
+    /// use rein_resilience::ToolCall;
+    /// use serde_json::json;
+    ///
+    /// let call = ToolCall::new(json!({})).without_retries();
+    /// assert_eq!(call.attempt(), 1);
+    /// ```
+    #[must_use]
+    pub const fn without_retries(mut self) -> Self {
+        self.max_attempts = 1;
+        self
     }
 
     /// Returns the call with `observer` told about every attempt.
@@ -279,6 +298,7 @@ impl fmt::Debug for ToolCall {
             .field("input", &self.input)
             .field("attempt", &self.attempt)
             .field("observed", &self.observer.is_some())
+            .field("max_attempts", &self.max_attempts)
             .finish()
     }
 }

@@ -37,7 +37,8 @@ impl Policy<ToolCall, ToolOutput, Failure> for IdempotentRetry {
         let Err(Failure::Tool(error)) = result else {
             return None;
         };
-        if !error.is_transient() || call.attempt >= self.config.max_attempts.get() {
+        let max_attempts = self.config.max_attempts.get().min(call.max_attempts);
+        if !error.is_transient() || call.attempt >= max_attempts {
             return None;
         }
         let delay = jittered(self.config.base_delay(call.attempt), self.config.jitter);

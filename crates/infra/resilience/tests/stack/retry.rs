@@ -155,3 +155,29 @@ async fn attempts_wait_an_exponential_backoff() {
     }
     assert!(gaps.windows(2).all(|w| w[0] < w[1]), "{gaps:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_without_retries_is_attempted_once_and_fails_at_once() {
+    let (tool, probe) = fake(
+        "flaky",
+        Annotations::read_only(),
+        Script::FailTimes {
+            times: 1,
+            error: transient(),
+        },
+    );
+    let recorder = Arc::new(Recorder::default());
+    let start = tokio::time::Instant::now();
+    let result = stack(tool, config())
+        .call(observed_call(&recorder).without_retries())
+        .await
+        .map(drop);
+    assert_eq!(result, Err(transient()));
+    assert_eq!(probe.calls(), 1);
+    assert_eq!(recorder.finished(), [(1, Err(transient()))]);
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "no backoff before giving up"
+    );
+}

@@ -1,0 +1,431 @@
+//! Batches: a `call_tools` decision checked whole before any call runs, its read-only calls
+//! run concurrently in groups, every other call alone, and the ledger in the batch's order.
+//!
+//! The record of a batch, after its `decision` entry:
+//!
+//! 1. every call's checks (registry, schema, eligibility, no repeated call, the whole batch's
+//!    `tool_calls` fit), then the approvals the policy asks for, in the batch's order; one
+//!    refusal or denial rejects the batch whole and nothing runs;
+//! 2. per group (consecutive read-only calls, or one other call): each call's charge and its
+//!    `tool_call`, in order, synced before any of them runs when one is not idempotent; then
+//!    the calls run (a group concurrently, at most `batch_concurrency` at once); then each
+//!    call's `tool_result` or `tool_error`, in the batch's order whatever order they ended in.
+//!
+//! A call of a batch is attempted once: a retry would have to be ledgered before it starts,
+//! in the middle of its siblings' entries, and would spend `tool_calls` units the batch's
+//! check promised to the calls after it. The planner sees the failure and may propose the
+//! call again. One call's failure does not cancel its siblings; when tool errors fail the
+//! run, the run fails after the failing call's group, and later groups do not run.
+//!
+//! A crash mid-batch leaves some calls settled, some in doubt (their `tool_call` is on
+//! record, their outcome is not) and some never started; resume settles each in-doubt call
+//! by the in-doubt rule on its own, then runs the calls that never started, one at a time,
+//! in order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use rein_ledger::EntryKind;
+use rein_resilience::{CircuitState, ToolCall};
+use rein_run::{BudgetName, Digest, FailureKind, ProposedCall, ToolName};
+use rein_tool::{ToolError, ToolOutput};
+use serde_json::Value;
+
+use crate::config::{InDoubtPolicy, OnToolError};
+use crate::depth;
+use crate::driver::Driver;
+use crate::error::{EngineError, Rejection};
+use crate::project::Projection;
+use crate::tools::ToolEntry;
+
+/// One call of a batch, checked, about to run as attempt `attempt`.
+struct Member {
+    entry: Arc<ToolEntry>,
+    input: Value,
+    input_hash: Digest,
+    attempt: u32,
+}
+
+/// How a member of a group ended, before it is recorded.
+enum Outcome {
+    /// Served from the cache: nothing ran, nothing was charged.
+    Cached(rein_run::Payload),
+    /// Refused before any attempt (open circuit, no budget left): nothing ran.
+    Refused(ToolError),
+    /// The call ran (or was cut short by an abort).
+    Ran {
+        outcome: Result<ToolOutput, ToolError>,
+        elapsed: Duration,
+    },
+}
+
+impl Driver {
+    /// Applies a `call_tools` decision: checks every call, asks every approval, then runs
+    /// the batch group by group.
+    pub(crate) async fn call_tools(&mut self, calls: Vec<ProposedCall>) -> Result<(), EngineError> {
+        if calls.is_empty() {
+            return self.reject(Rejection::EmptyBatch).await;
+        }
+        let limit = self.shared.config.max_batch.max(1);
+        if calls.len() > limit {
+            let calls = calls.len();
+            return self.reject(Rejection::BatchTooLarge { calls, limit }).await;
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut members = Vec::with_capacity(calls.len());
+        let mut seen: HashMap<(ToolName, Digest), usize> = HashMap::with_capacity(calls.len());
+        for (index, call) in calls.into_iter().enumerate() {
+            let refused = |source| Rejection::InBatch {
+                index,
+                source: Box::new(source),
+            };
+            let Some(entry) = shared.tools.get(&call.tool) else {
+                let known = shared.tools.names();
+                let name = crate::tools::clip(&call.tool);
+                return self
+                    .reject(refused(Rejection::UnknownTool { name, known }))
+                    .await;
+            };
+            let errors = entry.schema_errors(&call.input);
+            if !errors.is_empty() {
+                let tool = entry.spec.name().clone();
+                return self
+                    .reject(refused(Rejection::InvalidInput { tool, errors }))
+                    .await;
+            }
+            if let Err(ineligible) = self
+                .policy
+                .eligibility
+                .check(self.rec.proj.state(), &entry.spec)
+            {
+                return self
+                    .reject(refused(Rejection::Ineligible(ineligible)))
+                    .await;
+            }
+            let input_hash = Digest::of_json(&call.input);
+            if let Some(first) = seen.insert((entry.spec.name().clone(), input_hash), index) {
+                let tool = entry.spec.name().clone();
+                return self
+                    .reject(Rejection::DuplicateCall {
+                        tool,
+                        first,
+                        second: index,
+                    })
+                    .await;
+            }
+            members.push(Member {
+                entry: Arc::clone(entry),
+                input: call.input,
+                input_hash,
+                attempt: 1,
+            });
+        }
+        if self.interrupting {
+            // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
+            return Ok(());
+        }
+        if let Some(exhausted) = self.short_of(members.len() as u64) {
+            return self.refuse_over_budget(exhausted).await;
+        }
+        for member in &members {
+            // A denial is recorded and rejects the decision: the batch whole, as nothing ran.
+            if !self
+                .approve(&member.entry, &member.input, member.input_hash)
+                .await?
+            {
+                return Ok(());
+            }
+        }
+        let mut members = members.into_iter().peekable();
+        while let Some(first) = members.next() {
+            let mut group = vec![first];
+            if group[0].entry.spec.annotations().is_read_only() {
+                while let Some(next) =
+                    members.next_if(|m| m.entry.spec.annotations().is_read_only())
+                {
+                    group.push(next);
+                }
+            }
+            if !self.run_group(group).await? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes a batch a crash cut short (see the module's docs): each in-doubt call by the
+    /// in-doubt rule, then every call that never started, one at a time, in order.
+    pub(crate) async fn resume_batch(&mut self) -> Result<(), EngineError> {
+        let Some(track) = self.rec.proj.batch.clone() else {
+            return Ok(());
+        };
+        if let Some((tool, error)) = &track.failed
+            && self.shared.config.on_tool_error == OnToolError::FailRun
+        {
+            let message = format!("tool `{tool}` failed: {error}");
+            return self.rec.fail(FailureKind::ToolFailed, message).await;
+        }
+        let retry_all = self.shared.config.in_doubt == InDoubtPolicy::RetryAll;
+        let shared = Arc::clone(&self.shared);
+        for (index, (tool, input)) in track.calls.iter().enumerate().skip(track.settled) {
+            let open = track.open.get(index).cloned().flatten();
+            if let Some(open) = &open
+                && !(open.idempotent || retry_all)
+            {
+                let failure = Projection::in_doubt_failure(open);
+                return self.rec.fail(failure.kind, failure.message).await;
+            }
+            let Some(entry) = shared.tools.get(tool) else {
+                let message = format!(
+                    "call {index} of the batch names tool `{}`, which is no longer registered",
+                    crate::tools::clip(tool)
+                );
+                return self.rec.fail(FailureKind::InDoubtToolCall, message).await;
+            };
+            let member = Member {
+                entry: Arc::clone(entry),
+                input: input.clone(),
+                input_hash: Digest::of_json(input),
+                attempt: open.map_or(1, |open| open.attempt.saturating_add(1)),
+            };
+            if !self.run_group(vec![member]).await? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one group: records each call's charge and `tool_call` in order, runs the calls
+    /// (concurrently, bounded by `batch_concurrency`), then records each outcome in order.
+    /// `false` when the run stopped (aborted, or failed by a tool error).
+    async fn run_group(&mut self, group: Vec<Member>) -> Result<bool, EngineError> {
+        let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(group.len());
+        let mut started = Vec::with_capacity(group.len());
+        let mut sync = false;
+        for (k, member) in group.iter().enumerate() {
+            let tool = member.entry.spec.name();
+            let annotations = member.entry.spec.annotations();
+            if annotations.is_cacheable()
+                && let Some(output) = self.cache.get(&(tool.clone(), member.input_hash))
+            {
+                outcomes.push(Some(Outcome::Cached(output.clone())));
+                continue;
+            }
+            if let CircuitState::Open { retry_after } = member.entry.stack.circuit_state()
+                && !retry_after.is_zero()
+            {
+                let error = ToolError::CircuitOpen {
+                    tool: tool.clone(),
+                    retry_after,
+                };
+                outcomes.push(Some(Outcome::Refused(error)));
+                continue;
+            }
+            if let Some(refused) = self.charge_in_batch().await? {
+                outcomes.push(Some(Outcome::Refused(refused)));
+                continue;
+            }
+            self.rec
+                .record(EntryKind::ToolCall {
+                    tool: tool.clone(),
+                    input: member.input.clone(),
+                    input_hash: member.input_hash,
+                    attempt: member.attempt,
+                    idempotent: annotations.is_idempotent(),
+                })
+                .await?;
+            sync |= !annotations.is_idempotent();
+            outcomes.push(None);
+            started.push(k);
+        }
+        if sync {
+            // The in-doubt markers must be durable before any side effect can happen.
+            self.shared
+                .ledgers
+                .sync_boxed(self.rec.proj.run.id())
+                .await?;
+        }
+        let clock = Arc::clone(&self.shared.clock);
+        // Collected before they are polled: a lazy iterator holding a closure over the group
+        // would make the run's future lose `Send`.
+        let calls: Vec<_> = started
+            .iter()
+            .map(|&k| {
+                let member = &group[k];
+                let call = member
+                    .entry
+                    .stack
+                    .call(ToolCall::new(member.input.clone()).without_retries());
+                let clock = Arc::clone(&clock);
+                async move {
+                    let start = clock.now().as_unix_millis();
+                    let outcome = call.await;
+                    let end = clock.now().as_unix_millis();
+                    (k, outcome, Duration::from_millis(end.saturating_sub(start)))
+                }
+            })
+            .collect();
+        let limit = self.shared.config.batch_concurrency.max(1);
+        let mut running = futures_util::stream::iter(calls).buffer_unordered(limit);
+        let cancel = self.cancel_token();
+        let mut aborted = false;
+        loop {
+            let next = match &cancel {
+                None => running.next().await,
+                Some(cancel) => tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        aborted = true;
+                        break;
+                    }
+                    next = running.next() => next,
+                },
+            };
+            let Some((k, outcome, elapsed)) = next else {
+                break;
+            };
+            outcomes[k] = Some(Outcome::Ran { outcome, elapsed });
+        }
+        // Dropping the stream drops every call still in flight.
+        drop(running);
+        let mut failure = None;
+        for (member, outcome) in group.iter().zip(outcomes) {
+            let outcome = outcome.unwrap_or(Outcome::Ran {
+                outcome: Err(ToolError::Cancelled),
+                elapsed: Duration::ZERO,
+            });
+            if let Some(error) = self.record_outcome(member, outcome).await? {
+                failure.get_or_insert((member.entry.spec.name().clone(), error));
+            }
+        }
+        if aborted {
+            self.abort().await?;
+            return Ok(false);
+        }
+        if let Some((tool, error)) = failure
+            && self.shared.config.on_tool_error == OnToolError::FailRun
+        {
+            let message = format!("tool `{tool}` failed: {error}");
+            self.rec.fail(FailureKind::ToolFailed, message).await?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Records how one call of a group ended; its error, if it failed.
+    async fn record_outcome(
+        &mut self,
+        member: &Member,
+        outcome: Outcome,
+    ) -> Result<Option<ToolError>, EngineError> {
+        let tool = member.entry.spec.name().clone();
+        let (attempt, duration_ms, result) = match outcome {
+            Outcome::Cached(output) => {
+                self.rec
+                    .record(EntryKind::ToolResult {
+                        tool,
+                        attempt: 0,
+                        duration_ms: 0,
+                        cached: true,
+                        output,
+                    })
+                    .await?;
+                return Ok(None);
+            }
+            Outcome::Refused(error) => (0, 0, Err(error)),
+            Outcome::Ran { outcome, elapsed } => (
+                member.attempt,
+                u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                outcome,
+            ),
+        };
+        let result = match result {
+            Ok(output) if depth::too_deep(output.value()) => {
+                depth::dispose(output.into_value());
+                Err(ToolError::failed(format!(
+                    "the tool returned JSON nested more than {} levels deep, which the ledger \
+                     cannot record",
+                    depth::MAX_JSON_DEPTH
+                )))
+            }
+            other => other,
+        };
+        match result {
+            Ok(output) => {
+                let output = self.payload(&tool, &output).await?;
+                if member.entry.spec.annotations().is_cacheable() {
+                    self.cache
+                        .insert((tool.clone(), member.input_hash), output.clone());
+                }
+                self.rec
+                    .record(EntryKind::ToolResult {
+                        tool,
+                        attempt,
+                        duration_ms,
+                        cached: false,
+                        output,
+                    })
+                    .await?;
+                Ok(None)
+            }
+            Err(error) => {
+                self.rec
+                    .record(EntryKind::ToolError {
+                        tool,
+                        attempt,
+                        duration_ms,
+                        error: error.clone(),
+                        will_retry: false,
+                    })
+                    .await?;
+                Ok(Some(error))
+            }
+        }
+    }
+
+    /// Charges one `tool_calls` unit for a call of a batch, unless a unit a crash left
+    /// unused pays for it; the error the call is refused with when the budget is spent.
+    async fn charge_in_batch(&mut self) -> Result<Option<ToolError>, EngineError> {
+        if self.rec.proj.batch.as_ref().is_some_and(|b| b.paid > 0) {
+            return Ok(None);
+        }
+        let name = BudgetName::TOOL_CALLS;
+        if let Some(exhausted) = self.exhausted(&name) {
+            let message = exhausted.to_string();
+            self.rec
+                .record(crate::call::exhausted_entry(&exhausted))
+                .await?;
+            return Ok(Some(ToolError::failed(message)));
+        }
+        let used = self.rec.proj.run.usage().used(&name) + 1;
+        let limit = self.rec.proj.budget().limit(&name);
+        self.rec
+            .record(EntryKind::BudgetConsumed {
+                name,
+                amount: 1,
+                used,
+                limit,
+            })
+            .await?;
+        Ok(None)
+    }
+
+    /// The error a charge of `calls` units of `tool_calls` would meet, if they do not fit.
+    fn short_of(&self, calls: u64) -> Option<rein_policy::BudgetExhausted> {
+        let name = BudgetName::TOOL_CALLS;
+        let usage = self.rec.proj.run.usage();
+        let limit = self.rec.proj.budget().limit(&name)?;
+        let (used, reserved) = (usage.used(&name), usage.reserved(&name));
+        (used.saturating_add(reserved).saturating_add(calls) > limit).then_some(
+            rein_policy::BudgetExhausted {
+                name,
+                limit,
+                used,
+                reserved,
+                requested: calls,
+            },
+        )
+    }
+}
