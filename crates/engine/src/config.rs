@@ -40,6 +40,8 @@ pub struct EngineConfig {
     pub event_capacity: usize,
     /// The skills every plan request offers (knowledge, never tools or permissions).
     pub skills: Vec<rein_run::Skill>,
+    /// How deep a tree of runs may grow through delegation (the root is at depth 0).
+    pub max_depth: u32,
 }
 
 impl Default for EngineConfig {
@@ -50,6 +52,7 @@ impl Default for EngineConfig {
             inline_output_limit: 64 * 1024,
             event_capacity: 256,
             skills: Vec::new(),
+            max_depth: crate::subrun::DEFAULT_MAX_DEPTH,
         }
     }
 }

@@ -49,13 +49,15 @@ pub(crate) struct Driver {
     /// between calls.
     pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
+    /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
+    pub(crate) sub: crate::subrun::SubState,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
 #[derive(Debug)]
 pub(crate) struct Inbox {
-    rx: mpsc::UnboundedReceiver<Control>,
-    cancel: CancellationToken,
+    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
@@ -117,6 +119,7 @@ impl Driver {
             prepaid: false,
             attempt_tx,
             attempt_rx,
+            sub: crate::subrun::SubState::default(),
         }
     }
 
@@ -136,6 +139,7 @@ impl Driver {
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
         let result = async {
+            self.resume_open_child().await?;
             while self.rec.proj.run.status() == RunStatus::Running {
                 let step = self.rec.proj.run.steps();
                 let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
@@ -276,7 +280,7 @@ impl Driver {
         .with_meter(meter)
         .with_skills(&self.shared.config.skills);
         // A panicking planner is a planner error on this run, never a dead task.
-        let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
+        let plan = AssertUnwindSafe(self.planner().plan_boxed(request))
             .catch_unwind()
             .map(|outcome| {
                 outcome.unwrap_or_else(|panic| {
@@ -399,6 +403,12 @@ impl Driver {
             }
             Decision::Finish { summary, result } => self.finish(summary, result).await,
             Decision::Fail { reason } => self.give_up(reason).await,
+            Decision::Delegate {
+                goal,
+                budget,
+                planner,
+                ..
+            } => self.delegate(goal, &budget, planner).await,
             _ => self.reject(Rejection::UnsupportedDecision).await,
         }
     }

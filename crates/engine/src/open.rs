@@ -240,7 +240,10 @@ pub(crate) async fn reopen(
             .await?;
     }
     driver.rec.record(EntryKind::RunResumed { note }).await?;
-    if let Some(open) = open {
+    if let Some(child) = driver.rec.proj.tree.open.clone() {
+        // A child is open: the drive settles it first (answering it, if answered).
+        driver.sub.resume = Some((child, answer.map(str::to_owned)));
+    } else if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;
     } else if let Some(step) = unsettled

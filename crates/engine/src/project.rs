@@ -95,6 +95,8 @@ pub(crate) struct Projection {
     pub(crate) unsettled: Option<Unsettled>,
     /// How many entries were applied (`run_started` included): the index the next one has.
     applied: usize,
+    /// The run's place in a tree of runs: its open child, its parent.
+    pub(crate) tree: crate::subrun::Tree,
 }
 
 impl Projection {
@@ -120,6 +122,7 @@ impl Projection {
             failed: None,
             unsettled: None,
             applied: 1,
+            tree: crate::subrun::Tree::default(),
         })
     }
 
@@ -227,6 +230,7 @@ impl Projection {
             | EntryKind::RunPaused { .. }
             | EntryKind::RunInterrupted { .. }
             | EntryKind::RunCompleted { .. }
+            | EntryKind::ChildEnded { .. }
             | EntryKind::RunFailed { .. } => {
                 self.unsettled = None;
                 return;
@@ -384,6 +388,9 @@ impl Projection {
             | EntryKind::BudgetExhausted { .. }
             | EntryKind::PlannerCall { .. }
             | EntryKind::Interrupt { .. } => {}
+            EntryKind::ChildStarted { .. }
+            | EntryKind::ChildEnded { .. }
+            | EntryKind::ChildOf { .. } => crate::subrun::apply(&mut self.tree, run, kind, at)?,
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });
             }

@@ -20,7 +20,7 @@ pub(crate) struct Recorder {
     shared: Arc<Shared>,
     pub(crate) proj: Projection,
     pub(crate) ledger: Ledger,
-    events: Option<broadcast::Sender<RunEvent>>,
+    pub(crate) events: Option<broadcast::Sender<RunEvent>>,
 }
 
 impl Recorder {

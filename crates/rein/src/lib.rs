@@ -127,6 +127,10 @@ pub use rein_engine::{
     RunSpec, SequentialIds, SystemClock, Trace, UuidV7Ids,
 };
 
+/// Sub-runs: delegation depth, the verified tree of runs.
+#[doc(inline)]
+pub use rein_engine::{DEFAULT_MAX_DEPTH, RunTree, TreeError};
+
 // ---- runs, decisions, planners -----------------------------------------------------------------
 #[doc(inline)]
 pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
@@ -141,6 +145,10 @@ pub use rein_run::{
 /// How planners declare and report model calls (the engine charges `tokens` and `cost`).
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
+
+/// How a child run ended and what it spent (sub-runs).
+#[doc(inline)]
+pub use rein_run::{ChildOutcome, Spend};
 
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]
