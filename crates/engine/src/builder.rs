@@ -28,6 +28,7 @@ use crate::tools::ToolTable;
 pub struct EngineBuilder {
     tools: Vec<SharedTool>,
     planner: Option<Arc<dyn DynPlanner>>,
+    planners: crate::subrun::Planners,
     approver: Option<Arc<dyn DynApprover>>,
     runs: Option<Arc<dyn DynRunStore>>,
     ledgers: Option<Arc<dyn DynLedgerStore>>,
@@ -47,6 +48,7 @@ impl Default for EngineBuilder {
         Self {
             tools: Vec::new(),
             planner: None,
+            planners: crate::subrun::Planners::new(),
             approver: None,
             runs: None,
             ledgers: None,
@@ -317,6 +319,22 @@ impl EngineBuilder {
         self
     }
 
+    /// Registers `planner` under `name`, for delegations that name it
+    /// (`Decision::Delegate { planner: Some(name), .. }`): the child runs it drives are
+    /// driven by it. A later registration under the same name replaces the earlier one.
+    pub fn planner_named(mut self, name: impl Into<String>, planner: impl Planner) -> Self {
+        self.planners.insert(name.into(), Arc::new(planner));
+        self
+    }
+
+    /// How deep a tree of runs may grow through delegation: the root is at depth 0, its
+    /// children at 1. A delegation deeper than this is rejected (and recorded). Default
+    /// [`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH); 0 forbids delegation.
+    pub fn max_depth(mut self, depth: u32) -> Self {
+        self.config.max_depth = depth;
+        self
+    }
+
     fn defer(&mut self, error: BuildError) {
         self.deferred.get_or_insert(error);
     }
@@ -365,6 +383,7 @@ impl EngineBuilder {
         Ok(Shared {
             tools,
             planner,
+            planners: self.planners,
             approver: self.approver,
             runs,
             ledgers,

@@ -45,6 +45,8 @@ pub struct EngineConfig {
     pub max_batch: usize,
     /// How many read-only calls of one batch run at once (0 counts as 1).
     pub batch_concurrency: usize,
+    /// How deep a tree of runs may grow through delegation (the root is at depth 0).
+    pub max_depth: u32,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +59,7 @@ impl Default for EngineConfig {
             skills: Vec::new(),
             max_batch: 64,
             batch_concurrency: 8,
+            max_depth: crate::subrun::DEFAULT_MAX_DEPTH,
         }
     }
 }

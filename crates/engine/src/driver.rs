@@ -54,13 +54,15 @@ pub(crate) struct Driver {
     pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_attempts::PlanMessage>,
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
+    /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
+    pub(crate) sub: crate::subrun::SubState,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
 #[derive(Debug)]
 pub(crate) struct Inbox {
-    rx: mpsc::UnboundedReceiver<Control>,
-    cancel: CancellationToken,
+    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
@@ -127,6 +129,7 @@ impl Driver {
             attempt_rx,
             plan_link,
             plan_rx,
+            sub: crate::subrun::SubState::default(),
         }
     }
 
@@ -146,6 +149,7 @@ impl Driver {
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
         let result = async {
+            self.resume_open_child().await?;
             while self.rec.proj.run.status() == RunStatus::Running {
                 let step = self.rec.proj.run.steps();
                 let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
@@ -292,7 +296,10 @@ impl Driver {
         .with_meter(meter)
         .with_skills(&self.shared.config.skills);
         // A panicking planner is a planner error on this run, never a dead task.
-        let plan = AssertUnwindSafe(self.shared.planner.plan_boxed(request))
+        // The child's planner when this run is a sub-run (field by field: the ledger is
+        // borrowed mutably below while the plan future holds the planner).
+        let planner = self.sub.planner.as_ref().unwrap_or(&self.shared.planner);
+        let plan = AssertUnwindSafe(planner.plan_boxed(request))
             .catch_unwind()
             .map(|outcome| {
                 outcome.unwrap_or_else(|panic| {
@@ -420,6 +427,12 @@ impl Driver {
             Decision::Finish { summary, result } => self.finish(summary, result).await,
             Decision::Fail { reason } => self.give_up(reason).await,
             Decision::CallTools { calls, .. } => self.call_tools(calls).await,
+            Decision::Delegate {
+                goal,
+                budget,
+                planner,
+                ..
+            } => self.delegate(goal, &budget, planner).await,
             _ => self.reject(Rejection::UnsupportedDecision).await,
         }
     }

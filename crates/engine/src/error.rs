@@ -278,6 +278,17 @@ pub enum EngineError {
         #[source]
         source: rein_policy::DeadlineError,
     },
+    /// A tree of runs does not verify: the link between a parent and a child is broken.
+    #[error("the tree of runs is broken between parent {parent} and child {child}: {reason}")]
+    TreeBroken {
+        /// The parent.
+        parent: RunId,
+        /// The child.
+        child: RunId,
+        /// Which link is broken.
+        #[source]
+        reason: crate::tree::TreeError,
+    },
 }
 
 /// What the ledger holds instead of the snapshot's head.
@@ -406,6 +417,32 @@ pub(crate) enum Rejection {
         /// Why it was refused.
         source: Box<Rejection>,
     },
+    /// A delegation with an empty goal.
+    #[error("a delegation needs a goal for the child run; propose one")]
+    EmptyDelegation,
+    /// A delegation deeper than the engine's limit.
+    #[error(
+        "delegating would start a run at depth {depth}, deeper than the limit of {limit}; do \
+         the work in this run, or raise the engine's max_depth"
+    )]
+    DelegationTooDeep {
+        /// The depth the child would have.
+        depth: u32,
+        /// The deepest allowed.
+        limit: u32,
+    },
+    /// A delegation naming a planner the engine does not know.
+    #[error(
+        "no planner named {name:?} is registered for delegation; registered: [{}]; name one \
+         of them or none (the parent's planner)",
+        known.join(", ")
+    )]
+    UnknownPlanner {
+        /// The name proposed.
+        name: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
 }
 
 impl Rejection {
@@ -420,6 +457,9 @@ impl Rejection {
             Self::ApprovalDenied { .. } => Violation::ApprovalDenied,
             Self::BudgetExhausted(_) => Violation::BudgetExhausted,
             Self::MaxSteps { .. } => Violation::MaxSteps,
+            Self::EmptyDelegation
+            | Self::DelegationTooDeep { .. }
+            | Self::UnknownPlanner { .. } => Violation::DelegationRefused,
             Self::InvalidQuestion { .. } | Self::UnsupportedDecision | Self::TooDeep { .. } => {
                 Violation::InvalidInput
             }
@@ -576,5 +616,14 @@ pub enum ProjectionError {
         /// Why.
         #[source]
         source: Box<ProjectionError>,
+    },
+    /// A `child_started` while another child is open, or a `child_ended` for a child that
+    /// is not the open one.
+    #[error("the entry names child run {entry}, but the open child is {}", open.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string))]
+    ChildMismatch {
+        /// The child the run has open, if any.
+        open: Option<RunId>,
+        /// The child the entry names.
+        entry: RunId,
     },
 }

@@ -59,7 +59,9 @@ mod recovery;
 mod replay;
 mod shared;
 mod spec;
+mod subrun;
 mod tools;
+mod tree;
 
 pub use builder::EngineBuilder;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
@@ -72,3 +74,5 @@ pub use handle::{RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;
 pub use spec::RunSpec;
+pub use subrun::DEFAULT_MAX_DEPTH;
+pub use tree::{RunTree, TreeError};

@@ -255,6 +255,9 @@ pub(crate) async fn reopen(
     driver.settle_model_calls(model).await?;
     if let Some((pending, timeout_ms)) = expired {
         driver.expire(&pending, timeout_ms).await?;
+    } else if let Some(child) = driver.rec.proj.tree.open.clone() {
+        // A child is open: the drive settles it first (answering it, if answered).
+        driver.sub.resume = Some((child, answer.map(str::to_owned)));
     } else if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;

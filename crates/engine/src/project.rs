@@ -148,6 +148,8 @@ pub(crate) struct Projection {
     pub(crate) model: crate::plan_attempts::ModelProgress,
     /// The current `call_tools` batch, while not every call of it is settled.
     pub(crate) batch: Option<BatchTrack>,
+    /// The run's place in a tree of runs: its open child, its parent.
+    pub(crate) tree: crate::subrun::Tree,
 }
 
 impl Projection {
@@ -175,6 +177,7 @@ impl Projection {
             applied: 1,
             model: crate::plan_attempts::ModelProgress::default(),
             batch: None,
+            tree: crate::subrun::Tree::default(),
         })
     }
 
@@ -287,6 +290,7 @@ impl Projection {
             | EntryKind::RunPaused { .. }
             | EntryKind::RunInterrupted { .. }
             | EntryKind::RunCompleted { .. }
+            | EntryKind::ChildEnded { .. }
             | EntryKind::RunFailed { .. } => {
                 self.unsettled = None;
                 self.batch = None;
@@ -459,6 +463,9 @@ impl Projection {
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::Interrupt { .. } => {}
+            EntryKind::ChildStarted { .. }
+            | EntryKind::ChildEnded { .. }
+            | EntryKind::ChildOf { .. } => crate::subrun::apply(&mut self.tree, run, kind, at)?,
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });
             }

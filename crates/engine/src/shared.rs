@@ -61,6 +61,8 @@ impl RunPolicy {
 pub(crate) struct Shared {
     pub(crate) tools: ToolTable,
     pub(crate) planner: Arc<dyn DynPlanner>,
+    /// Planners a delegation may name, by name.
+    pub(crate) planners: crate::subrun::Planners,
     pub(crate) approver: Option<Arc<dyn DynApprover>>,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) ledgers: Arc<dyn DynLedgerStore>,

@@ -127,6 +127,10 @@ pub use rein_engine::{
     RunSpec, SequentialIds, SystemClock, UuidV7Ids,
 };
 
+/// Sub-runs: delegation depth, the verified tree of runs.
+#[doc(inline)]
+pub use rein_engine::{DEFAULT_MAX_DEPTH, RunTree, TreeError};
+
 // ---- runs, decisions, planners -----------------------------------------------------------------
 #[doc(inline)]
 pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
@@ -148,6 +152,9 @@ pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
 /// One call of a [`Decision::CallTools`] batch.
 #[doc(inline)]
 pub use rein_run::ProposedCall;
+/// How a child run ended and what it spent (sub-runs).
+#[doc(inline)]
+pub use rein_run::{ChildOutcome, Spend};
 
 // ---- tools ---------------------------------------------------------------------------------------
 #[doc(inline)]

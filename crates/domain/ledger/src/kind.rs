@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rein_run::{
-    ArtifactLink, BudgetName, Decision, Digest, Failure, Payload, PendingApproval, PlannerAttempt,
-    PlannerCall, State, ToolError, ToolName,
+    ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
+    PendingApproval, PlannerAttempt, PlannerCall, RunId, Spend, State, ToolError, ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -266,6 +266,44 @@ pub enum EntryKind {
         /// The call waiting, and when it started waiting.
         pending: PendingApproval,
     },
+    /// A child run was started for a `delegate` decision: its budget is carved out of this
+    /// run's and reserved here until the child ends (recorded, and made durable, before
+    /// the child's ledger exists).
+    ChildStarted {
+        /// The child's run id.
+        child: RunId,
+        /// The child's goal.
+        goal: String,
+        /// The child's budget limits, carved out of what this run had left.
+        carved: Spend,
+        /// The planner driving the child, by its registered name; none: this run's.
+        planner: Option<String>,
+    },
+    /// The child run ended: its reservation is released and what it spent is charged to
+    /// this run; its outcome is evidence for this run's planner.
+    ChildEnded {
+        /// The child's run id.
+        child: RunId,
+        /// The last entry of the child's ledger: verifying this run verifies the child's
+        /// ledger up to exactly this entry.
+        head: LedgerHead,
+        /// How it ended.
+        outcome: ChildOutcome,
+        /// What it spent, by budget.
+        spent: Spend,
+    },
+    /// This run is a child: the second entry of its ledger names its parent, the parent's
+    /// `child_started` entry, and how deep in the tree it is.
+    ChildOf {
+        /// The parent's run id.
+        parent: RunId,
+        /// The parent's `child_started` entry for this run.
+        parent_head: LedgerHead,
+        /// The depth of this run in the tree (the root is 0).
+        depth: u32,
+        /// The planner driving this run, by its registered name; none: the parent's.
+        planner: Option<String>,
+    },
 }
 
 impl EntryKind {
@@ -300,6 +338,9 @@ impl EntryKind {
             Self::PlannerAttempt { .. } => "planner_attempt",
             Self::PlannerAttemptFailed { .. } => "planner_attempt_failed",
             Self::ApprovalPending { .. } => "approval_pending",
+            Self::ChildStarted { .. } => "child_started",
+            Self::ChildEnded { .. } => "child_ended",
+            Self::ChildOf { .. } => "child_of",
         }
     }
 }
@@ -335,6 +376,9 @@ pub enum Violation {
     /// The model's reply had no usable function call (prose, arguments that are not JSON,
     /// too large or too deep); the planner asked it again.
     InvalidReply,
+    /// A delegation was refused: deeper than the engine's limit, an unknown planner, or
+    /// an empty goal.
+    DelegationRefused,
 }
 
 impl Violation {
@@ -351,6 +395,7 @@ impl Violation {
             Self::InvalidAnswer => "invalid_answer",
             Self::MaxSteps => "max_steps",
             Self::InvalidReply => "invalid_reply",
+            Self::DelegationRefused => "delegation_refused",
         }
     }
 }
@@ -410,6 +455,7 @@ mod tests {
             Violation::InvalidAnswer,
             Violation::MaxSteps,
             Violation::InvalidReply,
+            Violation::DelegationRefused,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }

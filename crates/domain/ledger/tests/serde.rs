@@ -49,6 +49,7 @@ fn every_other_public_type_round_trips() {
         Violation::BudgetExhausted,
         Violation::InvalidAnswer,
         Violation::MaxSteps,
+        Violation::DelegationRefused,
     ] {
         check(&v);
     }

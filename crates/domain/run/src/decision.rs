@@ -1,9 +1,11 @@
 //! `Decision`: the one thing a planner proposes per step.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::State;
+use crate::{BudgetName, State};
 
 /// What a planner proposes. The engine checks it against every policy before anything
 /// happens; a rejected decision is a typed error recorded in the ledger, never silent.
@@ -75,6 +77,31 @@ pub enum Decision {
         /// The calls, in the order the ledger records them.
         calls: Vec<ProposedCall>,
         /// Why, for the ledger and for humans.
+        #[serde(default)]
+        reason: String,
+    },
+    /// Delegate a sub-task to a child run: a full governed run with its own id, ledger and
+    /// policy snapshot, driven to its end before the parent's next step. Its budget is
+    /// carved out of what the parent has left and reserved in the parent's ledger when it
+    /// starts; what it spends is charged to the parent when it ends, and its summary and
+    /// result come back to the parent as evidence.
+    ///
+    /// A decision rather than a tool: a delegation is not a side effect the policies could
+    /// meter like a call (it is a run, with its own policy and ledger), and the engine must
+    /// own it to carve budgets, link ledgers and cascade interrupts through the tree.
+    Delegate {
+        /// The child's goal.
+        goal: String,
+        /// How much of each budget to carve out for the child. A budget the parent limits
+        /// and this map does not name is carved whole (what the parent has left of it);
+        /// asking for more than the parent has left is rejected.
+        #[serde(default)]
+        budget: BTreeMap<BudgetName, u64>,
+        /// The planner that drives the child, by the name it was registered under on the
+        /// engine; none: the parent's planner.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        planner: Option<String>,
+        /// Why.
         #[serde(default)]
         reason: String,
     },
@@ -188,6 +215,40 @@ impl Decision {
         }
     }
 
+    /// Proposes delegating `goal` to a child run driven by the parent's planner, carving
+    /// `budget` out of the parent's.
+    #[must_use]
+    pub fn delegate<I>(goal: impl Into<String>, budget: I, reason: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = (BudgetName, u64)>,
+    {
+        Self::Delegate {
+            goal: goal.into(),
+            budget: budget.into_iter().collect(),
+            planner: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// As [`Decision::delegate`], the child driven by the planner registered as `planner`.
+    #[must_use]
+    pub fn delegate_to<I>(
+        planner: impl Into<String>,
+        goal: impl Into<String>,
+        budget: I,
+        reason: impl Into<String>,
+    ) -> Self
+    where
+        I: IntoIterator<Item = (BudgetName, u64)>,
+    {
+        Self::Delegate {
+            goal: goal.into(),
+            budget: budget.into_iter().collect(),
+            planner: Some(planner.into()),
+            reason: reason.into(),
+        }
+    }
+
     /// The decision's kind, as in its `type` tag.
     #[must_use]
     pub const fn kind(&self) -> &'static str {
@@ -198,6 +259,7 @@ impl Decision {
             Self::Finish { .. } => "finish",
             Self::Fail { .. } => "fail",
             Self::CallTools { .. } => "call_tools",
+            Self::Delegate { .. } => "delegate",
         }
     }
 
@@ -209,7 +271,10 @@ impl Decision {
             Self::Transition { to, .. } => Some(*to),
             Self::Finish { .. } => Some(State::Done),
             Self::Fail { .. } => Some(State::Failed),
-            Self::CallTool { .. } | Self::AskHuman { .. } | Self::CallTools { .. } => None,
+            Self::CallTool { .. }
+            | Self::AskHuman { .. }
+            | Self::CallTools { .. }
+            | Self::Delegate { .. } => None,
         }
     }
 }
@@ -228,6 +293,8 @@ mod tests {
             Decision::finish("done", json!(null)),
             Decision::fail("gave up"),
             Decision::call_tools([ProposedCall::new("t", json!({}), "")], "both"),
+            Decision::delegate("sub", [(BudgetName::TOOL_CALLS, 2)], "split"),
+            Decision::delegate_to("reader", "sub", [], "split"),
         ] {
             let v = serde_json::to_value(&d).unwrap();
             assert_eq!(v["type"], d.kind());

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ToolError, ToolName};
+use crate::{ChildOutcome, RunId, Spend, ToolError, ToolName};
 
 /// One piece of evidence, tagged with the step that produced it.
 ///
@@ -72,6 +72,15 @@ pub enum EvidenceKind {
         source: NoteSource,
         /// The note.
         note: String,
+    },
+    /// A child run this run delegated to ended: how, and what it spent.
+    Child {
+        /// The child's run id.
+        child: RunId,
+        /// How it ended (summary and result, or failure).
+        outcome: ChildOutcome,
+        /// What it spent, by budget (charged to this run).
+        spent: Spend,
     },
 }
 

@@ -38,6 +38,7 @@ mod run;
 mod skill;
 mod state;
 mod store;
+mod subrun;
 mod time;
 
 pub use approval::PendingApproval;
@@ -57,6 +58,7 @@ pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};
 pub use state::{RunStatus, State, UnknownState};
 pub use store::{DynRunStore, RunStore, RunStoreError};
+pub use subrun::{ChildOutcome, Spend};
 pub use time::Timestamp;
 
 /// The tool-domain types that appear in this crate's API, re-exported so crates that may

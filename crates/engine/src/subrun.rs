@@ -1,0 +1,541 @@
+//! Sub-runs: a `delegate` decision starts a child run — a full governed run with its own id,
+//! ledger and policy snapshot — and drives it to its end before the parent's next step.
+//!
+//! One mechanism, in the ledgers: the parent records `child_started` (the carved budget,
+//! made durable before the child's ledger exists), the child's second entry is `child_of`
+//! (parent id, the parent's entry, depth), and the parent records `child_ended` (the
+//! child's ledger head, outcome and spend) when the child ends. The projection of the
+//! parent knows its open child, so a parent paused by its child, interrupted with it, or
+//! stopped by a crash resumes the child first. Aborting the parent cancels the child (its
+//! cancellation token is a child of the parent's); a graceful interrupt and steering notes
+//! are forwarded to it; a narrowing waits until the child is settled.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rein_ledger::{EntryKind, InterruptKind};
+use rein_run::{
+    BudgetExhausted, ChildOutcome, DynPlanner, EvidenceKind, Failure, FailureKind, LedgerHead, Run,
+    RunId, RunStatus, Spend, Timestamp,
+};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::driver::{Driver, Inbox};
+use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError, Rejection};
+use crate::handle::{Control, Controls};
+use crate::narrow::PolicyNarrowing;
+use crate::open;
+use crate::shared::{ActiveGuard, RunPolicy};
+
+/// How deep a tree of runs may grow by default: a root, its children, their children.
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+
+/// What a run's ledger says about its place in a tree (kept by the projection).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Tree {
+    /// The child started and not yet ended, if any.
+    pub(crate) open: Option<OpenChild>,
+    /// This run's parent, when it is a child.
+    pub(crate) link: Option<ParentLink>,
+}
+
+/// A child the ledger shows started and not ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OpenChild {
+    pub(crate) child: RunId,
+    pub(crate) goal: String,
+    pub(crate) carved: Spend,
+    pub(crate) planner: Option<String>,
+}
+
+/// This run's parent, from its `child_of` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ParentLink {
+    pub(crate) depth: u32,
+    pub(crate) planner: Option<String>,
+}
+
+impl Tree {
+    /// This run's depth in its tree (the root is 0).
+    pub(crate) fn depth(&self) -> u32 {
+        self.link.as_ref().map_or(0, |l| l.depth)
+    }
+}
+
+/// What the driver keeps for sub-runs: the planner a child is driven by, and a child to
+/// settle first when the run was reopened with one open.
+#[derive(Default)]
+pub(crate) struct SubState {
+    pub(crate) planner: Option<Arc<dyn DynPlanner>>,
+    pub(crate) resume: Option<(OpenChild, Option<String>)>,
+}
+
+/// What the tree entries do to a run (called by the projection).
+pub(crate) fn apply(
+    tree: &mut Tree,
+    run: &mut Run,
+    kind: &EntryKind,
+    at: Timestamp,
+) -> Result<(), ProjectionError> {
+    match kind {
+        EntryKind::ChildStarted {
+            child,
+            goal,
+            carved,
+            planner,
+        } => {
+            if let Some(open) = &tree.open {
+                return Err(ProjectionError::ChildMismatch {
+                    open: Some(open.child.clone()),
+                    entry: child.clone(),
+                });
+            }
+            tree.open = Some(OpenChild {
+                child: child.clone(),
+                goal: goal.clone(),
+                carved: carved.clone(),
+                planner: planner.clone(),
+            });
+        }
+        EntryKind::ChildEnded {
+            child,
+            outcome,
+            spent,
+            ..
+        } => {
+            if tree.open.as_ref().is_none_or(|open| open.child != *child) {
+                return Err(ProjectionError::ChildMismatch {
+                    open: tree.open.as_ref().map(|o| o.child.clone()),
+                    entry: child.clone(),
+                });
+            }
+            tree.open = None;
+            // What the child spent is charged whatever the parent's limits say now: it was
+            // spent, within the carve, and a budget never under-counts.
+            let usage = run.usage_mut()?;
+            for (name, &amount) in spent {
+                let charge = usage.reserve(name, amount, None)?;
+                usage.commit(charge);
+            }
+            run.add_evidence(
+                EvidenceKind::Child {
+                    child: child.clone(),
+                    outcome: outcome.clone(),
+                    spent: spent.clone(),
+                },
+                at,
+            )?;
+        }
+        EntryKind::ChildOf { depth, planner, .. } => {
+            tree.link = Some(ParentLink {
+                depth: *depth,
+                planner: planner.clone(),
+            });
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The child's driver and the guard marking it driven, or the child already over.
+enum Opened {
+    Driver(Box<Driver>, ActiveGuard),
+    Ended(Box<Run>),
+    Paused {
+        question: String,
+        options: Vec<String>,
+    },
+}
+
+type DriveFuture = Pin<Box<dyn Future<Output = Result<Run, EngineError>> + Send>>;
+
+impl Driver {
+    /// Applies a `delegate` decision: checks it, carves the budget, records
+    /// `child_started` (durably), and drives the child to its end.
+    pub(crate) async fn delegate(
+        &mut self,
+        goal: String,
+        budget: &Spend,
+        planner: Option<String>,
+    ) -> Result<(), EngineError> {
+        if self.interrupting {
+            return self
+                .rec
+                .record(EntryKind::RunInterrupted {
+                    reason: "interrupted through the run handle before the proposed delegation"
+                        .into(),
+                })
+                .await;
+        }
+        if goal.trim().is_empty() {
+            return self.reject(Rejection::EmptyDelegation).await;
+        }
+        let depth = self.rec.proj.tree.depth() + 1;
+        let limit = self.shared.config.max_depth;
+        if depth > limit {
+            return self
+                .reject(Rejection::DelegationTooDeep { depth, limit })
+                .await;
+        }
+        if let Some(name) = &planner
+            && !self.shared.planners.contains_key(name)
+        {
+            let mut known: Vec<String> = self.shared.planners.keys().cloned().collect();
+            known.sort();
+            return self
+                .reject(Rejection::UnknownPlanner {
+                    name: name.clone(),
+                    known,
+                })
+                .await;
+        }
+        let carved = match self.carve(budget) {
+            Ok(carved) => carved,
+            Err(exhausted) => return self.reject(Rejection::BudgetExhausted(exhausted)).await,
+        };
+        // A child named by no planner is driven by its parent's.
+        let planner = planner.or_else(|| {
+            self.rec
+                .proj
+                .tree
+                .link
+                .as_ref()
+                .and_then(|l| l.planner.clone())
+        });
+        let open = OpenChild {
+            child: self.shared.ids.run_id(),
+            goal,
+            carved,
+            planner,
+        };
+        self.rec
+            .record(EntryKind::ChildStarted {
+                child: open.child.clone(),
+                goal: open.goal.clone(),
+                carved: open.carved.clone(),
+                planner: open.planner.clone(),
+            })
+            .await?;
+        // Durable before the child's ledger exists: a child is never on record without
+        // its parent knowing it (which would let a resumed parent start a second one).
+        self.rec.sync().await?;
+        self.settle_child(open, None).await
+    }
+
+    /// Settles the child a reopened run left open (the first thing its drive does).
+    pub(crate) async fn resume_open_child(&mut self) -> Result<(), EngineError> {
+        match self.sub.resume.take() {
+            Some((open, answer)) if self.rec.proj.run.status() == RunStatus::Running => {
+                self.settle_child(open, answer.as_deref()).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The child's budget: what `asked` names, and what is left of every other budget
+    /// this run limits.
+    fn carve(&self, asked: &Spend) -> Result<Spend, BudgetExhausted> {
+        let usage = self.rec.proj.run.usage();
+        let limits = self.rec.proj.budget().limits();
+        let mut carved = Spend::new();
+        for (name, &limit) in limits {
+            let (used, reserved) = (usage.used(name), usage.reserved(name));
+            let left = limit.saturating_sub(used.saturating_add(reserved));
+            let amount = asked.get(name).copied().unwrap_or(left);
+            if amount > left {
+                return Err(BudgetExhausted {
+                    name: name.clone(),
+                    limit,
+                    used,
+                    reserved,
+                    requested: amount,
+                });
+            }
+            carved.insert(name.clone(), amount);
+        }
+        for (name, &amount) in asked {
+            carved.entry(name.clone()).or_insert(amount);
+        }
+        Ok(carved)
+    }
+
+    /// Drives the open child (starting it, resuming it, or reading how it ended) and
+    /// records what its end, pause or interrupt means for this run.
+    ///
+    /// Boxed, and `Send` by its signature: a child's drive may delegate again, so this
+    /// future is part of its own type.
+    fn settle_child<'a>(
+        &'a mut self,
+        open: OpenChild,
+        answer: Option<&'a str>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'a>> {
+        Box::pin(async move {
+            let (child_tx, controls) = self.child_controls();
+            let opened = self.open_child(&open, answer, controls).await?;
+            let run = match opened {
+                Opened::Ended(run) => *run,
+                Opened::Paused { question, options } => {
+                    return self.pause_for(question, options).await;
+                }
+                Opened::Driver(child, guard) => {
+                    let run = self.drive_child(*child, child_tx).await;
+                    drop(guard);
+                    run?
+                }
+            };
+            match run.status() {
+                RunStatus::Completed | RunStatus::Failed => self.end_child(&run).await,
+                RunStatus::Paused => {
+                    let (question, options) = run
+                        .pending_question()
+                        .map(|p| (p.question.clone(), p.options.clone()))
+                        .unwrap_or_default();
+                    self.pause_for(question, options).await
+                }
+                _ => {
+                    self.rec
+                        .record(EntryKind::RunInterrupted {
+                            reason: format!(
+                                "child run {} stopped before its end; resuming this run resumes it",
+                                run.id()
+                            ),
+                        })
+                        .await
+                }
+            }
+        })
+    }
+
+    /// The child's ends of its control channels: the abort signal a child of this run's,
+    /// events to this run's subscribers (each entry names the child's run id).
+    fn child_controls(&self) -> (Option<mpsc::UnboundedSender<Control>>, Option<Controls>) {
+        let (Some(inbox), Some(events)) = (self.inbox.as_ref(), self.rec.events.as_ref()) else {
+            return (None, None);
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let controls = Controls {
+            rx,
+            cancel: inbox.cancel.child_token(),
+            events: events.clone(),
+        };
+        (Some(tx), Some(controls))
+    }
+
+    async fn open_child(
+        &self,
+        open: &OpenChild,
+        answer: Option<&str>,
+        controls: Option<Controls>,
+    ) -> Result<Opened, EngineError> {
+        let planner = match &open.planner {
+            Some(name) => self.shared.planners.get(name).cloned(),
+            None => None,
+        };
+        let reopened = open::reopen(&self.shared, &open.child, answer, controls).await;
+        let (mut driver, guard) = match reopened {
+            Ok(opened) => opened,
+            Err(EngineError::RunNotFound { .. }) => return self.start_child(open, planner).await,
+            Err(EngineError::RunFinished { .. }) => {
+                let ledger = open::load_ledger(&self.shared, &open.child)
+                    .await?
+                    .loaded
+                    .ledger;
+                let (budget, _) = open::recorded_policy(&self.shared, &open.child, &ledger)?;
+                let run = open::rebuild(&open.child, &ledger, budget)?.run;
+                return Ok(Opened::Ended(Box::new(run)));
+            }
+            Err(EngineError::AwaitingAnswer {
+                question, options, ..
+            }) => return Ok(Opened::Paused { question, options }),
+            Err(e) => return Err(e),
+        };
+        driver.sub.planner = planner;
+        if driver.rec.proj.tree.link.is_none() {
+            // The process stopped between the child's first entry and its link.
+            let link = self.link_for(open)?;
+            driver.rec.record(link).await?;
+        }
+        Ok(Opened::Driver(Box::new(driver), guard))
+    }
+
+    async fn start_child(
+        &self,
+        open: &OpenChild,
+        planner: Option<Arc<dyn DynPlanner>>,
+    ) -> Result<Opened, EngineError> {
+        let guard = self.shared.acquire(&open.child)?;
+        let mut snapshot = self.policy.snapshot.clone();
+        snapshot.budget = open
+            .carved
+            .iter()
+            .fold(rein_policy::Budget::new(), |b, (name, &limit)| {
+                b.with_limit(name.clone(), limit)
+            });
+        let policy = RunPolicy::new(snapshot, self.shared.tools.specs()).map_err(|e| {
+            EngineError::InvalidRecordedPolicy {
+                id: open.child.clone(),
+                source: RecordedPolicyError::Eligibility(e),
+            }
+        })?;
+        let policy = Arc::new(policy);
+        let started = EntryKind::RunStarted {
+            goal: open.goal.clone(),
+            vars: Map::new(),
+            policy: Arc::clone(&policy.value),
+        };
+        let link = self.link_for(open)?;
+        let (_, controls) = self.child_controls();
+        let mut driver = Driver::start(
+            Arc::clone(&self.shared),
+            policy,
+            started,
+            open.child.clone(),
+            controls,
+        )
+        .await?;
+        driver.rec.record(link).await?;
+        driver.rec.save().await?;
+        driver.sub.planner = planner;
+        Ok(Opened::Driver(Box::new(driver), guard))
+    }
+
+    /// The `child_of` entry for `open`: this run, its `child_started` entry, the depth.
+    fn link_for(&self, open: &OpenChild) -> Result<EntryKind, EngineError> {
+        let started = self
+            .rec
+            .ledger
+            .entries()
+            .iter()
+            .rev()
+            .find(|e| matches!(e.event(), EntryKind::ChildStarted { child, .. } if *child == open.child))
+            .map(rein_ledger::Entry::head)
+            .ok_or_else(|| EngineError::InconsistentLedger {
+                id: self.rec.proj.run.id().clone(),
+                seq: self.rec.ledger.len() as u64,
+                source: Box::new(ProjectionError::ChildMismatch {
+                    open: None,
+                    entry: open.child.clone(),
+                }),
+            })?;
+        Ok(EntryKind::ChildOf {
+            parent: self.rec.proj.run.id().clone(),
+            parent_head: started,
+            depth: self.rec.proj.tree.depth() + 1,
+            planner: open.planner.clone(),
+        })
+    }
+
+    /// Drives the child on this task, forwarding this run's controls to it meanwhile.
+    async fn drive_child(
+        &mut self,
+        child: Driver,
+        tx: Option<mpsc::UnboundedSender<Control>>,
+    ) -> Result<Run, EngineError> {
+        let mut fut: DriveFuture = Box::pin(child.drive());
+        let mut inbox: Option<Inbox> = self.inbox.take();
+        let mut deferred: Vec<(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>)> =
+            Vec::new();
+        let result = loop {
+            let (Some(ib), Some(tx)) = (inbox.as_mut(), tx.as_ref()) else {
+                break fut.await;
+            };
+            let control = tokio::select! {
+                biased;
+                run = &mut fut => break run,
+                control = ib.rx.recv() => control,
+            };
+            match control {
+                None => break fut.await,
+                Some(Control::Interrupt) => {
+                    let _ = tx.send(Control::Interrupt);
+                    if !self.interrupting {
+                        self.interrupting = true;
+                        if let Err(e) = self
+                            .rec
+                            .record(EntryKind::Interrupt {
+                                kind: InterruptKind::Graceful,
+                            })
+                            .await
+                        {
+                            self.inbox = inbox;
+                            return Err(e);
+                        }
+                    }
+                }
+                Some(Control::Steer(note)) => {
+                    let _ = tx.send(Control::Steer(note));
+                }
+                Some(Control::Narrow(narrowing, reply)) => deferred.push((narrowing, reply)),
+            }
+        };
+        self.inbox = inbox;
+        for (narrowing, reply) in deferred {
+            let narrowed = self.narrow(&narrowing).await?;
+            let _ = reply.send(narrowed);
+        }
+        result
+    }
+
+    /// Records the child's end: its head, outcome and spend (charged to this run).
+    async fn end_child(&mut self, run: &Run) -> Result<(), EngineError> {
+        let head = match run.ledger_head() {
+            Some(head) => head,
+            None => child_head(self, run.id()).await?,
+        };
+        let outcome = match run.status() {
+            RunStatus::Completed => ChildOutcome::Completed {
+                summary: run.summary().unwrap_or_default().to_owned(),
+                result: run.result().cloned().unwrap_or(Value::Null),
+            },
+            _ => ChildOutcome::Failed {
+                failure: run.failure().cloned().unwrap_or_else(|| {
+                    Failure::new(FailureKind::StoreError, "the child ended without a reason")
+                }),
+            },
+        };
+        let spent: Spend = run
+            .usage()
+            .iter()
+            .filter(|(_, c)| c.committed_or_reserved() > 0)
+            .map(|(name, c)| (name.clone(), c.committed_or_reserved()))
+            .collect();
+        self.rec
+            .record(EntryKind::ChildEnded {
+                child: run.id().clone(),
+                head,
+                outcome,
+                spent,
+            })
+            .await
+    }
+
+    /// Pauses this run on its child's question: answering this run answers the child.
+    async fn pause_for(
+        &mut self,
+        question: String,
+        options: Vec<String>,
+    ) -> Result<(), EngineError> {
+        self.rec
+            .record(EntryKind::HumanInputRequested {
+                question: question.clone(),
+                options,
+            })
+            .await?;
+        self.rec.record(EntryKind::RunPaused { question }).await
+    }
+}
+
+async fn child_head(driver: &Driver, id: &RunId) -> Result<LedgerHead, EngineError> {
+    let loaded = open::load_ledger(&driver.shared, id).await?;
+    loaded
+        .loaded
+        .ledger
+        .head()
+        .ok_or_else(|| EngineError::RunNotFound { id: id.clone() })
+}
+
+/// The planners a builder registered by name.
+pub(crate) type Planners = HashMap<String, Arc<dyn DynPlanner>>;

@@ -1,0 +1,162 @@
+//! `RunTree`: a run and the child runs it delegated to, each ledger verified and every link
+//! between them checked (`Engine::verify_tree`).
+
+use rein_ledger::{EntryKind, Ledger};
+use rein_run::{LedgerHead, RunId, RunStatus, Spend};
+
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::open;
+
+/// A run and its children, as their ledgers link them, every ledger verified: from
+/// [`Engine::verify_tree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunTree {
+    /// The run.
+    pub id: RunId,
+    /// Its status, as its ledger describes it.
+    pub status: RunStatus,
+    /// How many entries its ledger holds.
+    pub entries: u64,
+    /// What its parent charged for it when it ended (`None` for the root, and for a child
+    /// not settled yet).
+    pub spent: Option<Spend>,
+    /// The children it delegated to, in the order they started.
+    pub children: Vec<RunTree>,
+}
+
+impl RunTree {
+    /// Every run of the tree, this one first, depth first.
+    pub fn runs(&self) -> Box<dyn Iterator<Item = &Self> + '_> {
+        Box::new(std::iter::once(self).chain(self.children.iter().flat_map(Self::runs)))
+    }
+}
+
+/// Why a tree of runs does not verify: a link between a parent and its child is broken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeError {
+    /// The parent recorded the child's end at one head; the child's ledger ends elsewhere.
+    #[error(
+        "the parent recorded the child's ledger ending at {recorded}, but it ends at {}; the \
+         child's ledger was cut, extended or replaced after it ended",
+        found.map_or_else(|| "no entry".to_owned(), |h| h.to_string())
+    )]
+    HeadMismatch {
+        /// The head the parent recorded.
+        recorded: LedgerHead,
+        /// The head the child's ledger has.
+        found: Option<LedgerHead>,
+    },
+    /// The child's ledger does not name this parent (and its `child_started` entry) in
+    /// its `child_of` entry.
+    #[error("the child's ledger does not name this parent's child_started entry {started}")]
+    NotLinked {
+        /// The parent's `child_started` entry.
+        started: LedgerHead,
+    },
+    /// The parent recorded the child's end, but the child's ledger is gone.
+    #[error("the parent recorded the child's end, but no ledger of the child is stored")]
+    Missing,
+}
+
+impl Engine {
+    /// Verifies run `id` and every child run below it: each ledger's hash chain, that
+    /// each child's `child_of` names its parent's `child_started` entry, and that each
+    /// settled child's ledger ends exactly at the head its parent recorded.
+    ///
+    /// # Errors
+    /// [`EngineError::TreeBroken`] naming the parent, the child and the broken link; or as
+    /// [`Engine::ledger`] for any ledger of the tree.
+    pub async fn verify_tree(&self, id: &RunId) -> Result<RunTree, EngineError> {
+        verify(self, id, None).await
+    }
+}
+
+fn verify<'a>(
+    engine: &'a Engine,
+    id: &'a RunId,
+    spent: Option<Spend>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RunTree, EngineError>> + Send + 'a>>
+{
+    Box::pin(async move {
+        let ledger = engine.ledger(id).await?;
+        ledger.verify().map_err(|source| {
+            EngineError::LedgerStore(rein_ledger::LedgerStoreError::Broken {
+                run_id: id.clone(),
+                source,
+            })
+        })?;
+        let status = engine.load_run(id).await?.status();
+        let mut children = Vec::new();
+        for (started, child) in started_children(&ledger) {
+            let ended = ended(&ledger, &child);
+            let broken = |reason| EngineError::TreeBroken {
+                parent: id.clone(),
+                child: child.clone(),
+                reason,
+            };
+            let child_ledger = match open::load_ledger(engine.shared(), &child).await {
+                Ok(loaded) => loaded.loaded.ledger,
+                // Started on record, never created: the process stopped in between, and
+                // resuming the parent starts it.
+                Err(EngineError::RunNotFound { .. }) if ended.is_none() => continue,
+                Err(EngineError::RunNotFound { .. }) => return Err(broken(TreeError::Missing)),
+                Err(e) => return Err(e),
+            };
+            let linked = child_ledger.entries().iter().any(|e| {
+                matches!(e.event(), EntryKind::ChildOf { parent, parent_head, .. }
+                    if parent == id && *parent_head == started)
+            });
+            if !linked {
+                return Err(broken(TreeError::NotLinked { started }));
+            }
+            let spent = match ended {
+                Some((head, spent)) => {
+                    if child_ledger.head() != Some(head) {
+                        return Err(broken(TreeError::HeadMismatch {
+                            recorded: head,
+                            found: child_ledger.head(),
+                        }));
+                    }
+                    Some(spent)
+                }
+                None => None,
+            };
+            children.push(verify(engine, &child, spent).await?);
+        }
+        Ok(RunTree {
+            id: id.clone(),
+            status,
+            entries: ledger.len() as u64,
+            spent,
+            children,
+        })
+    })
+}
+
+/// Each `child_started` entry's head and child, in order.
+fn started_children(ledger: &Ledger) -> Vec<(LedgerHead, RunId)> {
+    ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ChildStarted { child, .. } => Some((e.head(), child.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The head and spend the parent recorded when `child` ended, if it did.
+fn ended(ledger: &Ledger, child: &RunId) -> Option<(LedgerHead, Spend)> {
+    ledger.entries().iter().find_map(|e| match e.event() {
+        EntryKind::ChildEnded {
+            child: c,
+            head,
+            spent,
+            ..
+        } if c == child => Some((*head, spent.clone())),
+        _ => None,
+    })
+}
