@@ -319,3 +319,74 @@ async fn a_run_that_waits_for_no_approval_takes_no_verdict() {
         })
     ));
 }
+
+/// A batch is one decision: under durable approvals it pauses at the first call that needs
+/// a verdict, and after each verdict the whole batch is checked again, so nothing of it runs
+/// until every call in it that needs approval is granted — then all of it runs, in order.
+#[tokio::test]
+async fn a_batch_waits_for_a_verdict_on_each_call_that_needs_one_then_runs_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let batch = || {
+        let mut steps = walk_to(State::Act);
+        steps.push(ScriptStep::expect(
+            State::Act,
+            Decision::call_tools(
+                [
+                    rein::ProposedCall::new("deploy", deploy("eu"), "ship eu"),
+                    rein::ProposedCall::new("deploy", deploy("us"), "ship us"),
+                ],
+                "ship both",
+            ),
+        ));
+        steps.extend([
+            ScriptStep::expect(State::Act, Decision::transition(State::Validate, "check")),
+            ScriptStep::expect(State::Validate, Decision::finish("shipped", json!("ok"))),
+        ]);
+        ScriptedPlanner::new(steps)
+    };
+    let engine = |now: u64| {
+        let (tool, probe) = echo("deploy", Annotations::destructive());
+        let engine = Engine::builder()
+            .tool(tool)
+            .planner(batch())
+            .approvals(ApprovalPolicy::default().with_mode(ApprovalMode::Durable))
+            .budget("tool_calls", 5)
+            .clock(ManualClock::starting_at(now))
+            .filesystem(dir.path())
+            .build()
+            .expect("engine builds");
+        (engine, probe)
+    };
+    let (first, probe) = engine(T0);
+    let run = first.run("ship").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Paused, "{:?}", run.failure());
+    let id = run.id().clone();
+    let eu = run.pending_approval().expect("pending").clone();
+    assert_eq!(eu.input_hash, Digest::of_json(&deploy("eu")));
+    drop(first);
+    assert_eq!(probe.calls(), 0);
+
+    let (second, probe) = engine(T0 + 1_000);
+    let verdict = ApprovalResponse::answer(&eu, Verdict::Granted, "alice", "eu is fine");
+    let run = second.approve(&id, &verdict).await.expect("approve eu");
+    assert_eq!(run.status(), RunStatus::Paused, "the second call waits");
+    let us = run.pending_approval().expect("pending").clone();
+    assert_eq!(us.input_hash, Digest::of_json(&deploy("us")));
+    assert_eq!(probe.calls(), 0, "nothing of the batch ran yet");
+
+    let verdict = ApprovalResponse::answer(&us, Verdict::Granted, "bob", "us too");
+    let run = second.approve(&id, &verdict).await.expect("approve us");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(probe.calls(), 2);
+    let ledger = second.ledger(&id).await.expect("ledger");
+    ledger.verify().expect("verifies");
+    let inputs: Vec<Value> = entries(&ledger, "tool_call")
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolCall { input, .. } => Some(input.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs, [deploy("eu"), deploy("us")], "in batch order");
+    assert_eq!(run.usage().used(&"tool_calls".parse().expect("name")), 2);
+}
