@@ -46,6 +46,7 @@ mod handle;
 mod narrow;
 mod open;
 mod plan_attempts;
+mod plan_link;
 mod planning;
 mod project;
 mod prompt_view;

@@ -96,7 +96,7 @@ pub(crate) struct Projection {
     /// How many entries were applied (`run_started` included): the index the next one has.
     applied: usize,
     /// The current step's model calls: what a resume still has to charge.
-    pub(crate) model: crate::plan_attempts::ModelProgress,
+    pub(crate) model: crate::plan_link::ModelProgress,
 }
 
 impl Projection {
@@ -122,7 +122,7 @@ impl Projection {
             failed: None,
             unsettled: None,
             applied: 1,
-            model: crate::plan_attempts::ModelProgress::default(),
+            model: crate::plan_link::ModelProgress::default(),
         })
     }
 
