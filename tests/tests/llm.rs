@@ -704,3 +704,61 @@ async fn a_reply_with_several_reads_runs_as_one_batch() {
     assert_eq!(support::count(&ledger, "tool_result"), 3);
     assert_eq!(server.requests().len(), 4);
 }
+
+/// A downstream team's planner announcing its model call the way the LLM planner does.
+struct Careful;
+
+impl Planner for Careful {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+        let meter = request.meter().expect("the engine hands a meter");
+        let request_hash = Digest::of_bytes(request.goal().as_bytes());
+        meter
+            .begin(rein::PlannerAttempt {
+                attempt: 1,
+                provider: "in-house".into(),
+                model: "rules".into(),
+                request_hash,
+                worst_tokens: 50,
+                worst_cost: 0,
+            })
+            .await?;
+        meter
+            .end(PlannerCall {
+                provider: "in-house".into(),
+                model: "rules".into(),
+                request_hash,
+                input_tokens: 7,
+                output_tokens: 3,
+                cost: 0,
+                latency_ms: 0,
+                finish_reason: Some("stop".into()),
+            })
+            .await?;
+        Ok(Decision::fail("stopping here"))
+    }
+}
+
+#[tokio::test]
+async fn a_downstream_planner_puts_its_calls_on_the_record_through_the_same_meter() {
+    let engine = engine(Careful, &[("tokens", 1_000)]);
+    let run = engine.run("careful").await.expect("run");
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 10);
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    let kinds: Vec<&str> = ledger.entries().iter().map(|e| e.event().name()).collect();
+    let at = kinds
+        .iter()
+        .position(|k| *k == "planner_attempt")
+        .expect("an attempt");
+    assert_eq!(
+        kinds[at..at + 4],
+        [
+            "planner_attempt",
+            "planner_call",
+            "budget_consumed",
+            "decision"
+        ]
+    );
+    // The call went on the record once, not again after `plan` returned.
+    assert_eq!(planner_calls(&ledger).len(), 1);
+}

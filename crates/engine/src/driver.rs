@@ -50,8 +50,8 @@ pub(crate) struct Driver {
     pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
     /// Where every step's meter sends what the planner announces (`plan_attempts`).
-    pub(crate) plan_link: Arc<crate::plan_attempts::PlanLink>,
-    pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_attempts::PlanMessage>,
+    pub(crate) plan_link: Arc<crate::plan_link::PlanLink>,
+    pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_link::PlanMessage>,
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
@@ -114,7 +114,7 @@ impl Driver {
         inbox: Option<Inbox>,
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
-        let (plan_link, plan_rx) = crate::plan_attempts::PlanLink::new();
+        let (plan_link, plan_rx) = crate::plan_link::PlanLink::new();
         let deadline = crate::deadline::due(&shared, &policy, &rec.ledger);
         Self {
             deadline,
@@ -310,12 +310,13 @@ impl Driver {
                 })
             })
             .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
-        let planned = crate::plan_attempts::Live {
+        let planned = crate::plan_link::Live {
             shared: &self.shared,
             ledger: &mut self.rec.ledger,
             events: self.rec.events.as_ref(),
             rx: &mut self.plan_rx,
-            proj: &self.rec.proj,
+            run,
+            budget: self.rec.proj.budget(),
             charged: [0; 2],
         }
         .drive(plan, cancel)

@@ -51,6 +51,7 @@ mod narrow;
 mod open;
 mod overdue;
 mod plan_attempts;
+mod plan_link;
 mod planning;
 mod project;
 mod prompt_view;

@@ -145,7 +145,7 @@ pub(crate) struct Projection {
     /// How many entries were applied (`run_started` included): the index the next one has.
     applied: usize,
     /// The current step's model calls: what a resume still has to charge.
-    pub(crate) model: crate::plan_attempts::ModelProgress,
+    pub(crate) model: crate::plan_link::ModelProgress,
     /// The current `call_tools` batch, while not every call of it is settled.
     pub(crate) batch: Option<BatchTrack>,
     /// The run's place in a tree of runs: its open child, its parent.
@@ -175,7 +175,7 @@ impl Projection {
             failed: None,
             unsettled: None,
             applied: 1,
-            model: crate::plan_attempts::ModelProgress::default(),
+            model: crate::plan_link::ModelProgress::default(),
             batch: None,
             tree: crate::subrun::Tree::default(),
         })

@@ -337,3 +337,116 @@ impl PlanMeter {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::BudgetUsage;
+
+    /// Runs a future that never waits (a meter without a sink, or with the sink below).
+    fn now<T>(future: impl Future<Output = T>) -> T {
+        match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(value) => value,
+            Poll::Pending => panic!("the future waited"),
+        }
+    }
+
+    /// Keeps every event, at once.
+    #[derive(Debug, Default)]
+    struct Kept(Mutex<Vec<PlanEvent>>);
+
+    impl PlanSink for Kept {
+        fn record(&self, event: PlanEvent) -> BoxFuture<'_, Result<(), PlanSinkClosed>> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(event);
+            Box::pin(std::future::ready(Ok(())))
+        }
+    }
+
+    fn call(tokens: u64) -> PlannerCall {
+        PlannerCall {
+            provider: "p".into(),
+            model: "m".into(),
+            request_hash: Digest::of_bytes(b"{}"),
+            input_tokens: tokens,
+            output_tokens: 0,
+            cost: 0,
+            latency_ms: 0,
+            finish_reason: None,
+        }
+    }
+
+    fn attempt(worst_tokens: u64) -> PlannerAttempt {
+        PlannerAttempt {
+            attempt: 1,
+            provider: "p".into(),
+            model: "m".into(),
+            request_hash: Digest::of_bytes(b"{}"),
+            worst_tokens,
+            worst_cost: 0,
+        }
+    }
+
+    #[test]
+    fn attempts_and_outcomes_reach_the_sink_in_order_and_count_against_the_step() {
+        let limits = BTreeMap::from([(BudgetName::TOKENS, 100)]);
+        let usage = BudgetUsage::default();
+        let sink = Arc::new(Kept::default());
+        let meter = PlanMeter::new(BudgetSnapshot::new(&limits, &usage))
+            .with_sink(Arc::clone(&sink) as Arc<dyn PlanSink>);
+        now(meter.begin(attempt(80))).unwrap();
+        now(meter.end(call(60))).unwrap();
+        now(meter.failed(2, "boom".into())).unwrap();
+        // 60 spent: an attempt that could spend 50 more does not fit, and is not recorded.
+        assert!(matches!(
+            now(meter.begin(attempt(50))),
+            Err(PlannerError::OverBudget(BudgetExhausted { used: 60, .. }))
+        ));
+        meter.report(call(5));
+        let events = sink.0.lock().unwrap().clone();
+        assert_eq!(
+            events,
+            [
+                PlanEvent::Attempt(attempt(80)),
+                PlanEvent::Called(call(60)),
+                PlanEvent::Failed {
+                    attempt: 2,
+                    error: "boom".into()
+                },
+            ]
+        );
+        assert_eq!(meter.calls().len(), 2);
+        // Only what is not on record yet is left for the engine to record.
+        assert_eq!(meter.into_calls(), [call(5)]);
+    }
+
+    #[test]
+    fn corrections_stop_at_the_violations_budget() {
+        let limits = BTreeMap::from([(BudgetName::VIOLATIONS, 3)]);
+        let mut usage = BudgetUsage::default();
+        let one = usage.reserve(&BudgetName::VIOLATIONS, 1, None).unwrap();
+        usage.commit(one);
+        let meter = PlanMeter::new(BudgetSnapshot::new(&limits, &usage));
+        now(meter.correction("no call".into())).unwrap();
+        now(meter.correction("no call".into())).unwrap();
+        let Err(PlannerError::OverBudget(exhausted)) = now(meter.correction("no call".into()))
+        else {
+            panic!("a third correction does not fit");
+        };
+        assert_eq!(
+            (exhausted.name, exhausted.used),
+            (BudgetName::VIOLATIONS, 3)
+        );
+        // Outside an engine nothing limits them.
+        let free = PlanMeter::unlimited();
+        for _ in 0..10 {
+            now(free.correction("again".into())).unwrap();
+        }
+    }
+}

@@ -81,11 +81,16 @@ pub struct ProviderConfig {
     /// The largest reply accepted, in bytes (body or all SSE data together).
     #[serde(default = "default_max_reply_bytes")]
     pub max_reply_bytes: usize,
+    /// The longest `Retry-After` (seconds or an HTTP date) honoured; a server asking for
+    /// more fails the call instead of stalling it.
+    #[serde(default = "default_max_retry_after", with = "millis")]
+    pub max_retry_after: Duration,
 }
 
 impl ProviderConfig {
     /// A configuration with the defaults: 1024 output tokens, 120 s timeout, no streaming,
-    /// 2 retries from 500 ms, a breaker opening after 3 failed calls for 30 s, 4 MiB replies.
+    /// 2 retries from 500 ms, a breaker opening after 3 failed calls for 30 s, 4 MiB replies,
+    /// a `Retry-After` honoured up to [`MAX_RETRY_AFTER`](crate::MAX_RETRY_AFTER).
     #[must_use]
     pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
@@ -103,7 +108,15 @@ impl ProviderConfig {
             breaker_failures: default_breaker_failures(),
             breaker_open_for: default_breaker_open(),
             max_reply_bytes: default_max_reply_bytes(),
+            max_retry_after: default_max_retry_after(),
         }
+    }
+
+    /// The same, honouring a `Retry-After` of at most `max`.
+    #[must_use]
+    pub const fn with_max_retry_after(mut self, max: Duration) -> Self {
+        self.max_retry_after = max;
+        self
     }
 
     /// The same, reading the key from the environment variable `var`.
@@ -162,4 +175,7 @@ const fn default_breaker_open() -> Duration {
 }
 const fn default_max_reply_bytes() -> usize {
     4 << 20
+}
+const fn default_max_retry_after() -> Duration {
+    crate::http::MAX_RETRY_AFTER
 }

@@ -20,7 +20,8 @@ use crate::error::{LlmError, excerpt};
 use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
 
-/// The longest `Retry-After` honoured; a server asking for more fails the call instead.
+/// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
+/// server asking for more fails the call instead.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// The longest error body read from a failing server.
 const MAX_ERROR_BODY: usize = 64 << 10;
@@ -250,6 +251,7 @@ impl Provider for HttpProvider {
         let policy = RetryPolicy {
             left: inner.config.retries,
             backoff: inner.config.backoff,
+            max_wait: inner.config.max_retry_after,
         };
         let outcome = Retry::new(policy, attempt).oneshot(body).await;
         inner.breaker.record(&outcome);
@@ -491,6 +493,8 @@ async fn read_bounded(
 struct RetryPolicy {
     left: u32,
     backoff: Duration,
+    /// The longest `Retry-After` honoured.
+    max_wait: Duration,
 }
 
 impl Policy<Arc<Vec<u8>>, ChatResponse, LlmError> for RetryPolicy {
@@ -508,7 +512,7 @@ impl Policy<Arc<Vec<u8>>, ChatResponse, LlmError> for RetryPolicy {
         let wait = match error {
             LlmError::RateLimited {
                 retry_after: Some(after),
-            } if *after > MAX_RETRY_AFTER => return None,
+            } if *after > self.max_wait => return None,
             LlmError::RateLimited {
                 retry_after: Some(after),
             } => *after,

@@ -1,0 +1,227 @@
+//! Model calls on the record before they are sent: the planner-facing [`PlanLink`] carries
+//! what a planner announces through its `PlanMeter` (an attempt, its outcome, a correction)
+//! to the driver, whose [`Live`] appends it to the ledger — an attempt durably — before the
+//! planner goes on. While `plan` runs the run is borrowed by the planner, so these entries
+//! are appended first and applied to the projection as soon as `plan` returns, in ledger
+//! order (`plan_attempts`). [`ModelProgress`] follows what a resume still has to charge.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+
+use rein_ledger::{EntryKind, Ledger, Violation};
+use rein_policy::Budget;
+use rein_run::{
+    BoxFuture, BudgetName, Decision, PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt,
+    PlannerError, Run,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::EngineError;
+use crate::events::RunEvent;
+use crate::shared::Shared;
+
+/// The `finish_reason` of a model call charged at its worst case because the process
+/// stopped before its outcome was on record.
+pub(crate) const IN_DOUBT_REASON: &str = "in doubt: the process stopped before the reply was recorded; charged at the declared worst case";
+
+/// One event and the answer the planner waits for (sent once it is on record).
+pub(crate) type PlanMessage = (PlanEvent, oneshot::Sender<()>);
+
+/// The engine's [`PlanSink`]: one per run, shared by every step's meter.
+#[derive(Debug)]
+pub(crate) struct PlanLink {
+    tx: mpsc::UnboundedSender<PlanMessage>,
+}
+
+impl PlanLink {
+    /// A link and the driver's end of it.
+    pub(crate) fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<PlanMessage>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(Self { tx }), rx)
+    }
+}
+
+impl PlanSink for PlanLink {
+    fn record(&self, event: PlanEvent) -> BoxFuture<'_, Result<(), PlanSinkClosed>> {
+        let (reply, recorded) = oneshot::channel();
+        let sent = self.tx.send((event, reply));
+        Box::pin(async move {
+            sent.map_err(|_| PlanSinkClosed)?;
+            recorded.await.map_err(|_| PlanSinkClosed)
+        })
+    }
+}
+
+/// How far the current step's model calls got, as the ledger shows them: what a resume
+/// still has to charge.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModelProgress {
+    /// An attempt announced and not ended.
+    pub(crate) open: Option<(u32, PlannerAttempt)>,
+    /// The last call recorded and what of it is not charged yet (tokens, cost).
+    pub(crate) due: Option<(u64, u64)>,
+}
+
+impl ModelProgress {
+    /// Follows one entry.
+    pub(crate) fn track(&mut self, kind: &EntryKind) {
+        match kind {
+            EntryKind::PlannerAttempt { step, attempt } => {
+                self.open = Some((*step, attempt.clone()));
+                self.due = None;
+            }
+            EntryKind::PlannerCall { call, .. } => {
+                self.open = None;
+                self.due = Some((call.tokens(), call.cost));
+            }
+            EntryKind::PlannerAttemptFailed { .. } => self.open = None,
+            EntryKind::BudgetConsumed { name, .. } => {
+                if let Some((tokens, cost)) = &mut self.due {
+                    if *name == BudgetName::TOKENS {
+                        *tokens = 0;
+                    } else if *name == BudgetName::COST {
+                        *cost = 0;
+                    }
+                }
+            }
+            EntryKind::Decision { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. }
+            | EntryKind::RunInterrupted { .. } => *self = Self::default(),
+            _ => {}
+        }
+    }
+}
+
+/// The driver's side of a step's plan: appends what the planner announces while it plans.
+pub(crate) struct Live<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) ledger: &'a mut Ledger,
+    pub(crate) events: Option<&'a broadcast::Sender<RunEvent>>,
+    pub(crate) rx: &'a mut mpsc::UnboundedReceiver<PlanMessage>,
+    /// The run, as the planner sees it (entries appended here are applied after).
+    pub(crate) run: &'a Run,
+    /// The budget the run is charged against.
+    pub(crate) budget: &'a Budget,
+    /// Charged to `tokens` and `cost` in this step and not yet applied to the projection.
+    pub(crate) charged: [u64; 2],
+}
+
+impl Live<'_> {
+    /// Runs `plan`, recording what it announces; `None` when the run was aborted meanwhile.
+    pub(crate) async fn drive(
+        mut self,
+        plan: impl Future<Output = Result<Decision, PlannerError>>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Option<Result<Decision, PlannerError>>, EngineError> {
+        let outcome = {
+            let mut plan = pin!(plan);
+            let mut cancelled = pin!(async {
+                match &cancel {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            });
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut cancelled => break None,
+                    Some((event, reply)) = self.rx.recv() => {
+                        self.write(event).await?;
+                        // A planner that stopped waiting finds its event on record anyway.
+                        let _ = reply.send(());
+                    }
+                    decided = &mut plan => break Some(decided),
+                }
+            }
+        };
+        // The plan is dropped: what it sent before is still recorded, in order.
+        while let Ok((event, reply)) = self.rx.try_recv() {
+            self.write(event).await?;
+            let _ = reply.send(());
+        }
+        Ok(outcome)
+    }
+
+    async fn write(&mut self, event: PlanEvent) -> Result<(), EngineError> {
+        let step = self.run.steps();
+        match event {
+            PlanEvent::Attempt(attempt) => {
+                self.append(EntryKind::PlannerAttempt { step, attempt })
+                    .await?;
+                // On the record before the request goes out.
+                self.shared.ledgers.sync_boxed(self.run.id()).await?;
+            }
+            PlanEvent::Called(call) => {
+                let (tokens, cost) = (call.tokens(), call.cost);
+                self.append(EntryKind::PlannerCall { step, call }).await?;
+                self.charge(0, BudgetName::TOKENS, tokens).await?;
+                self.charge(1, BudgetName::COST, cost).await?;
+            }
+            PlanEvent::Failed { attempt, error } => {
+                self.append(EntryKind::PlannerAttemptFailed {
+                    step,
+                    attempt,
+                    error,
+                })
+                .await?;
+            }
+            PlanEvent::Correction { message } => {
+                self.append(EntryKind::PolicyViolation {
+                    violation: Violation::InvalidReply,
+                    message,
+                    handed_back: true,
+                })
+                .await?;
+            }
+            // An event this engine does not know is not recorded; the planner goes on.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Charges what a model call used, as `Driver::charge_reported` does, counting what
+    /// this step charged already.
+    async fn charge(
+        &mut self,
+        at: usize,
+        name: BudgetName,
+        amount: u64,
+    ) -> Result<(), EngineError> {
+        let limit = self.budget.limit(&name);
+        let usage = self.run.usage();
+        let used = usage.used(&name).saturating_add(self.charged[at]);
+        let reserved = usage.reserved(&name);
+        let amount = limit.map_or(amount, |limit| {
+            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
+        });
+        if amount == 0 {
+            return Ok(());
+        }
+        self.charged[at] = self.charged[at].saturating_add(amount);
+        self.append(EntryKind::BudgetConsumed {
+            name,
+            amount,
+            used: used.saturating_add(amount),
+            limit,
+        })
+        .await
+    }
+
+    async fn append(&mut self, kind: EntryKind) -> Result<(), EngineError> {
+        let at = self.shared.clock.now();
+        let entry = self.ledger.append(at, self.run.state(), kind);
+        match self.shared.ledgers.try_append_now_dyn(entry) {
+            Some(appended) => appended?,
+            None => self.shared.ledgers.append_boxed(entry).await?,
+        }
+        if let Some(events) = self.events
+            && events.receiver_count() > 0
+        {
+            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
+        }
+        Ok(())
+    }
+}
