@@ -158,6 +158,18 @@ fn a_declared_shell_run_runs_and_its_long_output_is_an_artifact() {
         "shell.run attached \"stdout\" ({} bytes, text/plain) as artifact {artifact}",
         expected.len()
     )]);
+    let inspect = Outcome::of(
+        &rein()
+            .args(["inspect", &id, "--format", "json", "--data-dir"])
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    inspect.expect_code(0).stdout_has(&[&format!(
+        "attached stdout ({} bytes) as artifact {}",
+        expected.len(),
+        &artifact[..12]
+    )]);
     Outcome::of(
         &rein()
             .args(["ledger", "verify", &id, "--data-dir"])
