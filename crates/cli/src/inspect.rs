@@ -130,6 +130,12 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
             EntryKind::HumanInputReceived { answer } => {
                 visit.notes.push(format!("answer {}", truncate(answer, 40)));
             }
+            EntryKind::ToolAttachment { name, link, .. } => visit.notes.push(format!(
+                "attached {} ({} bytes) as artifact {}",
+                truncate(name, 40),
+                link.size,
+                link.id.get(..12).unwrap_or(&link.id)
+            )),
             _ => {}
         }
     }

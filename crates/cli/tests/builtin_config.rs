@@ -158,6 +158,18 @@ fn a_declared_shell_run_runs_and_its_long_output_is_an_artifact() {
         "shell.run attached \"stdout\" ({} bytes, text/plain) as artifact {artifact}",
         expected.len()
     )]);
+    let inspect = Outcome::of(
+        &rein()
+            .args(["inspect", &id, "--format", "json", "--data-dir"])
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    inspect.expect_code(0).stdout_has(&[&format!(
+        "attached stdout ({} bytes) as artifact {}",
+        expected.len(),
+        &artifact[..12]
+    )]);
     Outcome::of(
         &rein()
             .args(["ledger", "verify", &id, "--data-dir"])
@@ -179,4 +191,74 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// A loopback HTTP server that answers every request with `hello` (`Connection: close`).
+fn loopback() -> u16 {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0; 8192];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+/// A scenario that fetches `url` in explore with `http.fetch` configured by `http`.
+fn fetching(http: &str, url: &str) -> String {
+    format!(
+        r#"{{
+  "goal": "fetch",
+  "tools": [{{"builtin": "http.fetch"{http}}}],
+  "policies": {{"on_tool_error": "hand_back"}},
+  "planner": {{"scripted": [
+    {{"expect": "intake", "decision": {{"type": "transition", "to": "explore"}}}},
+    {{"expect": "explore", "decision": {{"type": "call_tool", "tool": "http.fetch", "input": {{"url": "{url}"}}}}}},
+    {{"expect": "explore", "decision": {{"type": "transition", "to": "decide"}}}},
+    {{"expect": "decide", "decision": {{"type": "finish", "summary": "fetched"}}}}
+  ]}}
+}}"#
+    )
+}
+
+#[test]
+fn a_declared_http_fetch_reaches_listed_hosts_only() {
+    let scratch = Scratch::new();
+    let port = loopback();
+    let url = format!("http://127.0.0.1:{port}/hello");
+    let run = |name: &str, http: &str| {
+        let file = scratch.write(name, &fetching(http, &url));
+        let outcome = Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(&file)
+                .arg("--json")
+                .arg("--data-dir")
+                .arg(scratch.data())
+                .output()
+                .unwrap(),
+        );
+        outcome.expect_code(0);
+        let id = scratch.run_ids().pop().unwrap();
+        std::fs::read_to_string(scratch.ledger(&id)).unwrap()
+    };
+    // Read-only (GET only): it runs in explore, and reaches the listed host.
+    let ledger = run(
+        "listed.json",
+        r#", "http": {"allow_hosts": ["127.0.0.1"], "timeout_ms": 20000}"#,
+    );
+    assert!(ledger.contains(r#""type":"tool_result""#), "{ledger}");
+    assert!(ledger.contains("hello"), "{ledger}");
+    // No "http" object: nothing is allowed; the call is a recorded tool error.
+    let ledger = run("unlisted.json", "");
+    assert!(!ledger.contains(r#""type":"tool_result""#), "{ledger}");
+    assert!(ledger.contains(r#""type":"tool_error""#), "{ledger}");
+    assert!(ledger.contains("127.0.0.1"), "{ledger}");
 }

@@ -23,7 +23,18 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Why the process bound could not be set up.
+/// Why the process bound ([`ShellConfig::with_max_processes`]) could not be set up.
+///
+/// The bound is a pids cgroup per call, which the command joins before it runs (through a
+/// fixed `sh` launcher whose standard input is the cgroup's `cgroup.procs`), so it covers
+/// the command and everything it starts, for root too. It needs a writable pids cgroup:
+/// cgroup v2 with `pids` in the `cgroup.subtree_control` of rein's own cgroup (a delegated
+/// subtree), or the v1 `pids` hierarchy. `RLIMIT_NPROC` is not used: it counts every
+/// process of the user and is ignored for root; setting a limit on the child's pid after
+/// spawn would be racy. Without a writable cgroup a bounded call is refused, never run
+/// unbounded.
+///
+/// [`ShellConfig::with_max_processes`]: super::ShellConfig::with_max_processes
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProcessLimitError {
