@@ -137,3 +137,16 @@ fn validate_warns_that_a_durable_policy_never_asks_the_scenarios_approver() {
         .expect_code(0)
         .stderr_has(&["policies.approvals.mode", "never asked"]);
 }
+
+#[test]
+fn json_output_says_how_to_approve_on_stderr() {
+    let scratch = Scratch::new();
+    scratch.write("durable.json", SCENARIO);
+    let outcome = scratch.run("durable.json", &["--json"]);
+    outcome
+        .expect_code(3)
+        .stderr_has(&["waiting for approval of `db.drop_table`", "rein approve "]);
+    let run: serde_json::Value = serde_json::from_str(&outcome.stdout).unwrap();
+    assert_eq!(run["status"], "paused");
+    assert_eq!(run["pending_approval"]["tool"], "db.drop_table");
+}
