@@ -192,6 +192,41 @@ async fn time_spent_paused_counts_only_when_configured() {
 }
 
 #[tokio::test]
+async fn time_spent_waiting_for_a_durable_approval_does_not_count() {
+    let clock = Arc::new(ManualClock::starting_at(T0));
+    let (deploy, probe) = support::echo("deploy", Annotations::destructive());
+    let mut steps = support::walk_to(State::Act);
+    steps.extend([
+        ScriptStep::expect(State::Act, Decision::call_tool("deploy", json!({}), "ship")),
+        ScriptStep::expect(State::Act, Decision::transition(State::Validate, "check")),
+        ScriptStep::expect(State::Validate, Decision::finish("shipped", json!("ok"))),
+    ]);
+    let engine = Engine::builder()
+        .tool(deploy)
+        .planner(ScriptedPlanner::new(steps))
+        .approvals(
+            rein::ApprovalPolicy::default()
+                .with_mode(rein::ApprovalMode::Durable)
+                .with_timeout(Duration::from_secs(3600)),
+        )
+        .deadline(Deadline::new(Duration::from_millis(1_000)))
+        .clock(TestClock(Arc::clone(&clock)))
+        .build()
+        .expect("engine builds");
+    let paused = engine.run("ship").await.expect("run");
+    let pending = paused.pending_approval().expect("pending").clone();
+    clock.advance(60_000);
+    let verdict =
+        rein::ApprovalResponse::answer(&pending, rein::Verdict::Granted, "alice", "go ahead");
+    let run = engine
+        .approve(paused.id(), &verdict)
+        .await
+        .expect("approve");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(probe.calls(), 1);
+}
+
+#[tokio::test]
 async fn a_zero_absurd_or_past_deadline_is_refused_before_anything_runs() {
     for (time, says) in [
         (Duration::ZERO, "no time for a single step"),

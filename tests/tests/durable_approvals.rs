@@ -134,6 +134,10 @@ async fn a_verdict_from_a_second_engine_runs_exactly_the_recorded_call() {
     );
     assert_eq!(run.usage().used(&"tool_calls".parse().expect("name")), 1);
 
+    // Replay serves the recorded verdict and reaches the same end.
+    let report = second.replay(&ledger).await.expect("replay");
+    assert!(report.matches(), "{:?}", report.divergence());
+
     // A second verdict, and one for a run that does not exist, are typed errors.
     assert!(matches!(
         second.approve(&id, &verdict).await,

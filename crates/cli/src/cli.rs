@@ -36,12 +36,14 @@ const APPROVE_AFTER: &str = "\
 Examples:
   rein approve 0193c6a2-... --reason 'change ticket 42' --by alice
   rein approve 0193c6a2-... --deny --reason 'not on a friday' --by bob --data-dir /tmp/rein
+  rein approve 0193c6a2-... --reason 'checked' --by alice --input-hash abfda2fc...
 
 Exit codes:
   0    completed
   1    the run failed (a denial fails it unless rejections are handed back; an approval
        past its timeout is denied, and the verdict is not applied)
-  2    bad input: no such run, a run that waits for no approval
+  2    bad input: no such run, a run that waits for no approval, an --input-hash that
+       is not the pending call's
   3    the run is paused (again): for another approval, or for a human's answer
   4    the run's ledger failed verification";
 
@@ -212,6 +214,10 @@ pub(crate) struct ApproveArgs {
     /// Who decides (recorded in the ledger).
     #[arg(long, value_name = "NAME")]
     pub(crate) by: String,
+    /// Decide only if the pending call's input hash is HASH (as the run's summary shows
+    /// it): a verdict on exactly the call you looked at, never on one proposed since.
+    #[arg(long, value_name = "HASH")]
+    pub(crate) input_hash: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
     /// Print the final run as JSON instead of a summary.

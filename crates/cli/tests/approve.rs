@@ -68,9 +68,28 @@ fn a_second_rein_process_approves_and_the_run_completes_and_verifies() {
         .expect_code(3)
         .stderr_has(&["waiting for approval", "rein approve"]);
 
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    let pending: serde_json::Value = ledger
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|entry| entry["event"]["type"] == "approval_pending")
+        .expect("an approval_pending entry");
+    let hash = pending["event"]["pending"]["input_hash"]
+        .as_str()
+        .expect("a hash")
+        .to_owned();
     rein_in(
         &scratch,
-        &["approve", &id, "--reason", "ticket 42", "--by", "alice"],
+        &[
+            "approve",
+            &id,
+            "--reason",
+            "ticket 42",
+            "--by",
+            "alice",
+            "--input-hash",
+            &hash,
+        ],
     )
     .expect_code(0)
     .stdout_has(&["completed ✓", "table dropped"]);
@@ -124,6 +143,21 @@ fn bad_input_to_approve_exits_2_and_records_nothing() {
         .expect_code(2)
         .stderr_has(&["--by is empty"]);
     rein_in(&scratch, &["approve", &id, "--by", "alice"]).expect_code(2);
+    rein_in(
+        &scratch,
+        &[
+            "approve",
+            &id,
+            "--reason",
+            "x",
+            "--by",
+            "alice",
+            "--input-hash",
+            &"0".repeat(64),
+        ],
+    )
+    .expect_code(2)
+    .stderr_has(&["not the one you looked at", "nothing was recorded"]);
     assert_eq!(std::fs::read(scratch.ledger(&id)).unwrap(), ledger);
 }
 
@@ -136,4 +170,17 @@ fn validate_warns_that_a_durable_policy_never_asks_the_scenarios_approver() {
     Outcome::of(&output)
         .expect_code(0)
         .stderr_has(&["policies.approvals.mode", "never asked"]);
+}
+
+#[test]
+fn json_output_says_how_to_approve_on_stderr() {
+    let scratch = Scratch::new();
+    scratch.write("durable.json", SCENARIO);
+    let outcome = scratch.run("durable.json", &["--json"]);
+    outcome
+        .expect_code(3)
+        .stderr_has(&["waiting for approval of `db.drop_table`", "rein approve "]);
+    let run: serde_json::Value = serde_json::from_str(&outcome.stdout).unwrap();
+    assert_eq!(run["status"], "paused");
+    assert_eq!(run["pending_approval"]["tool"], "db.drop_table");
 }

@@ -152,6 +152,11 @@ impl Engine {
         };
         let policy = PolicySnapshot::from_value(policy)
             .map_err(|e| invalid(RecordedPolicyError::Unreadable(e)))?;
+        // A durable approval's verdict is served like any other: by the recorded approver.
+        let policy = PolicySnapshot {
+            approvals: (policy.approvals.clone()).with_mode(rein_policy::ApprovalMode::InProcess),
+            ..policy
+        };
 
         let mut decisions = HashMap::new();
         let mut outcomes: HashMap<ToolName, VecDeque<Result<ToolOutput, ToolError>>> =

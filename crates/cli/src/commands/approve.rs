@@ -76,6 +76,15 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
             shell_word(data.shown())
         )));
     };
+    if let Some(hash) = &args.input_hash
+        && !hash.eq_ignore_ascii_case(&pending.input_hash.to_string())
+    {
+        scenario::mcp::shutdown(&servers).await;
+        return Err(CliError::bad_input(format!(
+            "run {id} waits for a call of `{}` with input {}, not {hash}: the pending call is not the one you looked at; nothing was recorded (`rein runs list` and the run's summary show the pending call)",
+            pending.tool, pending.input_hash
+        )));
+    }
     let verdict = if args.deny {
         Verdict::Denied
     } else {

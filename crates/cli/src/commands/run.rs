@@ -254,6 +254,15 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
                 shell_word(data.shown())
             );
         }
+        if let Some(pending) = run.pending_approval() {
+            eprintln!(
+                "paused: waiting for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME --data-dir {} (add --deny to deny)",
+                pending.tool,
+                pending.risk,
+                run.id(),
+                shell_word(data.shown())
+            );
+        }
     } else {
         print!("{}", render::summary(run, &ledger, data.shown()));
     }

@@ -107,3 +107,28 @@ impl Deadline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_narrower_deadline_is_shorter_and_counts_no_less() {
+        let minute = Deadline::new(Duration::from_secs(60));
+        let hour = Deadline::new(Duration::from_secs(3600));
+        assert!(Deadline::is_within(Some(&minute), Some(&hour)));
+        assert!(!Deadline::is_within(Some(&hour), Some(&minute)));
+        assert!(Deadline::is_within(Some(&hour), None));
+        assert!(!Deadline::is_within(None, Some(&hour)));
+        let counting = hour.counting_paused(true);
+        assert!(Deadline::is_within(Some(&counting), Some(&hour)));
+        assert!(!Deadline::is_within(Some(&hour), Some(&counting)));
+        assert_eq!(
+            Deadline::new(Deadline::MAX + Duration::from_millis(1)).check(),
+            Err(DeadlineError::TooLong {
+                ms: Deadline::MAX.as_millis() + 1
+            })
+        );
+        assert_eq!(Deadline::new(Deadline::MAX).check(), Ok(()));
+    }
+}

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    ApprovalPolicy, Budget, Deadline, Eligibility, EligibilityRules, OnViolation, Transitions,
+    ApprovalMode, ApprovalPolicy, Budget, Deadline, Eligibility, EligibilityRules, OnViolation,
+    Transitions,
 };
 
 /// Everything that decides what a run may do, as recorded when it starts. Resume uses the
@@ -84,8 +85,9 @@ impl PolicySnapshot {
     /// Whether `self` allows nothing that `wider` does not, for the registered `tools`:
     /// budget limits within, no more steps, no more rejections handed back, the same or
     /// fewer transitions, no tool eligible in a state where `wider` does not let it run,
-    /// every call that `wider` sends for approval sent for approval here too, and no longer
-    /// an approval timeout. Rules that cannot be built over `tools` are within nothing.
+    /// every call that `wider` sends for approval sent for approval here too, no longer an
+    /// approval timeout, no in-process approval where `wider`'s are durable, and no more
+    /// time. Rules that cannot be built over `tools` are within nothing.
     /// This is what narrowing a live run's policy must keep.
     ///
     /// ```
@@ -116,6 +118,10 @@ impl PolicySnapshot {
             && self.max_steps <= wider.max_steps
             && self.on_violation.is_within(&wider.on_violation)
             && self.approvals.timeout() <= wider.approvals.timeout()
+            // A verdict that waits for a person is never traded for one the engine's approver
+            // gives in process.
+            && (self.approvals.mode() == wider.approvals.mode()
+                || self.approvals.mode() == ApprovalMode::Durable)
             && Deadline::is_within(self.deadline.as_ref(), wider.deadline.as_ref())
             && tools.iter().all(|spec| {
                 (wider.approvals.requires(spec).is_none()

@@ -108,6 +108,10 @@ fn the_approval_mode_defaults_to_in_process_and_is_recorded_only_when_durable() 
         ApprovalPolicy::default().timeout()
     );
     assert!(serde_json::from_value::<ApprovalPolicy>(json!({"mode": "later"})).is_err());
+    // Narrowing may make approvals durable, never the other way round.
+    let in_process = PolicySnapshot::default();
+    assert!(snap.is_within(&in_process, &[]));
+    assert!(!in_process.is_within(&snap, &[]));
 }
 
 #[test]
