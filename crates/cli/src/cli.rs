@@ -288,7 +288,8 @@ pub(crate) struct InspectArgs {
     /// and checked against the hash it recorded (needs --scenario).
     #[arg(long, value_name = "STEP", requires = "scenario")]
     pub(crate) prompt: Option<u32>,
-    /// The scenario file the run was started from (its planner configuration).
+    /// The scenario file the run was started from (its planner configuration); default: the
+    /// copy `rein run` saved in the data directory.
     #[arg(long, value_name = "SCENARIO", requires = "prompt")]
     pub(crate) scenario: Option<PathBuf>,
     #[command(flatten)]

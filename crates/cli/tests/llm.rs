@@ -139,29 +139,26 @@ fn the_example_llm_scenario_is_valid() {
     );
 }
 
-/// `rein inspect RUN --prompt STEP --scenario FILE` in `scratch`, off the async runtime.
+/// `rein inspect RUN --prompt STEP [--scenario FILE]` in `scratch`, off the async runtime.
 async fn inspect_prompt(
     scratch: &Scratch,
     id: &str,
     step: &str,
-    file: &std::path::Path,
+    file: Option<&std::path::Path>,
 ) -> Outcome {
     let (id, step, file, data) = (
         id.to_owned(),
         step.to_owned(),
-        file.to_owned(),
+        file.map(std::path::Path::to_owned),
         scratch.data(),
     );
     tokio::task::spawn_blocking(move || {
-        Outcome::of(
-            &rein()
-                .args(["inspect", &id, "--prompt", &step, "--scenario"])
-                .arg(file)
-                .arg("--data-dir")
-                .arg(data)
-                .output()
-                .unwrap(),
-        )
+        let mut command = rein();
+        command.args(["inspect", &id, "--prompt", &step]);
+        if let Some(file) = file {
+            command.arg("--scenario").arg(file);
+        }
+        Outcome::of(&command.arg("--data-dir").arg(data).output().unwrap())
     })
     .await
     .unwrap()
@@ -186,13 +183,18 @@ async fn inspect_prompt_rebuilds_the_exact_request_a_step_sent() {
     let id = scratch.new_run_id(&[]);
     let file = scratch.write("llm.json", &text);
     for step in 0..4 {
-        let outcome = inspect_prompt(&scratch, &id, &step.to_string(), &file).await;
+        let outcome = inspect_prompt(&scratch, &id, &step.to_string(), Some(&file)).await;
         outcome.expect_code(0).stdout_has(&["matches the ledger"]);
         // What was printed is byte for byte what the server received, pretty-printed.
         let printed = outcome.stdout.rsplit_once("\nrequest sha256").unwrap().0;
         let printed: Value = serde_json::from_str(printed).unwrap();
         assert_eq!(printed, server.requests()[step].json(), "step {step}");
     }
+    // Without --scenario, the copy of the scenario `rein run` saved beside the run is used.
+    inspect_prompt(&scratch, &id, "2", None)
+        .await
+        .expect_code(0)
+        .stdout_has(&["matches the ledger"]);
     // Another planner configuration does not rebuild the recorded request: said so.
     let other = scratch.write(
         "other.json",
@@ -201,14 +203,14 @@ async fn inspect_prompt_rebuilds_the_exact_request_a_step_sent() {
             "\"max_corrections\":1,\"prompt\":{\"system\":\"Be terse.\"}",
         ),
     );
-    inspect_prompt(&scratch, &id, "1", &other)
+    inspect_prompt(&scratch, &id, "1", Some(&other))
         .await
         .expect_code(4)
         .stderr_has(&[
             "hashes to",
             "the scenario's planner configuration is not the one the run used",
         ]);
-    inspect_prompt(&scratch, &id, "9", &file)
+    inspect_prompt(&scratch, &id, "9", Some(&file))
         .await
         .expect_code(2)
         .stderr_has(&["never planned step 9"]);

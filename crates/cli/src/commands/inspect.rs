@@ -40,12 +40,18 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     let (path, expected, data) = find_ledger(target, &data)?;
     let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
     if let Some(step) = args.prompt {
-        let Some(scenario) = &args.scenario else {
+        // The scenario the run was started from: as given, else the copy `rein run` saved
+        // beside the run (its planner configuration is what the prompt is rebuilt from).
+        let saved = file
+            .run_id(expected.as_ref())
+            .map(|id| data.scenario(&id))
+            .filter(|path| path.is_file());
+        let Some(scenario) = args.scenario.clone().or(saved) else {
             return Err(CliError::bad_input(
-                "--prompt needs --scenario FILE: the scenario the run was started from",
+                "--prompt needs the scenario the run was started from: the data directory has                  no copy of it, so give --scenario FILE",
             ));
         };
-        return super::prompt::prompt(step, scenario, file.entries);
+        return super::prompt::prompt(step, &scenario, file.entries);
     }
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)
