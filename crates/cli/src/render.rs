@@ -444,6 +444,9 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
             "  model      {model_calls} calls, {tokens_in} tokens in, {tokens_out} out"
         );
     }
+    for line in crate::tree::child_lines(&ledger.entries) {
+        let _ = writeln!(out, "  child      {line}");
+    }
     let policy = PolicySnapshot::from_value(run.policy()).ok();
     let mut limits = policy
         .as_ref()

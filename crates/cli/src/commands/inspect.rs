@@ -39,6 +39,13 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected, data) = find_ledger(target, &data)?;
     let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
+    if args.tree
+        && let Some(id) = file.run_id(expected.as_ref())
+    {
+        let tree = crate::tree::read(&id, &file.entries, &data)?;
+        print!("{}", crate::tree::diagram(&tree, args.format));
+        return Ok(Exit::Ok);
+    }
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)
 }
