@@ -517,3 +517,56 @@ async fn a_child_ledger_changed_after_its_end_breaks_the_tree() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_graceful_interrupt_of_the_parent_reaches_the_child_and_resume_continues_both() {
+    let (slow, gate, probe) = support::gated("slow", Annotations::read_only());
+    let child = script(
+        vec![Decision::call_tool("slow", json!({}), "wait for it")],
+        "child",
+    );
+    let engine = parent_builder(Decision::delegate_to("child", "sub", calls(2), "split"))
+        .tool(slow)
+        .planner_named("child", child)
+        .build()
+        .expect("engine");
+    let handle = engine
+        .start("Delegate and interrupt")
+        .await
+        .expect("started");
+    let parent = handle.id().clone();
+    let mut events = handle.subscribe();
+    gate.entered().await;
+    handle.interrupt();
+    // Once the parent has recorded the interrupt, it has forwarded it to the child.
+    while let Some(event) = events.next().await {
+        if let RunEvent::Recorded(entry) = event
+            && *entry.run_id() == parent
+            && matches!(entry.event(), EntryKind::Interrupt { .. })
+        {
+            break;
+        }
+    }
+    gate.release();
+    let run = handle.await.expect("run");
+    assert_eq!(run.status(), RunStatus::Interrupted);
+    let child = child_of(&engine.ledger(&parent).await.expect("ledger"));
+    let child_run = engine.load_run(&child).await.expect("child");
+    assert_eq!(child_run.status(), RunStatus::Interrupted);
+    assert_eq!(
+        count(&engine.ledger(&child).await.expect("ledger"), "interrupt"),
+        1
+    );
+    // Resuming the parent resumes the child first; both end, the tool ran once.
+    let run = engine.resume(&parent).await.expect("resumed");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(probe.calls(), 1);
+    assert_eq!(
+        engine.load_run(&child).await.expect("child").status(),
+        RunStatus::Completed
+    );
+    engine
+        .verify_tree(&parent)
+        .await
+        .expect("the tree verifies");
+}

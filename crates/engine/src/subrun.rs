@@ -142,7 +142,11 @@ pub(crate) fn apply(
 
 /// The child's driver and the guard marking it driven, or the child already over.
 enum Opened {
-    Driver(Box<Driver>, ActiveGuard),
+    Driver(
+        Box<Driver>,
+        ActiveGuard,
+        Option<mpsc::UnboundedSender<Control>>,
+    ),
     Ended(Box<Run>),
     Paused {
         question: String,
@@ -278,14 +282,13 @@ impl Driver {
         answer: Option<&'a str>,
     ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'a>> {
         Box::pin(async move {
-            let (child_tx, controls) = self.child_controls();
-            let opened = self.open_child(&open, answer, controls).await?;
+            let opened = self.open_child(&open, answer).await?;
             let run = match opened {
                 Opened::Ended(run) => *run,
                 Opened::Paused { question, options } => {
                     return self.pause_for(question, options).await;
                 }
-                Opened::Driver(child, guard) => {
+                Opened::Driver(child, guard, child_tx) => {
                     let run = self.drive_child(*child, child_tx).await;
                     drop(guard);
                     run?
@@ -333,8 +336,8 @@ impl Driver {
         &self,
         open: &OpenChild,
         answer: Option<&str>,
-        controls: Option<Controls>,
     ) -> Result<Opened, EngineError> {
+        let (tx, controls) = self.child_controls();
         let planner = match &open.planner {
             Some(name) => self.shared.planners.get(name).cloned(),
             None => None,
@@ -363,7 +366,7 @@ impl Driver {
             let link = self.link_for(open)?;
             driver.rec.record(link).await?;
         }
-        Ok(Opened::Driver(Box::new(driver), guard))
+        Ok(Opened::Driver(Box::new(driver), guard, tx))
     }
 
     async fn start_child(
@@ -392,7 +395,7 @@ impl Driver {
             policy: Arc::clone(&policy.value),
         };
         let link = self.link_for(open)?;
-        let (_, controls) = self.child_controls();
+        let (tx, controls) = self.child_controls();
         let mut driver = Driver::start(
             Arc::clone(&self.shared),
             policy,
@@ -404,7 +407,7 @@ impl Driver {
         driver.rec.record(link).await?;
         driver.rec.save().await?;
         driver.sub.planner = planner;
-        Ok(Opened::Driver(Box::new(driver), guard))
+        Ok(Opened::Driver(Box::new(driver), guard, tx))
     }
 
     /// The `child_of` entry for `open`: this run, its `child_started` entry, the depth.
