@@ -25,6 +25,9 @@ pub enum InDoubtPolicy {
     RetryAll,
 }
 
+/// How deep a tree of runs may grow by default: a root, its children, their children.
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+
 /// Engine-wide settings besides policies, tools and stores.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -52,7 +55,7 @@ impl Default for EngineConfig {
             inline_output_limit: 64 * 1024,
             event_capacity: 256,
             skills: Vec::new(),
-            max_depth: crate::subrun::DEFAULT_MAX_DEPTH,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }

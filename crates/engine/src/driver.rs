@@ -50,7 +50,7 @@ pub(crate) struct Driver {
     pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
-    pub(crate) sub: crate::subrun::SubState,
+    pub(crate) sub: crate::children::SubState,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -119,7 +119,7 @@ impl Driver {
             prepaid: false,
             attempt_tx,
             attempt_rx,
-            sub: crate::subrun::SubState::default(),
+            sub: crate::children::SubState::default(),
         }
     }
 

@@ -96,7 +96,7 @@ pub(crate) struct Projection {
     /// How many entries were applied (`run_started` included): the index the next one has.
     applied: usize,
     /// The run's place in a tree of runs: its open child, its parent.
-    pub(crate) tree: crate::subrun::Tree,
+    pub(crate) tree: crate::children::Tree,
 }
 
 impl Projection {
@@ -122,7 +122,7 @@ impl Projection {
             failed: None,
             unsettled: None,
             applied: 1,
-            tree: crate::subrun::Tree::default(),
+            tree: crate::children::Tree::default(),
         })
     }
 
@@ -390,7 +390,7 @@ impl Projection {
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }
-            | EntryKind::ChildOf { .. } => crate::subrun::apply(&mut self.tree, run, kind, at)?,
+            | EntryKind::ChildOf { .. } => crate::children::apply(&mut self.tree, run, kind, at)?,
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });
             }
