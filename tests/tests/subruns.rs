@@ -570,3 +570,49 @@ async fn a_graceful_interrupt_of_the_parent_reaches_the_child_and_resume_continu
         .await
         .expect("the tree verifies");
 }
+
+#[tokio::test]
+async fn a_paused_child_answered_directly_keeps_its_planner_and_its_parent_settles_it() {
+    let mut steps = walk_to(State::Explore);
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::ask_human("go on?", ["yes", "no"]),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::transition(State::Decide, "answered"),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::finish("child", json!("asked")),
+    ));
+    let engine = parent_builder(Decision::delegate_to("asker", "ask", calls(1), "split"))
+        .planner_named("asker", ScriptedPlanner::new(steps))
+        .build()
+        .expect("engine");
+    let run = engine.run("Delegate a question").await.expect("run");
+    let child = child_of(&engine.ledger(run.id()).await.expect("ledger"));
+    // Answered directly, the child is driven by its own planner, not the parent's script.
+    let child_run = engine
+        .resume_with_input(&child, "yes")
+        .await
+        .expect("child resumed");
+    assert_eq!(
+        child_run.status(),
+        RunStatus::Completed,
+        "{:?}",
+        child_run.failure()
+    );
+    assert_eq!(child_run.summary(), Some("child"));
+    // The parent, answered in turn, finds its child ended and settles it.
+    let run = engine
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("parent resumed");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(child_evidence(&run).len(), 1);
+    engine
+        .verify_tree(run.id())
+        .await
+        .expect("the tree verifies");
+}

@@ -52,6 +52,21 @@ impl Driver {
         self.sub.planner.as_ref().unwrap_or(&self.shared.planner)
     }
 
+    /// A child run is driven by the planner its `child_of` entry names, however it is
+    /// resumed (through its parent, or directly).
+    pub(crate) fn adopt_planner(&mut self) {
+        if let Some(name) = self
+            .rec
+            .proj
+            .tree
+            .link
+            .as_ref()
+            .and_then(|l| l.planner.as_ref())
+        {
+            self.sub.planner = self.shared.planners.get(name).cloned();
+        }
+    }
+
     /// Applies a `delegate` decision: checks it, carves the budget, records
     /// `child_started` (durably), and drives the child to its end.
     pub(crate) async fn delegate(
