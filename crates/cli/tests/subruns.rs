@@ -81,6 +81,13 @@ fn a_delegating_scenario_validates_runs_and_verifies_as_a_tree() {
     rein_in(&scratch, &["inspect", &root, "--tree"])
         .expect_code(0)
         .stdout_has(&["flowchart TD", &root, &child, "tool_calls 1"]);
+    // The run's own path notes the child where it ended.
+    rein_in(&scratch, &["inspect", &root])
+        .expect_code(0)
+        .stdout_has(&[
+            "stateDiagram-v2",
+            &format!("child {} ✓ steps 4, tool_calls 1", &child[..8]),
+        ]);
     rein_in(&scratch, &["inspect", &root, "--tree", "--format", "dot"])
         .expect_code(0)
         .stdout_has(&["digraph runs", "run0 -> run1"]);

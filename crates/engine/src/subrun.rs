@@ -202,10 +202,15 @@ impl Driver {
             match run.status() {
                 RunStatus::Completed | RunStatus::Failed => self.end_child(&run).await,
                 RunStatus::Paused => {
+                    // A child paused without a question of its own (none today) still
+                    // pauses its parent with one that says where the tree waits.
                     let (question, options) = run
                         .pending_question()
-                        .map(|p| (p.question.clone(), p.options.clone()))
-                        .unwrap_or_default();
+                        .filter(|p| !p.question.trim().is_empty())
+                        .map_or_else(
+                            || (format!("child run {} is paused", run.id()), Vec::new()),
+                            |p| (p.question.clone(), p.options.clone()),
+                        );
                     self.pause_for(question, options).await
                 }
                 _ => {
