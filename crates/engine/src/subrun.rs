@@ -87,7 +87,7 @@ impl Driver {
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
         }
-        let depth = self.rec.proj.tree.depth() + 1;
+        let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
         if depth > limit {
             return self
@@ -341,7 +341,7 @@ impl Driver {
         Ok(EntryKind::ChildOf {
             parent: self.rec.proj.run.id().clone(),
             parent_head: started,
-            depth: self.rec.proj.tree.depth() + 1,
+            depth: self.rec.proj.tree.depth().saturating_add(1),
             planner: open.planner.clone(),
         })
     }
