@@ -616,3 +616,66 @@ async fn a_paused_child_answered_directly_keeps_its_planner_and_its_parent_settl
         .await
         .expect("the tree verifies");
 }
+
+/// A parent with `limit` tool calls delegates `carve` of them (after `before` calls of its
+/// own) to a child that tries `tries` calls: what ran, and what the parent used.
+async fn carve_case(limit: u64, before: u64, carve: u64, tries: u64) -> (usize, u64, RunStatus) {
+    let (read, probe) = echo("read", Annotations::read_only());
+    let mut parent = Vec::new();
+    for n in 0..before {
+        parent.push(Decision::call_tool("read", json!({"parent": n}), "own"));
+    }
+    parent.push(Decision::delegate_to("child", "sub", calls(carve), "split"));
+    let child = (0..tries)
+        .map(|n| Decision::call_tool("read", json!({"child": n}), "try"))
+        .collect();
+    let engine = Engine::builder()
+        .planner(script(parent, "parent"))
+        .planner_named("child", script(child, "child"))
+        .tool(read)
+        .budget("tool_calls", limit)
+        .build()
+        .expect("engine");
+    let run = engine.run("Carve").await.expect("run");
+    engine
+        .verify_tree(run.id())
+        .await
+        .expect("the tree verifies");
+    (
+        probe.calls(),
+        run.usage().used(&BudgetName::TOOL_CALLS),
+        run.status(),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Whatever the limit, the parent's own spending, the carve and the child's appetite:
+    /// the child never runs more than was carved, the parent never goes over its limit, and
+    /// a carve larger than what is left starts nothing.
+    #[test]
+    fn a_child_never_spends_more_than_its_carve_nor_a_tree_more_than_its_root_limit(
+        limit in 0u64..6,
+        before in 0u64..4,
+        carve in 0u64..8,
+        tries in 0u64..8,
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let (ran, used, status) = rt.block_on(carve_case(limit, before, carve, tries));
+        let own = before.min(limit);
+        let left = limit - own;
+        proptest::prop_assert!(used <= limit, "used {used} of {limit}");
+        proptest::prop_assert_eq!(ran as u64, used);
+        if before > limit {
+            // The parent ran out before it could delegate.
+            proptest::prop_assert_eq!(status, RunStatus::Failed);
+        } else if carve > left {
+            proptest::prop_assert_eq!(used, own, "a refused carve starts no child");
+            proptest::prop_assert_eq!(status, RunStatus::Failed);
+        } else {
+            proptest::prop_assert_eq!(used, own + tries.min(carve));
+            proptest::prop_assert_eq!(status, RunStatus::Completed);
+        }
+    }
+}
