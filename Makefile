@@ -86,11 +86,11 @@ run:
 # store faults, policy bypasses, the shell guard, property tests, the fuzz corpus replay, and
 # the crash test with 12 kills per scenario.
 reliability:
-	$(CARGO) test --workspace --test hostile --test faults --test bypass --test shell --test properties --test fuzz_replay --test crash -- --nocapture
+	$(CARGO) test --workspace --test hostile --test faults --test bypass --test shell --test properties --test fuzz_replay --test crash --test crash_subruns -- --nocapture
 
 # SIGKILL `rein run`/`rein resume` at seeded random points, CRASH_KILLS times per scenario.
 crash-test:
-	REIN_CRASH_KILLS=$(CRASH_KILLS) REIN_CRASH_SEED=$(CRASH_SEED) $(CARGO) test --workspace --test crash -- --nocapture
+	REIN_CRASH_KILLS=$(CRASH_KILLS) REIN_CRASH_SEED=$(CRASH_SEED) $(CARGO) test --workspace --test crash --test crash_subruns -- --nocapture
 
 # Real fuzzing, bounded: each target for FUZZ_TIME seconds, new inputs kept in fuzz/corpus/.
 # cargo-fuzz is installed at a pinned version into target/tools (once; ~30 s), so nothing

@@ -517,3 +517,165 @@ async fn a_child_ledger_changed_after_its_end_breaks_the_tree() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_graceful_interrupt_of_the_parent_reaches_the_child_and_resume_continues_both() {
+    let (slow, gate, probe) = support::gated("slow", Annotations::read_only());
+    let child = script(
+        vec![Decision::call_tool("slow", json!({}), "wait for it")],
+        "child",
+    );
+    let engine = parent_builder(Decision::delegate_to("child", "sub", calls(2), "split"))
+        .tool(slow)
+        .planner_named("child", child)
+        .build()
+        .expect("engine");
+    let handle = engine
+        .start("Delegate and interrupt")
+        .await
+        .expect("started");
+    let parent = handle.id().clone();
+    let mut events = handle.subscribe();
+    gate.entered().await;
+    handle.interrupt();
+    // Once the parent has recorded the interrupt, it has forwarded it to the child.
+    while let Some(event) = events.next().await {
+        if let RunEvent::Recorded(entry) = event
+            && *entry.run_id() == parent
+            && matches!(entry.event(), EntryKind::Interrupt { .. })
+        {
+            break;
+        }
+    }
+    gate.release();
+    let run = handle.await.expect("run");
+    assert_eq!(run.status(), RunStatus::Interrupted);
+    let child = child_of(&engine.ledger(&parent).await.expect("ledger"));
+    let child_run = engine.load_run(&child).await.expect("child");
+    assert_eq!(child_run.status(), RunStatus::Interrupted);
+    assert_eq!(
+        count(&engine.ledger(&child).await.expect("ledger"), "interrupt"),
+        1
+    );
+    // Resuming the parent resumes the child first; both end, the tool ran once.
+    let run = engine.resume(&parent).await.expect("resumed");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(probe.calls(), 1);
+    assert_eq!(
+        engine.load_run(&child).await.expect("child").status(),
+        RunStatus::Completed
+    );
+    engine
+        .verify_tree(&parent)
+        .await
+        .expect("the tree verifies");
+}
+
+#[tokio::test]
+async fn a_paused_child_answered_directly_keeps_its_planner_and_its_parent_settles_it() {
+    let mut steps = walk_to(State::Explore);
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::ask_human("go on?", ["yes", "no"]),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::transition(State::Decide, "answered"),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::finish("child", json!("asked")),
+    ));
+    let engine = parent_builder(Decision::delegate_to("asker", "ask", calls(1), "split"))
+        .planner_named("asker", ScriptedPlanner::new(steps))
+        .build()
+        .expect("engine");
+    let run = engine.run("Delegate a question").await.expect("run");
+    let child = child_of(&engine.ledger(run.id()).await.expect("ledger"));
+    // Answered directly, the child is driven by its own planner, not the parent's script.
+    let child_run = engine
+        .resume_with_input(&child, "yes")
+        .await
+        .expect("child resumed");
+    assert_eq!(
+        child_run.status(),
+        RunStatus::Completed,
+        "{:?}",
+        child_run.failure()
+    );
+    assert_eq!(child_run.summary(), Some("child"));
+    // The parent, answered in turn, finds its child ended and settles it.
+    let run = engine
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("parent resumed");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    assert_eq!(child_evidence(&run).len(), 1);
+    engine
+        .verify_tree(run.id())
+        .await
+        .expect("the tree verifies");
+}
+
+/// A parent with `limit` tool calls delegates `carve` of them (after `before` calls of its
+/// own) to a child that tries `tries` calls: what ran, and what the parent used.
+async fn carve_case(limit: u64, before: u64, carve: u64, tries: u64) -> (usize, u64, RunStatus) {
+    let (read, probe) = echo("read", Annotations::read_only());
+    let mut parent = Vec::new();
+    for n in 0..before {
+        parent.push(Decision::call_tool("read", json!({"parent": n}), "own"));
+    }
+    parent.push(Decision::delegate_to("child", "sub", calls(carve), "split"));
+    let child = (0..tries)
+        .map(|n| Decision::call_tool("read", json!({"child": n}), "try"))
+        .collect();
+    let engine = Engine::builder()
+        .planner(script(parent, "parent"))
+        .planner_named("child", script(child, "child"))
+        .tool(read)
+        .budget("tool_calls", limit)
+        .build()
+        .expect("engine");
+    let run = engine.run("Carve").await.expect("run");
+    engine
+        .verify_tree(run.id())
+        .await
+        .expect("the tree verifies");
+    (
+        probe.calls(),
+        run.usage().used(&BudgetName::TOOL_CALLS),
+        run.status(),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Whatever the limit, the parent's own spending, the carve and the child's appetite:
+    /// the child never runs more than was carved, the parent never goes over its limit, and
+    /// a carve larger than what is left starts nothing.
+    #[test]
+    fn a_child_never_spends_more_than_its_carve_nor_a_tree_more_than_its_root_limit(
+        limit in 0u64..6,
+        before in 0u64..4,
+        carve in 0u64..8,
+        tries in 0u64..8,
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        let (ran, used, status) = rt.block_on(carve_case(limit, before, carve, tries));
+        let own = before.min(limit);
+        let left = limit - own;
+        proptest::prop_assert!(used <= limit, "used {used} of {limit}");
+        proptest::prop_assert_eq!(ran as u64, used);
+        if before > limit {
+            // The parent ran out before it could delegate.
+            proptest::prop_assert_eq!(status, RunStatus::Failed);
+        } else if carve > left {
+            proptest::prop_assert_eq!(used, own, "a refused carve starts no child");
+            proptest::prop_assert_eq!(status, RunStatus::Failed);
+        } else {
+            proptest::prop_assert_eq!(used, own + tries.min(carve));
+            proptest::prop_assert_eq!(status, RunStatus::Completed);
+        }
+    }
+}

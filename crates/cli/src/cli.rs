@@ -240,7 +240,7 @@ pub(crate) enum LedgerCommand {
     #[command(
         after_help = "Examples:\n  rein ledger verify 0193c6a2-...\n  rein ledger verify .rein/ledgers/0193c6a2-....jsonl\n\nExit codes: 0 verified, 2 no such run or not a ledger, 4 verification failed."
     )]
-    Verify(LedgerArgs),
+    Verify(LedgerVerifyArgs),
     /// Print a ledger as a timeline: seq, time, state, what happened.
     #[command(
         after_help = "Examples:\n  rein ledger show 0193c6a2-...\n  rein ledger show 0193c6a2-... --json | jq '.[] | .event.type'"
@@ -256,6 +256,17 @@ pub(crate) struct LedgerArgs {
     pub(crate) target: String,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+}
+
+/// `rein ledger verify`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerVerifyArgs {
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+    /// Also verify the child runs it delegated to, all the way down: each child's ledger,
+    /// and that it ends exactly at the head its parent recorded.
+    #[arg(long)]
+    pub(crate) tree: bool,
 }
 
 /// `rein ledger show`.
@@ -285,13 +296,17 @@ pub(crate) struct InspectArgs {
     #[arg(long, value_enum, default_value_t = Format::Mermaid)]
     pub(crate) format: Format,
     /// Print the exact request body step STEP's model call sent, rebuilt from the ledger
-    /// and checked against the hash it recorded (needs --scenario).
-    #[arg(long, value_name = "STEP", requires = "scenario")]
+    /// and checked against the hash it recorded.
+    #[arg(long, value_name = "STEP")]
     pub(crate) prompt: Option<u32>,
     /// The scenario file the run was started from (its planner configuration); default: the
     /// copy `rein run` saved in the data directory.
     #[arg(long, value_name = "SCENARIO", requires = "prompt")]
     pub(crate) scenario: Option<PathBuf>,
+    /// Draw the tree of runs instead: the run and the child runs it delegated to, each
+    /// edge labelled with what the child spent.
+    #[arg(long, conflicts_with = "policy")]
+    pub(crate) tree: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
 }

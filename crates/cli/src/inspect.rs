@@ -136,6 +136,18 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
                 link.size,
                 link.id.get(..12).unwrap_or(&link.id)
             )),
+            EntryKind::ChildEnded {
+                child,
+                outcome,
+                spent,
+                ..
+            } => visit.notes.push(format!(
+                // The id's first characters: notes are cut at a few dozen.
+                "child {} {} {}",
+                child.as_str().chars().take(8).collect::<String>(),
+                if outcome.is_completed() { "✓" } else { "✗" },
+                crate::tree::spend(spent)
+            )),
             _ => {}
         }
     }

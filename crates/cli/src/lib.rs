@@ -39,6 +39,7 @@ mod locate;
 mod render;
 mod scenario;
 mod tools;
+mod tree;
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -464,6 +464,9 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
     if !attachments.is_empty() {
         let _ = writeln!(out, "  artifacts  {}", attachments.join(", "));
     }
+    for line in crate::tree::child_lines(&ledger.entries) {
+        let _ = writeln!(out, "  child      {line}");
+    }
     let policy = PolicySnapshot::from_value(run.policy()).ok();
     let mut limits = policy
         .as_ref()

@@ -28,7 +28,7 @@ use crate::tools::ToolTable;
 pub struct EngineBuilder {
     tools: Vec<SharedTool>,
     planner: Option<Arc<dyn DynPlanner>>,
-    planners: crate::subrun::Planners,
+    planners: crate::shared::Planners,
     approver: Option<Arc<dyn DynApprover>>,
     runs: Option<Arc<dyn DynRunStore>>,
     ledgers: Option<Arc<dyn DynLedgerStore>>,
@@ -48,7 +48,7 @@ impl Default for EngineBuilder {
         Self {
             tools: Vec::new(),
             planner: None,
-            planners: crate::subrun::Planners::new(),
+            planners: crate::shared::Planners::new(),
             approver: None,
             runs: None,
             ledgers: None,

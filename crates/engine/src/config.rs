@@ -25,6 +25,9 @@ pub enum InDoubtPolicy {
     RetryAll,
 }
 
+/// How deep a tree of runs may grow by default: a root, its children, their children.
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+
 /// Engine-wide settings besides policies, tools and stores.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -59,7 +62,7 @@ impl Default for EngineConfig {
             skills: Vec::new(),
             max_batch: 64,
             batch_concurrency: 8,
-            max_depth: crate::subrun::DEFAULT_MAX_DEPTH,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }

@@ -55,7 +55,7 @@ pub(crate) struct Driver {
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
-    pub(crate) sub: crate::subrun::SubState,
+    pub(crate) sub: crate::children::SubState,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -129,7 +129,7 @@ impl Driver {
             attempt_rx,
             plan_link,
             plan_rx,
-            sub: crate::subrun::SubState::default(),
+            sub: crate::children::SubState::default(),
         }
     }
 

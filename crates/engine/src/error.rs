@@ -287,7 +287,7 @@ pub enum EngineError {
         child: RunId,
         /// Which link is broken.
         #[source]
-        reason: crate::tree::TreeError,
+        reason: TreeError,
     },
 }
 
@@ -626,4 +626,32 @@ pub enum ProjectionError {
         /// The child the entry names.
         entry: RunId,
     },
+}
+
+/// Why a tree of runs does not verify: a link between a parent and its child is broken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeError {
+    /// The parent recorded the child's end at one head; the child's ledger ends elsewhere.
+    #[error(
+        "the parent recorded the child's ledger ending at {recorded}, but it ends at {}; the \
+         child's ledger was cut, extended or replaced after it ended",
+        found.map_or_else(|| "no entry".to_owned(), |h| h.to_string())
+    )]
+    HeadMismatch {
+        /// The head the parent recorded.
+        recorded: LedgerHead,
+        /// The head the child's ledger has.
+        found: Option<LedgerHead>,
+    },
+    /// The child's ledger does not name this parent (and its `child_started` entry) in
+    /// its `child_of` entry.
+    #[error("the child's ledger does not name this parent's child_started entry {started}")]
+    NotLinked {
+        /// The parent's `child_started` entry.
+        started: LedgerHead,
+    },
+    /// The parent recorded the child's end, but the child's ledger is gone.
+    #[error("the parent recorded the child's end, but no ledger of the child is stored")]
+    Missing,
 }

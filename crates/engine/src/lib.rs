@@ -37,6 +37,7 @@ mod attempts;
 mod batch;
 mod builder;
 mod call;
+mod children;
 mod clock;
 mod config;
 mod deadline;
@@ -66,14 +67,15 @@ mod tree;
 
 pub use builder::EngineBuilder;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
-pub use config::{EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
+pub use config::{DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, OnToolError, OnViolation};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
-pub use error::{BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
+pub use error::{
+    BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError, TreeError,
+};
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;
 pub use spec::RunSpec;
-pub use subrun::DEFAULT_MAX_DEPTH;
-pub use tree::{RunTree, TreeError};
+pub use tree::RunTree;

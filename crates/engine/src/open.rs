@@ -242,6 +242,7 @@ pub(crate) async fn reopen(
         ));
     }
     let mut driver = Driver::new(Arc::clone(shared), policy, proj, loaded.ledger, controls);
+    driver.adopt_planner();
     if let Some(answer) = answer {
         driver
             .rec

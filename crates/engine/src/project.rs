@@ -149,7 +149,7 @@ pub(crate) struct Projection {
     /// The current `call_tools` batch, while not every call of it is settled.
     pub(crate) batch: Option<BatchTrack>,
     /// The run's place in a tree of runs: its open child, its parent.
-    pub(crate) tree: crate::subrun::Tree,
+    pub(crate) tree: crate::children::Tree,
 }
 
 impl Projection {
@@ -177,7 +177,7 @@ impl Projection {
             applied: 1,
             model: crate::plan_link::ModelProgress::default(),
             batch: None,
-            tree: crate::subrun::Tree::default(),
+            tree: crate::children::Tree::default(),
         })
     }
 
@@ -465,7 +465,7 @@ impl Projection {
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }
-            | EntryKind::ChildOf { .. } => crate::subrun::apply(&mut self.tree, run, kind, at)?,
+            | EntryKind::ChildOf { .. } => crate::children::apply(&mut self.tree, run, kind, at)?,
             other => {
                 return Err(ProjectionError::UnknownKind { kind: other.name() });
             }

@@ -56,13 +56,16 @@ impl RunPolicy {
     }
 }
 
+/// The planners a builder registered by name, for delegations that name one.
+pub(crate) type Planners = std::collections::HashMap<String, Arc<dyn DynPlanner>>;
+
 /// What every run of an engine shares. Read-only after build, except the set of runs being
 /// driven (touched once when a run starts and once when it stops, never per step).
 pub(crate) struct Shared {
     pub(crate) tools: ToolTable,
     pub(crate) planner: Arc<dyn DynPlanner>,
     /// Planners a delegation may name, by name.
-    pub(crate) planners: crate::subrun::Planners,
+    pub(crate) planners: Planners,
     pub(crate) approver: Option<Arc<dyn DynApprover>>,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) ledgers: Arc<dyn DynLedgerStore>,

@@ -10,19 +10,19 @@
 //! cancellation token is a child of the parent's); a graceful interrupt and steering notes
 //! are forwarded to it; a narrowing waits until the child is settled.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
-    BudgetExhausted, ChildOutcome, DynPlanner, EvidenceKind, Failure, FailureKind, LedgerHead, Run,
-    RunId, RunStatus, Spend, Timestamp,
+    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, Run, RunId,
+    RunStatus, Spend,
 };
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError, Rejection};
 use crate::handle::{Control, Controls};
@@ -30,119 +30,13 @@ use crate::narrow::PolicyNarrowing;
 use crate::open;
 use crate::shared::{ActiveGuard, RunPolicy};
 
-/// How deep a tree of runs may grow by default: a root, its children, their children.
-pub const DEFAULT_MAX_DEPTH: u32 = 2;
-
-/// What a run's ledger says about its place in a tree (kept by the projection).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Tree {
-    /// The child started and not yet ended, if any.
-    pub(crate) open: Option<OpenChild>,
-    /// This run's parent, when it is a child.
-    pub(crate) link: Option<ParentLink>,
-}
-
-/// A child the ledger shows started and not ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct OpenChild {
-    pub(crate) child: RunId,
-    pub(crate) goal: String,
-    pub(crate) carved: Spend,
-    pub(crate) planner: Option<String>,
-}
-
-/// This run's parent, from its `child_of` entry.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ParentLink {
-    pub(crate) depth: u32,
-    pub(crate) planner: Option<String>,
-}
-
-impl Tree {
-    /// This run's depth in its tree (the root is 0).
-    pub(crate) fn depth(&self) -> u32 {
-        self.link.as_ref().map_or(0, |l| l.depth)
-    }
-}
-
-/// What the driver keeps for sub-runs: the planner a child is driven by, and a child to
-/// settle first when the run was reopened with one open.
-#[derive(Default)]
-pub(crate) struct SubState {
-    pub(crate) planner: Option<Arc<dyn DynPlanner>>,
-    pub(crate) resume: Option<(OpenChild, Option<String>)>,
-}
-
-/// What the tree entries do to a run (called by the projection).
-pub(crate) fn apply(
-    tree: &mut Tree,
-    run: &mut Run,
-    kind: &EntryKind,
-    at: Timestamp,
-) -> Result<(), ProjectionError> {
-    match kind {
-        EntryKind::ChildStarted {
-            child,
-            goal,
-            carved,
-            planner,
-        } => {
-            if let Some(open) = &tree.open {
-                return Err(ProjectionError::ChildMismatch {
-                    open: Some(open.child.clone()),
-                    entry: child.clone(),
-                });
-            }
-            tree.open = Some(OpenChild {
-                child: child.clone(),
-                goal: goal.clone(),
-                carved: carved.clone(),
-                planner: planner.clone(),
-            });
-        }
-        EntryKind::ChildEnded {
-            child,
-            outcome,
-            spent,
-            ..
-        } => {
-            if tree.open.as_ref().is_none_or(|open| open.child != *child) {
-                return Err(ProjectionError::ChildMismatch {
-                    open: tree.open.as_ref().map(|o| o.child.clone()),
-                    entry: child.clone(),
-                });
-            }
-            tree.open = None;
-            // What the child spent is charged whatever the parent's limits say now: it was
-            // spent, within the carve, and a budget never under-counts.
-            let usage = run.usage_mut()?;
-            for (name, &amount) in spent {
-                let charge = usage.reserve(name, amount, None)?;
-                usage.commit(charge);
-            }
-            run.add_evidence(
-                EvidenceKind::Child {
-                    child: child.clone(),
-                    outcome: outcome.clone(),
-                    spent: spent.clone(),
-                },
-                at,
-            )?;
-        }
-        EntryKind::ChildOf { depth, planner, .. } => {
-            tree.link = Some(ParentLink {
-                depth: *depth,
-                planner: planner.clone(),
-            });
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
 /// The child's driver and the guard marking it driven, or the child already over.
 enum Opened {
-    Driver(Box<Driver>, ActiveGuard),
+    Driver(
+        Box<Driver>,
+        ActiveGuard,
+        Option<mpsc::UnboundedSender<Control>>,
+    ),
     Ended(Box<Run>),
     Paused {
         question: String,
@@ -153,6 +47,21 @@ enum Opened {
 type DriveFuture = Pin<Box<dyn Future<Output = Result<Run, EngineError>> + Send>>;
 
 impl Driver {
+    /// A child run is driven by the planner its `child_of` entry names, however it is
+    /// resumed (through its parent, or directly).
+    pub(crate) fn adopt_planner(&mut self) {
+        if let Some(name) = self
+            .rec
+            .proj
+            .tree
+            .link
+            .as_ref()
+            .and_then(|l| l.planner.as_ref())
+        {
+            self.sub.planner = self.shared.planners.get(name).cloned();
+        }
+    }
+
     /// Applies a `delegate` decision: checks it, carves the budget, records
     /// `child_started` (durably), and drives the child to its end.
     pub(crate) async fn delegate(
@@ -173,7 +82,7 @@ impl Driver {
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
         }
-        let depth = self.rec.proj.tree.depth() + 1;
+        let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
         if depth > limit {
             return self
@@ -273,14 +182,13 @@ impl Driver {
         answer: Option<&'a str>,
     ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'a>> {
         Box::pin(async move {
-            let (child_tx, controls) = self.child_controls();
-            let opened = self.open_child(&open, answer, controls).await?;
+            let opened = self.open_child(&open, answer).await?;
             let run = match opened {
                 Opened::Ended(run) => *run,
                 Opened::Paused { question, options } => {
                     return self.pause_for(question, options).await;
                 }
-                Opened::Driver(child, guard) => {
+                Opened::Driver(child, guard, child_tx) => {
                     let run = self.drive_child(*child, child_tx).await;
                     drop(guard);
                     run?
@@ -289,10 +197,15 @@ impl Driver {
             match run.status() {
                 RunStatus::Completed | RunStatus::Failed => self.end_child(&run).await,
                 RunStatus::Paused => {
+                    // A child paused without a question of its own (none today) still
+                    // pauses its parent with one that says where the tree waits.
                     let (question, options) = run
                         .pending_question()
-                        .map(|p| (p.question.clone(), p.options.clone()))
-                        .unwrap_or_default();
+                        .filter(|p| !p.question.trim().is_empty())
+                        .map_or_else(
+                            || (format!("child run {} is paused", run.id()), Vec::new()),
+                            |p| (p.question.clone(), p.options.clone()),
+                        );
                     self.pause_for(question, options).await
                 }
                 _ => {
@@ -328,8 +241,8 @@ impl Driver {
         &self,
         open: &OpenChild,
         answer: Option<&str>,
-        controls: Option<Controls>,
     ) -> Result<Opened, EngineError> {
+        let (tx, controls) = self.child_controls();
         let planner = match &open.planner {
             Some(name) => self.shared.planners.get(name).cloned(),
             None => None,
@@ -358,7 +271,7 @@ impl Driver {
             let link = self.link_for(open)?;
             driver.rec.record(link).await?;
         }
-        Ok(Opened::Driver(Box::new(driver), guard))
+        Ok(Opened::Driver(Box::new(driver), guard, tx))
     }
 
     async fn start_child(
@@ -387,7 +300,7 @@ impl Driver {
             policy: Arc::clone(&policy.value),
         };
         let link = self.link_for(open)?;
-        let (_, controls) = self.child_controls();
+        let (tx, controls) = self.child_controls();
         let mut driver = Driver::start(
             Arc::clone(&self.shared),
             policy,
@@ -399,7 +312,7 @@ impl Driver {
         driver.rec.record(link).await?;
         driver.rec.save().await?;
         driver.sub.planner = planner;
-        Ok(Opened::Driver(Box::new(driver), guard))
+        Ok(Opened::Driver(Box::new(driver), guard, tx))
     }
 
     /// The `child_of` entry for `open`: this run, its `child_started` entry, the depth.
@@ -423,7 +336,7 @@ impl Driver {
         Ok(EntryKind::ChildOf {
             parent: self.rec.proj.run.id().clone(),
             parent_head: started,
-            depth: self.rec.proj.tree.depth() + 1,
+            depth: self.rec.proj.tree.depth().saturating_add(1),
             planner: open.planner.clone(),
         })
     }
@@ -536,6 +449,3 @@ async fn child_head(driver: &Driver, id: &RunId) -> Result<LedgerHead, EngineErr
         .head()
         .ok_or_else(|| EngineError::RunNotFound { id: id.clone() })
 }
-
-/// The planners a builder registered by name.
-pub(crate) type Planners = HashMap<String, Arc<dyn DynPlanner>>;

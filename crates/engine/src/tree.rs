@@ -5,7 +5,7 @@ use rein_ledger::{EntryKind, Ledger};
 use rein_run::{LedgerHead, RunId, RunStatus, Spend};
 
 use crate::engine::Engine;
-use crate::error::EngineError;
+use crate::error::{EngineError, TreeError};
 use crate::open;
 
 /// A run and its children, as their ledgers link them, every ledger verified: from
@@ -31,34 +31,6 @@ impl RunTree {
     pub fn runs(&self) -> Box<dyn Iterator<Item = &Self> + '_> {
         Box::new(std::iter::once(self).chain(self.children.iter().flat_map(Self::runs)))
     }
-}
-
-/// Why a tree of runs does not verify: a link between a parent and its child is broken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TreeError {
-    /// The parent recorded the child's end at one head; the child's ledger ends elsewhere.
-    #[error(
-        "the parent recorded the child's ledger ending at {recorded}, but it ends at {}; the \
-         child's ledger was cut, extended or replaced after it ended",
-        found.map_or_else(|| "no entry".to_owned(), |h| h.to_string())
-    )]
-    HeadMismatch {
-        /// The head the parent recorded.
-        recorded: LedgerHead,
-        /// The head the child's ledger has.
-        found: Option<LedgerHead>,
-    },
-    /// The child's ledger does not name this parent (and its `child_started` entry) in
-    /// its `child_of` entry.
-    #[error("the child's ledger does not name this parent's child_started entry {started}")]
-    NotLinked {
-        /// The parent's `child_started` entry.
-        started: LedgerHead,
-    },
-    /// The parent recorded the child's end, but the child's ledger is gone.
-    #[error("the parent recorded the child's end, but no ledger of the child is stored")]
-    Missing,
 }
 
 impl Engine {

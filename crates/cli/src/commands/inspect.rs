@@ -39,6 +39,13 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected, data) = find_ledger(target, &data)?;
     let file = LedgerFile::read_verified(&path, expected.as_ref(), &data)?;
+    if args.tree
+        && let Some(id) = file.run_id(expected.as_ref())
+    {
+        let tree = crate::tree::read(&id, &file.entries, &data)?;
+        print!("{}", crate::tree::diagram(&tree, args.format));
+        return Ok(Exit::Ok);
+    }
     if let Some(step) = args.prompt {
         // The scenario the run was started from: as given, else the copy `rein run` saved
         // beside the run (its planner configuration is what the prompt is rebuilt from).
@@ -48,7 +55,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
             .filter(|path| path.is_file());
         let Some(scenario) = args.scenario.clone().or(saved) else {
             return Err(CliError::bad_input(
-                "--prompt needs the scenario the run was started from: the data directory has                  no copy of it, so give --scenario FILE",
+                "--prompt needs the scenario the run was started from: the data directory has no copy of it, so give --scenario FILE",
             ));
         };
         return super::prompt::prompt(step, &scenario, file.entries);

@@ -3,14 +3,15 @@
 use rein::Entry;
 
 use super::find_ledger;
-use crate::cli::{LedgerArgs, LedgerShowArgs};
+use crate::cli::{LedgerShowArgs, LedgerVerifyArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::ledger_file::LedgerFile;
 use crate::render::{describe, iso};
 
 /// `rein ledger verify`.
-pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
+pub(crate) fn verify(verify: &LedgerVerifyArgs) -> CliResult {
+    let args = &verify.ledger;
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected, data) = find_ledger(&args.target, &data)?;
     let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
@@ -35,6 +36,16 @@ pub(crate) fn verify(args: &LedgerArgs) -> CliResult {
                 println!("last hash {last}");
             }
             println!("{}", file.anchor.describe(&data));
+            if verify.tree
+                && let Some(id) = file.run_id(expected.as_ref())
+            {
+                let tree = crate::tree::read(&id, &file.entries, &data)?;
+                println!(
+                    "tree of {} runs: every ledger verified, every child ending at the head its parent recorded ✓",
+                    tree.size()
+                );
+                print!("{}", crate::tree::lines(&tree));
+            }
             Ok(Exit::Ok)
         }
         Err(broken) => Err(CliError::new(

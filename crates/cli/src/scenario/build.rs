@@ -41,6 +41,12 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
         PlannerDef::Scripted(steps) => builder.planner(ScriptedPlanner::new(steps.iter().cloned())),
         PlannerDef::Llm(def) => super::llm::with_planner(builder, def, &scenario.tools),
     };
+    for (name, steps) in &scenario.planners {
+        builder = builder.planner_named(name, ScriptedPlanner::new(steps.iter().cloned()));
+    }
+    if let Some(depth) = scenario.max_depth {
+        builder = builder.max_depth(depth);
+    }
     builder = match &scenario.approver {
         None => builder,
         Some(ApproverDef::Auto) => builder.approver(AutoApprover),

@@ -143,39 +143,57 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             &[]
         }
     };
-    for (i, step) in steps.iter().enumerate() {
-        let step_path = root.key("planner").key("scripted").index(i);
-        let decisions = [
-            ("decision", Some(step.decision())),
-            ("otherwise", step.otherwise()),
-        ];
-        // A call, or each call of a batch, with the path that names it.
-        let calls = decisions.into_iter().flat_map(|(field, decision)| {
-            let path = step_path.key(field);
-            let calls: Vec<_> = match decision {
-                Some(Decision::CallTool { tool, input, .. }) => vec![(path, tool, input)],
-                Some(Decision::CallTools { calls, .. }) => calls
-                    .iter()
-                    .enumerate()
-                    .map(|(j, c)| (path.key("calls").index(j), &c.tool, &c.input))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            calls
-        });
-        for (path, tool, input) in calls {
-            if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
-                warnings.push(format!(
-                    "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
-                ));
-            }
-            if tool.starts_with("fs.")
-                && let Some(file) = input.get("path").and_then(|p| p.as_str())
-                && let Err(why) = check_script_path(scenario.workspace.as_deref(), file)
-            {
-                return Err(at(path.key("input").key("path"), why).help(
-                    "the file tools take paths relative to the workspace and can never leave it",
-                ));
+    let scripts = std::iter::once((root.key("planner").key("scripted"), steps)).chain(
+        scenario
+            .planners
+            .iter()
+            .map(|(name, steps)| (root.key("planners").key(name.as_str()), steps.as_slice())),
+    );
+    for (script_path, steps) in scripts {
+        for (i, step) in steps.iter().enumerate() {
+            let step_path = script_path.index(i);
+            let decisions = [
+                ("decision", Some(step.decision())),
+                ("otherwise", step.otherwise()),
+            ];
+            for (field, decision) in decisions {
+                if let Some(Decision::Delegate {
+                    planner: Some(planner),
+                    ..
+                }) = decision
+                    && !scenario.planners.contains_key(planner)
+                {
+                    warnings.push(format!(
+                        "{} delegates to planner `{planner}`, which `planners` does not define; the engine will reject the delegation",
+                        step_path.key(field)
+                    ));
+                }
+                // A call, or each call of a batch, with the path that names it.
+                let path = step_path.key(field);
+                let calls: Vec<_> = match decision {
+                    Some(Decision::CallTool { tool, input, .. }) => vec![(path, tool, input)],
+                    Some(Decision::CallTools { calls, .. }) => calls
+                        .iter()
+                        .enumerate()
+                        .map(|(j, c)| (path.key("calls").index(j), &c.tool, &c.input))
+                        .collect(),
+                    _ => continue,
+                };
+                for (path, tool, input) in calls {
+                    if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
+                        warnings.push(format!(
+                            "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
+                        ));
+                    }
+                    if tool.starts_with("fs.")
+                        && let Some(file) = input.get("path").and_then(|p| p.as_str())
+                        && let Err(why) = check_script_path(scenario.workspace.as_deref(), file)
+                    {
+                        return Err(at(path.key("input").key("path"), why).help(
+                            "the file tools take paths relative to the workspace and can never leave it",
+                        ));
+                    }
+                }
             }
         }
     }

@@ -54,6 +54,13 @@ pub(crate) struct Scenario {
     /// scenario file: offered to the planner, loaded with the `skill.load` tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) skills: Option<PathBuf>,
+    /// Planners a `delegate` decision may name, each a script (as `planner.scripted`): the
+    /// child runs it delegates are driven by the one it names.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) planners: BTreeMap<String, Vec<ScriptStep>>,
+    /// How deep delegation may go: the run is at depth 0, its children at 1 (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_depth: Option<u32>,
     /// The data directory count files are confined to: set by the check from the command
     /// line, never read from or written to the file.
     #[serde(skip)]

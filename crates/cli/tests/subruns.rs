@@ -1,0 +1,148 @@
+//! Sub-runs from the command line: a scenario that delegates (named planners, `delegate`
+//! decisions) validates and runs; the summary shows what each child spent; `rein ledger
+//! verify --tree` verifies the whole tree and refuses a child ledger cut after its end;
+//! `rein inspect --tree` draws it.
+
+mod support;
+
+use support::{Outcome, Scratch, rein};
+
+const DELEGATING: &str = r#"{
+  "$schema": "../../crates/cli/schema/scenario.schema.json",
+  "goal": "Gather the notes through a helper run",
+  "policies": {"budgets": {"tool_calls": 5}},
+  "tools": [
+    {"fixture": "notes.read", "description": "Reads the notes", "annotations": {"read_only": true}, "behavior": {"output": {"notes": 3}}}
+  ],
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "delegate", "goal": "read the notes", "budget": {"tool_calls": 2}, "planner": "reader", "reason": "a helper reads"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "the helper is back"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "notes gathered", "result": {"ok": true}}}
+  ]},
+  "planners": {"reader": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "call_tool", "tool": "notes.read", "input": {}, "reason": "read"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "read"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "read them", "result": {"notes": 3}}}
+  ]}
+}"#;
+
+fn rein_in(scratch: &Scratch, args: &[&str]) -> Outcome {
+    Outcome::of(
+        &rein()
+            .args(args)
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Runs the delegating scenario: the root's id and its child's.
+fn delegated() -> (Scratch, String, String) {
+    let scratch = Scratch::new();
+    scratch.write("delegate.json", DELEGATING);
+    let outcome = scratch.run("delegate.json", &[]);
+    outcome.expect_code(0).stdout_has(&[
+        "completed ✓",
+        "child ",
+        "completed — read the notes — spent",
+    ]);
+    let line = outcome
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("child "))
+        .expect("a child line")
+        .to_owned();
+    assert!(line.contains("tool_calls 1"), "{line}");
+    let child = line
+        .split_whitespace()
+        .nth(1)
+        .expect("the child id")
+        .to_owned();
+    let ids = scratch.run_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let root = ids.into_iter().find(|id| *id != child).expect("the root");
+    (scratch, root, child)
+}
+
+#[test]
+fn a_delegating_scenario_validates_runs_and_verifies_as_a_tree() {
+    let (scratch, root, child) = delegated();
+    rein()
+        .args(["validate"])
+        .arg(scratch.scenario("delegate.json"))
+        .assert()
+        .success();
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(0)
+        .stdout_has(&["tree of 2 runs", &child, "tool_calls 1) ✓"]);
+    rein_in(&scratch, &["inspect", &root, "--tree"])
+        .expect_code(0)
+        .stdout_has(&["flowchart TD", &root, &child, "tool_calls 1"]);
+    // The run's own path notes the child where it ended.
+    rein_in(&scratch, &["inspect", &root])
+        .expect_code(0)
+        .stdout_has(&[
+            "stateDiagram-v2",
+            &format!("child {} ✓ steps 4, tool_calls 1", &child[..8]),
+        ]);
+    rein_in(&scratch, &["inspect", &root, "--tree", "--format", "dot"])
+        .expect_code(0)
+        .stdout_has(&["digraph runs", "run0 -> run1"]);
+}
+
+#[test]
+fn a_child_ledger_cut_after_its_end_fails_the_tree_but_not_the_parent() {
+    let (scratch, root, child) = delegated();
+    // Cut the child's last entry and its snapshot's memory of it: the child's own chain
+    // still verifies alone, but not against the head its parent recorded.
+    let path = scratch.ledger(&child);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let snapshot = scratch.data().join("runs").join(format!("{child}.json"));
+    let _ = std::fs::remove_file(snapshot);
+    rein_in(&scratch, &["ledger", "verify", &root])
+        .expect_code(0)
+        .stdout_has(&["verified ✓"]);
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(4)
+        .stderr_has(&[&root, &child, "ending at entry"]);
+}
+
+#[test]
+fn a_delegation_to_an_undefined_planner_is_a_warning_that_names_it() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "bad-delegate.json",
+        &DELEGATING.replace("\"planner\": \"reader\"", "\"planner\": \"nobody\""),
+    );
+    let outcome = Outcome::of(&rein().arg("validate").arg(&file).output().unwrap());
+    outcome
+        .expect_code(0)
+        .stderr_has(&["planner.scripted[1].decision", "`nobody`", "`planners`"]);
+}
+
+#[test]
+fn the_delegating_scenario_validates_against_the_published_schema() {
+    let outcome = Outcome::of(&rein().args(["schema", "scenario"]).output().unwrap());
+    outcome.expect_code(0);
+    let schema: serde_json::Value = serde_json::from_str(&outcome.stdout).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let scenario: serde_json::Value = serde_json::from_str(DELEGATING).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&scenario)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // A delegation without a goal is refused by the schema, as by rein.
+    let mut bad = scenario;
+    bad["planner"]["scripted"][1]["decision"]
+        .as_object_mut()
+        .unwrap()
+        .remove("goal");
+    assert!(!validator.is_valid(&bad));
+}
