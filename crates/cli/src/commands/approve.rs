@@ -2,16 +2,15 @@
 //! given from any process; the run then goes on, and the outcome is printed as `rein
 //! resume` prints it.
 
-use rein::{ApprovalResponse, EntryKind, Verdict};
+use rein::{ApprovalResponse, Verdict};
 
-use super::run::{Driven, finish};
-use super::{build_error, engine_error, run_id};
+use super::run::{Driven, Reopened, finish, reopen};
+use super::{engine_error, run_id};
 use crate::cli::ApproveArgs;
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult};
-use crate::ledger_file::LedgerFile;
 use crate::render::shell_word;
-use crate::scenario::{self, Setup};
+use crate::scenario;
 
 /// `rein approve`.
 pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
@@ -26,39 +25,11 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
             )));
         }
     }
-    let ledger_path = data.ledger(&id);
-    if !ledger_path.is_file() && !data.snapshot(&id).is_file() {
-        return Err(CliError::bad_input(format!(
-            "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
-            data.shown(),
-            shell_word(data.shown())
-        )));
-    }
-    let _lock = data.lock_run(&id).await?;
-    let scenario_path = data.scenario(&id);
-    if !scenario_path.is_file() {
-        return Err(CliError::bad_input(format!(
-            "run {id} has no stored scenario ({} is missing), so its tools and planner cannot be rebuilt; only runs started with `rein run` can be approved by the CLI",
-            scenario_path.display()
-        )));
-    }
-    let loaded = scenario::load(&scenario_path)?;
-    let setup = Setup {
-        workspace: None,
-        data_dir: Some(data.root().to_path_buf()),
-    };
-    let scenario = scenario::check(&loaded, &setup)?.scenario;
-    let ledger = LedgerFile::read_verified(&ledger_path, Some(&id), &data)?;
-    let approvals_used = ledger
-        .entries
-        .iter()
-        .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
-        .count();
-    let servers = scenario::mcp::connect(&scenario).await?;
-    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
-        .filesystem(data.root())
-        .build()
-        .map_err(|e| build_error(&e, &data))?;
+    let Reopened {
+        engine,
+        servers,
+        _lock,
+    } = reopen(&data, &id, "approved").await?;
     // Looking is touching: an approval past its timeout is denied here, and said so below.
     let pending = engine
         .pending_approval(&id)

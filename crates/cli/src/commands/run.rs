@@ -72,44 +72,11 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     data.require()?;
     let id = run_id(&args.run_id)?;
-    let ledger_path = data.ledger(&id);
-    // A run whose ledger is gone but whose snapshot is here is found, and refused below: its
-    // ledger falls short of its snapshot (exit 4).
-    if !ledger_path.is_file() && !data.snapshot(&id).is_file() {
-        return Err(CliError::bad_input(format!(
-            "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
-            data.shown(),
-            shell_word(data.shown())
-        )));
-    }
-    // Everything below reads the run as another `rein` driving it leaves it.
-    let _lock = data.lock_run(&id).await?;
-    let scenario_path = data.scenario(&id);
-    if !scenario_path.is_file() {
-        return Err(CliError::bad_input(format!(
-            "run {id} has no stored scenario ({} is missing), so its tools and planner cannot be rebuilt; only runs started with `rein run` can be resumed by the CLI",
-            scenario_path.display()
-        )));
-    }
-    let mut loaded = scenario::load(&scenario_path)?;
-    restore_secrets(&mut loaded, &data, &id)?;
-    let setup = Setup {
-        workspace: None,
-        data_dir: Some(data.root().to_path_buf()),
-    };
-    let scenario = scenario::check(&loaded, &setup)?.scenario;
-    // A scripted approver continues where the run's earlier processes left off.
-    let ledger = LedgerFile::read_verified(&ledger_path, Some(&id), &data)?;
-    let approvals_used = ledger
-        .entries
-        .iter()
-        .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
-        .count();
-    let servers = scenario::mcp::connect(&scenario).await?;
-    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
-        .filesystem(data.root())
-        .build()
-        .map_err(|e| build_error(&e, &data))?;
+    let Reopened {
+        engine,
+        servers,
+        _lock,
+    } = reopen(&data, &id, "resumed").await?;
     let mut ctrl_c = CtrlC::listen();
     let handle = engine
         .start_resume(&id, args.input.as_deref())
@@ -123,6 +90,70 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     let result = finish(&driven, &data, args.json);
     scenario::mcp::shutdown(&servers).await;
     result
+}
+
+/// A stored run opened again by a later `rein` process, to resume it or to decide on its
+/// pending approval.
+pub(super) struct Reopened {
+    /// The engine on the data directory, with the scenario's tools and planner.
+    pub(super) engine: rein::Engine,
+    /// The scenario's MCP servers, connected (shut them down when done).
+    pub(super) servers: Vec<rein::mcp::McpServer>,
+    /// The run's lock: no other `rein` drives it meanwhile.
+    pub(super) _lock: crate::datadir::RunLock,
+}
+
+/// Opens run `id` of `data` again from the scenario `rein run` stored for it (its secrets
+/// read again from the original file), under the run's lock; `verb` says what for in the
+/// errors ("resumed", "approved").
+///
+/// # Errors
+/// Bad input when the run or its stored scenario is missing; what loading, checking,
+/// connecting and building report.
+pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reopened, CliError> {
+    let ledger_path = data.ledger(id);
+    // A run whose ledger is gone but whose snapshot is here is found, and refused below: its
+    // ledger falls short of its snapshot (exit 4).
+    if !ledger_path.is_file() && !data.snapshot(id).is_file() {
+        return Err(CliError::bad_input(format!(
+            "no run {id} in data directory {}; `rein runs list --data-dir {}` shows the runs there",
+            data.shown(),
+            shell_word(data.shown())
+        )));
+    }
+    // Everything below reads the run as another `rein` driving it leaves it.
+    let lock = data.lock_run(id).await?;
+    let scenario_path = data.scenario(id);
+    if !scenario_path.is_file() {
+        return Err(CliError::bad_input(format!(
+            "run {id} has no stored scenario ({} is missing), so its tools and planner cannot be rebuilt; only runs started with `rein run` can be {verb} by the CLI",
+            scenario_path.display()
+        )));
+    }
+    let mut loaded = scenario::load(&scenario_path)?;
+    restore_secrets(&mut loaded, data, id)?;
+    let setup = Setup {
+        workspace: None,
+        data_dir: Some(data.root().to_path_buf()),
+    };
+    let scenario = scenario::check(&loaded, &setup)?.scenario;
+    // A scripted approver continues where the run's earlier processes left off.
+    let ledger = LedgerFile::read_verified(&ledger_path, Some(id), data)?;
+    let approvals_used = ledger
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event(), EntryKind::ApprovalRequested { .. }))
+        .count();
+    let servers = scenario::mcp::connect(&scenario).await?;
+    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, approvals_used), &servers)
+        .filesystem(data.root())
+        .build()
+        .map_err(|e| build_error(&e, data))?;
+    Ok(Reopened {
+        engine,
+        servers,
+        _lock: lock,
+    })
 }
 
 /// Waits for the run behind `handle`, printing progress lines if asked.
