@@ -704,6 +704,7 @@ async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() 
     let server = FakeServer::start([
         call("transition", &json!({"to": "explore", "reason": "look"})),
         call("skill_load", &json!({"name": "db-migrations"})),
+        call("transition", &json!({"to": "decide", "reason": "know how"})),
         call("fail", &json!({"reason": "enough"})),
     ])
     .await
@@ -742,6 +743,7 @@ async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() 
     };
     assert!(!system(1).contains("Never drop a column"), "{}", system(1));
     assert!(system(2).contains("Never drop a column"), "{}", system(2));
+    assert!(system(3).contains("Never drop a column"), "{}", system(3));
     // Loaded at step 1, its body entered the context of step 2: recorded there, once; the
     // skill no trigger and no load brought in is never recorded.
     let ledger = engine.ledger(run.id()).await.unwrap();
