@@ -644,9 +644,18 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
     assert!(!system(1).contains("Never drop a column"));
     assert!(system(2).contains("Never drop a column"), "{}", system(2));
 
+    // The ledger says which skill entered at which step, once, before that step's call.
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert_eq!(
+        skills_entered(&ledger),
+        [
+            (0, "release-notes".to_owned(), notes.checksum()),
+            (2, "db-migrations".to_owned(), migrations.checksum()),
+        ]
+    );
+
     // The prompt is a projection of the ledger: rebuilt, each step hashes as recorded and
     // as the server received it.
-    let ledger = engine.ledger(run.id()).await.unwrap();
     let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
         .with_max_output_tokens(256);
     let recorded = planner_calls(&ledger);
@@ -661,6 +670,89 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
         assert_eq!(Digest::of_bytes(&body), call.request_hash, "step {step}");
         assert_eq!(body, server.requests()[step].body, "step {step}");
     }
+}
+
+/// The `skill_entered` entries, in ledger order, after checking that each is followed (past
+/// the other skills of its step) by its step's first `planner_attempt`.
+fn skills_entered(ledger: &rein::Ledger) -> Vec<(u32, String, Digest)> {
+    let entries = ledger.entries();
+    let mut entered = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let EntryKind::SkillEntered {
+            step,
+            name,
+            checksum,
+        } = entry.event()
+        else {
+            continue;
+        };
+        let next = entries[i + 1..]
+            .iter()
+            .find(|e| !matches!(e.event(), EntryKind::SkillEntered { .. }))
+            .map(|e| e.event());
+        assert!(
+            matches!(next, Some(EntryKind::PlannerAttempt { step: s, attempt }) if s == step && attempt.attempt == 1),
+            "skill `{name}` at step {step} is followed by {next:?}"
+        );
+        entered.push((*step, name.clone(), *checksum));
+    }
+    entered
+}
+
+#[tokio::test]
+async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        call("skill_load", &json!({"name": "db-migrations"})),
+        call("transition", &json!({"to": "decide", "reason": "know how"})),
+        call("fail", &json!({"reason": "enough"})),
+    ])
+    .await
+    .unwrap();
+    let skill = |name: &str, trigger: &str, body: &str| {
+        rein::Skill::new(name, format!("How to {name}"), vec![trigger.into()], body).unwrap()
+    };
+    let migrations = skill("db-migrations", "schema-change", "Never drop a column.\n");
+    let never = skill("kubernetes", "kubectl", "Pin the image digest.\n");
+    let provider = HttpProvider::with_key(
+        ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
+            .with_max_output_tokens(256),
+        None,
+    )
+    .unwrap();
+    let engine = Engine::builder()
+        .tool(rein::tools::SkillLoad::new([
+            migrations.clone(),
+            never.clone(),
+        ]))
+        .skills([migrations.clone(), never])
+        .planner(LlmPlanner::new(provider, LlmConfig::default()))
+        .build()
+        .unwrap();
+    let run = engine.run("Change the users table").await.unwrap();
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::PlannerGaveUp),
+        "{run:?}"
+    );
+    let system = |n: usize| {
+        server.requests()[n].json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(!system(1).contains("Never drop a column"), "{}", system(1));
+    assert!(system(2).contains("Never drop a column"), "{}", system(2));
+    assert!(system(3).contains("Never drop a column"), "{}", system(3));
+    // Loaded at step 1, its body entered the context of step 2: recorded there, once; the
+    // skill no trigger and no load brought in is never recorded.
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    assert_eq!(
+        skills_entered(&ledger),
+        [(2, "db-migrations".to_owned(), migrations.checksum())]
+    );
+    assert_eq!(support::count(&ledger, "skill_entered"), 1);
 }
 
 #[tokio::test]

@@ -186,6 +186,9 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             pending.risk,
             colon(&pending.reason)
         ),
+        EntryKind::SkillEntered { name, checksum, .. } => {
+            format!("skill `{name}` entered the context (sha256 {checksum})")
+        }
         other => other.name().replace('_', " "),
     }
 }
@@ -579,6 +582,20 @@ mod tests {
         assert_eq!(shell_word("/tmp/x"), "/tmp/x");
         assert_eq!(shell_word("ship it"), "'ship it'");
         assert_eq!(shell_word("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn a_skill_entering_the_context_names_the_skill_and_its_checksum() {
+        let checksum = rein::tool::Digest::of_bytes(b"test");
+        assert_eq!(
+            describe(&EntryKind::SkillEntered {
+                step: 2,
+                name: "release-notes".into(),
+                checksum,
+            }),
+            "skill `release-notes` entered the context (sha256 \
+             9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08)"
+        );
     }
 
     #[test]

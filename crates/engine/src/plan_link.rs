@@ -1,9 +1,10 @@
 //! Model calls on the record before they are sent: the planner-facing [`PlanLink`] carries
-//! what a planner announces through its `PlanMeter` (an attempt, its outcome, a correction)
-//! to the driver, whose [`Live`] appends it to the ledger — an attempt durably — before the
-//! planner goes on. While `plan` runs the run is borrowed by the planner, so these entries
-//! are appended first and applied to the projection as soon as `plan` returns, in ledger
-//! order (`plan_attempts`). [`ModelProgress`] follows what a resume still has to charge.
+//! what a planner announces through its `PlanMeter` (an attempt, its outcome, a correction,
+//! a skill entering the context) to the driver, whose [`Live`] appends it to the ledger —
+//! an attempt durably — before the planner goes on. While `plan` runs the run is borrowed
+//! by the planner, so these entries are appended first and applied to the projection as
+//! soon as `plan` returns, in ledger order (`plan_attempts`). [`ModelProgress`] follows
+//! what a resume still has to charge.
 
 use std::future::Future;
 use std::pin::pin;
@@ -175,6 +176,21 @@ impl Live<'_> {
                     handed_back: true,
                 })
                 .await?;
+            }
+            PlanEvent::SkillEntered { name, checksum } => {
+                // Once per run: at the first step the skill's body entered the context.
+                let entered = self.ledger.entries().iter().any(|e| {
+                    matches!(e.event(), EntryKind::SkillEntered { name: n, checksum: c, .. }
+                        if *n == name && *c == checksum)
+                });
+                if !entered {
+                    self.append(EntryKind::SkillEntered {
+                        step,
+                        name,
+                        checksum,
+                    })
+                    .await?;
+                }
             }
             // An event this engine does not know is not recorded; the planner goes on.
             _ => {}

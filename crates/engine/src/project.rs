@@ -462,6 +462,7 @@ impl Projection {
             | EntryKind::ToolAttachment { .. }
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
+            | EntryKind::SkillEntered { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }

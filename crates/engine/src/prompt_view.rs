@@ -33,7 +33,8 @@ impl Engine {
             EntryKind::Decision { step: s, .. }
             | EntryKind::PlannerAttempt { step: s, .. }
             | EntryKind::PlannerCall { step: s, .. }
-            | EntryKind::PlannerAttemptFailed { step: s, .. } => *s == step,
+            | EntryKind::PlannerAttemptFailed { step: s, .. }
+            | EntryKind::SkillEntered { step: s, .. } => *s == step,
             _ => false,
         }) else {
             return Ok(None);

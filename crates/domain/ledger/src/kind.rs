@@ -304,6 +304,17 @@ pub enum EntryKind {
         /// The planner driving this run, by its registered name; none: the parent's.
         planner: Option<String>,
     },
+    /// A skill's body entered the context the planner is about to send: recorded once per
+    /// run and skill version, at the step it first entered, before that step's
+    /// `planner_attempt`.
+    SkillEntered {
+        /// The step being decided.
+        step: u32,
+        /// The skill's name.
+        name: String,
+        /// The SHA-256 of the skill's canonical JSON: exactly which text entered.
+        checksum: Digest,
+    },
 }
 
 impl EntryKind {
@@ -341,6 +352,7 @@ impl EntryKind {
             Self::ChildStarted { .. } => "child_started",
             Self::ChildEnded { .. } => "child_ended",
             Self::ChildOf { .. } => "child_of",
+            Self::SkillEntered { .. } => "skill_entered",
         }
     }
 }

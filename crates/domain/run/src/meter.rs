@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, PlannerError};
+use crate::{BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, PlannerError, Skill};
 
 /// One model call, as the planner reports it. The engine records it as a `planner_call`
 /// ledger entry and charges `tokens` (input + output) and `cost`.
@@ -91,6 +91,14 @@ pub enum PlanEvent {
         /// What was wrong with the reply, as handed back to the model.
         message: String,
     },
+    /// A skill's body is in the context about to be sent (announced before that call's
+    /// attempt). The engine records each skill, by name and checksum, once per run.
+    SkillEntered {
+        /// The skill's name.
+        name: String,
+        /// The skill's checksum: exactly which text entered.
+        checksum: Digest,
+    },
 }
 
 /// The engine closed its end: nothing can be recorded any more, so the planner MUST NOT
@@ -151,6 +159,8 @@ struct Steps {
     /// Every call, with whether it is already on record (through [`PlanMeter::end`]).
     calls: Vec<(PlannerCall, bool)>,
     corrections: u64,
+    /// The skills announced in this step (name, checksum).
+    skills: Vec<(String, Digest)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -198,6 +208,7 @@ impl PlanMeter {
             calls: Mutex::new(Steps {
                 calls: Vec::new(),
                 corrections: 0,
+                skills: Vec::new(),
             }),
             sink: None,
         }
@@ -302,6 +313,28 @@ impl PlanMeter {
             steps.corrections += 1;
         }
         self.send(PlanEvent::Correction { message }).await
+    }
+
+    /// Announces that `skill`'s body is in the context about to be sent. Call it for every
+    /// skill body the context holds, before [`PlanMeter::begin`] announces the call that
+    /// carries it: the engine records the skill (name and checksum) at the first step its
+    /// body enters the context, once per run; a skill announced again in this step is not
+    /// sent again.
+    ///
+    /// # Errors
+    /// [`PlannerError::Failed`] when the engine stopped recording: the call MUST NOT be
+    /// sent.
+    pub async fn skill_entered(&self, skill: &Skill) -> Result<(), PlannerError> {
+        let key = (skill.name().to_owned(), skill.checksum());
+        {
+            let mut steps = self.lock();
+            if steps.skills.contains(&key) {
+                return Ok(());
+            }
+            steps.skills.push(key.clone());
+        }
+        let (name, checksum) = key;
+        self.send(PlanEvent::SkillEntered { name, checksum }).await
     }
 
     async fn send(&self, event: PlanEvent) -> Result<(), PlannerError> {
@@ -424,6 +457,38 @@ mod tests {
         assert_eq!(meter.calls().len(), 2);
         // Only what is not on record yet is left for the engine to record.
         assert_eq!(meter.into_calls(), [call(5)]);
+    }
+
+    #[test]
+    fn a_skill_is_announced_once_per_step_by_name_and_checksum() {
+        let sink = Arc::new(Kept::default());
+        let meter = PlanMeter::unlimited().with_sink(Arc::clone(&sink) as Arc<dyn PlanSink>);
+        let skill = |body: &str| Skill::new("release", "How to release", vec![], body).unwrap();
+        let (v1, v2) = (skill("one"), skill("two"));
+        now(meter.skill_entered(&v1)).unwrap();
+        // A retry or a correction rebuilds the same context: announced once.
+        now(meter.skill_entered(&v1)).unwrap();
+        now(meter.begin(attempt(1))).unwrap();
+        // Another version of the skill is another text: announced too.
+        now(meter.skill_entered(&v2)).unwrap();
+        let events = sink.0.lock().unwrap().clone();
+        assert_eq!(
+            events,
+            [
+                PlanEvent::SkillEntered {
+                    name: "release".into(),
+                    checksum: v1.checksum()
+                },
+                PlanEvent::Attempt(attempt(1)),
+                PlanEvent::SkillEntered {
+                    name: "release".into(),
+                    checksum: v2.checksum()
+                },
+            ]
+        );
+        assert_ne!(v1.checksum(), v2.checksum());
+        // Without a sink there is nothing to record.
+        now(PlanMeter::unlimited().skill_entered(&v1)).unwrap();
     }
 
     #[test]

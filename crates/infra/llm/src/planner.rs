@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message};
 use crate::error::{LlmError, excerpt};
 use crate::names::{NameError, NameMap};
-use crate::prompt::{PromptConfig, build_request, estimate_tokens};
+use crate::prompt::{PromptConfig, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 /// How the planner talks to its model.
@@ -99,7 +99,9 @@ const fn default_max_depth() -> usize {
 /// passes every policy check. A reply without a usable call (prose,
 /// arguments that are not JSON, too large or too deep) is handed back to the model as a
 /// correction, at most [`LlmConfig::max_corrections`] times; a call of a function that is
-/// not offered becomes the decision it names, which the engine refuses and records.
+/// not offered becomes the decision it names, which the engine refuses and records. Each
+/// skill body the request carries is announced to the step's meter before the call
+/// ([`PlanMeter::skill_entered`]): the ledger shows which skill entered at which step.
 ///
 /// ```no_run
 /// use rein_llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
@@ -286,7 +288,13 @@ impl Planner for LlmPlanner {
         }
         let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
-        let mut chat = build_request(&self.config.prompt, &request, false);
+        let (mut chat, skills) = build_request_with_skills(&self.config.prompt, &request, false);
+        // On the record before the call that carries them (the engine keeps the first).
+        if let Some(meter) = request.meter() {
+            for skill in skills {
+                meter.skill_entered(skill).await?;
+            }
+        }
         let mut compacted = false;
         let mut corrections = 0;
         loop {

@@ -100,15 +100,27 @@ pub fn build_request(
     request: &PlanRequest<'_>,
     compact: bool,
 ) -> ChatRequest {
+    build_request_with_skills(config, request, compact).0
+}
+
+/// [`build_request`], and the skills whose body the request carries, in the order it
+/// holds them: what the planner reports to its meter as having entered the context.
+pub(crate) fn build_request_with_skills<'a>(
+    config: &PromptConfig,
+    request: &PlanRequest<'a>,
+    compact: bool,
+) -> (ChatRequest, Vec<&'a Skill>) {
     let functions = functions(request);
-    let full = assemble(config, request, &functions, false);
+    let bodies = skills_in_context(request, config.max_item_chars);
+    let full = assemble(config, request, &functions, &bodies, false);
     let over = config
         .max_prompt_tokens
         .is_some_and(|limit| estimate_tokens(&full) > limit);
     if compact || over {
-        assemble(config, request, &functions, true)
+        let compacted = assemble(config, request, &functions, &bodies, true);
+        (compacted, bodies)
     } else {
-        full
+        (full, bodies)
     }
 }
 
@@ -116,6 +128,7 @@ fn assemble(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
     functions: &[FunctionDef],
+    bodies: &[&Skill],
     compact: bool,
 ) -> ChatRequest {
     let state = request.state();
@@ -183,16 +196,14 @@ fn assemble(
     }
     text.push_str("\nCall exactly one function now.");
     ChatRequest {
-        system: with_skills(&config.system, request, config.max_item_chars),
+        system: with_skills(&config.system, request.skills(), bodies),
         messages: vec![Message::User { text }],
         functions: functions.to_vec(),
     }
 }
 
-/// `system`, then the skills `request` offers: every one listed; the body of those the goal
-/// or the evidence triggers, or a `skill.load` call loaded.
-fn with_skills(system: &str, request: &PlanRequest<'_>, max: usize) -> String {
-    let skills = request.skills();
+/// `system`, then the skills offered: every one listed; then the `bodies` in context.
+fn with_skills(system: &str, skills: &[Skill], bodies: &[&Skill]) -> String {
     if skills.is_empty() {
         return system.to_owned();
     }
@@ -203,12 +214,7 @@ fn with_skills(system: &str, request: &PlanRequest<'_>, max: usize) -> String {
     for skill in skills {
         out.push_str(&format!("- {}: {}\n", skill.name(), skill.description()));
     }
-    let texts: Vec<String> = request
-        .evidence()
-        .iter()
-        .map(|e| render(&e.kind, max))
-        .collect();
-    for skill in skills.iter().filter(|s| in_context(s, request, &texts)) {
+    for skill in bodies {
         out.push_str(&format!(
             "\nSkill `{}` (sha256 {}):\n{}\n",
             skill.name(),
@@ -217,6 +223,24 @@ fn with_skills(system: &str, request: &PlanRequest<'_>, max: usize) -> String {
         ));
     }
     out
+}
+
+/// The skills `request` offers whose body belongs in its context: those the goal or the
+/// evidence triggers, or a `skill.load` call loaded, in the order they are offered.
+fn skills_in_context<'a>(request: &PlanRequest<'a>, max: usize) -> Vec<&'a Skill> {
+    let skills = request.skills();
+    if skills.is_empty() {
+        return Vec::new();
+    }
+    let texts: Vec<String> = request
+        .evidence()
+        .iter()
+        .map(|e| render(&e.kind, max))
+        .collect();
+    skills
+        .iter()
+        .filter(|s| in_context(s, request, &texts))
+        .collect()
 }
 
 /// Whether `skill`'s body belongs in the context: a trigger occurs in the goal or the
