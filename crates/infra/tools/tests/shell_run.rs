@@ -344,7 +344,7 @@ async fn a_fork_loop_stops_at_the_process_bound_and_nothing_survives() {
     {
         Ok(out) => out,
         Err(ShellError::ProcessLimit(e)) => {
-            // FIXME: no writable pids cgroup on this machine: the refusal is what we can
+            // No writable pids cgroup on this machine: the refusal is what we can
             // assert (typed, nothing run); RELIABILITY.md says what the bound needs.
             assert!(e.to_string().contains("nothing was run"), "{e}");
             return;
