@@ -10,7 +10,8 @@ use rein_run::Digest;
 use serde_json::Value;
 
 use crate::driver::{Driver, panic_message};
-use crate::error::{EngineError, Rejection};
+use crate::error::EngineError;
+use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
 impl Driver {

@@ -36,8 +36,9 @@ use serde_json::Value;
 use crate::config::{InDoubtPolicy, OnToolError};
 use crate::depth;
 use crate::driver::Driver;
-use crate::error::{EngineError, Rejection};
+use crate::error::EngineError;
 use crate::project::Projection;
+use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
 /// One call of a batch, checked, about to run as attempt `attempt`.

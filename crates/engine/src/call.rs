@@ -17,7 +17,8 @@ use crate::attempts::{AttemptEvent, AttemptLink, AttemptRecord, VETO_MESSAGE};
 use crate::config::OnToolError;
 use crate::depth;
 use crate::driver::Driver;
-use crate::error::{EngineError, Rejection};
+use crate::error::EngineError;
+use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
 /// One call's attempts, as the driver has ledgered them so far.

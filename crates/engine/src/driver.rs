@@ -5,14 +5,11 @@
 //! every write goes through the run's [`Recorder`].
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures_util::FutureExt as _;
 use rein_ledger::{EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BudgetName, Decision, Digest, FailureKind, Payload, PlanRequest, Run, RunId, RunStatus, State,
-    ToolName,
+    BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, State, ToolName,
 };
 use rein_statemachine::Lifecycle;
 use serde_json::Value;
@@ -24,12 +21,13 @@ use crate::attempts::AttemptEvent;
 use crate::config::OnViolation;
 use crate::depth;
 use crate::error::NarrowingError;
-use crate::error::{EngineError, ProjectionError, Rejection};
+use crate::error::{EngineError, ProjectionError};
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::project::Projection;
 use crate::recorder::Recorder;
+use crate::rejection::Rejection;
 use crate::shared::{RunPolicy, Shared};
 
 /// Drives one run. Owned by one task; nothing here is shared with another run.
@@ -269,60 +267,6 @@ impl Driver {
             reserved,
             requested: 1,
         })
-    }
-
-    /// Asks the planner, recording what it announces meanwhile; `None` when the run was
-    /// aborted meanwhile.
-    pub(crate) async fn plan(
-        &mut self,
-        meter: &rein_run::PlanMeter,
-    ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
-        let (cancel, start) = (self.cancel_token(), self.rec.ledger.len());
-        let run = &self.rec.proj.run;
-        // The states the table allows from here, on the stack: no allocation per step.
-        let mut next = [State::Intake; State::ALL.len()];
-        let mut count = 0;
-        for to in self.policy.snapshot.transitions.targets(run.state()) {
-            next[count] = to;
-            count += 1;
-        }
-        let request = PlanRequest::new(
-            run,
-            self.policy.allowed.in_state(run.state()),
-            self.rec.proj.budget().snapshot(run.usage()),
-        )
-        .with_interrupted(self.interrupting)
-        .with_next_states(&next[..count])
-        .with_meter(meter)
-        .with_skills(&self.shared.config.skills);
-        // A panicking planner is a planner error on this run, never a dead task.
-        // The child's planner when this run is a sub-run (field by field: the ledger is
-        // borrowed mutably below while the plan future holds the planner).
-        let planner = self.sub.planner.as_ref().unwrap_or(&self.shared.planner);
-        let plan = AssertUnwindSafe(planner.plan_boxed(request))
-            .catch_unwind()
-            .map(|outcome| {
-                outcome.unwrap_or_else(|panic| {
-                    Err(rein_run::PlannerError::failed(format!(
-                        "the planner panicked: {}",
-                        panic_message(panic.as_ref())
-                    )))
-                })
-            })
-            .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
-        let planned = crate::plan_link::Live {
-            shared: &self.shared,
-            ledger: &mut self.rec.ledger,
-            events: self.rec.events.as_ref(),
-            rx: &mut self.plan_rx,
-            run,
-            budget: self.rec.proj.budget(),
-            charged: [0; 2],
-        }
-        .drive(plan, cancel)
-        .await;
-        self.apply_planned(start)?;
-        planned
     }
 
     async fn drain_controls(&mut self) -> Result<Flow, EngineError> {

@@ -11,7 +11,8 @@ use rein_policy::{ApprovalReason, ApprovalResponse, Verdict};
 use rein_run::{Digest, PendingApproval, Run, RunStatus};
 
 use crate::driver::Driver;
-use crate::error::{EngineError, Rejection};
+use crate::error::EngineError;
+use crate::rejection::Rejection;
 use crate::shared::{RunPolicy, Shared};
 use crate::tools::ToolEntry;
 

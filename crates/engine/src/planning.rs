@@ -3,16 +3,75 @@
 //! out, and every call it reports is recorded as `planner_call` and charged, so the charges
 //! survive pause, resume and restart like every budget.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures_util::FutureExt as _;
+use rein_run::{Decision, PlanRequest, State};
+use tracing::Instrument as _;
 
 use rein_ledger::EntryKind;
 use rein_run::{BudgetExhausted, BudgetName, FailureKind, PlanMeter};
 
 use crate::call::exhausted_entry;
-use crate::driver::Driver;
+use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
 
 impl Driver {
+    /// Asks the planner, recording what it announces meanwhile; `None` when the run was
+    /// aborted meanwhile.
+    pub(crate) async fn plan(
+        &mut self,
+        meter: &rein_run::PlanMeter,
+    ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
+        let (cancel, start) = (self.cancel_token(), self.rec.ledger.len());
+        let run = &self.rec.proj.run;
+        // The states the table allows from here, on the stack: no allocation per step.
+        let mut next = [State::Intake; State::ALL.len()];
+        let mut count = 0;
+        for to in self.policy.snapshot.transitions.targets(run.state()) {
+            next[count] = to;
+            count += 1;
+        }
+        let request = PlanRequest::new(
+            run,
+            self.policy.allowed.in_state(run.state()),
+            self.rec.proj.budget().snapshot(run.usage()),
+        )
+        .with_interrupted(self.interrupting)
+        .with_next_states(&next[..count])
+        .with_meter(meter)
+        .with_skills(&self.shared.config.skills);
+        // A panicking planner is a planner error on this run, never a dead task.
+        // The child's planner when this run is a sub-run (field by field: the ledger is
+        // borrowed mutably below while the plan future holds the planner).
+        let planner = self.sub.planner.as_ref().unwrap_or(&self.shared.planner);
+        let plan = AssertUnwindSafe(planner.plan_boxed(request))
+            .catch_unwind()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|panic| {
+                    Err(rein_run::PlannerError::failed(format!(
+                        "the planner panicked: {}",
+                        panic_message(panic.as_ref())
+                    )))
+                })
+            })
+            .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
+        let planned = crate::plan_link::Live {
+            shared: &self.shared,
+            ledger: &mut self.rec.ledger,
+            events: self.rec.events.as_ref(),
+            rx: &mut self.plan_rx,
+            run,
+            budget: self.rec.proj.budget(),
+            charged: [0; 2],
+        }
+        .drive(plan, cancel)
+        .await;
+        self.apply_planned(start)?;
+        planned
+    }
+
     /// The meter for the step about to be planned.
     pub(crate) fn meter(&self) -> PlanMeter {
         PlanMeter::new(self.rec.proj.budget().snapshot(self.rec.proj.run.usage()))

@@ -11,8 +11,9 @@ use serde_json::Value;
 use crate::call::exhausted_entry;
 use crate::config::OnToolError;
 use crate::driver::Driver;
-use crate::error::{EngineError, ProjectionError, Rejection};
+use crate::error::{EngineError, ProjectionError};
 use crate::project::{OpenAttempt, Progress, Projection, Unsettled};
+use crate::rejection::Rejection;
 
 impl Driver {
     /// Finishes the step a crash cut short, from where its ledger stops: records the end

@@ -24,10 +24,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
-use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError, Rejection};
+use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::open;
+use crate::rejection::Rejection;
 use crate::shared::{ActiveGuard, RunPolicy};
 
 /// The child's driver and the guard marking it driven, or the child already over.
