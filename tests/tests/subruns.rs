@@ -90,7 +90,10 @@ async fn a_child_runs_under_a_carved_budget_and_its_result_and_spend_come_back()
     .budget("tool_calls", 5)
     .build()
     .expect("engine");
-    let run = engine.run("Delegate the reading").await.expect("run");
+    let run = engine
+        .run(rein::RunSpec::new("Delegate the reading").with_var("repo", json!("rein")))
+        .await
+        .expect("run");
     assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
     assert_eq!(probe.calls(), 2);
     // The child's two calls are charged to the parent, which made none itself.
@@ -119,6 +122,9 @@ async fn a_child_runs_under_a_carved_budget_and_its_result_and_spend_come_back()
     let child_ledger = engine.ledger(&child).await.expect("child ledger");
     assert_chain(&child_ledger);
     assert_eq!(child_ledger.entries()[1].event().name(), "child_of");
+    // The child is given the parent's run variables.
+    let child_run = engine.load_run(&child).await.expect("child run");
+    assert_eq!(child_run.vars().get("repo"), Some(&json!("rein")));
     assert_eq!(count(&child_ledger, "tool_call"), 2);
     assert_eq!(count(&ledger, "tool_call"), 0);
     let tree = engine.verify_tree(run.id()).await.expect("tree verifies");

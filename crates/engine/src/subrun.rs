@@ -19,7 +19,7 @@ use rein_run::{
     BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, Run, RunId,
     RunStatus, Spend,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::children::OpenChild;
@@ -295,9 +295,11 @@ impl Driver {
             }
         })?;
         let policy = Arc::new(policy);
+        // The child sees the parent's run variables (what the parent was given, not what it
+        // found out: that reaches the child only through its goal).
         let started = EntryKind::RunStarted {
             goal: open.goal.clone(),
-            vars: Map::new(),
+            vars: self.rec.proj.run.vars().clone(),
             policy: Arc::clone(&policy.value),
         };
         let link = self.link_for(open)?;
