@@ -130,8 +130,9 @@ async fn a_call_in_flight_gets_only_the_time_that_remains() {
     assert!(
         matches!(
             errors[..],
-            // The attempt in flight is dropped at the deadline and says so itself.
-            [e] if matches!(e.event(), EntryKind::ToolError { error: ToolError::Cancelled, duration_ms: 1_500, .. })
+            // The attempt in flight is given the time that remained, and timed out at it.
+            [e] if matches!(e.event(), EntryKind::ToolError { error: ToolError::TimedOut { after }, duration_ms: 1_500, .. }
+                if *after == Duration::from_millis(1_500))
         ),
         "{errors:?}"
     );

@@ -338,7 +338,15 @@ impl Driver {
         let number = attempts.number(attempts.current);
         let (error, duration_ms) = match &attempts.ended {
             Some(ended) if ended.attempt == attempts.current => {
-                (ended.error.clone(), millis(ended.elapsed))
+                // An attempt dropped from outside reports itself cancelled; when the run's
+                // deadline dropped it, the call's outcome says it timed out, and how soon.
+                let error = match (&ended.error, &*outcome) {
+                    (Some(ToolError::Cancelled), Err(late @ ToolError::TimedOut { .. })) => {
+                        Some(late.clone())
+                    }
+                    (error, _) => error.clone(),
+                };
+                (error, millis(ended.elapsed))
             }
             _ => match outcome {
                 Err(error) => (Some(error.clone()), 0),
