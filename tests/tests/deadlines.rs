@@ -139,6 +139,39 @@ async fn a_call_in_flight_gets_only_the_time_that_remains() {
     assert_eq!(count(&ledger, "tool_result"), 0);
 }
 
+/// A planner that takes ten seconds to answer, like a slow model.
+struct Slow;
+
+impl rein::Planner for Slow {
+    async fn plan(&self, _request: rein::PlanRequest<'_>) -> Result<Decision, rein::PlannerError> {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        Ok(Decision::fail("too late"))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_planner_still_thinking_at_the_deadline_is_cut_off_there() {
+    let engine = Engine::builder()
+        .planner(Slow)
+        .deadline(Deadline::new(Duration::from_millis(2_000)))
+        .clock(TokioClock(tokio::time::Instant::now()))
+        .build()
+        .expect("engine builds");
+    let started = tokio::time::Instant::now();
+    let run = engine.run("think slowly").await.expect("run");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::DeadlineExceeded),
+        "{:?}",
+        run.failure()
+    );
+    // Cut at the deadline, not after the planner's ten seconds.
+    assert_eq!(started.elapsed(), Duration::from_millis(2_000));
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("verifies");
+    assert_eq!(count(&ledger, "decision"), 0, "no decision came");
+}
+
 /// A run that works 600 ms, asks a human, and after the answer works 600 ms more; the human
 /// answers 10 s later.
 async fn paused_for_a_human(deadline: Deadline) -> rein::Run {

@@ -201,6 +201,10 @@ impl Driver {
                 self.refuse_planner_call(exhausted).await?;
                 return Ok(Flow::Stop);
             }
+            Some(Err(_)) if self.deadline_passed() => {
+                self.exceed_deadline().await?;
+                return Ok(Flow::Stop);
+            }
             Some(Err(e)) => {
                 self.rec
                     .fail(FailureKind::PlannerError, e.to_string())

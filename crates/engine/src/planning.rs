@@ -25,6 +25,7 @@ impl Driver {
         meter: &rein_run::PlanMeter,
     ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
         let (cancel, start) = (self.cancel_token(), self.rec.ledger.len());
+        let remaining = self.remaining();
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
         let mut next = [State::Intake; State::ALL.len()];
@@ -57,6 +58,19 @@ impl Driver {
                 })
             })
             .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
+        // A run's deadline bounds the planner as it bounds a tool call: it gets the time left.
+        let plan = async move {
+            match remaining {
+                None => plan.await,
+                Some(after) => tokio::time::timeout(after, plan).await.unwrap_or_else(|_| {
+                    Err(rein_run::PlannerError::failed(format!(
+                        "the planner had not answered when the run's deadline passed, {} ms \
+                         after it was asked",
+                        after.as_millis()
+                    )))
+                }),
+            }
+        };
         let planned = crate::plan_link::Live {
             shared: &self.shared,
             ledger: &mut self.rec.ledger,
