@@ -392,25 +392,16 @@ impl Driver {
         if self.rec.proj.batch.as_ref().is_some_and(|b| b.paid > 0) {
             return Ok(None);
         }
-        let name = BudgetName::TOOL_CALLS;
-        if let Some(exhausted) = self.exhausted(&name) {
-            let message = exhausted.to_string();
-            self.rec
-                .record(crate::call::exhausted_entry(&exhausted))
-                .await?;
-            return Ok(Some(ToolError::failed(message)));
+        match self.charge_one_call().await? {
+            Ok(()) => Ok(None),
+            Err(exhausted) => {
+                let message = exhausted.to_string();
+                self.rec
+                    .record(crate::call::exhausted_entry(&exhausted))
+                    .await?;
+                Ok(Some(ToolError::failed(message)))
+            }
         }
-        let used = self.rec.proj.run.usage().used(&name) + 1;
-        let limit = self.rec.proj.budget().limit(&name);
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount: 1,
-                used,
-                limit,
-            })
-            .await?;
-        Ok(None)
     }
 
     /// The error a charge of `calls` units of `tool_calls` would meet, if they do not fit.

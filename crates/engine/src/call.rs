@@ -423,26 +423,35 @@ impl Driver {
         if std::mem::take(&mut self.prepaid) {
             return Ok(true);
         }
-        let name = BudgetName::TOOL_CALLS;
-        match self.exhausted(&name) {
-            None => {
-                let used = self.rec.proj.run.usage().used(&name) + 1;
-                let limit = self.rec.proj.budget().limit(&name);
-                self.rec
-                    .record(EntryKind::BudgetConsumed {
-                        name,
-                        amount: 1,
-                        used,
-                        limit,
-                    })
-                    .await?;
-                Ok(true)
-            }
-            Some(exhausted) => {
+        match self.charge_one_call().await? {
+            Ok(()) => Ok(true),
+            Err(exhausted) => {
                 self.refuse_over_budget(exhausted).await?;
                 Ok(false)
             }
         }
+    }
+
+    /// Records the charge of one `tool_calls` unit if it fits; otherwise records nothing
+    /// and says what is exhausted.
+    pub(crate) async fn charge_one_call(
+        &mut self,
+    ) -> Result<Result<(), rein_policy::BudgetExhausted>, EngineError> {
+        let name = BudgetName::TOOL_CALLS;
+        if let Some(exhausted) = self.exhausted(&name) {
+            return Ok(Err(exhausted));
+        }
+        let used = self.rec.proj.run.usage().used(&name) + 1;
+        let limit = self.rec.proj.budget().limit(&name);
+        self.rec
+            .record(EntryKind::BudgetConsumed {
+                name,
+                amount: 1,
+                used,
+                limit,
+            })
+            .await?;
+        Ok(Ok(()))
     }
 
     /// The output inline, or moved to the artifact store when it is larger than the limit.

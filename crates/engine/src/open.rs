@@ -273,7 +273,8 @@ pub(crate) async fn reopen(
 }
 
 /// Opens run `id`, not being driven now, to act on it where it stopped (a verdict on its
-/// durable approval): its ledger checked against its snapshot, nothing written.
+/// durable approval, a narrowing): its ledger checked against its snapshot, nothing
+/// written. The caller holds the run's guard.
 pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, EngineError> {
     let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
     if let Some(e @ RunStoreError::Io { .. }) = unchecked {
@@ -303,19 +304,7 @@ pub(crate) async fn narrow(
     narrowing: &PolicyNarrowing,
 ) -> Result<Run, EngineError> {
     let _guard = shared.acquire(id)?;
-    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
-    if let Some(e @ RunStoreError::Io { .. }) = unchecked {
-        return Err(EngineError::RunStore(e));
-    }
-    let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
-    let proj = rebuild(id, &loaded.ledger, budget)?;
-    if proj.run.is_finished() {
-        return Err(EngineError::RunFinished {
-            id: id.clone(),
-            status: proj.run.status(),
-        });
-    }
-    let mut driver = Driver::new(Arc::clone(shared), policy, proj, loaded.ledger, None);
+    let mut driver = stopped(shared, id).await?;
     driver
         .narrow(narrowing)
         .await?
