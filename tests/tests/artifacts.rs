@@ -179,7 +179,7 @@ impl rein::tool::Tool for Screenshot {
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\nnot really an image";
 
 #[tokio::test]
-async fn attachments_become_artifacts_linked_in_the_ledger_after_the_result() {
+async fn attachments_become_artifacts_linked_in_the_ledger_before_the_result() {
     let spec = rein::ToolSpec::new("report".parse().expect("name"), "screenshots")
         .with_annotations(Annotations::read_only());
     let store = Shared::default();
@@ -198,8 +198,9 @@ async fn attachments_become_artifacts_linked_in_the_ledger_after_the_result() {
         .iter()
         .position(|k| *k == "tool_result")
         .expect("a result");
+    // The links are on record before the result that names them (the result ends the step).
     assert_eq!(
-        kinds[result + 1..result + 3],
+        kinds[result - 2..result],
         ["tool_attachment", "tool_attachment"]
     );
     let mut seen = Vec::new();
@@ -239,6 +240,73 @@ async fn attachments_become_artifacts_linked_in_the_ledger_after_the_result() {
     // The output itself stays inline and small; replay serves it from the ledger.
     let report = engine.replay(&ledger).await.expect("replay");
     assert!(report.matches(), "{:?}", report.divergence());
+}
+
+/// A batch's calls keep their attachments too: each call's links come before its result,
+/// in the batch's order.
+#[tokio::test]
+async fn the_calls_of_a_batch_keep_their_attachments() {
+    let spec = |name: &str| {
+        rein::ToolSpec::new(name.parse().expect("name"), "screenshots")
+            .with_annotations(Annotations::read_only())
+    };
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tools(
+                [
+                    rein::ProposedCall::new("front", json!({}), "front page"),
+                    rein::ProposedCall::new("back", json!({}), "back page"),
+                ],
+                "both pages",
+            ),
+        ),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::transition(State::Decide, "have them"),
+        ),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(null))),
+    ]);
+    let store = Shared::default();
+    let engine = Engine::builder()
+        .tool(Screenshot(spec("front")))
+        .tool(Screenshot(spec("back")))
+        .planner(ScriptedPlanner::new(steps))
+        .artifact_store(store.clone())
+        .build()
+        .expect("engine builds");
+    let run = engine.run("attach in a batch").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("the ledger verifies");
+    let trail: Vec<String> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolAttachment { tool, name, .. } => Some(format!("{tool} {name}")),
+            EntryKind::ToolResult { tool, .. } => Some(format!("{tool} result")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            "front screen.png",
+            "front log",
+            "front result",
+            "back screen.png",
+            "back log",
+            "back result"
+        ]
+    );
+    for entry in ledger.entries() {
+        if let EntryKind::ToolAttachment { link, .. } = entry.event() {
+            let id: ArtifactId = link.id.parse().expect("an artifact id");
+            let (reference, bytes) = store.get(&id).await.expect("stored");
+            reference.verify(&bytes).expect("checksum verifies");
+        }
+    }
 }
 
 #[test]

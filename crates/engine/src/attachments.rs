@@ -1,5 +1,6 @@
 //! Tool output attachments: each goes to the artifact store, and its link into the ledger
-//! right after the attempt's `tool_result`.
+//! right before the attempt's `tool_result` (the result ends the step, so a crash between
+//! them leaves the call in doubt rather than a result whose attachments were lost).
 
 use rein_artifact::{ArtifactRef, StoreOptions};
 use rein_ledger::EntryKind;

@@ -354,7 +354,10 @@ impl Driver {
             other => other,
         };
         match result {
-            Ok(output) => {
+            Ok(mut output) => {
+                // As for a single call: the attachments' links before the result.
+                let attachments = output.take_attachments();
+                self.record_attachments(&tool, attempt, attachments).await?;
                 let output = self.payload(&tool, &output).await?;
                 if member.entry.spec.annotations().is_cacheable() {
                     self.cache

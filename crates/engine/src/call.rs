@@ -366,7 +366,11 @@ impl Driver {
                 .await;
         }
         if let Ok(output) = outcome {
+            // The links go on record before the result that names them: the result ends the
+            // step, so a crash in between leaves the call in doubt, never a result whose
+            // attachments are lost.
             let attachments = output.take_attachments();
+            self.record_attachments(&tool, number, attachments).await?;
             let output = self.payload(&tool, output).await?;
             if entry.spec.annotations().is_cacheable() {
                 self.cache
@@ -381,7 +385,6 @@ impl Driver {
                     output,
                 })
                 .await?;
-            self.record_attachments(&tool, number, attachments).await?;
         }
         Ok(())
     }

@@ -230,7 +230,7 @@ pub enum EntryKind {
         call: PlannerCall,
     },
     /// A tool attempt returned a file beside its output (an image, a resource, the output
-    /// past a cap); the engine stored it as an artifact. Follows that attempt's
+    /// past a cap); the engine stored it as an artifact. Comes right before that attempt's
     /// `tool_result`, one entry per attachment, in the order the tool gave them.
     ToolAttachment {
         /// The tool.
