@@ -198,7 +198,7 @@ impl Checksum {
 impl fmt::Display for Checksum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(Self::PREFIX)?;
-        write!(f, "{}", rein_tool::Digest::from_bytes(self.0))
+        f.write_str(&digest::encode(&self.0))
     }
 }
 

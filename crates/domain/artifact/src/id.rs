@@ -53,7 +53,7 @@ pub struct ArtifactIdError {
 
 impl ArtifactId {
     /// The length of an id, in bytes (and characters).
-    pub const LEN: usize = rein_tool::Digest::HEX_LEN;
+    pub const LEN: usize = digest::HEX_LEN;
 
     /// The length of the shard prefix returned by [`ArtifactId::shard`].
     pub const SHARD_LEN: usize = 2;
@@ -105,7 +105,7 @@ impl ArtifactId {
     /// ```
     #[must_use]
     pub fn from_digest(digest: [u8; 32]) -> Self {
-        Self(rein_tool::Digest::from_bytes(digest).to_string())
+        Self(digest::encode(&digest))
     }
 
     /// The 32 bytes of the SHA-256 digest.
@@ -117,8 +117,7 @@ impl ArtifactId {
     /// ```
     #[must_use]
     pub fn digest(&self) -> [u8; 32] {
-        // `new` and `from_digest` only ever hold text that parses, so this never falls back.
-        digest::parse(&self.0).unwrap_or_default()
+        digest::decode_valid(&self.0)
     }
 
     /// The id as its 64 hex digits.

@@ -29,48 +29,10 @@ pub struct Digest([u8; 32]);
 
 /// Why a string is not a [`Digest`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid SHA-256 digest {value:?}: {problem}; expected 64 lowercase hex digits")]
+#[error("invalid SHA-256 digest {value:?}: expected 64 lowercase hex digits")]
 pub struct DigestError {
     /// The rejected value (cut to 80 characters).
     pub value: String,
-    /// What is wrong with it.
-    pub problem: DigestProblem,
-}
-
-/// What is wrong with text that should be the 64 hex digits of a SHA-256 digest.
-///
-/// Only exactly 64 lowercase hex digits (`0-9`, `a-f`) are a SHA-256 digest in rein. Nothing
-/// else is accepted, so no digest text can ever spell a path separator or `..`. This is the
-/// one parser of digest text in the workspace: [`Digest`], and the artifact ids and checksums
-/// of `rein-artifact`, all go through [`Digest::from_hex`].
-///
-/// ```
-/// use rein_tool::{Digest, DigestProblem};
-///
-/// assert_eq!(Digest::from_hex("../etc"), Err(DigestProblem::InvalidCharacter { found: '.', at: 0 }));
-/// assert_eq!(Digest::from_hex("ab"), Err(DigestProblem::WrongLength { len: 2 }));
-/// assert_eq!(Digest::from_hex(""), Err(DigestProblem::Empty));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum DigestProblem {
-    /// The text is empty.
-    #[error("it is empty")]
-    Empty,
-    /// The text holds a character other than a lowercase hex digit.
-    #[error("character {found:?} at position {at} is not a lowercase hex digit")]
-    InvalidCharacter {
-        /// The first offending character.
-        found: char,
-        /// Its position, counted in characters from 0.
-        at: usize,
-    },
-    /// The text is made of lowercase hex digits but not exactly 64 of them.
-    #[error("it has {len} hex digits, not 64")]
-    WrongLength {
-        /// How many hex digits it has.
-        len: usize,
-    },
 }
 
 impl Digest {
@@ -103,43 +65,6 @@ impl Digest {
     #[must_use]
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
-    }
-
-    /// The number of hex digits in the text of a digest.
-    pub const HEX_LEN: usize = 64;
-
-    /// Parses exactly 64 lowercase hex digits, naming the first problem otherwise.
-    ///
-    /// # Errors
-    /// [`DigestProblem`]: the text is empty, holds a character other than `0-9a-f` (the
-    /// first one is named, with its position), or has another length than 64.
-    pub fn from_hex(text: &str) -> Result<Self, DigestProblem> {
-        if text.is_empty() {
-            return Err(DigestProblem::Empty);
-        }
-        if let Some((at, found)) = text
-            .chars()
-            .enumerate()
-            .find(|&(_, c)| !matches!(c, '0'..='9' | 'a'..='f'))
-        {
-            return Err(DigestProblem::InvalidCharacter { found, at });
-        }
-        // Only ASCII is left, so bytes and characters agree.
-        if text.len() != Self::HEX_LEN {
-            return Err(DigestProblem::WrongLength { len: text.len() });
-        }
-        let nibble = |c: u8| {
-            if c.is_ascii_digit() {
-                c - b'0'
-            } else {
-                c - b'a' + 10
-            }
-        };
-        let mut out = [0u8; 32];
-        for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            *byte = (nibble(pair[0]) << 4) | nibble(pair[1]);
-        }
-        Ok(Self(out))
     }
 
     /// Writes the 64 hex digits into `out` without allocating.
@@ -203,10 +128,26 @@ impl fmt::Debug for Digest {
 impl FromStr for Digest {
     type Err = DigestError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::from_hex(s).map_err(|problem| DigestError {
+        let error = || DigestError {
             value: s.chars().take(80).collect(),
-            problem,
-        })
+        };
+        let bytes = s.as_bytes();
+        if bytes.len() != 64 {
+            return Err(error());
+        }
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let mut out = [0u8; 32];
+        for (i, pair) in bytes.chunks_exact(2).enumerate() {
+            let (Some(hi), Some(lo)) = (nibble(pair[0]), nibble(pair[1])) else {
+                return Err(error());
+            };
+            out[i] = (hi << 4) | lo;
+        }
+        Ok(Self(out))
     }
 }
 
@@ -243,32 +184,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn names_the_first_problem() {
-        use DigestProblem::{Empty, InvalidCharacter, WrongLength};
-        assert_eq!(Digest::from_hex(""), Err(Empty));
-        assert_eq!(Digest::from_hex("abc"), Err(WrongLength { len: 3 }));
-        assert_eq!(
-            Digest::from_hex(&"A".repeat(64)),
-            Err(InvalidCharacter { found: 'A', at: 0 })
-        );
-        assert_eq!(
-            Digest::from_hex("0é"),
-            Err(InvalidCharacter { found: 'é', at: 1 })
-        );
-        let err = "xyz".parse::<Digest>().unwrap_err();
-        assert_eq!(err.problem, InvalidCharacter { found: 'x', at: 0 });
-        assert!(err.to_string().contains("\"xyz\""), "{err}");
-    }
-
     proptest! {
-        #[test]
-        fn accepts_only_64_lowercase_hex_digits(text in "[0-9a-fA-F./\\\\:]{0,70}|\\PC*") {
-            let lower_hex = |b: u8| matches!(b, b'0'..=b'9' | b'a'..=b'f');
-            let ok = text.len() == Digest::HEX_LEN && text.bytes().all(lower_hex);
-            prop_assert_eq!(Digest::from_hex(&text).is_ok(), ok);
-        }
-
         #[test]
         fn hex_round_trips(bytes in any::<[u8; 32]>()) {
             let d = Digest::from_bytes(bytes);

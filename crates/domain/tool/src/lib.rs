@@ -47,7 +47,7 @@ pub mod duration_ms;
 
 pub use annotations::{Annotations, AnnotationsError, RiskLevel};
 pub use attachment::{Attachment, AttachmentError};
-pub use digest::{Digest, DigestError, DigestProblem};
+pub use digest::{Digest, DigestError};
 pub use error::ToolError;
 pub use name::{ToolName, ToolNameError};
 pub use output::ToolOutput;
