@@ -40,19 +40,13 @@ pub(crate) fn check(
     let others = [
         ("builtin", def.builtin.is_some()),
         ("fixture", def.fixture.is_some()),
-        ("description", def.description.is_some()),
-        ("annotations", def.annotations.is_some()),
-        ("input_schema", def.input_schema.is_some()),
-        ("behavior", def.behavior.is_some()),
-        ("fail_first", def.fail_first.is_some()),
-        ("delay_ms", def.delay_ms.is_some()),
-        ("count_file", def.count_file.is_some()),
-        ("shell", def.shell.is_some()),
-        ("http", def.http.is_some()),
-    ];
-    if let Some((field, _)) = others.iter().find(|(_, set)| *set) {
+    ]
+    .into_iter()
+    .chain(super::check::fixture_fields(def))
+    .chain([("shell", def.shell.is_some()), ("http", def.http.is_some())]);
+    if let Some((field, _)) = others.into_iter().find(|(_, set)| *set) {
         return Err((
-            path.key(*field),
+            path.key(field),
             format!("`{field}` does not apply to an MCP server's tools"),
             Some(
                 "an MCP tool entry takes server, command (env, cwd) or url (headers), handshake_timeout_ms, overrides, exclude",
