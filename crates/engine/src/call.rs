@@ -17,7 +17,7 @@ use crate::attempts::{AttemptEvent, AttemptLink, AttemptRecord, VETO_MESSAGE};
 use crate::config::OnToolError;
 use crate::depth;
 use crate::driver::Driver;
-use crate::error::EngineError;
+use crate::error::{EngineError, ProjectionError};
 use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
@@ -28,8 +28,10 @@ struct Attempts {
     idempotent: bool,
     /// The number the call's first attempt has in the ledger (above 1 when a resume retries).
     first_attempt: u32,
-    /// Where the first attempt's `tool_call` entry is in the ledger (retries copy its input).
-    call_entry: usize,
+    /// The first attempt's `tool_call` entry, as its ledger line: a retry's `tool_call`
+    /// records the same input, read back from it (a retry is rare; copying every call's
+    /// input to have it at hand is not).
+    call_line: Arc<[u8]>,
     /// The stack's number of the last attempt whose `tool_call` is recorded.
     current: u32,
     /// The last attempt's end, not recorded until it is known whether a retry follows.
@@ -42,6 +44,21 @@ impl Attempts {
     /// The ledger's number for the stack's attempt `attempt`.
     const fn number(&self, attempt: u32) -> u32 {
         self.first_attempt.saturating_add(attempt.saturating_sub(1))
+    }
+
+    /// The input the first attempt's `tool_call` entry recorded.
+    fn recorded_input(&self) -> Result<Value, ProjectionError> {
+        #[derive(serde::Deserialize)]
+        struct Line {
+            event: Event,
+        }
+        #[derive(serde::Deserialize)]
+        struct Event {
+            input: Value,
+        }
+        serde_json::from_slice::<Line>(&self.call_line)
+            .map(|line| line.event.input)
+            .map_err(|e| ProjectionError::CallUnreadable(Arc::new(e)))
     }
 }
 
@@ -132,16 +149,22 @@ impl Driver {
         if !self.charge_attempt().await? {
             return Ok(());
         }
-        self.rec
-            .record(EntryKind::ToolCall {
+        // The entry hands the input back to move into the call. Its line stays, for a retry
+        // (rare) to read the input back from the record.
+        let recorded = self
+            .rec
+            .record_entry(EntryKind::ToolCall {
                 tool: tool.clone(),
-                input: input.clone(),
+                input,
                 input_hash,
                 attempt: first_attempt,
                 idempotent,
             })
             .await?;
-        let call_entry = self.rec.ledger.len() - 1;
+        let call_line = recorded.shared_json_line();
+        let EntryKind::ToolCall { input, .. } = recorded.into_event() else {
+            unreachable!("a tool_call entry is recorded as one")
+        };
         if !idempotent {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared
@@ -150,7 +173,6 @@ impl Driver {
                 .await?;
         }
         let link = AttemptLink::new(self.attempt_tx.clone(), Arc::clone(&self.shared.clock));
-        // The input moves into the call; retries, which are rare, read it back from the ledger.
         let call = ToolCall::new(input).with_observer(Arc::new(link));
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.proj.state());
         let mut attempts = Attempts {
@@ -158,7 +180,7 @@ impl Driver {
             input_hash,
             idempotent,
             first_attempt,
-            call_entry,
+            call_line,
             current: 1,
             ended: None,
             veto: None,
@@ -286,10 +308,13 @@ impl Driver {
                 limit: self.rec.proj.budget().limit(&BudgetName::TOOL_CALLS),
             })
             .await?;
-        let input = match self.rec.ledger.entries()[attempts.call_entry].event() {
-            EntryKind::ToolCall { input, .. } => input.clone(),
-            _ => Value::Null,
-        };
+        let input = attempts
+            .recorded_input()
+            .map_err(|e| EngineError::InconsistentLedger {
+                id: self.rec.proj.run.id().clone(),
+                seq: self.rec.log.len(),
+                source: Box::new(e),
+            })?;
         self.rec
             .record(EntryKind::ToolCall {
                 tool,

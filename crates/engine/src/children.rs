@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rein_ledger::EntryKind;
-use rein_run::{DynPlanner, EvidenceKind, Run, RunId, Spend, Timestamp};
+use rein_run::{DynPlanner, EvidenceKind, LedgerHead, Run, RunId, Spend, Timestamp};
 
 use crate::error::ProjectionError;
 
@@ -25,6 +25,8 @@ pub(crate) struct OpenChild {
     pub(crate) goal: String,
     pub(crate) carved: Spend,
     pub(crate) planner: Option<String>,
+    /// Where its `child_started` entry is in this run's ledger, once sealed there.
+    pub(crate) started: Option<LedgerHead>,
 }
 
 /// This run's parent, from its `child_of` entry.
@@ -74,6 +76,7 @@ pub(crate) fn apply(
                 goal: goal.clone(),
                 carved: carved.clone(),
                 planner: planner.clone(),
+                started: None,
             });
         }
         EntryKind::ChildEnded {

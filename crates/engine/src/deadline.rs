@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_ledger::{EntryKind, Ledger};
+use rein_ledger::{Entry, EntryKind};
 use rein_policy::{Deadline, PolicySnapshot};
 use rein_run::{RunId, Timestamp};
 use rein_tool::{ToolError, ToolOutput};
@@ -25,11 +25,10 @@ pub(crate) struct Due {
     pub(crate) paused_ms: u64,
 }
 
-/// The due instant of a run held to `policy` whose ledger is `ledger`, opened now. A ledger
-/// that ends paused is being resumed: its pause ends now.
-pub(crate) fn due(shared: &Shared, policy: &RunPolicy, ledger: &Ledger) -> Option<Due> {
+/// The due instant of a run held to `policy` whose ledger holds `entries`, opened now. A
+/// ledger that ends paused is being resumed: its pause ends now.
+pub(crate) fn due(shared: &Shared, policy: &RunPolicy, entries: &[Entry]) -> Option<Due> {
     let deadline = policy.snapshot.deadline?;
-    let entries = ledger.entries();
     let start = entries.first()?.at();
     let mut paused_ms = 0u64;
     let mut since: Option<Timestamp> = None;

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rein_ledger::{EntryKind, InterruptKind, Ledger};
+use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
     BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, State, ToolName,
 };
@@ -29,6 +29,7 @@ use crate::project::Projection;
 use crate::recorder::Recorder;
 use crate::rejection::Rejection;
 use crate::shared::{RunPolicy, Shared};
+use crate::writer::LedgerWriter;
 
 /// Drives one run. Owned by one task; nothing here is shared with another run.
 pub(crate) struct Driver {
@@ -50,6 +51,12 @@ pub(crate) struct Driver {
     /// Where every step's meter sends what the planner announces (`plan_attempts`).
     pub(crate) plan_link: Arc<crate::plan_link::PlanLink>,
     pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_link::PlanMessage>,
+    /// The entries a step's planning appended, to apply to the projection once it returns
+    /// (kept between steps: a planner that announces nothing never allocates it).
+    pub(crate) planned: Vec<Entry>,
+    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`), read
+    /// from the ledger the run was opened from, for `recovery` to finish.
+    pub(crate) reopened: Option<Decision>,
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
@@ -78,17 +85,26 @@ enum Flow {
 }
 
 impl Driver {
-    /// A driver for a run rebuilt from its ledger (resume, narrowing).
+    /// A driver for a run rebuilt from its ledger (resume, narrowing). It goes on from the
+    /// ledger's end and keeps none of its entries, only what it needs of them: when the
+    /// deadline passes, and the decision of a step left unsettled.
     pub(crate) fn new(
         shared: Arc<Shared>,
         policy: Arc<RunPolicy>,
         proj: Projection,
-        ledger: Ledger,
+        ledger: &Ledger,
         controls: Option<Controls>,
     ) -> Self {
         let (inbox, events) = split(controls);
-        let rec = Recorder::new(Arc::clone(&shared), proj, ledger, events);
-        Self::with(shared, policy, rec, inbox)
+        let deadline = crate::deadline::due(&shared, &policy, ledger.entries());
+        let reopened = proj
+            .unsettled
+            .as_ref()
+            .and_then(|step| unsettled_decision(ledger, step));
+        let log = LedgerWriter::new(Arc::clone(&shared), ledger.chain(), events);
+        let mut driver = Self::with(shared, policy, Recorder::new(proj, log), inbox, deadline);
+        driver.reopened = reopened;
+        driver
     }
 
     /// A driver for a new run, its `run_started` entry recorded.
@@ -101,8 +117,10 @@ impl Driver {
     ) -> Result<Self, EngineError> {
         let (inbox, events) = split(controls);
         let budget = policy.snapshot.budget.clone();
-        let rec = Recorder::start(Arc::clone(&shared), id, started, budget, events).await?;
-        Ok(Self::with(shared, policy, rec, inbox))
+        let (rec, started) =
+            Recorder::start(Arc::clone(&shared), id, started, budget, events).await?;
+        let deadline = crate::deadline::due(&shared, &policy, std::slice::from_ref(&started));
+        Ok(Self::with(shared, policy, rec, inbox, deadline))
     }
 
     fn with(
@@ -110,10 +128,10 @@ impl Driver {
         policy: Arc<RunPolicy>,
         rec: Recorder,
         inbox: Option<Inbox>,
+        deadline: Option<crate::deadline::Due>,
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
         let (plan_link, plan_rx) = crate::plan_link::PlanLink::new();
-        let deadline = crate::deadline::due(&shared, &policy, &rec.ledger);
         Self {
             deadline,
             rec,
@@ -127,6 +145,8 @@ impl Driver {
             attempt_rx,
             plan_link,
             plan_rx,
+            planned: Vec::new(),
+            reopened: None,
             sub: crate::children::SubState::default(),
         }
     }
@@ -240,12 +260,14 @@ impl Driver {
                 .await?;
             return Ok(Flow::Stop);
         }
-        self.rec
-            .record(EntryKind::Decision {
-                step,
-                decision: decision.clone(),
-            })
+        // The entry hands the decision back: it is applied without a copy.
+        let recorded = self
+            .rec
+            .record_entry(EntryKind::Decision { step, decision })
             .await?;
+        let EntryKind::Decision { decision, .. } = recorded.into_event() else {
+            unreachable!("a decision entry is recorded as one")
+        };
         let last_chance = self.interrupting;
         self.apply(decision).await?;
         if last_chance && self.rec.proj.run.status() == RunStatus::Running {
@@ -396,7 +418,7 @@ impl Driver {
             Lifecycle::new(from, self.policy.snapshot.transitions).map_err(|_| {
                 EngineError::InconsistentLedger {
                     id: self.rec.proj.run.id().clone(),
-                    seq: self.rec.ledger.len() as u64,
+                    seq: self.rec.log.len(),
                     source: Box::new(ProjectionError::Terminal { state: from }),
                 }
             })?;
@@ -486,6 +508,17 @@ impl Driver {
             message
         };
         self.rec.fail(kind, message).await
+    }
+}
+
+/// The decision of the step `step` left unsettled, as `ledger` records it.
+pub(crate) fn unsettled_decision(
+    ledger: &Ledger,
+    step: &crate::progress::Unsettled,
+) -> Option<Decision> {
+    match ledger.entries().get(step.decision_at).map(Entry::event) {
+        Some(EntryKind::Decision { decision, .. }) => Some(decision.clone()),
+        _ => None,
     }
 }
 

@@ -60,16 +60,10 @@ impl Driver {
     /// last decision: the verdict on this step's call, given while the run was paused.
     fn granted_in_this_step(&self, tool: &rein_run::ToolName, input_hash: Digest) -> bool {
         self.rec
-            .ledger
-            .entries()
+            .proj
+            .granted
             .iter()
-            .rev()
-            .map(rein_ledger::Entry::event)
-            .take_while(|kind| !matches!(kind, EntryKind::Decision { .. }))
-            .any(|kind| {
-                matches!(kind, EntryKind::ApprovalGranted { tool: t, input_hash: h, .. }
-                    if t == tool && *h == input_hash)
-            })
+            .any(|(t, h)| t == tool && *h == input_hash)
     }
 
     /// Denies a pending approval whose timeout passed, then rejects the call: the run fails,

@@ -437,6 +437,9 @@ pub enum ProjectionError {
     /// The run refused the entry (it breaks the run's own rules).
     #[error(transparent)]
     Run(#[from] RunError),
+    /// The `tool_call` entry a retry repeats could not be read back for its input.
+    #[error("the tool_call entry a retry repeats cannot be read back for its input: {0}")]
+    CallUnreadable(#[source] std::sync::Arc<serde_json::Error>),
     /// The step the ledger shows interrupted does not start with its decision.
     #[error("the interrupted step's decision is not at the entry the ledger's replay pointed to")]
     DecisionMissing,

@@ -66,6 +66,7 @@ mod spec;
 mod subrun;
 mod tools;
 mod tree;
+mod writer;
 
 pub use builder::EngineBuilder;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};

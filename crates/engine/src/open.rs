@@ -241,7 +241,11 @@ pub(crate) async fn reopen(
              the head it records ({e})"
         ));
     }
-    let mut driver = Driver::new(Arc::clone(shared), policy, proj, loaded.ledger, controls);
+    let mut driver = Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, controls);
+    // The projection's step was taken above; the driver still needs its decision.
+    driver.reopened = unsettled
+        .as_ref()
+        .and_then(|step| crate::driver::unsettled_decision(&loaded.ledger, step));
     driver.adopt_planner();
     if let Some(answer) = answer {
         driver
@@ -292,7 +296,7 @@ pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, 
         Arc::clone(shared),
         policy,
         proj,
-        loaded.ledger,
+        &loaded.ledger,
         None,
     ))
 }

@@ -10,11 +10,10 @@ use crate::error::EngineError;
 use crate::plan_link::{IN_DOUBT_REASON, ModelProgress};
 
 impl Driver {
-    /// Applies the entries appended while the planner planned (from index `start`) to the
-    /// projection, in ledger order.
-    pub(crate) fn apply_planned(&mut self, start: usize) -> Result<(), EngineError> {
-        let entries = self.rec.ledger.entries();
-        for entry in entries.get(start..).unwrap_or_default() {
+    /// Applies the entries appended while the planner planned to the projection, in ledger
+    /// order.
+    pub(crate) fn apply_planned(&mut self) -> Result<(), EngineError> {
+        for entry in self.planned.drain(..) {
             self.rec
                 .proj
                 .apply(entry.event(), entry.at())

@@ -10,18 +10,17 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 
-use rein_ledger::{EntryKind, Ledger, Violation};
+use rein_ledger::{Entry, EntryKind, Violation};
 use rein_policy::Budget;
 use rein_run::{
-    BoxFuture, BudgetName, Decision, PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt,
+    BoxFuture, BudgetName, Decision, Digest, PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt,
     PlannerError, Run,
 };
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
-use crate::events::RunEvent;
-use crate::shared::Shared;
+use crate::writer::LedgerWriter;
 
 /// The `finish_reason` of a model call charged at its worst case because the process
 /// stopped before its outcome was on record.
@@ -98,9 +97,11 @@ impl ModelProgress {
 
 /// The driver's side of a step's plan: appends what the planner announces while it plans.
 pub(crate) struct Live<'a> {
-    pub(crate) shared: &'a Shared,
-    pub(crate) ledger: &'a mut Ledger,
-    pub(crate) events: Option<&'a broadcast::Sender<RunEvent>>,
+    pub(crate) log: &'a mut LedgerWriter,
+    /// What was appended, for the driver to apply to the projection once `plan` returns.
+    pub(crate) appended: &'a mut Vec<Entry>,
+    /// The skills already on record before this step.
+    pub(crate) skills_entered: &'a [(String, Digest)],
     pub(crate) rx: &'a mut mpsc::UnboundedReceiver<PlanMessage>,
     /// The run, as the planner sees it (entries appended here are applied after).
     pub(crate) run: &'a Run,
@@ -153,7 +154,7 @@ impl Live<'_> {
                 self.append(EntryKind::PlannerAttempt { step, attempt })
                     .await?;
                 // On the record before the request goes out.
-                self.shared.ledgers.sync_boxed(self.run.id()).await?;
+                self.log.shared.ledgers.sync_boxed(self.run.id()).await?;
             }
             PlanEvent::Called(call) => {
                 let (tokens, cost) = (call.tokens(), call.cost);
@@ -179,10 +180,14 @@ impl Live<'_> {
             }
             PlanEvent::SkillEntered { name, checksum } => {
                 // Once per run: at the first step the skill's body entered the context.
-                let entered = self.ledger.entries().iter().any(|e| {
-                    matches!(e.event(), EntryKind::SkillEntered { name: n, checksum: c, .. }
-                        if *n == name && *c == checksum)
-                });
+                let entered = self
+                    .skills_entered
+                    .iter()
+                    .any(|(n, c)| *n == name && *c == checksum)
+                    || self.appended.iter().any(|e| {
+                        matches!(e.event(), EntryKind::SkillEntered { name: n, checksum: c, .. }
+                            if *n == name && *c == checksum)
+                    });
                 if !entered {
                     self.append(EntryKind::SkillEntered {
                         step,
@@ -227,17 +232,9 @@ impl Live<'_> {
     }
 
     async fn append(&mut self, kind: EntryKind) -> Result<(), EngineError> {
-        let at = self.shared.clock.now();
-        let entry = self.ledger.append(at, self.run.state(), kind);
-        match self.shared.ledgers.try_append_now_dyn(entry) {
-            Some(appended) => appended?,
-            None => self.shared.ledgers.append_boxed(entry).await?,
-        }
-        if let Some(events) = self.events
-            && events.receiver_count() > 0
-        {
-            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
-        }
+        let at = self.log.shared.clock.now();
+        let entry = self.log.append(at, self.run.state(), kind).await?;
+        self.appended.push(entry);
         Ok(())
     }
 }

@@ -24,7 +24,7 @@ impl Driver {
         &mut self,
         meter: &rein_run::PlanMeter,
     ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
-        let (cancel, start) = (self.cancel_token(), self.rec.ledger.len());
+        let cancel = self.cancel_token();
         let remaining = self.remaining();
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
@@ -72,9 +72,9 @@ impl Driver {
             }
         };
         let planned = crate::plan_link::Live {
-            shared: &self.shared,
-            ledger: &mut self.rec.ledger,
-            events: self.rec.events.as_ref(),
+            log: &mut self.rec.log,
+            appended: &mut self.planned,
+            skills_entered: &self.rec.proj.skills_entered,
             rx: &mut self.plan_rx,
             run,
             budget: self.rec.proj.budget(),
@@ -82,7 +82,7 @@ impl Driver {
         }
         .drive(plan, cancel)
         .await;
-        self.apply_planned(start)?;
+        self.apply_planned()?;
         planned
     }
 

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind};
 use rein_policy::Budget;
-use rein_run::{BudgetName, EvidenceKind, Failure, NoteSource, Run, RunId, State, Timestamp};
+use rein_run::{
+    BudgetName, Digest, EvidenceKind, Failure, LedgerHead, NoteSource, Run, RunId, State,
+    Timestamp, ToolName,
+};
 
 pub(crate) use crate::error::ProjectionError;
 pub(crate) use crate::progress::{BatchTrack, OpenAttempt, Progress, Unsettled};
@@ -41,6 +44,12 @@ pub(crate) struct Projection {
     pub(crate) batch: Option<BatchTrack>,
     /// The run's place in a tree of runs: its open child, its parent.
     pub(crate) tree: crate::children::Tree,
+    /// The skills whose bodies entered the planner's context (name, checksum): each is
+    /// recorded once per run and version.
+    pub(crate) skills_entered: Vec<(String, Digest)>,
+    /// The approvals (tool, input hash) granted since the last decision: verdicts on this
+    /// step's calls, given while the run was paused.
+    pub(crate) granted: Vec<(ToolName, Digest)>,
 }
 
 impl Projection {
@@ -69,6 +78,8 @@ impl Projection {
             model: crate::plan_link::ModelProgress::default(),
             batch: None,
             tree: crate::children::Tree::default(),
+            skills_entered: Vec::new(),
+            granted: Vec::new(),
         })
     }
 
@@ -97,21 +108,46 @@ impl Projection {
             projection
                 .apply(entry.event(), entry.at())
                 .map_err(|e| (entry.seq(), e))?;
+            projection.sealed(entry.event(), entry.head());
         }
         Ok(projection)
     }
 
     /// What `kind`, recorded at `at`, does to the run.
     pub(crate) fn apply(&mut self, kind: &EntryKind, at: Timestamp) -> Result<(), ProjectionError> {
-        if self.batch.is_some() && self.apply_in_batch(kind, at)? {
-            self.applied += 1;
-            return Ok(());
+        if !(self.batch.is_some() && self.apply_in_batch(kind, at)?) {
+            self.apply_to_run(kind, at)?;
+            self.track_step(kind);
+            self.model.track(kind);
         }
-        self.apply_to_run(kind, at)?;
-        self.track_step(kind);
-        self.model.track(kind);
+        self.track_records(kind);
         self.applied += 1;
         Ok(())
+    }
+
+    /// What of `kind`'s place in the chain the projection keeps, once it is sealed there
+    /// as `head`: where the open child's `child_started` is, for the child's `child_of`.
+    pub(crate) fn sealed(&mut self, kind: &EntryKind, head: LedgerHead) {
+        if let (EntryKind::ChildStarted { child, .. }, Some(open)) = (kind, &mut self.tree.open)
+            && open.child == *child
+        {
+            open.started = Some(head);
+        }
+    }
+
+    /// Keeps what the driver looks up later, so it never reads its ledger back: the skills
+    /// that entered the context, the approvals granted since the last decision.
+    fn track_records(&mut self, kind: &EntryKind) {
+        match kind {
+            EntryKind::SkillEntered { name, checksum, .. } => {
+                self.skills_entered.push((name.clone(), *checksum));
+            }
+            EntryKind::ApprovalGranted {
+                tool, input_hash, ..
+            } => self.granted.push((tool.clone(), *input_hash)),
+            EntryKind::Decision { .. } => self.granted.clear(),
+            _ => {}
+        }
     }
 
     /// Follows how far the current decision's application got (see [`Unsettled`]).

@@ -1,9 +1,15 @@
-//! `Recorder`: the one writer of a run. It owns the run's projection, its ledger and its
-//! event sender; every change to the run is an entry it appends first and then applies.
+//! `Recorder`: the one writer of a run. It owns the run's projection and the end of its
+//! ledger; every change to the run is an entry it appends first and then applies.
+//!
+//! The recorder keeps no copy of the entries it wrote: the ledger store keeps them (a memory
+//! store shares each entry's line, a file store has it on disk), and the engine reads a
+//! ledger back from the store when it opens a run. What it writes it hands back, so the
+//! driver goes on with the values an entry recorded (a decision, a tool's input) without
+//! copying them.
 
 use std::sync::Arc;
 
-use rein_ledger::{EntryKind, Ledger};
+use rein_ledger::{Chain, Entry, EntryKind};
 use rein_policy::Budget;
 use rein_run::{Failure, FailureKind, RunId, State};
 use tokio::sync::broadcast;
@@ -12,30 +18,19 @@ use crate::error::EngineError;
 use crate::events::RunEvent;
 use crate::project::{Projection, ProjectionError};
 use crate::shared::Shared;
+use crate::writer::LedgerWriter;
 
 /// Records one run's entries: applies each to the projection (which refuses what breaks the
-/// run's rules, before anything is written), appends it to the ledger and its store, and
-/// tells subscribers. Nothing else writes to the run.
+/// run's rules, before anything is written), then writes it through the run's
+/// [`LedgerWriter`]. Nothing else writes to the run.
 pub(crate) struct Recorder {
-    shared: Arc<Shared>,
     pub(crate) proj: Projection,
-    pub(crate) ledger: Ledger,
-    pub(crate) events: Option<broadcast::Sender<RunEvent>>,
+    pub(crate) log: LedgerWriter,
 }
 
 impl Recorder {
-    pub(crate) const fn new(
-        shared: Arc<Shared>,
-        proj: Projection,
-        ledger: Ledger,
-        events: Option<broadcast::Sender<RunEvent>>,
-    ) -> Self {
-        Self {
-            shared,
-            proj,
-            ledger,
-            events,
-        }
+    pub(crate) const fn new(proj: Projection, log: LedgerWriter) -> Self {
+        Self { proj, log }
     }
 
     /// Starts a new run: records its `run_started` entry (at the clock's time, in `intake`)
@@ -46,7 +41,7 @@ impl Recorder {
         started: EntryKind,
         budget: Budget,
         events: Option<broadcast::Sender<RunEvent>>,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<(Self, Entry), EngineError> {
         let at = shared.clock.now();
         let proj = Projection::start(id.clone(), &started, at, budget).map_err(|source| {
             EngineError::InconsistentLedger {
@@ -55,52 +50,42 @@ impl Recorder {
                 source: Box::new(source),
             }
         })?;
-        let mut rec = Self::new(shared, proj, Ledger::new(id), events);
-        let entry = rec.ledger.append(at, State::Intake, started);
-        match rec.shared.ledgers.try_append_now_dyn(entry) {
-            Some(appended) => appended?,
-            None => rec.shared.ledgers.append_boxed(entry).await?,
-        }
-        if let Some(events) = &rec.events {
-            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
-        }
-        Ok(rec)
+        let mut log = LedgerWriter::new(shared, Chain::new(id), events);
+        let entry = log.append(at, State::Intake, started).await?;
+        Ok((Self::new(proj, log), entry))
     }
 
     /// Records `kind`: applies it to the run (the aggregate refuses what breaks its rules —
     /// then nothing is written and the refusal comes back), appends it to the ledger and its
-    /// store, and tells subscribers.
+    /// store, tells subscribers, and hands the entry back.
     pub(crate) async fn try_record(
         &mut self,
         kind: EntryKind,
-    ) -> Result<Result<(), ProjectionError>, EngineError> {
-        let at = self.shared.clock.now();
+    ) -> Result<Result<Entry, ProjectionError>, EngineError> {
+        let at = self.log.shared.clock.now();
         let state = self.proj.state();
         if let Err(e) = self.proj.apply(&kind, at) {
             return Ok(Err(e));
         }
-        let entry = self.ledger.append(at, state, kind);
-        // A store that can append without waiting does so here: no future, no allocation.
-        match self.shared.ledgers.try_append_now_dyn(entry) {
-            Some(appended) => appended?,
-            None => self.shared.ledgers.append_boxed(entry).await?,
-        }
-        if let Some(events) = &self.events
-            && events.receiver_count() > 0
-        {
-            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
-        }
-        Ok(Ok(()))
+        let entry = self.log.append(at, state, kind).await?;
+        self.proj.sealed(entry.event(), entry.head());
+        Ok(Ok(entry))
     }
 
     /// Records an entry the engine has already checked; one the run refuses is a bug.
     pub(crate) async fn record(&mut self, kind: EntryKind) -> Result<(), EngineError> {
+        self.record_entry(kind).await.map(drop)
+    }
+
+    /// [`record`](Self::record), handing the entry back: what it recorded goes on without
+    /// a copy.
+    pub(crate) async fn record_entry(&mut self, kind: EntryKind) -> Result<Entry, EngineError> {
         let name = kind.name();
         self.try_record(kind)
             .await?
             .map_err(|e| EngineError::InconsistentLedger {
                 id: self.proj.run.id().clone(),
-                seq: self.ledger.len() as u64 + 1,
+                seq: self.log.len() + 1,
                 source: Box::new(ProjectionError::Refused {
                     kind: name,
                     source: Box::new(e),
@@ -122,7 +107,11 @@ impl Recorder {
 
     /// Makes the ledger as durable as its store's fsync policy asks at a step boundary.
     pub(crate) async fn sync(&self) -> Result<(), EngineError> {
-        self.shared.ledgers.sync_boxed(self.proj.run.id()).await?;
+        self.log
+            .shared
+            .ledgers
+            .sync_boxed(self.proj.run.id())
+            .await?;
         Ok(())
     }
 
@@ -139,7 +128,7 @@ impl Recorder {
     /// ever appended to always reaches the head its snapshot names (`open::load_ledger`
     /// checks that it does).
     pub(crate) async fn save(&mut self) -> Result<(), EngineError> {
-        if let Some(head) = self.ledger.head() {
+        if let Some(head) = self.log.head() {
             self.proj
                 .run
                 .anchor(head)
@@ -149,7 +138,7 @@ impl Recorder {
                     source: Box::new(e.into()),
                 })?;
         }
-        self.shared.runs.save_boxed(&self.proj.run).await?;
+        self.log.shared.runs.save_boxed(&self.proj.run).await?;
         Ok(())
     }
 }
@@ -185,15 +174,17 @@ mod tests {
             shared.policy.snapshot.budget.clone(),
         )
         .expect("starts");
-        let mut ledger = Ledger::new(id);
-        let entry = ledger.append(at, State::Intake, started);
-        shared.ledgers.append_boxed(entry).await.expect("appended");
-        Recorder::new(shared, proj, ledger, events)
+        let mut log = LedgerWriter::new(shared, Chain::new(id), events);
+        log.append(at, State::Intake, started)
+            .await
+            .expect("appended");
+        Recorder::new(proj, log)
     }
 
     async fn stored(rec: &Recorder) -> usize {
         let id = rec.proj.run.id();
-        rec.shared
+        rec.log
+            .shared
             .ledgers
             .load_boxed(id)
             .await
@@ -212,12 +203,15 @@ mod tests {
         };
         rec.record(decision.clone()).await.expect("recorded");
         assert_eq!(rec.proj.run.steps(), 1);
-        assert_eq!(rec.ledger.len(), 2);
+        assert_eq!(rec.log.len(), 2);
         assert_eq!(stored(&rec).await, 2);
-        let Ok(RunEvent::Recorded(entry)) = rx.try_recv() else {
-            panic!("no event");
-        };
-        assert_eq!(entry.event(), &decision);
+        let mut told = std::iter::from_fn(|| match rx.try_recv() {
+            Ok(RunEvent::Recorded(entry)) => Some(entry),
+            _ => None,
+        });
+        assert_eq!(told.next().map(|e| e.event().name()), Some("run_started"));
+        assert_eq!(told.next().as_deref().map(Entry::event), Some(&decision));
+        assert!(told.next().is_none());
     }
 
     #[tokio::test]
@@ -247,7 +241,7 @@ mod tests {
             *source,
             ProjectionError::StepMismatch { step: 7, at: 0 }
         ));
-        assert_eq!((rec.ledger.len(), stored(&rec).await), (1, 1));
+        assert_eq!((rec.log.len(), stored(&rec).await), (1, 1));
         assert_eq!(rec.proj.run.steps(), 0);
     }
 }

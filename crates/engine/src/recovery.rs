@@ -21,16 +21,10 @@ impl Driver {
     /// again when nothing it did is on record but markers (with the attempt's `tool_calls`
     /// unit already paid, if it was charged).
     pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
-        // The projection names the decision by its place in this ledger; read it back.
-        let decision = match self
-            .rec
-            .ledger
-            .entries()
-            .get(step.decision_at)
-            .map(rein_ledger::Entry::event)
-        {
-            Some(EntryKind::Decision { decision, .. }) => decision.clone(),
-            _ => {
+        // The decision as the driver read it from the ledger it was opened from.
+        let decision = match self.reopened.take() {
+            Some(decision) => decision,
+            None => {
                 return Err(EngineError::InconsistentLedger {
                     id: self.rec.proj.run.id().clone(),
                     seq: step.decision_at as u64 + 1,

@@ -115,20 +115,33 @@ impl Driver {
                 .as_ref()
                 .and_then(|l| l.planner.clone())
         });
-        let open = OpenChild {
-            child: self.shared.ids.run_id(),
+        // The entry hands its values back: the open child is made of what was recorded.
+        let recorded = self
+            .rec
+            .record_entry(EntryKind::ChildStarted {
+                child: self.shared.ids.run_id(),
+                goal,
+                carved,
+                planner,
+            })
+            .await?;
+        let started = Some(recorded.head());
+        let EntryKind::ChildStarted {
+            child,
             goal,
             carved,
             planner,
+        } = recorded.into_event()
+        else {
+            unreachable!("a child_started entry is recorded as one")
         };
-        self.rec
-            .record(EntryKind::ChildStarted {
-                child: open.child.clone(),
-                goal: open.goal.clone(),
-                carved: open.carved.clone(),
-                planner: open.planner.clone(),
-            })
-            .await?;
+        let open = OpenChild {
+            child,
+            goal,
+            carved,
+            planner,
+            started,
+        };
         // Durable before the child's ledger exists: a child is never on record without
         // its parent knowing it (which would let a resumed parent start a second one).
         self.rec.sync().await?;
@@ -226,7 +239,8 @@ impl Driver {
     /// The child's ends of its control channels: the abort signal a child of this run's,
     /// events to this run's subscribers (each entry names the child's run id).
     fn child_controls(&self) -> (Option<mpsc::UnboundedSender<Control>>, Option<Controls>) {
-        let (Some(inbox), Some(events)) = (self.inbox.as_ref(), self.rec.events.as_ref()) else {
+        let (Some(inbox), Some(events)) = (self.inbox.as_ref(), self.rec.log.events.as_ref())
+        else {
             return (None, None);
         };
         let (tx, rx) = mpsc::unbounded_channel();
@@ -320,17 +334,11 @@ impl Driver {
 
     /// The `child_of` entry for `open`: this run, its `child_started` entry, the depth.
     fn link_for(&self, open: &OpenChild) -> Result<EntryKind, EngineError> {
-        let started = self
-            .rec
-            .ledger
-            .entries()
-            .iter()
-            .rev()
-            .find(|e| matches!(e.event(), EntryKind::ChildStarted { child, .. } if *child == open.child))
-            .map(rein_ledger::Entry::head)
+        let started = open
+            .started
             .ok_or_else(|| EngineError::InconsistentLedger {
                 id: self.rec.proj.run.id().clone(),
-                seq: self.rec.ledger.len() as u64,
+                seq: self.rec.log.len(),
                 source: Box::new(ProjectionError::ChildMismatch {
                     open: None,
                     entry: open.child.clone(),

@@ -143,6 +143,13 @@ impl Entry {
         &self.event
     }
 
+    /// What happened, taken out of the entry: for a writer that has handed the entry's line
+    /// to its store and needs the values back, without a copy.
+    #[must_use]
+    pub fn into_event(self) -> EntryKind {
+        self.event
+    }
+
     /// The hash of the previous entry; [`Digest::ZERO`] for the first.
     #[must_use]
     pub const fn prev(&self) -> Digest {

@@ -38,6 +38,7 @@
 //! behind the object-safe [`DynLedgerStore`]). This crate is pure: no I/O, no clocks — time
 //! comes in as a [`Timestamp`](rein_run::Timestamp) from the caller.
 
+mod chain;
 mod compact;
 mod entry;
 mod error;
@@ -47,6 +48,7 @@ mod lines;
 mod outline;
 mod store;
 
+pub use chain::Chain;
 pub use entry::Entry;
 pub use error::{Problem, VerifyError};
 pub use kind::{EntryKind, InterruptKind, Violation};

@@ -1,0 +1,126 @@
+//! `Chain`: the end of a run's hash chain — all that appending needs — without the entries.
+
+use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
+
+use crate::{Entry, EntryKind, Ledger};
+
+/// Where a run's ledger ends: its run, how many entries it has, and the hash of the last.
+///
+/// A writer that hands each sealed [`Entry`] to a store needs no more than this to number,
+/// link and seal the next one, so it need not keep the entries it wrote: the store keeps
+/// them (a [`Ledger`] is the same chain with its entries in memory). Sealing through a
+/// `Chain` gives exactly the entries [`Ledger::append`] gives.
+///
+/// ```
+/// use rein_ledger::{Chain, EntryKind, Ledger};
+/// use rein_run::{State, Timestamp};
+///
+/// let t = Timestamp::from_unix_millis(7);
+/// let mut ledger = Ledger::new("run-1".parse()?);
+/// ledger.append(t, State::Intake, EntryKind::Steering { note: "one".into() });
+///
+/// // Go on from where the ledger ends, without its entries.
+/// let mut chain = ledger.chain();
+/// let two = chain.seal(t, State::Intake, EntryKind::Steering { note: "two".into() });
+/// assert_eq!((two.seq(), two.prev()), (2, ledger.last_hash()));
+/// assert_eq!(chain.head(), Some(two.head()));
+///
+/// // The same entry as the ledger's own append.
+/// let same = ledger.append(t, State::Intake, EntryKind::Steering { note: "two".into() });
+/// assert_eq!(same, &two);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    run_id: RunId,
+    len: u64,
+    last: Digest,
+}
+
+impl Chain {
+    /// The chain of a ledger with no entries yet.
+    #[must_use]
+    pub const fn new(run_id: RunId) -> Self {
+        Self {
+            run_id,
+            len: 0,
+            last: Digest::ZERO,
+        }
+    }
+
+    /// Records `event`, happened `at` while the run was in `state`: numbers the entry, links
+    /// it to the last one, seals it, and moves the chain's end to it.
+    pub fn seal(&mut self, at: Timestamp, state: State, event: EntryKind) -> Entry {
+        let entry = Entry::seal(
+            self.len + 1,
+            at,
+            self.run_id.clone(),
+            state,
+            event,
+            self.last,
+        );
+        self.len = entry.seq();
+        self.last = entry.hash();
+        entry
+    }
+
+    /// The run this chain records.
+    #[must_use]
+    pub const fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The number of entries sealed so far (the last one's sequence number).
+    #[must_use]
+    pub const fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing has been sealed yet.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The head: the last entry's sequence number and hash; `None` before the first.
+    #[must_use]
+    pub fn head(&self) -> Option<LedgerHead> {
+        (self.len > 0).then(|| LedgerHead::new(self.len, self.last))
+    }
+}
+
+impl Ledger {
+    /// Where this ledger ends, to go on appending without its entries (see [`Chain`]).
+    #[must_use]
+    pub fn chain(&self) -> Chain {
+        Chain {
+            run_id: self.run_id().clone(),
+            len: self.len() as u64,
+            last: self.last_hash(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_seals_what_the_ledger_appends() {
+        let t = Timestamp::from_unix_millis(3);
+        let mut ledger = Ledger::new("r".parse().unwrap());
+        let mut chain = Chain::new("r".parse().unwrap());
+        assert_eq!((chain.head(), chain.is_empty()), (None, true));
+        for i in 0..5 {
+            let kind = EntryKind::Steering {
+                note: format!("note {i}"),
+            };
+            let sealed = chain.seal(t, State::Explore, kind.clone());
+            assert_eq!(ledger.append(t, State::Explore, kind), &sealed);
+            assert_eq!(ledger.chain(), chain);
+        }
+        assert_eq!(chain.len(), 5);
+        assert_eq!(chain.head(), ledger.head());
+        ledger.verify().unwrap();
+    }
+}
