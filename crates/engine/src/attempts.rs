@@ -60,6 +60,12 @@ impl AttemptLink {
         Self { tx, clock, started }
     }
 
+    /// Readies the link for the next call: its first attempt's time starts now. The driver
+    /// keeps one link for the run (calls are one at a time), so a call allocates none.
+    pub(crate) fn restart(&self) {
+        self.started.store(self.now(), Ordering::Relaxed);
+    }
+
     fn now(&self) -> u64 {
         self.clock.now().as_unix_millis()
     }

@@ -13,7 +13,7 @@ use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use crate::attempts::{AttemptEvent, AttemptLink, AttemptRecord, VETO_MESSAGE};
+use crate::attempts::{AttemptEvent, AttemptRecord, VETO_MESSAGE};
 use crate::config::OnToolError;
 use crate::depth;
 use crate::driver::Driver;
@@ -172,8 +172,9 @@ impl Driver {
                 .sync_boxed(self.rec.proj.run.id())
                 .await?;
         }
-        let link = AttemptLink::new(self.attempt_tx.clone(), Arc::clone(&self.shared.clock));
-        let call = ToolCall::new(input).with_observer(Arc::new(link));
+        self.attempt_link.restart();
+        let link = Arc::clone(&self.attempt_link);
+        let call = ToolCall::new(input).with_observer(link);
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.proj.state());
         let mut attempts = Attempts {
             tool: tool.clone(),

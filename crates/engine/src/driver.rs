@@ -44,9 +44,9 @@ pub(crate) struct Driver {
     pub(crate) interrupting: bool,
     /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut short).
     pub(crate) prepaid: bool,
-    /// Where every tool call's `AttemptLink` reports: one channel for the run, empty
-    /// between calls.
-    pub(crate) attempt_tx: mpsc::UnboundedSender<AttemptEvent>,
+    /// The observer every tool call reports its attempts through, and where it reports:
+    /// one link and one channel for the run (calls are one at a time), empty between calls.
+    pub(crate) attempt_link: Arc<crate::attempts::AttemptLink>,
     pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
     /// Where every step's meter sends what the planner announces (`plan_attempts`).
     pub(crate) plan_link: Arc<crate::plan_link::PlanLink>,
@@ -131,6 +131,10 @@ impl Driver {
         deadline: Option<crate::deadline::Due>,
     ) -> Self {
         let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
+        let attempt_link = Arc::new(crate::attempts::AttemptLink::new(
+            attempt_tx,
+            Arc::clone(&shared.clock),
+        ));
         let (plan_link, plan_rx) = crate::plan_link::PlanLink::new();
         Self {
             deadline,
@@ -141,7 +145,7 @@ impl Driver {
             inbox,
             interrupting: false,
             prepaid: false,
-            attempt_tx,
+            attempt_link,
             attempt_rx,
             plan_link,
             plan_rx,

@@ -62,7 +62,9 @@ pub struct Run {
     goal: String,
     state: State,
     status: RunStatus,
-    evidence: Vec<Evidence>,
+    /// Shared: a snapshot a store keeps (a clone of the run) costs a count, not a copy. The
+    /// run copies it on its next addition only while a snapshot still shares it.
+    evidence: Arc<Vec<Evidence>>,
     vars: Map<String, Value>,
     usage: BudgetUsage,
     summary: Option<String>,
@@ -101,7 +103,7 @@ impl Run {
             goal: goal.into(),
             state: State::Intake,
             status: RunStatus::Running,
-            evidence: Vec::new(),
+            evidence: Arc::new(Vec::new()),
             vars,
             usage: BudgetUsage::default(),
             summary: None,
@@ -281,7 +283,7 @@ impl Run {
     /// [`RunError::Finished`]: no evidence after completion.
     pub fn add_evidence(&mut self, kind: EvidenceKind, now: Timestamp) -> Result<(), RunError> {
         self.ensure_not_finished()?;
-        self.evidence.push(Evidence::new(self.steps, kind));
+        Arc::make_mut(&mut self.evidence).push(Evidence::new(self.steps, kind));
         self.touch(now);
         Ok(())
     }
@@ -398,7 +400,7 @@ impl Run {
                 status: self.status,
             });
         };
-        self.evidence.push(Evidence::new(
+        Arc::make_mut(&mut self.evidence).push(Evidence::new(
             self.steps,
             EvidenceKind::HumanInput {
                 question,
