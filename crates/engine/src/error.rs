@@ -437,6 +437,9 @@ pub enum ProjectionError {
     /// The run refused the entry (it breaks the run's own rules).
     #[error(transparent)]
     Run(#[from] RunError),
+    /// An attempt to recover has no input: it was not read back from the run's ledger.
+    #[error("the tool call to recover has no input: it was not read back from the ledger")]
+    CallInputMissing,
     /// The `tool_call` entry a retry repeats could not be read back for its input.
     #[error("the tool_call entry a retry repeats cannot be read back for its input: {0}")]
     CallUnreadable(#[source] std::sync::Arc<serde_json::Error>),

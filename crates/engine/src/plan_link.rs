@@ -26,8 +26,10 @@ use crate::writer::LedgerWriter;
 /// stopped before its outcome was on record.
 pub(crate) const IN_DOUBT_REASON: &str = "in doubt: the process stopped before the reply was recorded; charged at the declared worst case";
 
-/// One event and the answer the planner waits for (sent once it is on record).
-pub(crate) type PlanMessage = (PlanEvent, oneshot::Sender<()>);
+/// One event and the answer the planner waits for (sent once it is on record). Boxed: the
+/// channel's first block holds 32 messages and is allocated for every run, while most
+/// planners (scripts, a team's own) never send one; boxed, that block is 256 bytes.
+pub(crate) type PlanMessage = Box<(PlanEvent, oneshot::Sender<()>)>;
 
 /// The engine's [`PlanSink`]: one per run, shared by every step's meter.
 #[derive(Debug)]
@@ -46,7 +48,7 @@ impl PlanLink {
 impl PlanSink for PlanLink {
     fn record(&self, event: PlanEvent) -> BoxFuture<'_, Result<(), PlanSinkClosed>> {
         let (reply, recorded) = oneshot::channel();
-        let sent = self.tx.send((event, reply));
+        let sent = self.tx.send(Box::new((event, reply)));
         Box::pin(async move {
             sent.map_err(|_| PlanSinkClosed)?;
             recorded.await.map_err(|_| PlanSinkClosed)
@@ -130,7 +132,8 @@ impl Live<'_> {
                 tokio::select! {
                     biased;
                     () = &mut cancelled => break None,
-                    Some((event, reply)) = self.rx.recv() => {
+                    Some(message) = self.rx.recv() => {
+                        let (event, reply) = *message;
                         self.write(event).await?;
                         // A planner that stopped waiting finds its event on record anyway.
                         let _ = reply.send(());
@@ -140,7 +143,8 @@ impl Live<'_> {
             }
         };
         // The plan is dropped: what it sent before is still recorded, in order.
-        while let Ok((event, reply)) = self.rx.try_recv() {
+        while let Ok(message) = self.rx.try_recv() {
+            let (event, reply) = *message;
             self.write(event).await?;
             let _ = reply.send(());
         }

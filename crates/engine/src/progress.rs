@@ -13,7 +13,9 @@ use crate::error::ProjectionError;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct OpenAttempt {
     pub(crate) tool: ToolName,
-    pub(crate) input: Value,
+    /// The call's input, kept only by a projection rebuilt from a ledger (what recovery
+    /// retries with); a live driver has the call in hand, and its projection keeps none.
+    pub(crate) input: Option<Value>,
     pub(crate) attempt: u32,
     pub(crate) idempotent: bool,
 }
@@ -145,7 +147,7 @@ impl BatchTrack {
                 if let Some(j) = at_call {
                     self.open[j] = Some(OpenAttempt {
                         tool: tool.clone(),
-                        input: input.clone(),
+                        input: Some(input.clone()),
                         attempt: *attempt,
                         idempotent: *idempotent,
                     });

@@ -50,6 +50,9 @@ pub(crate) struct Projection {
     /// The approvals (tool, input hash) granted since the last decision: verdicts on this
     /// step's calls, given while the run was paused.
     pub(crate) granted: Vec<(ToolName, Digest)>,
+    /// Whether entries are being replayed from a stored ledger (`rebuild`), rather than
+    /// recorded live: only then does an open attempt keep its input, for recovery.
+    rebuilding: bool,
 }
 
 impl Projection {
@@ -80,6 +83,7 @@ impl Projection {
             tree: crate::children::Tree::default(),
             skills_entered: Vec::new(),
             granted: Vec::new(),
+            rebuilding: false,
         })
     }
 
@@ -95,6 +99,7 @@ impl Projection {
         let budget = budget_of(first.event()).map_err(|e| (first.seq(), e))?;
         let mut projection = Self::start(first.run_id().clone(), first.event(), first.at(), budget)
             .map_err(|e| (first.seq(), e))?;
+        projection.rebuilding = true;
         for entry in &entries[1..] {
             if entry.state() != projection.run.state() {
                 return Err((
@@ -110,6 +115,8 @@ impl Projection {
                 .map_err(|e| (entry.seq(), e))?;
             projection.sealed(entry.event(), entry.head());
         }
+        // From here on the run is recorded live by a driver, which has its calls in hand.
+        projection.rebuilding = false;
         Ok(projection)
     }
 
@@ -279,7 +286,7 @@ impl Projection {
             } => {
                 self.open = Some(OpenAttempt {
                     tool: tool.clone(),
-                    input: input.clone(),
+                    input: self.rebuilding.then(|| input.clone()),
                     attempt: *attempt,
                     idempotent: *idempotent,
                 });

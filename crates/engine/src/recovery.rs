@@ -131,15 +131,11 @@ impl Driver {
             }
             return Ok(());
         };
-        let input_hash = Digest::of_json(&failed.input);
+        let input = self.recovered_input(failed.input)?;
+        let input_hash = Digest::of_json(&input);
         self.prepaid = charged;
         let executed = self
-            .execute(
-                entry,
-                failed.input,
-                input_hash,
-                failed.attempt.saturating_add(1),
-            )
+            .execute(entry, input, input_hash, failed.attempt.saturating_add(1))
             .await;
         self.prepaid = false;
         executed
@@ -173,13 +169,18 @@ impl Driver {
                 )
                 .await;
         };
-        let input_hash = Digest::of_json(&open.input);
-        self.execute(
-            entry,
-            open.input,
-            input_hash,
-            open.attempt.saturating_add(1),
-        )
-        .await
+        let input = self.recovered_input(open.input)?;
+        let input_hash = Digest::of_json(&input);
+        self.execute(entry, input, input_hash, open.attempt.saturating_add(1))
+            .await
+    }
+
+    /// The input of an attempt to recover, which a projection rebuilt from its ledger keeps.
+    fn recovered_input(&self, input: Option<Value>) -> Result<Value, EngineError> {
+        input.ok_or_else(|| EngineError::InconsistentLedger {
+            id: self.rec.proj.run.id().clone(),
+            seq: self.rec.log.len(),
+            source: Box::new(ProjectionError::CallInputMissing),
+        })
     }
 }
