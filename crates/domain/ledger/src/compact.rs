@@ -251,8 +251,9 @@ impl Compound<'_, '_> {
         }
     }
 
-    /// `"key":` for a field, after a comma unless it is the first. A field name has nothing
-    /// to escape (in every type an entry holds): written in one piece.
+    /// `"key":` for a field or a string key, after a comma unless it is the first. A key
+    /// with nothing to escape (every field name an entry holds, most map keys) is written
+    /// in one piece.
     fn key(&mut self, key: &str) {
         let out = &mut *self.writer.out;
         let bytes = key.as_bytes();
@@ -531,12 +532,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
     type Error = Unsupported;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsupported> {
-        self.comma();
-        key.serialize(KeyWriter {
-            out: self.writer.out,
-        })?;
-        self.writer.out.push(b':');
-        Ok(())
+        key.serialize(KeyWriter { compound: self })
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
@@ -587,8 +583,8 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
 
 /// Map keys: only strings are written here (a `Value`'s keys, names); any other key goes to
 /// serde_json, which quotes numbers and refuses the rest.
-struct KeyWriter<'a> {
-    out: &'a mut Vec<u8>,
+struct KeyWriter<'c, 'w, 'a> {
+    compound: &'c mut Compound<'w, 'a>,
 }
 
 /// The error of every [`KeyWriter`] method but `serialize_str`.
@@ -600,7 +596,7 @@ macro_rules! not_a_str_key {
     )*};
 }
 
-impl ser::Serializer for KeyWriter<'_> {
+impl ser::Serializer for KeyWriter<'_, '_, '_> {
     type Ok = ();
     type Error = Unsupported;
     type SerializeSeq = ser::Impossible<(), Unsupported>;
@@ -612,7 +608,7 @@ impl ser::Serializer for KeyWriter<'_> {
     type SerializeStructVariant = ser::Impossible<(), Unsupported>;
 
     fn serialize_str(self, v: &str) -> Result<(), Unsupported> {
-        string(self.out, v);
+        self.compound.key(v);
         Ok(())
     }
 
