@@ -4,7 +4,8 @@
 //! serde_json writes through `io::Write` and escapes strings with a bounds-checked loop that
 //! costs about as much per key as the bytes around it; an entry is mostly short keys and
 //! strings, so that overhead was most of an entry's encoding. This writer appends straight to
-//! a `Vec<u8>`. It covers what entries hold (structs, enums, maps with string keys, strings,
+//! a `Vec<u8>`, looks for bytes to escape eight at a time, writes a key with its quotes,
+//! comma and colon in one piece, and integers two digits at a time. It covers what entries hold (structs, enums, maps with string keys, strings,
 //! integers, booleans, `null`) and hands floats to serde_json itself, so their digits are
 //! serde_json's. Anything else (a map key that is not a string, 128-bit integers, raw bytes)
 //! makes it give up with [`Unsupported`], and [`write`] encodes the value with serde_json
