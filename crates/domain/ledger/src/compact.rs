@@ -4,7 +4,8 @@
 //! serde_json writes through `io::Write` and escapes strings with a bounds-checked loop that
 //! costs about as much per key as the bytes around it; an entry is mostly short keys and
 //! strings, so that overhead was most of an entry's encoding. This writer appends straight to
-//! a `Vec<u8>`. It covers what entries hold (structs, enums, maps with string keys, strings,
+//! a `Vec<u8>`, looks for bytes to escape eight at a time, writes a key with its quotes,
+//! comma and colon in one piece, and integers two digits at a time. It covers what entries hold (structs, enums, maps with string keys, strings,
 //! integers, booleans, `null`) and hands floats to serde_json itself, so their digits are
 //! serde_json's. Anything else (a map key that is not a string, 128-bit integers, raw bytes)
 //! makes it give up with [`Unsupported`], and [`write`] encodes the value with serde_json
@@ -81,15 +82,28 @@ static ESCAPE: [u8; 256] = {
 
 /// Appends `s` as a JSON string, escaped as serde_json escapes it.
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut rest = s.as_bytes();
-    out.reserve(rest.len() + 2);
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
+    // Most strings in an entry (names, hex digests, prose) have nothing to escape: one
+    // copy.
+    if needs_escape(bytes) {
+        escaped(out, bytes);
+    } else {
+        out.extend_from_slice(bytes);
+    }
+    out.push(b'"');
+}
+
+/// Appends the inside of a JSON string holding `bytes`, some of which are escaped.
+#[cold]
+fn escaped(out: &mut Vec<u8>, mut bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     loop {
-        let clean = clean_prefix(rest);
-        out.extend_from_slice(&rest[..clean]);
-        let Some((&b, tail)) = rest[clean..].split_first() else {
-            break;
+        let clean = clean_prefix(bytes);
+        out.extend_from_slice(&bytes[..clean]);
+        let Some((&b, tail)) = bytes[clean..].split_first() else {
+            return;
         };
         match ESCAPE[usize::from(b)] {
             b'u' => out.extend_from_slice(&[
@@ -102,31 +116,64 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
             ]),
             escape => out.extend_from_slice(&[b'\\', escape]),
         }
-        rest = tail;
+        bytes = tail;
     }
-    out.push(b'"');
 }
 
-/// How many bytes at the start of `bytes` go into a JSON string as they are. Eight bytes
-/// at a time while none of them is a control character, `"` or `\` (most strings in an
-/// entry are names, hex digests and prose, with nothing to escape), then byte by byte.
+/// 1 in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `x` is a control character, `"` or `\`: exact as a yes or no.
+/// Each test sets the high bit of a byte where it holds (and may set it above a byte where
+/// it holds, never elsewhere), so their union is exact too; one branch for the three.
+const fn any_to_escape(x: u64) -> bool {
+    /// The high bit of each byte of `x` below `n` (n <= 0x80), and maybe above one.
+    const fn below(x: u64, n: u8) -> u64 {
+        x.wrapping_sub(ONES * n as u64) & !x
+    }
+    const fn equal(x: u64, b: u8) -> u64 {
+        below(x ^ (ONES * b as u64), 1)
+    }
+    (below(x, 0x20) | equal(x, b'"') | equal(x, b'\\')) & HIGH != 0
+}
+
+/// Whether any byte of `bytes` is escaped in a JSON string. Words of eight bytes, the
+/// last one overlapping the one before; a string shorter than a word is read as one word
+/// made of its first and last four bytes (or two, or its one byte repeated), which overlap
+/// and cover it: no byte is looked at on its own.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let word = if let Some(last) = bytes.last_chunk::<8>() {
+        let mut words = bytes.chunks_exact(8);
+        if words.any(|w| <[u8; 8]>::try_from(w).is_ok_and(|w| any_to_escape(u64::from_le_bytes(w))))
+        {
+            return true;
+        }
+        u64::from_le_bytes(*last)
+    } else if let (Some(first), Some(last)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(*first)) | u64::from(u32::from_le_bytes(*last)) << 32
+    } else if let (Some(first), Some(last)) = (bytes.first_chunk::<2>(), bytes.last_chunk::<2>()) {
+        let half =
+            u64::from(u16::from_le_bytes(*first)) | u64::from(u16::from_le_bytes(*last)) << 16;
+        half | half << 32
+    } else if let Some(&b) = bytes.first() {
+        ONES * u64::from(b)
+    } else {
+        return false;
+    };
+    any_to_escape(word)
+}
+
+/// How many bytes at the start of `bytes` go into a JSON string as they are: eight bytes
+/// at a time while none of them needs escaping, then byte by byte.
 fn clean_prefix(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    /// Whether any byte of `x` is below `n` (n <= 0x80): exact as a yes or no.
-    const fn any_below(x: u64, n: u8) -> bool {
-        x.wrapping_sub(ONES * n as u64) & !x & HIGH != 0
-    }
-    const fn any_equal(x: u64, b: u8) -> bool {
-        any_below(x ^ (ONES * b as u64), 1)
-    }
     let mut clean = 0;
     for chunk in bytes.chunks_exact(8) {
         let Ok(word) = <[u8; 8]>::try_from(chunk) else {
             break;
         };
-        let x = u64::from_le_bytes(word);
-        if any_below(x, 0x20) || any_equal(x, b'"') || any_equal(x, b'\\') {
+        if any_to_escape(u64::from_le_bytes(word)) {
             break;
         }
         clean += 8;
@@ -138,18 +185,42 @@ fn clean_prefix(bytes: &[u8]) -> usize {
             .unwrap_or(bytes.len() - clean)
 }
 
+/// The two decimal digits of every number below 100.
+static PAIRS: [[u8; 2]; 100] = {
+    let mut pairs = [[0; 2]; 100];
+    let mut n = 0;
+    while n < 100 {
+        // Both are below 10: the casts keep every bit.
+        pairs[n] = [b'0' + (n / 10) as u8, b'0' + (n % 10) as u8];
+        n += 1;
+    }
+    pairs
+};
+
 /// Appends `n` in decimal.
 pub(crate) fn unsigned(out: &mut Vec<u8>, mut n: u64) {
+    if n < 10 {
+        // Below 10: the cast keeps every bit.
+        out.push(b'0' + n as u8);
+        return;
+    }
+    // Two digits at a time, from the last.
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    loop {
+    while n >= 100 {
+        at -= 2;
+        // `n % 100` is below 100: the cast keeps every bit.
+        digits[at..at + 2].copy_from_slice(&PAIRS[(n % 100) as usize]);
+        n /= 100;
+    }
+    if n >= 10 {
+        at -= 2;
+        // Below 100: the cast keeps every bit.
+        digits[at..at + 2].copy_from_slice(&PAIRS[n as usize]);
+    } else {
         at -= 1;
-        // `n % 10` is below 10: the cast keeps every bit.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        // Below 10: the cast keeps every bit.
+        digits[at] = b'0' + n as u8;
     }
     out.extend_from_slice(&digits[at..]);
 }
@@ -181,11 +252,27 @@ impl Compound<'_, '_> {
         }
     }
 
-    /// `"key":` for a field or a string key.
+    /// `"key":` for a field or a string key, after a comma unless it is the first. A key
+    /// with nothing to escape (every field name an entry holds, most map keys) is written
+    /// in one piece.
     fn key(&mut self, key: &str) {
-        self.comma();
-        string(self.writer.out, key);
-        self.writer.out.push(b':');
+        let out = &mut *self.writer.out;
+        let bytes = key.as_bytes();
+        if needs_escape(bytes) {
+            self.comma();
+            string(self.writer.out, key);
+            self.writer.out.push(b':');
+            return;
+        }
+        out.reserve(bytes.len() + 4);
+        if self.first {
+            self.first = false;
+            out.push(b'"');
+        } else {
+            out.extend_from_slice(b",\"");
+        }
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(b"\":");
     }
 }
 
@@ -446,12 +533,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
     type Error = Unsupported;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsupported> {
-        self.comma();
-        key.serialize(KeyWriter {
-            out: self.writer.out,
-        })?;
-        self.writer.out.push(b':');
-        Ok(())
+        key.serialize(KeyWriter { compound: self })
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsupported> {
@@ -502,8 +584,8 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
 
 /// Map keys: only strings are written here (a `Value`'s keys, names); any other key goes to
 /// serde_json, which quotes numbers and refuses the rest.
-struct KeyWriter<'a> {
-    out: &'a mut Vec<u8>,
+struct KeyWriter<'c, 'w, 'a> {
+    compound: &'c mut Compound<'w, 'a>,
 }
 
 /// The error of every [`KeyWriter`] method but `serialize_str`.
@@ -515,7 +597,7 @@ macro_rules! not_a_str_key {
     )*};
 }
 
-impl ser::Serializer for KeyWriter<'_> {
+impl ser::Serializer for KeyWriter<'_, '_, '_> {
     type Ok = ();
     type Error = Unsupported;
     type SerializeSeq = ser::Impossible<(), Unsupported>;
@@ -527,7 +609,7 @@ impl ser::Serializer for KeyWriter<'_> {
     type SerializeStructVariant = ser::Impossible<(), Unsupported>;
 
     fn serialize_str(self, v: &str) -> Result<(), Unsupported> {
-        string(self.out, v);
+        self.compound.key(v);
         Ok(())
     }
 
@@ -623,6 +705,7 @@ impl ser::Serializer for KeyWriter<'_> {
 mod tests {
     use std::collections::BTreeMap;
 
+    use proptest::prelude::*;
     use rein_run::State;
     use serde_json::json;
 
@@ -663,6 +746,83 @@ mod tests {
                 let expected = if ESCAPE[usize::from(b)] == 0 { 20 } else { at };
                 assert_eq!(clean_prefix(&bytes), expected, "byte {b:#x} at {at}");
             }
+        }
+    }
+
+    #[test]
+    fn needs_escape_finds_any_byte_to_escape_at_any_place_in_a_string_of_any_length() {
+        for len in 0..=20 {
+            assert!(!needs_escape(&vec![b'a'; len]), "length {len}");
+            for at in 0..len {
+                for b in 0..=u8::MAX {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    let expected = ESCAPE[usize::from(b)] != 0;
+                    assert_eq!(
+                        needs_escape(&bytes),
+                        expected,
+                        "byte {b:#x} at {at} of {len}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsigned_writes_the_digits_of_every_width() {
+        let mut n = 1u64;
+        let mut edges = vec![0, u64::MAX, u64::MAX - 1];
+        while let Some(next) = n.checked_mul(10) {
+            edges.extend([n - 1, n, n + 1, next - 1]);
+            n = next;
+        }
+        for n in edges {
+            let mut out = b"x".to_vec();
+            unsigned(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
+    }
+
+    /// A struct with one field whose name is chosen at run time.
+    struct Field(&'static str, String);
+
+    impl Serialize for Field {
+        fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use ser::SerializeStruct as _;
+            let mut s = serializer.serialize_struct("Field", 2)?;
+            s.serialize_field(self.0, &self.1)?;
+            s.serialize_field(self.0, &1)?;
+            s.end()
+        }
+    }
+
+    /// Text with what JSON escapes, what it does not, and runs long enough for whole words.
+    fn tricky_text() -> impl Strategy<Value = String> {
+        let tricky = prop_oneof![
+            any::<char>(),
+            (0u8..0x20).prop_map(char::from),
+            prop::sample::select(vec!['"', '\\', '/', '\u{7f}', 'é', '\u{2028}', '😀', 'a']),
+        ];
+        prop::collection::vec(tricky, 0..48).prop_map(String::from_iter)
+    }
+
+    proptest! {
+        /// A string, as a value, a map key or a field name, is written as serde_json writes it.
+        #[test]
+        fn strings_are_serde_jsons_bytes(text in tricky_text(), other in tricky_text()) {
+            let mut out = Vec::new();
+            string(&mut out, &text);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&text).unwrap());
+            let map: BTreeMap<&str, &str> = [(text.as_str(), other.as_str()), ("", "")].into();
+            same_without_fallback(&map);
+            let name: &'static str = Box::leak(text.clone().into_boxed_str());
+            same_without_fallback(&Field(name, other));
+        }
+
+        /// Any number is written with serde_json's digits.
+        #[test]
+        fn integers_are_serde_jsons_bytes(n in any::<u64>(), i in any::<i64>()) {
+            same_without_fallback(&(n, i, n >> 20, i >> 40));
         }
     }
 

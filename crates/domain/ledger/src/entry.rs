@@ -295,12 +295,26 @@ impl From<EntryRepr> for Entry {
 fn seal_line(buf: &mut Vec<u8>, hash: Digest) -> Arc<[u8]> {
     debug_assert_eq!(buf.last(), Some(&b'}'), "canonical bytes are a JSON object");
     buf.pop();
-    let mut hex = [0u8; 64];
-    hash.write_hex(&mut hex);
-    buf.extend_from_slice(b",\"hash\":\"");
-    buf.extend_from_slice(&hex);
-    buf.extend_from_slice(b"\"}\n");
+    let suffix: [u8; HASH_SUFFIX] = quoted_hex(b",\"hash\":\"", hash, b"\"}\n");
+    buf.extend_from_slice(&suffix);
     Arc::from(&buf[..])
+}
+
+/// `before`, the hex of `digest`, then `after`, made on the stack so that a buffer takes
+/// them in one copy.
+fn quoted_hex<const B: usize, const A: usize, const N: usize>(
+    before: &[u8; B],
+    digest: Digest,
+    after: &[u8; A],
+) -> [u8; N] {
+    const { assert!(B + 64 + A == N, "N is the length of all three") };
+    let mut out = [0u8; N];
+    let mut hex = [0u8; 64];
+    digest.write_hex(&mut hex);
+    out[..B].copy_from_slice(before);
+    out[B..B + 64].copy_from_slice(&hex);
+    out[B + 64..].copy_from_slice(after);
+    out
 }
 
 /// Runs `f` with an empty buffer that this thread reuses, so making a line costs one
@@ -349,8 +363,7 @@ fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S
 /// envelope's fields, whose encodings are fixed (numbers, an id, a state name, a hex
 /// digest), are written directly; the event through [`compact::write`].
 fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {
-    let mut prev = [0u8; 64];
-    body.prev.write_hex(&mut prev);
+    let prev: [u8; 9 + 64 + 2] = quoted_hex(b",\"prev\":\"", *body.prev, b"\"}");
     let start = out.len();
     out.extend_from_slice(b"{\"seq\":");
     compact::unsigned(out, body.seq);
@@ -362,9 +375,7 @@ fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {
     compact::string(out, body.state.as_str());
     out.extend_from_slice(b",\"event\":");
     if compact::write(out, body.event).is_ok() {
-        out.extend_from_slice(b",\"prev\":\"");
         out.extend_from_slice(&prev);
-        out.extend_from_slice(b"\"}");
         return;
     }
     // Cannot happen (every map in an entry has string keys, and serde_json's `Value` holds

@@ -178,6 +178,17 @@ mod tests {
     }
 
     #[test]
+    fn every_byte_is_written_as_its_two_hex_digits_in_place() {
+        for first in (0..=u8::MAX).step_by(32) {
+            let bytes: [u8; 32] = std::array::from_fn(|i| first + i as u8);
+            let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut hex = [0u8; 64];
+            Digest::from_bytes(bytes).write_hex(&mut hex);
+            assert_eq!(std::str::from_utf8(&hex).unwrap(), expected);
+        }
+    }
+
+    #[test]
     fn rejects_malformed_hex() {
         for bad in ["", "abc", &"A".repeat(64), &"g".repeat(64), &"0".repeat(65)] {
             assert!(bad.parse::<Digest>().is_err(), "{bad}");
