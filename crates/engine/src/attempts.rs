@@ -18,7 +18,9 @@ use crate::clock::Clock;
 pub(crate) struct AttemptRecord {
     /// The attempt's number in the stack's count (from 1 in every call of the stack).
     pub(crate) attempt: u32,
-    pub(crate) error: Option<ToolError>,
+    /// Boxed: the event channel's first block holds 32 events and is allocated for every
+    /// run; errors are rare, and boxed they keep that block small.
+    pub(crate) error: Option<Box<ToolError>>,
     /// How long it took by the engine's [`Clock`] (a `ManualClock` that does not move
     /// makes it 0, so a ledger stays reproducible byte for byte).
     pub(crate) elapsed: Duration,
@@ -93,7 +95,7 @@ impl AttemptObserver for AttemptLink {
     fn after_attempt(&self, report: &AttemptReport<'_>) {
         let record = AttemptRecord {
             attempt: report.attempt,
-            error: report.outcome.as_ref().err().cloned(),
+            error: report.outcome.as_ref().err().cloned().map(Box::new),
             elapsed: Duration::from_millis(
                 self.now()
                     .saturating_sub(self.started.load(Ordering::Relaxed)),

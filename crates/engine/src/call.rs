@@ -274,6 +274,7 @@ impl Driver {
             )));
             return Ok(());
         };
+        let error = *error;
         let tool = attempts.tool.clone();
         let failed_number = attempts.number(failed);
         let duration_ms = millis(elapsed);
@@ -366,11 +367,11 @@ impl Driver {
             Some(ended) if ended.attempt == attempts.current => {
                 // An attempt dropped from outside reports itself cancelled; when the run's
                 // deadline dropped it, the call's outcome says it timed out, and how soon.
-                let error = match (&ended.error, &*outcome) {
+                let error = match (ended.error.as_deref(), &*outcome) {
                     (Some(ToolError::Cancelled), Err(late @ ToolError::TimedOut { .. })) => {
                         Some(late.clone())
                     }
-                    (error, _) => error.clone(),
+                    (error, _) => error.cloned(),
                 };
                 (error, millis(ended.elapsed))
             }
