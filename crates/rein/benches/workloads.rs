@@ -26,6 +26,7 @@ use std::fs::OpenOptions;
 use std::hint::black_box;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use common::{
@@ -255,8 +256,9 @@ fn raw_append(path: &Path, groups: &[Vec<u8>]) {
 
 /// The second baseline's run: by hand, every durable write rein's filesystem stores make —
 /// the ledger file created and its folder synced; the run snapshot replaced atomically
-/// (temp file, fsync, rename, folder fsync) at the start and at the end; and per step, its
-/// lines appended and one fdatasync.
+/// (temp file, fsync, rename) at the start and at the end, the folder synced after the
+/// second (which makes both renames durable); and per step, its lines appended and one
+/// fdatasync.
 fn raw_durable(root: &Path, run: usize, groups: &[Vec<u8>], snapshots: &[Vec<u8>; 2]) {
     let (ledgers, runs) = (root.join("ledgers"), root.join("runs"));
     let mut file = OpenOptions::new()
@@ -267,7 +269,6 @@ fn raw_durable(root: &Path, run: usize, groups: &[Vec<u8>], snapshots: &[Vec<u8>
     sync_dir(&ledgers);
     let snapshot = runs.join(format!("{run}.json"));
     replace(&snapshot, &snapshots[0]);
-    sync_dir(&runs);
     for group in groups {
         for line in group.split_inclusive(|&b| b == b'\n') {
             file.write_all(line).expect("written");
@@ -276,6 +277,56 @@ fn raw_durable(root: &Path, run: usize, groups: &[Vec<u8>], snapshots: &[Vec<u8>
     }
     replace(&snapshot, &snapshots[1]);
     sync_dir(&runs);
+}
+
+/// [`raw_durable`] as an async program makes it: the same system calls from a task on a
+/// current-thread runtime, each operation that syncs on tokio's blocking pool (one round
+/// trip each, as rein's stores make them: the ledger's opening with its first line, each
+/// snapshot, each step's fdatasync) and the other lines written on the task's thread.
+async fn raw_durable_hops(
+    root: &Path,
+    run: usize,
+    groups: &[Vec<u8>],
+    snapshots: &Arc<[Vec<u8>; 2]>,
+) {
+    let (ledgers, runs) = (root.join("ledgers"), root.join("runs"));
+    let snapshot = runs.join(format!("{run}.json"));
+    let hop = |work: Box<dyn FnOnce() + Send>| async move {
+        tokio::task::spawn_blocking(work)
+            .await
+            .expect("a blocking task");
+    };
+    let file = Arc::new(
+        OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(ledgers.join(format!("{run}.jsonl")))
+            .expect("a new file"),
+    );
+    let (first, rest) = groups.split_first().expect("a step");
+    let (opened, line) = (Arc::clone(&file), first.clone());
+    hop(Box::new(move || {
+        sync_dir(&ledgers);
+        (&*opened).write_all(&line).expect("written");
+    }))
+    .await;
+    let (target, all) = (snapshot.clone(), Arc::clone(snapshots));
+    hop(Box::new(move || replace(&target, &all[0]))).await;
+    // The first step's lines went with the opening; each step then ends in one fdatasync.
+    let no_lines: &[u8] = &[];
+    for group in std::iter::once(no_lines).chain(rest.iter().map(Vec::as_slice)) {
+        for line in group.split_inclusive(|&b| b == b'\n') {
+            (&*file).write_all(line).expect("written");
+        }
+        let synced = Arc::clone(&file);
+        hop(Box::new(move || synced.sync_data().expect("synced"))).await;
+    }
+    let all = Arc::clone(snapshots);
+    hop(Box::new(move || {
+        replace(&snapshot, &all[1]);
+        sync_dir(&runs);
+    }))
+    .await;
 }
 
 /// Writes `bytes` to a temporary file beside `target`, syncs it and renames it over `target`.
@@ -357,6 +408,20 @@ fn w3() {
         }
         (start.elapsed(), batch)
     };
+    let shared = Arc::new(snapshots.clone());
+    let mut hops = || {
+        let root = fresh("hops");
+        for dir in ["ledgers", "runs"] {
+            std::fs::create_dir_all(root.join(dir)).expect("a folder");
+        }
+        rt.block_on(async {
+            let start = Instant::now();
+            for run in 0..batch {
+                raw_durable_hops(&root, run as usize, &groups, &shared).await;
+            }
+            (start.elapsed(), batch)
+        })
+    };
     // What one store operation's trip to tokio's blocking pool and back costs on its own.
     let mut hop = || {
         rt.block_on(async {
@@ -369,8 +434,11 @@ fn w3() {
             (start.elapsed(), 200)
         })
     };
-    let figures = repeat_each(&mut [&mut rein, &mut raw, &mut durable, &mut hop]);
-    let (rein, raw, durable, hop) = (figures[0], figures[1], figures[2], figures[3]);
+    let figures = repeat_each(&mut [&mut rein, &mut raw, &mut durable, &mut hops, &mut hop]);
+    let (rein, raw, durable, hops, hop) =
+        (figures[0], figures[1], figures[2], figures[3], figures[4]);
+    // Per run: the ledger's opening, two snapshots, one fdatasync per step.
+    let trips = groups.len() + 3;
     println!(
         "\nW3  W1 with filesystem stores, FsyncPolicy::EveryStep ({} steps a run), under {}",
         groups.len(),
@@ -386,20 +454,27 @@ fn w3() {
     println!(
         "    raw, all      {} ms/run  (by hand, every durable write rein makes: {} syncs a run)",
         durable.scaled(1e-6).show(3),
-        groups.len() + 5
+        groups.len() + 4
     );
     println!("    rein / all    {:.2}x", rein.median / durable.median);
     println!(
-        "    least disturbed repetitions (min / min): rein / raw {:.2}x, rein / all {:.2}x",
+        "    raw, all, async {} ms/run  (the same, from a tokio task: {trips} trips to the \
+         blocking pool, as rein's stores make)",
+        hops.scaled(1e-6).show(3)
+    );
+    println!("    rein / async  {:.2}x", rein.median / hops.median);
+    println!(
+        "    least disturbed repetitions (min / min): rein / raw {:.2}x, rein / all {:.2}x, \
+         rein / async {:.2}x",
         rein.min / raw.min,
-        rein.min / durable.min
+        rein.min / durable.min,
+        rein.min / hops.min
     );
     println!(
-        "    one blocking-pool round trip {} µs; rein makes {} a run (each sync, snapshot \
-         and file opening), {:.2} ms",
+        "    one blocking-pool round trip {} µs; rein makes {trips} a run (each step's sync, \
+         each snapshot, the ledger's opening), {:.2} ms",
         hop.scaled(1e-3).show(1),
-        groups.len() + 4,
-        hop.median * (groups.len() + 4) as f64 / 1e6
+        hop.median * trips as f64 / 1e6
     );
 }
 
