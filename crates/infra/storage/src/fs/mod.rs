@@ -28,9 +28,6 @@ use crate::StorageError;
 /// | `EveryStep` (default) | `sync(run_id)` returns (the engine calls it per step) | file and folder synced | file and folder synced |
 /// | `Relaxed` | the OS writes it back (seconds) | file synced (for atomicity), folder not | not synced |
 ///
-/// One snapshot waits for its folder sync under every policy: a run's first, anchored at its
-/// ledger's first entry, whose folder is synced by the run's next save (see [`FsRunStore`]).
-///
 /// With `Relaxed` a process crash loses nothing (every write has reached the OS); a power
 /// cut or kernel crash may lose the last seconds, and may leave a damaged artifact, which
 /// reads report and the next `put` of the same content repairs.

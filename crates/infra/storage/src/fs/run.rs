@@ -19,12 +19,7 @@ use crate::blocking;
 ///   it over the snapshot: after a crash `load` finds the old snapshot or the new one,
 ///   never a mix, whatever the [`FsyncPolicy`].
 /// - **Durable.** Unless the policy is `Relaxed`, the folder is synced after the rename, so
-///   a returned `save` survives a power cut. One snapshot is the exception: a run's first,
-///   anchored at its ledger's first entry ([`Run::ledger_head`] at `seq` 1), is replaced
-///   atomically but its folder is synced by the run's next save. It holds nothing its ledger
-///   does not (the engine saves it before that entry is even synced), so a power cut that
-///   takes it leaves a run loaded from its ledger alone, as one with no snapshot is; the
-///   next save (a pause, the end, a resume) makes both renames durable with one folder sync.
+///   a returned `save` survives a power cut.
 /// - **Strict.** A snapshot that does not parse, or holds another run, is
 ///   [`RunStoreError::Corrupt`] naming the file; a symbolic link in its place is refused.
 /// - **Listing.** [`RunStore::list`] sorts ids as strings: chronological for the engine's
@@ -66,12 +61,12 @@ impl Inner {
         super::FsLayout::snapshot_in(&self.dir, id)
     }
 
-    fn save(&self, id: &RunId, json: &[u8], folder: FolderSync) -> Result<(), RunStoreError> {
+    fn save(&self, id: &RunId, json: &[u8]) -> Result<(), RunStoreError> {
         let path = self.path(id);
         // The data is synced under every policy: a snapshot is replaced whole or not at all.
         file::replace(&path, json, file::Sync::Data)
             .map_err(|source| io(format!("writing {}", path.display()), source))?;
-        if folder == FolderSync::Now {
+        if self.fsync != FsyncPolicy::Relaxed {
             file::sync_dir(&self.dir).map_err(|source| {
                 io(format!("syncing the folder {}", self.dir.display()), source)
             })?;
@@ -140,9 +135,8 @@ impl RunStore for FsRunStore {
                 io::Error::other(e),
             )
         })?;
-        let folder = FolderSync::of(self.inner.fsync, run);
         let inner = Arc::clone(&self.inner);
-        blocking::run(move || Ok(inner.save(&id, &json, folder)))
+        blocking::run(move || Ok(inner.save(&id, &json)))
             .await
             .map_err(|source| io(format!("saving run {}", run.id()), source))?
     }
@@ -163,72 +157,7 @@ impl RunStore for FsRunStore {
     }
 }
 
-/// Whether a save syncs the snapshots' folder after its rename.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FolderSync {
-    /// Before `save` returns: the snapshot survives a power cut.
-    Now,
-    /// With the run's next save (or never, under [`FsyncPolicy::Relaxed`]).
-    Later,
-}
-
-impl FolderSync {
-    /// When the folder is synced for a snapshot of `run` under `fsync`: never under
-    /// `Relaxed`; later for the first snapshot of a run (anchored at its first entry, which
-    /// proves nothing its ledger does not); now for every other.
-    fn of(fsync: FsyncPolicy, run: &Run) -> Self {
-        let first = run.ledger_head().is_some_and(|head| head.seq == 1);
-        if fsync == FsyncPolicy::Relaxed || first {
-            Self::Later
-        } else {
-            Self::Now
-        }
-    }
-}
-
 /// A [`RunStoreError::Io`] saying what the store was doing.
 fn io(context: String, source: io::Error) -> RunStoreError {
     RunStoreError::Io { context, source }
-}
-
-#[cfg(test)]
-mod tests {
-    use rein_run::{Digest, LedgerHead};
-
-    use super::*;
-
-    fn anchored(seq: Option<u64>) -> Run {
-        let mut run = Run::new(
-            "r".parse().unwrap(),
-            "g",
-            serde_json::Map::new(),
-            serde_json::Value::Null,
-            rein_run::Timestamp::from_unix_millis(1),
-        );
-        if let Some(seq) = seq {
-            run.anchor(LedgerHead::new(seq, Digest::of_bytes(b"e")))
-                .unwrap();
-        }
-        run
-    }
-
-    #[test]
-    fn only_a_runs_first_snapshot_waits_for_the_next_folder_sync() {
-        use FolderSync::{Later, Now};
-        let policies = [
-            FsyncPolicy::EveryEntry,
-            FsyncPolicy::EveryStep,
-            FsyncPolicy::Relaxed,
-        ];
-        for (head, want) in [
-            (None, [Now, Now, Later]),
-            (Some(1), [Later, Later, Later]),
-            (Some(2), [Now, Now, Later]),
-            (Some(40), [Now, Now, Later]),
-        ] {
-            let run = anchored(head);
-            let got = policies.map(|fsync| FolderSync::of(fsync, &run));
-            assert_eq!(got, want, "head {head:?}");
-        }
-    }
 }
