@@ -256,9 +256,8 @@ fn raw_append(path: &Path, groups: &[Vec<u8>]) {
 
 /// The second baseline's run: by hand, every durable write rein's filesystem stores make —
 /// the ledger file created and its folder synced; the run snapshot replaced atomically
-/// (temp file, fsync, rename) at the start and at the end, the folder synced after the
-/// second (which makes both renames durable); and per step, its lines appended and one
-/// fdatasync.
+/// (temp file, fsync, rename, folder fsync) at the start and at the end; and per step, its
+/// lines appended and one fdatasync.
 fn raw_durable(root: &Path, run: usize, groups: &[Vec<u8>], snapshots: &[Vec<u8>; 2]) {
     let (ledgers, runs) = (root.join("ledgers"), root.join("runs"));
     let mut file = OpenOptions::new()
@@ -269,6 +268,7 @@ fn raw_durable(root: &Path, run: usize, groups: &[Vec<u8>], snapshots: &[Vec<u8>
     sync_dir(&ledgers);
     let snapshot = runs.join(format!("{run}.json"));
     replace(&snapshot, &snapshots[0]);
+    sync_dir(&runs);
     for group in groups {
         for line in group.split_inclusive(|&b| b == b'\n') {
             file.write_all(line).expect("written");
@@ -310,8 +310,12 @@ async fn raw_durable_hops(
         (&*opened).write_all(&line).expect("written");
     }))
     .await;
-    let (target, all) = (snapshot.clone(), Arc::clone(snapshots));
-    hop(Box::new(move || replace(&target, &all[0]))).await;
+    let (target, all, folder) = (snapshot.clone(), Arc::clone(snapshots), runs.clone());
+    hop(Box::new(move || {
+        replace(&target, &all[0]);
+        sync_dir(&folder);
+    }))
+    .await;
     // The first step's lines went with the opening; each step then ends in one fdatasync.
     let no_lines: &[u8] = &[];
     for group in std::iter::once(no_lines).chain(rest.iter().map(Vec::as_slice)) {
@@ -454,7 +458,7 @@ fn w3() {
     println!(
         "    raw, all      {} ms/run  (by hand, every durable write rein makes: {} syncs a run)",
         durable.scaled(1e-6).show(3),
-        groups.len() + 4
+        groups.len() + 5
     );
     println!("    rein / all    {:.2}x", rein.median / durable.median);
     println!(
