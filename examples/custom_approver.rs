@@ -59,9 +59,9 @@ impl rein::Approver for OnCall {
     }
 }
 
-fn tool(name: &str, annotations: Annotations) -> Result<Tool, rein::ToolBuildError> {
+fn tool(name: &str, annotations: Annotations) -> Result<FnTool, rein::ToolBuildError> {
     let name_owned = name.to_owned();
-    Tool::builder(name)
+    FnTool::builder(name)
         .annotations(annotations)
         .handler(move |input: Json| {
             let name = name_owned.clone();

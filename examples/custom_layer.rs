@@ -11,7 +11,7 @@ use rein::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let greet = Tool::builder("greet")
+    let greet = FnTool::builder("greet")
         .description("Greets a person by name")
         .annotations(Annotations::read_only())
         .handler(|input: Value| async move {

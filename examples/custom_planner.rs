@@ -67,7 +67,7 @@ impl Planner for WarmestCity {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let weather = Tool::builder("weather")
+    let weather = FnTool::builder("weather")
         .description("Current temperature of a city")
         .annotations(Annotations::read_only().with_cacheable(true))
         .input_schema(json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))

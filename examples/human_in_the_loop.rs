@@ -12,7 +12,7 @@ use rein::{BudgetName, Condition, EngineError};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let answer = std::env::args().nth(1).unwrap_or_else(|| "yes".to_owned());
-    let deploy = Tool::builder("deploy")
+    let deploy = FnTool::builder("deploy")
         .annotations(Annotations::side_effecting())
         .handler(|input: Value| async move { Ok(json!({"deployed": input["version"]})) })
         .build()?;

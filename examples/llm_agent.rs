@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workspace");
     let list_root = root.clone();
-    let list = Tool::builder("fs.list")
+    let list = FnTool::builder("fs.list")
         .description("Lists the files of the workspace")
         .annotations(Annotations::read_only())
         .input_schema(json!({"type": "object", "properties": {}}))
@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })
         .build()?;
-    let read = Tool::builder("fs.read")
+    let read = FnTool::builder("fs.read")
         .description("Reads a text file of the workspace by name")
         .annotations(Annotations::read_only())
         .input_schema(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))

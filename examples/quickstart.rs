@@ -10,7 +10,7 @@ use rein::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let greet = Tool::builder("greet")
+    let greet = FnTool::builder("greet")
         .description("Greets a person by name")
         .annotations(Annotations::read_only())
         .input_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}))

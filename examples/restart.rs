@@ -17,7 +17,7 @@ type Error = Box<dyn std::error::Error>;
 
 /// The same engine in both processes: same tools, planner and policies, on `dir`.
 fn engine(dir: &Path) -> Result<Engine, Error> {
-    let read = Tool::builder("read_page")
+    let read = FnTool::builder("read_page")
         .annotations(Annotations::read_only())
         .handler(|input: Value| async move {
             println!(

@@ -13,7 +13,7 @@ use rein::{Condition, EntryKind, RunEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let search = Tool::builder("search")
+    let search = FnTool::builder("search")
         .annotations(Annotations::read_only())
         .handler(|input: Value| async move {
             // A slow service, so steering arrives while the call is in flight.

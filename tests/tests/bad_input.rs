@@ -6,14 +6,14 @@
 mod support;
 
 use rein::{
-    Annotations, BuildError, Decision, Engine, EngineError, EntryKind, FailureKind, PolicySnapshot,
-    RunError, RunId, RunStatus, ScriptStep, ScriptedPlanner, State, Tool, ToolBuildError, Value,
-    Violation, json,
+    Annotations, BuildError, Decision, Engine, EngineError, EntryKind, FailureKind, FnTool,
+    PolicySnapshot, RunError, RunId, RunStatus, ScriptStep, ScriptedPlanner, State, ToolBuildError,
+    Value, Violation, json,
 };
 use support::{count, echo, violations, walk_to};
 
-fn greet() -> Tool {
-    Tool::builder("greet")
+fn greet() -> FnTool {
+    FnTool::builder("greet")
         .annotations(Annotations::read_only())
         .input_schema(json!({
             "type": "object",
@@ -242,14 +242,14 @@ fn invalid_ids_and_names_cannot_be_made() {
     for id in ["", "../etc/passwd", "a/b", "white space"] {
         assert!(id.parse::<RunId>().is_err(), "{id:?}");
     }
-    let bad_name = Tool::builder("no spaces allowed")
+    let bad_name = FnTool::builder("no spaces allowed")
         .handler(|v: Value| async move { Ok(v) })
         .build();
     assert!(
         matches!(bad_name, Err(ToolBuildError::InvalidName(_))),
         "{bad_name:?}"
     );
-    let no_handler = Tool::builder("idle").build();
+    let no_handler = FnTool::builder("idle").build();
     assert!(
         matches!(no_handler, Err(ToolBuildError::NoHandler(_))),
         "{no_handler:?}"
@@ -274,7 +274,7 @@ fn invalid_configuration_is_refused_when_the_engine_is_built() {
         "{built:?}"
     );
 
-    let bad_schema = Tool::builder("odd")
+    let bad_schema = FnTool::builder("odd")
         .input_schema(json!({"type": "no-such-type"}))
         .handler(|v: Value| async move { Ok(v) })
         .build()

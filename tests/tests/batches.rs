@@ -13,8 +13,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use rein::{
     Annotations, BudgetName, Decision, Engine, EngineBuilder, Entry, EntryKind, EvidenceKind,
-    FailureKind, InDoubtPolicy, OnToolError, OnViolation, ProposedCall, RunStatus, ScriptStep,
-    ScriptedPlanner, State, Tool, ToolError, Value, Violation, json,
+    FailureKind, FnTool, InDoubtPolicy, OnToolError, OnViolation, ProposedCall, RunStatus,
+    ScriptStep, ScriptedPlanner, State, ToolError, Value, Violation, json,
 };
 use support::{
     CrashingLedgers, Probe, StagingOnly, assert_chain, count, echo, entries, violations, walk_to,
@@ -39,10 +39,10 @@ impl Log {
 
 /// A tool that sleeps (on tokio's clock) `input["ms"]` milliseconds, logging its start and
 /// end as `start NAME/I` and `end NAME/I` (I is `input["i"]`).
-fn timed(name: &str, annotations: Annotations, log: &Arc<Log>) -> Tool {
+fn timed(name: &str, annotations: Annotations, log: &Arc<Log>) -> FnTool {
     let log = Arc::clone(log);
     let label = name.to_owned();
-    Tool::builder(name)
+    FnTool::builder(name)
         .description("sleeps, then echoes")
         .annotations(annotations)
         .handler(move |input: Value| {

@@ -7,8 +7,8 @@ mod support;
 use std::sync::Arc;
 
 use rein::{
-    Annotations, Decision, DynPlanner, Engine, EngineError, EvidenceKind, Payload, RunId, RunSpec,
-    RunStatus, ScriptStep, ScriptedPlanner, State, Tool, Value, json,
+    Annotations, Decision, DynPlanner, Engine, EngineError, EvidenceKind, FnTool, Payload, RunId,
+    RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State, Value, json,
 };
 use support::{gated, walk_to};
 use tokio::sync::Barrier;
@@ -17,8 +17,8 @@ const RUNS: usize = 32;
 
 /// A tool every run must enter before any may leave: proof that the runs are in flight
 /// together, each at its own step of the same script.
-fn rendezvous(barrier: Arc<Barrier>) -> Tool {
-    Tool::builder("meet")
+fn rendezvous(barrier: Arc<Barrier>) -> FnTool {
+    FnTool::builder("meet")
         .annotations(Annotations::read_only())
         .handler(move |input: Value| {
             let barrier = Arc::clone(&barrier);

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use rein::{
     Annotations, BuildError, Clock, Deadline, Decision, Engine, EngineError, EntryKind,
-    FailureKind, ManualClock, RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State, Timestamp,
-    Tool, ToolError, json,
+    FailureKind, FnTool, ManualClock, RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State,
+    Timestamp, ToolError, json,
 };
 use support::{count, entries};
 
@@ -39,9 +39,9 @@ impl Clock for TokioClock {
 }
 
 /// A read-only tool `work` that moves `clock` forward `millis` each time it runs.
-fn work(clock: &Arc<ManualClock>, millis: u64) -> Tool {
+fn work(clock: &Arc<ManualClock>, millis: u64) -> FnTool {
     let clock = Arc::clone(clock);
-    Tool::builder("work")
+    FnTool::builder("work")
         .annotations(Annotations::read_only())
         .handler(move |_| {
             clock.advance(millis);
@@ -101,7 +101,7 @@ async fn no_step_starts_after_the_deadline() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_in_flight_gets_only_the_time_that_remains() {
-    let slow = Tool::builder("work")
+    let slow = FnTool::builder("work")
         .annotations(Annotations::read_only().with_timeout(Duration::from_secs(60)))
         .handler(|_| async {
             tokio::time::sleep(Duration::from_secs(10)).await;

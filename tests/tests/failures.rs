@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use rein::{
     Annotations, BreakerConfig, Decision, Engine, EngineBuilder, EngineError, Entry, EntryKind,
-    FailureKind, Ledger, LedgerStoreError, MockPlanner, PlanRequest, Planner, PlannerError,
-    ResilienceConfig, RunStatus, ScriptStep, ScriptedPlanner, State, Tool, ToolError, Value, json,
+    FailureKind, FnTool, Ledger, LedgerStoreError, MockPlanner, PlanRequest, Planner, PlannerError,
+    ResilienceConfig, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, Value, json,
 };
 use support::{echo, walk_to};
 
@@ -76,8 +76,8 @@ async fn check(builder: EngineBuilder, tool: &str, expected: &[ToolError]) {
     assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
 }
 
-fn panicking() -> Tool {
-    Tool::builder("boom")
+fn panicking() -> FnTool {
+    FnTool::builder("boom")
         .annotations(Annotations::read_only())
         .handler(|input: Value| async move {
             if input.is_object() {
@@ -89,8 +89,8 @@ fn panicking() -> Tool {
         .expect("a valid tool")
 }
 
-fn hanging(annotations: Annotations) -> Tool {
-    Tool::builder("hang")
+fn hanging(annotations: Annotations) -> FnTool {
+    FnTool::builder("hang")
         .annotations(annotations)
         .handler(|_: Value| std::future::pending::<Result<Value, ToolError>>())
         .build()

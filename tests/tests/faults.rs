@@ -708,7 +708,7 @@ type Seen = Arc<std::sync::Mutex<Vec<Vec<&'static str>>>>;
 /// stored in `memory`, as it is when the attempt starts.
 fn retry_engine(memory: &Memory, faults: &Arc<Faults>, runs: &Counter, seen: &Seen) -> Engine {
     let (ledgers, runs, seen) = (Arc::clone(&memory.ledgers), runs.clone(), Arc::clone(seen));
-    let flaky = rein::Tool::builder("flaky")
+    let flaky = rein::FnTool::builder("flaky")
         .annotations(Annotations::read_only())
         .handler(move |input: rein::Value| {
             let (ledgers, runs, seen) = (Arc::clone(&ledgers), runs.clone(), Arc::clone(&seen));

@@ -1095,7 +1095,7 @@ async fn produce(output: fn() -> Value) -> Outcome {
     let dir = tempfile::tempdir().expect("tempdir");
     let runs = Counter::default();
     let hits = runs.clone();
-    let tool = rein::Tool::builder("produce")
+    let tool = rein::FnTool::builder("produce")
         .annotations(Annotations::read_only())
         .handler(move |_: Value| {
             hits.hit();
@@ -1466,7 +1466,7 @@ fn gated_engine(
     let runs = Counter::default();
     let hits = runs.clone();
     let (free, _) = counted("free", Annotations::read_only());
-    let gate = rein::Tool::builder("gate")
+    let gate = rein::FnTool::builder("gate")
         .annotations(Annotations::read_only())
         .handler(move |_: Value| {
             hits.hit();

@@ -211,7 +211,7 @@ async fn with_a_fixed_clock_and_ids_runs_are_reproducible_byte_for_byte() {
 #[tokio::test(start_paused = true)]
 async fn tool_durations_come_from_the_engine_clock() {
     // Ten seconds of tokio time pass inside the tool; the engine's clock never moves.
-    let slow = rein::Tool::builder("slow")
+    let slow = rein::FnTool::builder("slow")
         .annotations(rein::Annotations::read_only())
         .handler(|_: Value| async {
             tokio::time::sleep(std::time::Duration::from_secs(10)).await;

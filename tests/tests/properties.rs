@@ -114,7 +114,7 @@ fn engine(
     // Fails every other call with a transient error: retries (idempotent) and failures.
     let flaky_n = Counter::default();
     let hits = flaky_n.clone();
-    let flaky = rein::Tool::builder("flaky")
+    let flaky = rein::FnTool::builder("flaky")
         .annotations(Annotations::read_only())
         .handler(move |_| {
             hits.hit();

@@ -10,15 +10,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rein::{
-    Annotations, Decision, Engine, EngineBuilder, OnToolError, OnViolation, ResilienceConfig,
-    RetryConfig, Run, RunStatus, ScriptStep, ScriptedPlanner, State, Tool, ToolError, Value, json,
+    Annotations, Decision, Engine, EngineBuilder, FnTool, OnToolError, OnViolation,
+    ResilienceConfig, RetryConfig, Run, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
+    Value, json,
 };
 use support::{Probe, StagingOnly, echo, failing, walk_to};
 
 /// Fails transiently on every first attempt, succeeds on the retry.
-fn flaky() -> Tool {
+fn flaky() -> FnTool {
     let calls = Arc::new(AtomicUsize::new(0));
-    Tool::builder("flaky")
+    FnTool::builder("flaky")
         .annotations(Annotations::read_only())
         .handler(move |input: Value| {
             let n = calls.fetch_add(1, Ordering::SeqCst);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use rein::tool::DynTool;
 use rein::{
     BuildError, DynApprover, DynArtifactStore, DynLedgerStore, DynPlanner, DynRunStore, Engine,
-    EngineBuilder, EngineError, Ledger, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
-    ReplayReport, Run, RunEvent, RunEvents, RunHandle, RunId, ScriptedPlanner, Tool,
+    EngineBuilder, EngineError, FnTool, Ledger, MemoryArtifactStore, MemoryLedgerStore,
+    MemoryRunStore, ReplayReport, Run, RunEvent, RunEvents, RunHandle, RunId, ScriptedPlanner,
 };
 
 fn send_sync<T: Send + Sync>() {}
@@ -26,7 +26,7 @@ fn facade_types_are_send_and_sync() {
     send_sync::<Ledger>();
     send_sync::<RunEvent>();
     send_sync::<ReplayReport>();
-    send_sync::<Tool>();
+    send_sync::<FnTool>();
     send::<RunEvents>();
     send::<EngineBuilder>();
 }
@@ -76,7 +76,7 @@ fn ports_are_dyn_compatible(
 
 #[test]
 fn implementations_coerce_to_their_ports() {
-    let tool = Tool::builder("t")
+    let tool = FnTool::builder("t")
         .handler(|v: rein::Value| async move { Ok(v) })
         .build()
         .expect("a tool");
@@ -101,4 +101,18 @@ fn implementations_coerce_to_their_ports() {
         .shared_approver(approver)
         .build();
     assert!(engine.is_ok());
+}
+
+/// The closure tool's old names still compile for one release, as deprecated aliases:
+/// `rein::Tool::builder(..)` builds the same `FnTool`.
+#[test]
+#[allow(deprecated)]
+fn the_old_closure_tool_names_are_aliases_of_fn_tool() {
+    let builder: rein::ToolBuilder = rein::Tool::builder("old");
+    let tool: rein::Tool = builder
+        .handler(|v: rein::Value| async move { Ok(v) })
+        .build()
+        .expect("a tool");
+    let tool: FnTool = tool;
+    assert_eq!(tool.spec().name().as_str(), "old");
 }

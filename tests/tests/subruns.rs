@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rein::{
     Annotations, BudgetName, ChildOutcome, Decision, Engine, EngineBuilder, EntryKind,
-    EvidenceKind, FailureKind, Ledger, Run, RunEvent, RunId, RunStatus, ScriptStep,
-    ScriptedPlanner, State, Tool, Violation, json,
+    EvidenceKind, FailureKind, FnTool, Ledger, Run, RunEvent, RunId, RunStatus, ScriptStep,
+    ScriptedPlanner, State, Violation, json,
 };
 use support::{assert_chain, count, echo, violations, walk_to};
 use tokio::sync::Notify;
@@ -271,14 +271,14 @@ async fn an_unknown_planner_or_an_empty_goal_is_refused() {
 }
 
 /// A tool that never returns by itself and counts the calls whose future was dropped.
-fn hanging(entered: Arc<Notify>, dropped: Arc<AtomicUsize>) -> Tool {
+fn hanging(entered: Arc<Notify>, dropped: Arc<AtomicUsize>) -> FnTool {
     struct OnDrop(Arc<AtomicUsize>);
     impl Drop for OnDrop {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
-    Tool::builder("hang")
+    FnTool::builder("hang")
         .annotations(Annotations::read_only())
         .handler(move |_: rein::Value| {
             let (entered, dropped) = (Arc::clone(&entered), Arc::clone(&dropped));
@@ -392,7 +392,7 @@ async fn a_paused_child_pauses_its_parent_and_answering_the_parent_answers_the_c
 }
 
 /// Root → child → grandchild, the grandchild asking a question, on filesystem stores.
-fn three_levels(dir: &std::path::Path, read: Tool) -> Engine {
+fn three_levels(dir: &std::path::Path, read: FnTool) -> Engine {
     let mut asks = walk_to(State::Explore);
     asks.push(ScriptStep::expect(
         State::Explore,

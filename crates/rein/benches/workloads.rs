@@ -626,8 +626,8 @@ fn w1_script(batched: bool) -> ScriptedPlanner {
 }
 
 /// The W1 tool `noop`, read-only, sleeping `ms` milliseconds on tokio's clock (0: none).
-fn sleepy(ms: u64) -> Tool {
-    Tool::builder("noop")
+fn sleepy(ms: u64) -> FnTool {
+    FnTool::builder("noop")
         .description("Waits, then answers")
         .annotations(Annotations::read_only())
         .handler(move |_input: Value| async move {

@@ -9,7 +9,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use rein::prelude::*;
 //!
-//! let greet = Tool::builder("greet")
+//! let greet = FnTool::builder("greet")
 //!     .description("Greets a person by name")
 //!     .annotations(Annotations::read_only())
 //!     .input_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}))
@@ -45,21 +45,33 @@
 //! # Plugging in your own parts
 //! Implement [`Planner`], [`Approver`], [`tool::Tool`], [`RunStore`], [`LedgerStore`] or
 //! [`ArtifactStore`] with plain `async fn`s; see each trait's docs for an example.
+//! [`tool::Tool`] is the trait a tool implements; [`FnTool`] is its implementation from a
+//! closure, built with [`FnTool::builder`].
 //!
 //! # Durability
 //! [`EngineBuilder::filesystem`] keeps runs, ledgers (append-only JSONL) and artifacts under
 //! a directory; [`Engine::resume`] continues a run after a restart. A tool call that was in
 //! flight when the process died is retried only if the tool is idempotent.
 
-mod closure_tool;
+mod fn_tool;
 /// A guard for tools that run commands (the built-in `shell.run` uses it).
 #[doc(inline)]
 pub use rein_tools::shell;
 
-pub use closure_tool::{Tool, ToolBuildError, ToolBuilder};
+pub use fn_tool::{FnTool, FnToolBuilder, ToolBuildError};
 
-/// The tool port: implement [`tool::Tool`] to write a tool as a type (the top-level
-/// [`Tool`] is its closure implementation, from [`Tool::builder`]). The types a tool's
+/// The closure tool's old name: use [`FnTool`].
+#[deprecated(
+    note = "renamed FnTool: rein::tool::Tool is the trait; this is its closure implementation"
+)]
+pub type Tool = FnTool;
+
+/// The closure tool builder's old name: use [`FnToolBuilder`].
+#[deprecated(note = "renamed FnToolBuilder, the builder of FnTool")]
+pub type ToolBuilder = FnToolBuilder;
+
+/// The tool port: implement [`tool::Tool`] to write a tool as a type ([`FnTool`] is its
+/// closure implementation, from [`FnTool::builder`]). The types a tool's
 /// signature uses — [`ToolSpec`], [`ToolOutput`], [`ToolError`], [`ToolName`],
 /// [`Annotations`], [`RiskLevel`] — are at the crate root, once.
 ///
@@ -212,7 +224,7 @@ pub use rein_resilience::{
 /// let seen = Arc::new(AtomicUsize::new(0));
 /// let counter = Arc::clone(&seen);
 /// let engine = Engine::builder()
-///     .tool(Tool::builder("noop").annotations(Annotations::read_only())
+///     .tool(FnTool::builder("noop").annotations(Annotations::read_only())
 ///         .handler(|_: Value| async { Ok(json!(null)) }).build()?)
 ///     .layer(MapRequestLayer::new(move |call: ToolCall| {
 ///         counter.fetch_add(1, Ordering::Relaxed);
@@ -316,7 +328,7 @@ pub use rein_policy::{Deadline, DeadlineError};
 pub mod prelude {
     pub use crate::{
         Annotations, ApprovalPolicy, AutoApprover, Decision, DenyApprover, Engine, EngineError,
-        Planner, RiskLevel, Run, RunId, RunStatus, ScriptStep, ScriptedPlanner, State, Tool,
+        FnTool, Planner, RiskLevel, Run, RunId, RunStatus, ScriptStep, ScriptedPlanner, State,
         ToolError,
     };
     pub use serde_json::{Value, json};

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use rein::{
-    Annotations, ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Entry, Ledger, LedgerStore,
-    LedgerStoreError, LoadedLedger, Run, RunId, RunStore, RunStoreError, StoreOptions, Tool, Value,
-    json,
+    Annotations, ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Entry, FnTool, Ledger,
+    LedgerStore, LedgerStoreError, LoadedLedger, Run, RunId, RunStore, RunStoreError, StoreOptions,
+    Value, json,
 };
 
 // ---- fault injection ---------------------------------------------------------------------------
@@ -265,7 +265,7 @@ impl Counter {
 }
 
 /// A tool answering `{"echo": input}` that counts its executions.
-pub(crate) fn counted(name: &str, annotations: Annotations) -> (Tool, Counter) {
+pub(crate) fn counted(name: &str, annotations: Annotations) -> (FnTool, Counter) {
     counted_with(
         name,
         annotations,
@@ -280,10 +280,10 @@ pub(crate) fn counted_with(
     annotations: Annotations,
     schema: Value,
     answer: fn(Value) -> Value,
-) -> (Tool, Counter) {
+) -> (FnTool, Counter) {
     let counter = Counter::default();
     let hits = counter.clone();
-    let tool = Tool::builder(name)
+    let tool = FnTool::builder(name)
         .description("counts its executions")
         .annotations(annotations)
         .input_schema(schema)
@@ -317,10 +317,10 @@ impl Gate {
 }
 
 /// A read-only tool that blocks in every call until its gate releases it.
-pub(crate) fn gated(name: &str) -> (Tool, Gate) {
+pub(crate) fn gated(name: &str) -> (FnTool, Gate) {
     let gate = Gate::default();
     let g = gate.clone();
-    let tool = Tool::builder(name)
+    let tool = FnTool::builder(name)
         .annotations(Annotations::read_only())
         .handler(move |_: Value| {
             let g = g.clone();

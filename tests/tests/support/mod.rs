@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rein::{
-    Annotations, Decision, Entry, EntryKind, Ledger, ScriptStep, State, Tool, ToolError, Value,
+    Annotations, Decision, Entry, EntryKind, FnTool, Ledger, ScriptStep, State, ToolError, Value,
     Violation, json,
 };
 use tokio::sync::Notify;
@@ -35,10 +35,10 @@ pub(crate) fn counting(
     description: &str,
     annotations: Annotations,
     respond: impl Fn(Value) -> Result<Value, ToolError> + Send + Sync + 'static,
-) -> (Tool, Probe) {
+) -> (FnTool, Probe) {
     let probe = Probe::default();
     let counter = probe.clone();
-    let tool = Tool::builder(name)
+    let tool = FnTool::builder(name)
         .description(description)
         .annotations(annotations)
         .handler(move |input: Value| {
@@ -52,19 +52,19 @@ pub(crate) fn counting(
 }
 
 /// A tool that answers `{"echo": input}` and counts its calls.
-pub(crate) fn echo(name: &str, annotations: Annotations) -> (Tool, Probe) {
+pub(crate) fn echo(name: &str, annotations: Annotations) -> (FnTool, Probe) {
     counting(name, "echoes its input", annotations, |input| {
         Ok(json!({ "echo": input }))
     })
 }
 
 /// A tool that answers `output` whatever the input, and counts its calls.
-pub(crate) fn constant(name: &str, annotations: Annotations, output: Value) -> (Tool, Probe) {
+pub(crate) fn constant(name: &str, annotations: Annotations, output: Value) -> (FnTool, Probe) {
     counting(name, "", annotations, move |_| Ok(output.clone()))
 }
 
 /// A tool that always fails with `error`, and counts its calls.
-pub(crate) fn failing(name: &str, annotations: Annotations, error: ToolError) -> (Tool, Probe) {
+pub(crate) fn failing(name: &str, annotations: Annotations, error: ToolError) -> (FnTool, Probe) {
     counting(name, "", annotations, move |_| Err(error.clone()))
 }
 
@@ -106,10 +106,10 @@ impl Gate {
 }
 
 /// A tool that blocks in every call until its gate releases it, then answers `{"done": true}`.
-pub(crate) fn gated(name: &str, annotations: Annotations) -> (Tool, Gate, Probe) {
+pub(crate) fn gated(name: &str, annotations: Annotations) -> (FnTool, Gate, Probe) {
     let (gate, probe) = (Gate::default(), Probe::default());
     let (g, counter) = (gate.clone(), probe.clone());
-    let tool = Tool::builder(name)
+    let tool = FnTool::builder(name)
         .annotations(annotations)
         .handler(move |_: Value| {
             counter.hit();

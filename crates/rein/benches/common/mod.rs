@@ -129,8 +129,8 @@ pub fn machine() -> String {
 // ---- the W1 workload ---------------------------------------------------------------------------
 
 /// The no-op read-only tool every workload calls, written as a user writes one.
-pub fn noop() -> Tool {
-    Tool::builder("noop")
+pub fn noop() -> FnTool {
+    FnTool::builder("noop")
         .description("Does nothing, successfully")
         .annotations(Annotations::read_only())
         .input_schema(json!({

@@ -1,4 +1,4 @@
-//! `Tool`: a tool made from a closure, with `Tool::builder`.
+//! `FnTool`: a tool made from a closure, with `FnTool::builder`.
 
 use std::fmt;
 use std::future::Future;
@@ -9,14 +9,15 @@ use serde_json::Value;
 
 type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
 
-/// A tool made from an async closure. Build one with [`Tool::builder`].
+/// A tool made from an async closure: the closure implementation of the
+/// [`rein::tool::Tool`](crate::tool::Tool) trait. Build one with [`FnTool::builder`].
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use rein::prelude::*;
 ///
-/// let add = Tool::builder("add")
+/// let add = FnTool::builder("add")
 ///     .description("Adds two integers")
 ///     .annotations(Annotations::read_only())
 ///     .input_schema(json!({
@@ -36,15 +37,15 @@ type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>>
 /// To write a tool as a type instead, implement the [`rein::tool::Tool`](crate::tool::Tool)
 /// trait with a plain `async fn`.
 #[derive(Clone)]
-pub struct Tool {
+pub struct FnTool {
     spec: ToolSpec,
     handler: Handler,
 }
 
-impl Tool {
+impl FnTool {
     /// Starts building a tool named `name` (1-64 ASCII letters, digits, `_`, `-`, `.`).
-    pub fn builder(name: impl Into<String>) -> ToolBuilder {
-        ToolBuilder {
+    pub fn builder(name: impl Into<String>) -> FnToolBuilder {
+        FnToolBuilder {
             name: name.into(),
             description: String::new(),
             annotations: Annotations::default(),
@@ -61,15 +62,15 @@ impl Tool {
     }
 }
 
-impl fmt::Debug for Tool {
+impl fmt::Debug for FnTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool")
+        f.debug_struct("FnTool")
             .field("spec", &self.spec)
             .finish_non_exhaustive()
     }
 }
 
-impl rein_tool::Tool for Tool {
+impl rein_tool::Tool for FnTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -79,9 +80,9 @@ impl rein_tool::Tool for Tool {
     }
 }
 
-/// Builds a [`Tool`] from a name, a description, annotations, schemas and a handler.
+/// Builds a [`FnTool`] from a name, a description, annotations, schemas and a handler.
 #[must_use]
-pub struct ToolBuilder {
+pub struct FnToolBuilder {
     name: String,
     description: String,
     annotations: Annotations,
@@ -90,9 +91,9 @@ pub struct ToolBuilder {
     handler: Option<Handler>,
 }
 
-impl fmt::Debug for ToolBuilder {
+impl fmt::Debug for FnToolBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolBuilder")
+        f.debug_struct("FnToolBuilder")
             .field("name", &self.name)
             .field("annotations", &self.annotations)
             .field("has_handler", &self.handler.is_some())
@@ -100,7 +101,7 @@ impl fmt::Debug for ToolBuilder {
     }
 }
 
-/// Why a [`ToolBuilder`] could not build.
+/// Why a [`FnToolBuilder`] could not build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolBuildError {
@@ -112,7 +113,7 @@ pub enum ToolBuildError {
     NoHandler(String),
 }
 
-impl ToolBuilder {
+impl FnToolBuilder {
     /// What the tool does, for planners.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -152,7 +153,7 @@ impl ToolBuilder {
     ///
     /// # Errors
     /// [`ToolBuildError`] for an invalid name or a missing handler.
-    pub fn build(self) -> Result<Tool, ToolBuildError> {
+    pub fn build(self) -> Result<FnTool, ToolBuildError> {
         let name = ToolName::new(self.name)?;
         let handler = self
             .handler
@@ -164,6 +165,6 @@ impl ToolBuilder {
         if let Some(schema) = self.output_schema {
             spec = spec.with_output_schema(schema);
         }
-        Ok(Tool { spec, handler })
+        Ok(FnTool { spec, handler })
     }
 }
