@@ -15,6 +15,10 @@ use serde_json::Value;
 /// User layers (see [`ExecutionStack::with_layer`](crate::ExecutionStack::with_layer)) see
 /// one `ToolCall` per attempt and can read which attempt it is.
 ///
+/// The tool gets the input by value. The stack copies it only while a later attempt may
+/// still need it (an idempotent tool with attempts left); the last attempt, and the only
+/// attempt of a call that is not retried, get the caller's input itself.
+///
 /// ```
 /// use rein_resilience::ToolCall;
 /// use serde_json::json;

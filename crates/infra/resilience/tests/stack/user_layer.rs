@@ -3,7 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rein_resilience::{CircuitState, ExecutionStack, ResilienceConfig, ToolCall, ToolStack};
+use rein_resilience::{
+    CircuitState, ExecutionStack, ResilienceConfig, RetryConfig, ToolCall, ToolStack,
+};
 use rein_tool::{Annotations, SharedTool, ToolError};
 use tower::ServiceBuilder;
 
@@ -88,4 +90,47 @@ async fn the_timeout_bounds_user_layers_too() {
         })
     );
     assert_eq!(probe.calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_attempt_carries_the_callers_input() {
+    // Attempts 1 and 2 get a copy (a retry may follow), attempt 3 the input itself.
+    let (tool, probe) = fake(
+        "flaky",
+        Annotations::read_only(),
+        Script::FailTimes {
+            times: 2,
+            error: transient(),
+        },
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let base = config();
+    let three_attempts = ResilienceConfig {
+        retry: RetryConfig {
+            max_attempts: 3.try_into().unwrap(),
+            ..base.retry
+        },
+        ..base
+    };
+    let stack = ExecutionStack::new(three_attempts)
+        .with_layer(ServiceBuilder::new().map_request(move |call: ToolCall| {
+            log.lock()
+                .unwrap()
+                .push((call.attempt(), call.input().clone()));
+            call
+        }))
+        .build(tool);
+    let input = serde_json::json!({"query": "rust", "page": 2});
+    let output = stack.call(ToolCall::new(input.clone())).await.unwrap();
+    assert_eq!(
+        output.value(),
+        &input,
+        "the last attempt's tool got the input"
+    );
+    assert_eq!(probe.calls(), 3);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(1, input.clone()), (2, input.clone()), (3, input)]
+    );
 }
