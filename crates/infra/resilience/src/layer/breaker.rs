@@ -176,12 +176,9 @@ impl Circuit {
 
     fn on_success(&self) {
         let closed = self.shared.state.load(Ordering::Acquire) == CLOSED;
-        if closed
-            && !self
-                .shared
-                .failed_since_success
-                .swap(false, Ordering::AcqRel)
-        {
+        let failed = &self.shared.failed_since_success;
+        // A plain load first: the healthy path writes nothing shared.
+        if closed && !(failed.load(Ordering::Acquire) && failed.swap(false, Ordering::AcqRel)) {
             // Closed, and no failure since the last success: nothing for failsafe to reset.
             return;
         }
