@@ -34,6 +34,8 @@ pub struct ToolCall {
     pub(crate) observer: Option<Arc<dyn AttemptObserver>>,
     /// The most attempts the retry layer may make of this call (it also keeps its own).
     pub(crate) max_attempts: u32,
+    /// Whether the observer hands every retry its input, so the stack keeps no copy.
+    pub(crate) retry_inputs_from_observer: bool,
 }
 
 /// The caller's hook on every attempt of a call: it admits (or vetoes) each attempt before it
@@ -65,6 +67,11 @@ pub struct ToolCall {
 ///   `Err` if the other side is gone), or the call waits forever.
 ///
 /// Attempts are numbered from 1. Admitting without waiting costs nothing: no allocation.
+///
+/// An admission may also hand the attempt its input ([`Admission::allow_with_input`],
+/// [`Admission::wait_with_input`]), which then runs on that input instead of the call's. A
+/// caller that keeps the input anyway (the engine has it on record) can so spare the stack
+/// its copy of every input in case a retry follows: see [`ToolCall::with_retry_inputs`].
 ///
 /// # Examples
 ///
@@ -179,6 +186,8 @@ pub(crate) enum Admit {
     Allow,
     Deny(ToolError),
     Wait(BoxFuture<'static, Result<(), ToolError>>),
+    AllowWith(Value),
+    WaitWith(BoxFuture<'static, Result<Value, ToolError>>),
 }
 
 impl Admission {
@@ -200,6 +209,21 @@ impl Admission {
     {
         Self(Admit::Wait(Box::pin(answer)))
     }
+
+    /// The attempt starts now, on `input` instead of the call's input.
+    pub const fn allow_with_input(input: Value) -> Self {
+        Self(Admit::AllowWith(input))
+    }
+
+    /// The attempt waits for `answer`: `Ok(input)` starts it on `input` instead of the
+    /// call's input, `Err` vetoes it with that error. Dropping the call while it waits drops
+    /// `answer` too.
+    pub fn wait_with_input<F>(answer: F) -> Self
+    where
+        F: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        Self(Admit::WaitWith(Box::pin(answer)))
+    }
 }
 
 impl From<Result<(), ToolError>> for Admission {
@@ -217,6 +241,9 @@ impl fmt::Debug for Admission {
             Admit::Allow => f.write_str("Admission::Allow"),
             Admit::Deny(error) => f.debug_tuple("Admission::Deny").field(error).finish(),
             Admit::Wait(_) => f.write_str("Admission::Wait(..)"),
+            // The input is the caller's data: it stays out of logs.
+            Admit::AllowWith(_) => f.write_str("Admission::AllowWithInput(..)"),
+            Admit::WaitWith(_) => f.write_str("Admission::WaitWithInput(..)"),
         }
     }
 }
@@ -245,6 +272,7 @@ impl ToolCall {
             attempt: 1,
             observer: None,
             max_attempts: u32::MAX,
+            retry_inputs_from_observer: false,
         }
     }
 
@@ -269,6 +297,41 @@ impl ToolCall {
     pub fn with_observer(mut self, observer: Arc<dyn AttemptObserver>) -> Self {
         self.observer = Some(observer);
         self
+    }
+
+    /// Returns the call with `observer` told about every attempt, as
+    /// [`with_observer`](Self::with_observer), and handing every retry its input: the stack
+    /// keeps no copy of the input in case a retry follows, and the tool gets the call's
+    /// input itself on the first attempt.
+    ///
+    /// The observer admits each retry with [`Admission::allow_with_input`] or
+    /// [`Admission::wait_with_input`]. A retry admitted without an input does not run: the
+    /// call fails with an error saying so, as if the observer had vetoed it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rein_resilience::{Admission, AttemptObserver, ToolCall};
+    /// use rein_tool::ToolName;
+    /// use serde_json::{Value, json};
+    ///
+    /// /// Keeps the input (say, on record) and hands it to every retry.
+    /// struct Kept(Value);
+    /// impl AttemptObserver for Kept {
+    ///     fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
+    ///         if attempt == 1 { Admission::allow() } else { Admission::allow_with_input(self.0.clone()) }
+    ///     }
+    /// }
+    ///
+    /// let input = json!({"query": "rust"});
+    /// let call = ToolCall::new(input.clone()).with_retry_inputs(Arc::new(Kept(input)));
+    /// assert_eq!(call.attempt(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_retry_inputs(self, observer: Arc<dyn AttemptObserver>) -> Self {
+        Self {
+            retry_inputs_from_observer: true,
+            ..self.with_observer(observer)
+        }
     }
 
     /// The tool's input.
@@ -303,6 +366,10 @@ impl fmt::Debug for ToolCall {
             .field("attempt", &self.attempt)
             .field("observed", &self.observer.is_some())
             .field("max_attempts", &self.max_attempts)
+            .field(
+                "retry_inputs_from_observer",
+                &self.retry_inputs_from_observer,
+            )
             .finish()
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use rein_tool::{BoxFuture, SharedTool, ToolError, ToolName, ToolOutput};
+use serde_json::Value;
 use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer};
 use tower::{Layer, Service};
 
@@ -227,12 +228,19 @@ impl Core {
         };
         loop {
             let attempt = call.attempt;
-            // A share of the input stays behind only while a retry may still need it; the
-            // last attempt hands the tool the input itself.
-            let (this, retry) = if attempt < max_attempts {
-                (call.clone(), Some(call))
-            } else {
+            // A copy of the input stays behind only while a retry may still need it and the
+            // observer will not hand it over; the last attempt gets the input itself.
+            let (this, retry) = if attempt >= max_attempts {
                 (call, None)
+            } else if call.retry_inputs_from_observer {
+                let rest = ToolCall {
+                    input: Value::Null,
+                    observer: call.observer.clone(),
+                    ..call
+                };
+                (call, Some(rest))
+            } else {
+                (call.clone(), Some(call))
             };
             let result = self.attempt(&mut target, this).await;
             let delay = match (retry, &self.policy.retry) {
@@ -266,19 +274,27 @@ impl Core {
                 .map_err(Failure::Tool)?;
         }
         let in_flight = self.circuit.enter().map_err(Failure::Tool)?;
-        let mut report = match &call.observer {
+        let mut call = call;
+        let mut report = match call.observer.clone() {
             None => None,
             Some(observer) => {
-                if let Err(error) = admit(observer.as_ref(), &self.tool, call.attempt).await {
+                let admitted = match admit(observer.as_ref(), &self.tool, call.attempt).await {
+                    Ok(Some(input)) => {
+                        call.input = input;
+                        Ok(())
+                    }
+                    Ok(None) if call.retry_inputs_from_observer && call.attempt > 1 => {
+                        Err(self.no_retry_input(call.attempt))
+                    }
+                    Ok(None) => Ok(()),
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = admitted {
                     let vetoed = Err(Failure::Vetoed(error));
                     in_flight.finish(&vetoed);
                     return vetoed;
                 }
-                Some(Report::start(
-                    Arc::clone(observer),
-                    &self.tool,
-                    call.attempt,
-                ))
+                Some(Report::start(observer, &self.tool, call.attempt))
             }
         };
         let outcome = timeout(catch_panic(|| target.call(call)), self.policy.timeout).await;
@@ -288,6 +304,19 @@ impl Core {
         let result = outcome.map_err(Failure::Tool);
         in_flight.finish(&result);
         result
+    }
+}
+
+impl Core {
+    /// The veto of a retry admitted without the input its call's observer was to hand over.
+    fn no_retry_input(&self, attempt: u32) -> ToolError {
+        tracing::debug!(tool = %self.tool, attempt, "retry admitted without its input");
+        ToolError::failed(format!(
+            "retry {attempt} of `{}` was admitted without its input: a call made with \
+             `ToolCall::with_retry_inputs` needs every retry admitted with \
+             `Admission::allow_with_input` or `Admission::wait_with_input`",
+            self.tool
+        ))
     }
 }
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use rein_tool::{ToolError, ToolName, ToolOutput};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::call::Admit;
@@ -19,18 +20,24 @@ pub(crate) struct Report<'a> {
     sent: bool,
 }
 
-/// Settles `observer`'s admission of attempt `attempt` of `tool`: `Ok` once it may start,
-/// the veto's error if it may not. Admitting at once costs no allocation.
+/// Settles `observer`'s admission of attempt `attempt` of `tool`: `Ok` once it may start
+/// (with the input it runs on, if the admission handed one over), the veto's error if it
+/// may not. Admitting at once costs no allocation.
 pub(crate) async fn admit(
     observer: &dyn AttemptObserver,
     tool: &ToolName,
     attempt: u32,
-) -> Result<(), ToolError> {
+) -> Result<Option<Value>, ToolError> {
     let error = match observer.before_attempt(tool, attempt).0 {
-        Admit::Allow => return Ok(()),
+        Admit::Allow => return Ok(None),
+        Admit::AllowWith(input) => return Ok(Some(input)),
         Admit::Deny(error) => error,
         Admit::Wait(answer) => match answer.await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(None),
+            Err(error) => error,
+        },
+        Admit::WaitWith(answer) => match answer.await {
+            Ok(input) => return Ok(Some(input)),
             Err(error) => error,
         },
     };
