@@ -1,6 +1,7 @@
 //! The cost of the execution stack: a no-op tool called through its `ToolStack` versus
 //! called directly, in the same run. `stack` has every step in (a queueing bulkhead too);
-//! `stack_default` is the engine's default stack (no bulkhead), the one W1 calls through.
+//! `stack_default` is the engine's default stack (no bulkhead), the one W1 calls through;
+//! `stack_untimed` the same with an observer that times nothing, as the engine's.
 //!
 //! Run with: `cargo bench -p rein-resilience -- --warm-up-time 1 --measurement-time 3`
 //!
@@ -32,10 +33,17 @@ impl Tool for Noop {
     }
 }
 
-/// An observer that allows every attempt and ignores reports, as cheap as one can be.
-struct Allow;
+/// An observer that allows every attempt and ignores reports; if `timed` is false it times
+/// nothing either, as the engine's observer (which has a clock of its own).
+struct Allow {
+    timed: bool,
+}
 
-impl AttemptObserver for Allow {}
+impl AttemptObserver for Allow {
+    fn times_attempts(&self) -> bool {
+        self.timed
+    }
+}
 
 /// Per-sample ns/call, collected from criterion's timed samples.
 #[derive(Default, Clone)]
@@ -82,11 +90,18 @@ fn stack_vs_bare(c: &mut Criterion) {
     };
     let stack = ExecutionStack::new(config).build(Arc::clone(&tool));
     let default_stack = ExecutionStack::new(ResilienceConfig::default()).build(Arc::clone(&tool));
-    let observer: Arc<dyn AttemptObserver> = Arc::new(Allow);
+    let timed: Arc<dyn AttemptObserver> = Arc::new(Allow { timed: true });
+    let untimed: Arc<dyn AttemptObserver> = Arc::new(Allow { timed: false });
     let bare_samples = Samples::default();
     let stacks = [
-        ("stack", &stack, Samples::default()),
-        ("stack_default", &default_stack, Samples::default()),
+        ("stack", &stack, &timed, Samples::default()),
+        ("stack_default", &default_stack, &timed, Samples::default()),
+        (
+            "stack_untimed",
+            &default_stack,
+            &untimed,
+            Samples::default(),
+        ),
     ];
 
     let mut group = c.benchmark_group("noop_tool");
@@ -103,14 +118,14 @@ fn stack_vs_bare(c: &mut Criterion) {
             elapsed
         });
     });
-    for (name, stack, samples) in &stacks {
+    for (name, stack, observer, samples) in &stacks {
         group.bench_function(*name, |b| {
             b.iter_custom(|iters| {
                 let elapsed = runtime.block_on(async {
                     let start = Instant::now();
                     for _ in 0..iters {
                         let call = ToolCall::new(black_box(Value::Null))
-                            .with_observer(Arc::clone(&observer));
+                            .with_observer(Arc::clone(observer));
                         black_box(stack.call(call).await).unwrap();
                     }
                     start.elapsed()
@@ -124,7 +139,7 @@ fn stack_vs_bare(c: &mut Criterion) {
 
     let bare = bare_samples.median();
     eprintln!("\nnoop tool, median of criterion's samples: bare {bare:.1} ns/call");
-    for (name, _, samples) in &stacks {
+    for (name, _, _, samples) in &stacks {
         let stack = samples.median();
         eprintln!(
             "  {name}: {stack:.1} ns/call, {:.1}x bare (+{:.0} ns/call)",

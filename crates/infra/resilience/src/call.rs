@@ -163,6 +163,14 @@ pub trait AttemptObserver: Send + Sync {
     fn after_attempt(&self, report: &AttemptReport<'_>) {
         let _ = report;
     }
+
+    /// Whether [`AttemptReport::elapsed`] is measured for this observer. An observer that
+    /// times attempts on a clock of its own (the engine's does) returns `false`: the stack
+    /// then reads no clock for its attempts, and reports them with `elapsed` zero. The
+    /// default is `true`.
+    fn times_attempts(&self) -> bool {
+        true
+    }
 }
 
 /// An [`AttemptObserver`]'s answer to "may this attempt start?": yes, no (with the error the
@@ -259,7 +267,8 @@ pub struct AttemptReport<'a> {
     /// What the attempt gave: the tool's result, or the stack's `TimedOut`, `Panicked` or
     /// `Cancelled`.
     pub outcome: &'a Result<ToolOutput, ToolError>,
-    /// How long the attempt ran, on tokio's clock.
+    /// How long the attempt ran, on tokio's clock (zero when the observer's
+    /// [`times_attempts`](AttemptObserver::times_attempts) is `false`).
     pub elapsed: Duration,
 }
 

@@ -2,6 +2,7 @@
 //! when it has to) and tells it how the attempt ended.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rein_tool::{ToolError, ToolName, ToolOutput};
 use serde_json::Value;
@@ -16,7 +17,8 @@ pub(crate) struct Report<'a> {
     observer: Arc<dyn AttemptObserver>,
     tool: &'a ToolName,
     attempt: u32,
-    started: Instant,
+    /// When the attempt started, if the observer times attempts.
+    started: Option<Instant>,
     sent: bool,
 }
 
@@ -46,17 +48,19 @@ pub(crate) async fn admit(
 }
 
 impl<'a> Report<'a> {
-    /// A report owed for `attempt`, which starts now.
+    /// A report owed for `attempt`, which starts now (the clock is read only if the
+    /// observer times attempts).
     pub(crate) fn start(
         observer: Arc<dyn AttemptObserver>,
         tool: &'a ToolName,
         attempt: u32,
     ) -> Self {
+        let started = observer.times_attempts().then(Instant::now);
         Self {
             observer,
             tool,
             attempt,
-            started: Instant::now(),
+            started,
             sent: false,
         }
     }
@@ -69,7 +73,9 @@ impl<'a> Report<'a> {
                 tool: self.tool,
                 attempt: self.attempt,
                 outcome,
-                elapsed: self.started.elapsed(),
+                elapsed: self
+                    .started
+                    .map_or(Duration::ZERO, |started| started.elapsed()),
             });
         }
     }
