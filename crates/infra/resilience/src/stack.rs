@@ -269,9 +269,10 @@ impl Core {
         call: ToolCall,
     ) -> Result<ToolOutput, Failure> {
         if let CallTarget::Layers(service) = target {
+            // User layers that cannot get ready end the call: no retry, no breaker count.
             poll_fn(|cx| service.poll_ready(cx))
                 .await
-                .map_err(Failure::Tool)?;
+                .map_err(Failure::Vetoed)?;
         }
         let in_flight = self.circuit.enter().map_err(Failure::Tool)?;
         let mut call = call;

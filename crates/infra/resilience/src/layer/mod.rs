@@ -36,7 +36,8 @@ pub(crate) enum Failure {
     /// The tool, a user layer, the timeout, the panic catcher, the breaker or the bulkhead
     /// failed the call.
     Tool(ToolError),
-    /// The caller's observer vetoed an attempt: never retried, never counted by the breaker.
+    /// The caller's observer vetoed an attempt, or the user layers failed to get ready for
+    /// it: never retried, never counted by the breaker.
     Vetoed(ToolError),
 }
 
