@@ -1,11 +1,13 @@
-//! The cost of the execution stack: a no-op tool called through its whole `ToolStack`
-//! versus called directly, in the same run.
+//! The cost of the execution stack: a no-op tool called through its `ToolStack` versus
+//! called directly, in the same run. `stack` has every step in (a queueing bulkhead too);
+//! `stack_default` is the engine's default stack (no bulkhead), the one W1 calls through;
+//! `stack_untimed` the same with an observer that times nothing, as the engine's.
 //!
 //! Run with: `cargo bench -p rein-resilience -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Both benchmarks time a loop of awaited calls inside one `block_on` of a current-thread
 //! runtime, so the runtime's own cost is not counted. At the end the median ns/call of each
-//! and their ratio are printed to stderr.
+//! and their ratios to the bare call are printed to stderr.
 
 use std::hint::black_box;
 use std::num::NonZeroUsize;
@@ -31,10 +33,17 @@ impl Tool for Noop {
     }
 }
 
-/// An observer that allows every attempt and ignores reports, as cheap as one can be.
-struct Allow;
+/// An observer that allows every attempt and ignores reports; if `timed` is false it times
+/// nothing either, as the engine's observer (which has a clock of its own).
+struct Allow {
+    timed: bool,
+}
 
-impl AttemptObserver for Allow {}
+impl AttemptObserver for Allow {
+    fn times_attempts(&self) -> bool {
+        self.timed
+    }
+}
 
 /// Per-sample ns/call, collected from criterion's timed samples.
 #[derive(Default, Clone)]
@@ -80,8 +89,20 @@ fn stack_vs_bare(c: &mut Criterion) {
         ..ResilienceConfig::default()
     };
     let stack = ExecutionStack::new(config).build(Arc::clone(&tool));
-    let observer: Arc<dyn AttemptObserver> = Arc::new(Allow);
-    let (bare_samples, stack_samples) = (Samples::default(), Samples::default());
+    let default_stack = ExecutionStack::new(ResilienceConfig::default()).build(Arc::clone(&tool));
+    let timed: Arc<dyn AttemptObserver> = Arc::new(Allow { timed: true });
+    let untimed: Arc<dyn AttemptObserver> = Arc::new(Allow { timed: false });
+    let bare_samples = Samples::default();
+    let stacks = [
+        ("stack", &stack, &timed, Samples::default()),
+        ("stack_default", &default_stack, &timed, Samples::default()),
+        (
+            "stack_untimed",
+            &default_stack,
+            &untimed,
+            Samples::default(),
+        ),
+    ];
 
     let mut group = c.benchmark_group("noop_tool");
     group.bench_function("bare", |b| {
@@ -97,30 +118,35 @@ fn stack_vs_bare(c: &mut Criterion) {
             elapsed
         });
     });
-    group.bench_function("stack", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = runtime.block_on(async {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let call =
-                        ToolCall::new(black_box(Value::Null)).with_observer(Arc::clone(&observer));
-                    black_box(stack.call(call).await).unwrap();
-                }
-                start.elapsed()
+    for (name, stack, observer, samples) in &stacks {
+        group.bench_function(*name, |b| {
+            b.iter_custom(|iters| {
+                let elapsed = runtime.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let call = ToolCall::new(black_box(Value::Null))
+                            .with_observer(Arc::clone(observer));
+                        black_box(stack.call(call).await).unwrap();
+                    }
+                    start.elapsed()
+                });
+                samples.push(iters, elapsed);
+                elapsed
             });
-            stack_samples.push(iters, elapsed);
-            elapsed
         });
-    });
+    }
     group.finish();
 
-    let (bare, stack) = (bare_samples.median(), stack_samples.median());
-    eprintln!(
-        "\nnoop tool, median of criterion's samples: bare {bare:.1} ns/call, stack {stack:.1} ns/call, \
-         stack/bare {:.1}x (+{:.0} ns/call)",
-        stack / bare,
-        stack - bare
-    );
+    let bare = bare_samples.median();
+    eprintln!("\nnoop tool, median of criterion's samples: bare {bare:.1} ns/call");
+    for (name, _, _, samples) in &stacks {
+        let stack = samples.median();
+        eprintln!(
+            "  {name}: {stack:.1} ns/call, {:.1}x bare (+{:.0} ns/call)",
+            stack / bare,
+            stack - bare
+        );
+    }
 }
 
 criterion_group!(benches, stack_vs_bare);

@@ -15,6 +15,10 @@ use serde_json::Value;
 /// User layers (see [`ExecutionStack::with_layer`](crate::ExecutionStack::with_layer)) see
 /// one `ToolCall` per attempt and can read which attempt it is.
 ///
+/// The tool gets the input by value. The stack copies it only while a later attempt may
+/// still need it (an idempotent tool with attempts left); the last attempt, and the only
+/// attempt of a call that is not retried, get the caller's input itself.
+///
 /// ```
 /// use rein_resilience::ToolCall;
 /// use serde_json::json;
@@ -30,6 +34,8 @@ pub struct ToolCall {
     pub(crate) observer: Option<Arc<dyn AttemptObserver>>,
     /// The most attempts the retry layer may make of this call (it also keeps its own).
     pub(crate) max_attempts: u32,
+    /// Whether the observer hands every retry its input, so the stack keeps no copy.
+    pub(crate) retry_inputs_from_observer: bool,
 }
 
 /// The caller's hook on every attempt of a call: it admits (or vetoes) each attempt before it
@@ -61,6 +67,11 @@ pub struct ToolCall {
 ///   `Err` if the other side is gone), or the call waits forever.
 ///
 /// Attempts are numbered from 1. Admitting without waiting costs nothing: no allocation.
+///
+/// An admission may also hand the attempt its input ([`Admission::allow_with_input`],
+/// [`Admission::wait_with_input`]), which then runs on that input instead of the call's. A
+/// caller that keeps the input anyway (the engine has it on record) can so spare the stack
+/// its copy of every input in case a retry follows: see [`ToolCall::with_retry_inputs`].
 ///
 /// # Examples
 ///
@@ -152,6 +163,14 @@ pub trait AttemptObserver: Send + Sync {
     fn after_attempt(&self, report: &AttemptReport<'_>) {
         let _ = report;
     }
+
+    /// Whether [`AttemptReport::elapsed`] is measured for this observer. An observer that
+    /// times attempts on a clock of its own (the engine's does) returns `false`: the stack
+    /// then reads no clock for its attempts, and reports them with `elapsed` zero. The
+    /// default is `true`.
+    fn times_attempts(&self) -> bool {
+        true
+    }
 }
 
 /// An [`AttemptObserver`]'s answer to "may this attempt start?": yes, no (with the error the
@@ -175,6 +194,8 @@ pub(crate) enum Admit {
     Allow,
     Deny(ToolError),
     Wait(BoxFuture<'static, Result<(), ToolError>>),
+    AllowWith(Value),
+    WaitWith(BoxFuture<'static, Result<Value, ToolError>>),
 }
 
 impl Admission {
@@ -196,6 +217,21 @@ impl Admission {
     {
         Self(Admit::Wait(Box::pin(answer)))
     }
+
+    /// The attempt starts now, on `input` instead of the call's input.
+    pub const fn allow_with_input(input: Value) -> Self {
+        Self(Admit::AllowWith(input))
+    }
+
+    /// The attempt waits for `answer`: `Ok(input)` starts it on `input` instead of the
+    /// call's input, `Err` vetoes it with that error. Dropping the call while it waits drops
+    /// `answer` too.
+    pub fn wait_with_input<F>(answer: F) -> Self
+    where
+        F: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        Self(Admit::WaitWith(Box::pin(answer)))
+    }
 }
 
 impl From<Result<(), ToolError>> for Admission {
@@ -213,6 +249,9 @@ impl fmt::Debug for Admission {
             Admit::Allow => f.write_str("Admission::Allow"),
             Admit::Deny(error) => f.debug_tuple("Admission::Deny").field(error).finish(),
             Admit::Wait(_) => f.write_str("Admission::Wait(..)"),
+            // The input is the caller's data: it stays out of logs.
+            Admit::AllowWith(_) => f.write_str("Admission::AllowWithInput(..)"),
+            Admit::WaitWith(_) => f.write_str("Admission::WaitWithInput(..)"),
         }
     }
 }
@@ -228,7 +267,8 @@ pub struct AttemptReport<'a> {
     /// What the attempt gave: the tool's result, or the stack's `TimedOut`, `Panicked` or
     /// `Cancelled`.
     pub outcome: &'a Result<ToolOutput, ToolError>,
-    /// How long the attempt ran, on tokio's clock.
+    /// How long the attempt ran, on tokio's clock (zero when the observer's
+    /// [`times_attempts`](AttemptObserver::times_attempts) is `false`).
     pub elapsed: Duration,
 }
 
@@ -241,6 +281,7 @@ impl ToolCall {
             attempt: 1,
             observer: None,
             max_attempts: u32::MAX,
+            retry_inputs_from_observer: false,
         }
     }
 
@@ -265,6 +306,41 @@ impl ToolCall {
     pub fn with_observer(mut self, observer: Arc<dyn AttemptObserver>) -> Self {
         self.observer = Some(observer);
         self
+    }
+
+    /// Returns the call with `observer` told about every attempt, as
+    /// [`with_observer`](Self::with_observer), and handing every retry its input: the stack
+    /// keeps no copy of the input in case a retry follows, and the tool gets the call's
+    /// input itself on the first attempt.
+    ///
+    /// The observer admits each retry with [`Admission::allow_with_input`] or
+    /// [`Admission::wait_with_input`]. A retry admitted without an input does not run: the
+    /// call fails with an error saying so, as if the observer had vetoed it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rein_resilience::{Admission, AttemptObserver, ToolCall};
+    /// use rein_tool::ToolName;
+    /// use serde_json::{Value, json};
+    ///
+    /// /// Keeps the input (say, on record) and hands it to every retry.
+    /// struct Kept(Value);
+    /// impl AttemptObserver for Kept {
+    ///     fn before_attempt(&self, _tool: &ToolName, attempt: u32) -> Admission {
+    ///         if attempt == 1 { Admission::allow() } else { Admission::allow_with_input(self.0.clone()) }
+    ///     }
+    /// }
+    ///
+    /// let input = json!({"query": "rust"});
+    /// let call = ToolCall::new(input.clone()).with_retry_inputs(Arc::new(Kept(input)));
+    /// assert_eq!(call.attempt(), 1);
+    /// ```
+    #[must_use]
+    pub fn with_retry_inputs(self, observer: Arc<dyn AttemptObserver>) -> Self {
+        Self {
+            retry_inputs_from_observer: true,
+            ..self.with_observer(observer)
+        }
     }
 
     /// The tool's input.
@@ -299,6 +375,10 @@ impl fmt::Debug for ToolCall {
             .field("attempt", &self.attempt)
             .field("observed", &self.observer.is_some())
             .field("max_attempts", &self.max_attempts)
+            .field(
+                "retry_inputs_from_observer",
+                &self.retry_inputs_from_observer,
+            )
             .finish()
     }
 }

@@ -1,8 +1,11 @@
 //! rein's tool execution stack: how a tool call runs once the engine has decided it may run.
 //!
-//! Every tool gets a [`ToolStack`] of [tower] layers, built once per engine from a
-//! [`ResilienceConfig`] (engine-wide defaults, per-tool [`ToolOverrides`], and the tool's own
-//! [`Annotations`](rein_tool::Annotations)). Outermost first:
+//! Every tool gets a [`ToolStack`], built once per engine from a [`ResilienceConfig`]
+//! (engine-wide defaults, per-tool [`ToolOverrides`], and the tool's own
+//! [`Annotations`](rein_tool::Annotations)). Its policy layers run in one future per call,
+//! so a layer with nothing to do costs a branch: no timer unless an attempt has to wait, no
+//! copy of the input unless a retry may follow. User layers are [tower] layers, inside the
+//! policy layers. Outermost first:
 //!
 //! | layer | per | does | fails with |
 //! |---|---|---|---|

@@ -1,18 +1,17 @@
 //! `ExecutionStack`, built once per engine, and the `ToolStack` it builds once per tool.
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use rein_tool::{BoxFuture, SharedTool, ToolError, ToolName, ToolOutput};
-use tower::retry::Retry;
-use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer, Either};
-use tower::{Layer, Service, ServiceBuilder, ServiceExt as _};
+use serde_json::Value;
+use tower::util::{BoxCloneSyncService, BoxCloneSyncServiceLayer};
+use tower::{Layer, Service};
 
 use crate::layer::{
-    Attempt, AttemptLayer, Breaker, BreakerLayer, BulkheadService, CatchPanic, CatchPanicLayer,
-    Circuit, CircuitState, Failure, IdempotentRetry, Timeout, TimeoutLayer, bulkhead,
+    Circuit, CircuitState, Failure, Permits, Report, admit, backoff, catch_panic, timeout,
 };
 use crate::{ResilienceConfig, ToolCall, ToolPolicy};
 
@@ -56,24 +55,34 @@ pub struct ExecutionStack {
 /// tool's circuit breaker and bulkhead. Built by [`ExecutionStack::build`].
 #[derive(Clone)]
 pub struct ToolStack {
-    service: StackService,
-    shared: Arc<StackShared>,
+    core: Arc<Core>,
 }
 
 type UserLayer = BoxCloneSyncServiceLayer<ToolService, ToolCall, ToolOutput, ToolError>;
 
-/// The layers that run once per attempt, around the tool or the user layers around it.
-type AttemptService = Breaker<Attempt<Timeout<CatchPanic<Either<ToolFn, ToolService>>>>>;
-
-/// The whole stack; the retry layer is there only for idempotent tools.
-type StackService = BulkheadService<Either<Retry<IdempotentRetry, AttemptService>, AttemptService>>;
-
-/// What every clone of a [`ToolStack`] shares.
-#[derive(Debug)]
-struct StackShared {
+/// What every clone of a [`ToolStack`] shares: all a call needs. A call holds one share of
+/// it and runs every step in its own future, so a step with nothing to do costs a branch.
+struct Core {
     tool: ToolName,
     policy: ToolPolicy,
     circuit: Circuit,
+    permits: Permits,
+    target: Target,
+}
+
+/// What an attempt calls once the policy steps have let it through.
+enum Target {
+    /// The tool itself.
+    Tool(SharedTool),
+    /// The user layers, around the tool.
+    Layers(ToolService),
+}
+
+/// [`Target`] for one call: the user layers' service is the call's own clone, since a tower
+/// service is readied and called through `&mut`.
+enum CallTarget<'a> {
+    Tool(&'a SharedTool),
+    Layers(ToolService),
 }
 
 impl ExecutionStack {
@@ -132,37 +141,24 @@ impl ExecutionStack {
     pub fn build(&self, tool: SharedTool) -> ToolStack {
         let name = tool.spec().name().clone();
         let policy = self.config.policy_for(tool.spec());
-        let circuit = Circuit::new(name.clone(), policy.breaker);
-
-        let inner = if self.layers.is_empty() {
-            Either::Left(ToolFn(tool))
+        let target = if self.layers.is_empty() {
+            Target::Tool(tool)
         } else {
             let tool = ToolService::new(ToolFn(tool));
-            Either::Right(
+            Target::Layers(
                 self.layers
                     .iter()
                     .rev()
                     .fold(tool, |inner, layer| layer.layer(inner)),
             )
         };
-        let per_attempt = ServiceBuilder::new()
-            .layer(BreakerLayer::new(circuit.clone()))
-            .layer(AttemptLayer::new(name.clone()))
-            .layer(TimeoutLayer::new(policy.timeout))
-            .layer(CatchPanicLayer)
-            .service(inner);
-        let retrying = match policy.retry {
-            Some(retry) => Either::Left(Retry::new(IdempotentRetry::new(retry), per_attempt)),
-            None => Either::Right(per_attempt),
-        };
-        let service = bulkhead(retrying, policy.bulkhead, &name);
-
         ToolStack {
-            service,
-            shared: Arc::new(StackShared {
+            core: Arc::new(Core {
+                circuit: Circuit::new(name.clone(), policy.breaker),
+                permits: Permits::new(policy.bulkhead),
                 tool: name,
                 policy,
-                circuit,
+                target,
             }),
         }
     }
@@ -185,41 +181,153 @@ impl ToolStack {
         &self,
         call: ToolCall,
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
-        let service = self.service.clone();
-        async move {
-            service
-                .oneshot(call)
-                .await
-                .map_err(Failure::into_tool_error)
-        }
+        let core = Arc::clone(&self.core);
+        async move { core.run(call).await }
     }
 
     /// The tool this stack calls.
     #[must_use]
     pub fn tool(&self) -> &ToolName {
-        &self.shared.tool
+        &self.core.tool
     }
 
     /// The policy this stack was built with.
     #[must_use]
     pub fn policy(&self) -> &ToolPolicy {
-        &self.shared.policy
+        &self.core.policy
     }
 
     /// The state of the tool's circuit breaker, as last observed.
     #[must_use]
     pub fn circuit_state(&self) -> CircuitState {
-        self.shared.circuit.state()
+        self.core.circuit.state()
     }
 }
 
 impl fmt::Debug for ToolStack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolStack")
-            .field("tool", &self.shared.tool)
-            .field("policy", &self.shared.policy)
+            .field("tool", &self.core.tool)
+            .field("policy", &self.core.policy)
             .field("circuit", &self.circuit_state())
             .finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    /// The whole call: a permit from the bulkhead, then attempts until one is not retried.
+    async fn run(&self, mut call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let _permit = self.permits.enter(&self.tool).await?;
+        let max_attempts = self
+            .policy
+            .retry
+            .map_or(1, |retry| retry.max_attempts.get().min(call.max_attempts));
+        let mut target = match &self.target {
+            Target::Tool(tool) => CallTarget::Tool(tool),
+            Target::Layers(service) => CallTarget::Layers(service.clone()),
+        };
+        loop {
+            let attempt = call.attempt;
+            // A copy of the input stays behind only while a retry may still need it and the
+            // observer will not hand it over; the last attempt gets the input itself.
+            let (this, retry) = if attempt >= max_attempts {
+                (call, None)
+            } else if call.retry_inputs_from_observer {
+                let rest = ToolCall {
+                    input: Value::Null,
+                    observer: call.observer.clone(),
+                    ..call
+                };
+                (call, Some(rest))
+            } else {
+                (call.clone(), Some(call))
+            };
+            let result = self.attempt(&mut target, this).await;
+            let delay = match (retry, &self.policy.retry) {
+                (Some(retry), Some(config)) => {
+                    backoff(config, attempt, max_attempts, &result).map(|delay| (retry, delay))
+                }
+                _ => None,
+            };
+            let Some((retry, delay)) = delay else {
+                return result.map_err(Failure::into_tool_error);
+            };
+            // Boxed: only a call that retries carries a timer in its future.
+            Box::pin(tokio::time::sleep(delay)).await;
+            call = ToolCall {
+                attempt: attempt + 1,
+                ..retry
+            };
+        }
+    }
+
+    /// One attempt: the user layers ready, the breaker's and the observer's admission, then
+    /// the tool under the timeout with its panics caught, and the outcome reported to both.
+    async fn attempt(
+        &self,
+        target: &mut CallTarget<'_>,
+        call: ToolCall,
+    ) -> Result<ToolOutput, Failure> {
+        if let CallTarget::Layers(service) = target {
+            // User layers that cannot get ready end the call: no retry, no breaker count.
+            poll_fn(|cx| service.poll_ready(cx))
+                .await
+                .map_err(Failure::Vetoed)?;
+        }
+        let in_flight = self.circuit.enter().map_err(Failure::Tool)?;
+        let mut call = call;
+        let mut report = match call.observer.clone() {
+            None => None,
+            Some(observer) => {
+                let admitted = match admit(observer.as_ref(), &self.tool, call.attempt).await {
+                    Ok(Some(input)) => {
+                        call.input = input;
+                        Ok(())
+                    }
+                    Ok(None) if call.retry_inputs_from_observer && call.attempt > 1 => {
+                        Err(self.no_retry_input(call.attempt))
+                    }
+                    Ok(None) => Ok(()),
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = admitted {
+                    let vetoed = Err(Failure::Vetoed(error));
+                    in_flight.finish(&vetoed);
+                    return vetoed;
+                }
+                Some(Report::start(observer, &self.tool, call.attempt))
+            }
+        };
+        let outcome = timeout(catch_panic(|| target.call(call)), self.policy.timeout).await;
+        if let Some(report) = &mut report {
+            report.send(&outcome);
+        }
+        let result = outcome.map_err(Failure::Tool);
+        in_flight.finish(&result);
+        result
+    }
+}
+
+impl Core {
+    /// The veto of a retry admitted without the input its call's observer was to hand over.
+    fn no_retry_input(&self, attempt: u32) -> ToolError {
+        tracing::debug!(tool = %self.tool, attempt, "retry admitted without its input");
+        ToolError::failed(format!(
+            "retry {attempt} of `{}` was admitted without its input: a call made with \
+             `ToolCall::with_retry_inputs` needs every retry admitted with \
+             `Admission::allow_with_input` or `Admission::wait_with_input`",
+            self.tool
+        ))
+    }
+}
+
+impl CallTarget<'_> {
+    /// Starts `call` on the tool, or on the user layers (readied first).
+    fn call(&mut self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        match self {
+            Self::Tool(tool) => tool.call_boxed(call.into_input()),
+            Self::Layers(service) => service.call(call),
+        }
     }
 }
 

@@ -1,28 +1,23 @@
-//! The circuit breaker layer: failsafe's `StateMachine` per tool, consulted *before* the
-//! inner service is called, with a drop guard so that an attempt dropped mid-flight counts.
+//! The circuit breaker: failsafe's `StateMachine` per tool, consulted *before* an attempt
+//! starts, with a drop guard so that an attempt dropped mid-flight counts.
 //!
 //! failsafe counts consecutive failures and walks closed → open → half-open → closed; this
 //! module keeps the open window itself, on tokio's clock, so that `retry_after` is known and
 //! tests can use a paused clock. failsafe is given a zero open delay, so it turns half-open
 //! at the first permission request once this module's window has passed.
 
-use std::future::Future;
 use std::iter::Repeat;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use failsafe::failure_policy::{ConsecutiveFailures, consecutive_failures};
 use failsafe::{Instrument, StateMachine};
-use pin_project_lite::pin_project;
 use rein_tool::{ToolError, ToolName, ToolOutput};
 use tokio::time::Instant;
-use tower::{Layer, Service};
 
 use super::Failure;
-use crate::{BreakerConfig, ToolCall};
+use crate::BreakerConfig;
 
 /// The state of a tool's circuit breaker (see [`ToolStack::circuit_state`]).
 ///
@@ -41,20 +36,6 @@ pub enum CircuitState {
     HalfOpen,
 }
 
-/// Wraps a service in [`Breaker`].
-#[derive(Debug, Clone)]
-pub(crate) struct BreakerLayer {
-    circuit: Circuit,
-}
-
-/// Fails a call fast while the tool's circuit is open; otherwise calls the inner service and
-/// records the outcome.
-#[derive(Debug, Clone)]
-pub(crate) struct Breaker<S> {
-    inner: S,
-    circuit: Circuit,
-}
-
 /// One tool's circuit breaker. Clones share it.
 #[derive(Debug, Clone)]
 pub(crate) struct Circuit {
@@ -62,19 +43,11 @@ pub(crate) struct Circuit {
     shared: Arc<Shared>,
 }
 
-pin_project! {
-    /// The future of [`Breaker`].
-    #[project = BreakerProj]
-    pub(crate) enum BreakerFuture<F> {
-        Rejected { error: Option<ToolError> },
-        Called { #[pin] future: F, in_flight: InFlight },
-    }
-}
-
-/// A call the breaker let through and has not heard back from: dropped unfinished, it
+/// An attempt the breaker let through and has not heard back from: dropped unfinished, it
 /// counts as a failure (a hang that an outer deadline or the caller cut short).
-pub(crate) struct InFlight {
-    circuit: Option<Circuit>,
+#[must_use = "an attempt let through must report how it ended"]
+pub(crate) struct InFlight<'a> {
+    circuit: Option<&'a Circuit>,
 }
 
 type Machine = StateMachine<ConsecutiveFailures<Repeat<Duration>>, Observer>;
@@ -103,72 +76,16 @@ struct Shared {
 #[derive(Debug)]
 struct Observer(Arc<Shared>);
 
-impl BreakerLayer {
-    /// A layer guarding calls with `circuit`.
-    pub(crate) const fn new(circuit: Circuit) -> Self {
-        Self { circuit }
-    }
-}
-
-impl<S> Layer<S> for BreakerLayer {
-    type Service = Breaker<S>;
-
-    fn layer(&self, inner: S) -> Breaker<S> {
-        Breaker {
-            inner,
-            circuit: self.circuit.clone(),
+impl InFlight<'_> {
+    /// Feeds the attempt's outcome to the breaker.
+    pub(crate) fn finish(mut self, outcome: &Result<ToolOutput, Failure>) {
+        if let Some(circuit) = self.circuit.take() {
+            circuit.record(outcome);
         }
     }
 }
 
-impl<S> Service<ToolCall> for Breaker<S>
-where
-    S: Service<ToolCall, Response = ToolOutput, Error = Failure>,
-{
-    type Response = ToolOutput;
-    type Error = Failure;
-    type Future = BreakerFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, call: ToolCall) -> Self::Future {
-        match self.circuit.admit() {
-            Ok(()) => BreakerFuture::Called {
-                future: self.inner.call(call),
-                in_flight: InFlight {
-                    circuit: Some(self.circuit.clone()),
-                },
-            },
-            Err(error) => BreakerFuture::Rejected { error: Some(error) },
-        }
-    }
-}
-
-impl<F> Future for BreakerFuture<F>
-where
-    F: Future<Output = Result<ToolOutput, Failure>>,
-{
-    type Output = Result<ToolOutput, Failure>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            BreakerProj::Called { future, in_flight } => {
-                let outcome = ready!(future.poll(cx));
-                if let Some(circuit) = in_flight.circuit.take() {
-                    circuit.record(&outcome);
-                }
-                Poll::Ready(outcome)
-            }
-            BreakerProj::Rejected { error } => Poll::Ready(Err(Failure::Tool(
-                error.take().expect("BreakerFuture polled after completion"),
-            ))),
-        }
-    }
-}
-
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(circuit) = self.circuit.take() {
             circuit.on_error();
@@ -207,6 +124,15 @@ impl Circuit {
             HALF_OPEN => CircuitState::HalfOpen,
             _ => CircuitState::Closed,
         }
+    }
+
+    /// Lets an attempt through, to report how it ended; `CircuitOpen` naming the tool if the
+    /// circuit is open.
+    pub(crate) fn enter(&self) -> Result<InFlight<'_>, ToolError> {
+        self.admit()?;
+        Ok(InFlight {
+            circuit: Some(self),
+        })
     }
 
     /// Whether a call may go through now; `CircuitOpen` naming the tool if not.
@@ -250,12 +176,9 @@ impl Circuit {
 
     fn on_success(&self) {
         let closed = self.shared.state.load(Ordering::Acquire) == CLOSED;
-        if closed
-            && !self
-                .shared
-                .failed_since_success
-                .swap(false, Ordering::AcqRel)
-        {
+        let failed = &self.shared.failed_since_success;
+        // A plain load first: the healthy path writes nothing shared.
+        if closed && !(failed.load(Ordering::Acquire) && failed.swap(false, Ordering::AcqRel)) {
             // Closed, and no failure since the last success: nothing for failsafe to reset.
             return;
         }

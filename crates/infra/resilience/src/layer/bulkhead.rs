@@ -1,74 +1,60 @@
-//! The bulkhead: tower's `ConcurrencyLimit` (callers queue), optionally behind `Shed`, a
-//! typed twin of tower's `LoadShed` (callers fail fast with `ToolError::Overloaded`).
+//! The bulkhead: a tokio `Semaphore` of the tool's permits; a call holds one through every
+//! attempt. Callers queue for it (first come, first served) or fail fast with
+//! `ToolError::Overloaded`.
 
-use std::future::{Ready, ready};
-use std::task::{Context, Poll};
-
-use futures_util::future::Either as EitherFuture;
 use rein_tool::{ToolError, ToolName};
-use tower::Service;
-use tower::limit::ConcurrencyLimit;
-use tower::util::Either;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::Failure;
 use crate::Bulkhead;
 
-/// A service behind the bulkhead `bulkhead` builds.
-pub(crate) type BulkheadService<S> =
-    Either<Either<ConcurrencyLimit<S>, Shed<ConcurrencyLimit<S>>>, S>;
-
-/// Puts `inner` behind `config`'s bulkhead. Clones of the result share its permits.
-pub(crate) fn bulkhead<S>(inner: S, config: Bulkhead, tool: &ToolName) -> BulkheadService<S> {
-    match config {
-        Bulkhead::Unlimited => Either::Right(inner),
-        Bulkhead::Queue { max_concurrent } => Either::Left(Either::Left(ConcurrencyLimit::new(
-            inner,
-            max_concurrent.get(),
-        ))),
-        Bulkhead::FailFast { max_concurrent } => Either::Left(Either::Right(Shed {
-            inner: ConcurrencyLimit::new(inner, max_concurrent.get()),
-            tool: tool.clone(),
-            ready: false,
-        })),
-    }
+/// One tool's bulkhead, built from its [`Bulkhead`] config.
+#[derive(Debug)]
+pub(crate) enum Permits {
+    /// No limit: no permit to take.
+    Unlimited,
+    /// Callers wait for a permit.
+    Queue(Semaphore),
+    /// Callers that find no permit free are rejected.
+    FailFast(Semaphore),
 }
 
-/// Turns "not ready" from the inner service into an immediate `ToolError::Overloaded`.
-#[derive(Debug, Clone)]
-pub(crate) struct Shed<S> {
-    inner: S,
-    tool: ToolName,
-    ready: bool,
-}
-
-impl<S, Request> Service<Request> for Shed<S>
-where
-    S: Service<Request, Error = Failure>,
-{
-    type Response = S::Response;
-    type Error = Failure;
-    type Future = EitherFuture<S::Future, Ready<Result<S::Response, Failure>>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
-        // Always ready: the call decides between the inner service and `Overloaded`.
-        self.ready = match self.inner.poll_ready(cx) {
-            Poll::Ready(result) => {
-                result?;
-                true
+impl Permits {
+    /// The bulkhead `config` describes.
+    pub(crate) fn new(config: Bulkhead) -> Self {
+        match config {
+            Bulkhead::Unlimited => Self::Unlimited,
+            Bulkhead::Queue { max_concurrent } => Self::Queue(Semaphore::new(max_concurrent.get())),
+            Bulkhead::FailFast { max_concurrent } => {
+                Self::FailFast(Semaphore::new(max_concurrent.get()))
             }
-            Poll::Pending => false,
-        };
-        Poll::Ready(Ok(()))
+        }
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        if std::mem::take(&mut self.ready) {
-            EitherFuture::Left(self.inner.call(request))
-        } else {
-            tracing::debug!(tool = %self.tool, "bulkhead full: call rejected");
-            EitherFuture::Right(ready(Err(Failure::Tool(ToolError::Overloaded {
-                tool: self.tool.clone(),
-            }))))
+    /// Takes a permit for a call of `tool` (none when unlimited), waiting for one if the
+    /// bulkhead queues; `Overloaded` if it fails fast and none is free.
+    pub(crate) async fn enter(
+        &self,
+        tool: &ToolName,
+    ) -> Result<Option<SemaphorePermit<'_>>, ToolError> {
+        let overloaded = || ToolError::Overloaded { tool: tool.clone() };
+        match self {
+            Self::Unlimited => Ok(None),
+            Self::Queue(permits) => match permits.try_acquire() {
+                Ok(permit) => Ok(Some(permit)),
+                // Boxed: only a call that has to queue carries the wait in its future. The
+                // semaphore is never closed, so the error cannot happen.
+                Err(_) => Box::pin(permits.acquire())
+                    .await
+                    .map(Some)
+                    .map_err(|_| overloaded()),
+            },
+            Self::FailFast(permits) => match permits.try_acquire() {
+                Ok(permit) => Ok(Some(permit)),
+                Err(_) => {
+                    tracing::debug!(tool = %tool, "bulkhead full: call rejected");
+                    Err(overloaded())
+                }
+            },
         }
     }
 }

@@ -1,89 +1,25 @@
-//! The panic layer: a panic in the tool or in a user layer becomes `ToolError::Panicked`.
+//! The panic step: a panic in the tool or in a user layer becomes `ToolError::Panicked`.
+//!
+//! A panic only unwinds to here when the binary is built with `panic = "unwind"` (Rust's
+//! default); with `panic = "abort"` the process ends.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
 
 use futures_util::FutureExt as _;
-use futures_util::future::CatchUnwind;
-use pin_project_lite::pin_project;
-use rein_tool::{ToolError, ToolOutput};
-use tower::{Layer, Service};
+use rein_tool::{BoxFuture, ToolError, ToolOutput};
 
-use crate::ToolCall;
-
-/// Wraps a service in [`CatchPanic`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CatchPanicLayer;
-
-/// Catches panics of the inner service's `call` and of its future, with their message.
-///
-/// A panic only unwinds to here when the binary is built with `panic = "unwind"` (Rust's
-/// default); with `panic = "abort"` the process ends.
-#[derive(Debug, Clone)]
-pub(crate) struct CatchPanic<S> {
-    inner: S,
-}
-
-pin_project! {
-    /// The future of [`CatchPanic`].
-    #[project = CatchPanicProj]
-    pub(crate) enum CatchPanicFuture<F> {
-        Running { #[pin] future: CatchUnwind<AssertUnwindSafe<F>> },
-        Panicked { error: Option<ToolError> },
-    }
-}
-
-impl<S> Layer<S> for CatchPanicLayer {
-    type Service = CatchPanic<S>;
-
-    fn layer(&self, inner: S) -> CatchPanic<S> {
-        CatchPanic { inner }
-    }
-}
-
-impl<S> Service<ToolCall> for CatchPanic<S>
+/// Runs the future `start` makes, turning a panic in `start` or in the future into
+/// `ToolError::Panicked` with the panic's message.
+pub(crate) async fn catch_panic<'a, S>(start: S) -> Result<ToolOutput, ToolError>
 where
-    S: Service<ToolCall, Response = ToolOutput, Error = ToolError>,
+    S: FnOnce() -> BoxFuture<'a, Result<ToolOutput, ToolError>>,
 {
-    type Response = ToolOutput;
-    type Error = ToolError;
-    type Future = CatchPanicFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ToolError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, call: ToolCall) -> Self::Future {
-        match catch_unwind(AssertUnwindSafe(|| self.inner.call(call))) {
-            Ok(future) => CatchPanicFuture::Running {
-                future: AssertUnwindSafe(future).catch_unwind(),
-            },
-            Err(payload) => CatchPanicFuture::Panicked {
-                error: Some(panicked(&*payload)),
-            },
-        }
-    }
-}
-
-impl<F> Future for CatchPanicFuture<F>
-where
-    F: Future<Output = Result<ToolOutput, ToolError>>,
-{
-    type Output = Result<ToolOutput, ToolError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            CatchPanicProj::Running { future } => Poll::Ready(
-                ready!(future.poll(cx)).unwrap_or_else(|payload| Err(panicked(&*payload))),
-            ),
-            CatchPanicProj::Panicked { error } => Poll::Ready(Err(error
-                .take()
-                .expect("CatchPanicFuture polled after completion"))),
-        }
-    }
+    let future = catch_unwind(AssertUnwindSafe(start)).map_err(|payload| panicked(&*payload))?;
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| Err(panicked(&*payload)))
 }
 
 /// `ToolError::Panicked` with the panic's message (`panic!` payloads are `&str` or `String`).

@@ -1,56 +1,32 @@
-//! The retry policy for tower's `Retry`: idempotent tools only (the layer is left out for
-//! the others), transient errors only, bounded attempts, exponential backoff with jitter.
+//! The retry step: idempotent tools only (the stack has no retry policy for the others),
+//! transient errors only, bounded attempts, exponential backoff with jitter.
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
 use rein_tool::ToolOutput;
-use tokio::time::Sleep;
-use tower::retry::Policy;
 
 use super::Failure;
-use crate::{Jitter, RetryConfig, ToolCall};
+use crate::{Jitter, RetryConfig};
 
-/// Retries a call while its error is transient and attempts are left. `Retry` clones the
-/// policy per call, and the attempt number travels in the request, so calls share nothing.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct IdempotentRetry {
-    config: RetryConfig,
-}
-
-impl IdempotentRetry {
-    /// A policy following `config`.
-    pub(crate) const fn new(config: RetryConfig) -> Self {
-        Self { config }
+/// How long to wait before retrying attempt `attempt`, which ended with `result`; `None`
+/// when it is not retried: a success, a veto, a permanent error, an open circuit, or
+/// `attempt` was the last of `max_attempts`.
+pub(crate) fn backoff(
+    config: &RetryConfig,
+    attempt: u32,
+    max_attempts: u32,
+    result: &Result<ToolOutput, Failure>,
+) -> Option<Duration> {
+    let Err(Failure::Tool(error)) = result else {
+        return None;
+    };
+    if !error.is_transient() || attempt >= max_attempts {
+        return None;
     }
-}
-
-impl Policy<ToolCall, ToolOutput, Failure> for IdempotentRetry {
-    type Future = Sleep;
-
-    fn retry(
-        &mut self,
-        call: &mut ToolCall,
-        result: &mut Result<ToolOutput, Failure>,
-    ) -> Option<Sleep> {
-        // Not retried: success, a veto, a permanent error, an open circuit, the last attempt.
-        let Err(Failure::Tool(error)) = result else {
-            return None;
-        };
-        let max_attempts = self.config.max_attempts.get().min(call.max_attempts);
-        if !error.is_transient() || call.attempt >= max_attempts {
-            return None;
-        }
-        let delay = jittered(self.config.base_delay(call.attempt), self.config.jitter);
-        tracing::debug!(attempt = call.attempt, ?delay, %error, "retrying tool call");
-        // `call` is the copy the next attempt is made with.
-        call.attempt += 1;
-        Some(tokio::time::sleep(delay))
-    }
-
-    fn clone_request(&mut self, call: &ToolCall) -> Option<ToolCall> {
-        Some(call.clone())
-    }
+    let delay = jittered(config.base_delay(attempt), config.jitter);
+    tracing::debug!(attempt, ?delay, %error, "retrying tool call");
+    Some(delay)
 }
 
 /// `delay` spread by `jitter`.

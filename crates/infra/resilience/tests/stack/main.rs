@@ -7,6 +7,7 @@ mod cancel;
 mod observer;
 mod panic;
 mod retry;
+mod retry_inputs;
 mod send_sync;
 mod support;
 mod timeout;

@@ -74,6 +74,33 @@ async fn a_report_carries_the_outcome_and_the_time_the_attempt_took() {
     }
 }
 
+/// Keeps the `elapsed` of every report, and times nothing itself.
+#[derive(Default)]
+struct Untimed(std::sync::Mutex<Vec<Duration>>);
+
+impl AttemptObserver for Untimed {
+    fn after_attempt(&self, report: &AttemptReport<'_>) {
+        self.0.lock().unwrap().push(report.elapsed);
+    }
+
+    fn times_attempts(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_observer_that_does_not_time_attempts_gets_zero_elapsed() {
+    let (tool, _) = fake(
+        "slow",
+        Annotations::side_effecting(),
+        Script::Sleep(Duration::from_secs(3)),
+    );
+    let untimed = Arc::new(Untimed::default());
+    let call = ToolCall::new(serde_json::json!(1)).with_observer(untimed.clone());
+    stack(tool, config()).call(call).await.unwrap();
+    assert_eq!(*untimed.0.lock().unwrap(), [Duration::ZERO]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn stack_made_errors_are_reported_as_the_attempt_outcome() {
     let annotations = Annotations::side_effecting().with_timeout(Duration::from_secs(1));
