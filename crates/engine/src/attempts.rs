@@ -34,7 +34,8 @@ pub(crate) enum AttemptEvent {
     /// The stack wants to start attempt `attempt` (a retry); it waits for the reply.
     Admit {
         attempt: u32,
-        reply: oneshot::Sender<Result<(), ToolError>>,
+        /// The retry's input on success: the stack keeps no copy of it.
+        reply: oneshot::Sender<Result<serde_json::Value, ToolError>>,
     },
 }
 
@@ -89,7 +90,12 @@ impl AttemptObserver for AttemptLink {
             // The driver is gone: nothing could record the attempt, so it must not run.
             return Admission::deny(ToolError::Cancelled);
         }
-        Admission::wait(async move { answer.await.unwrap_or(Err(ToolError::Cancelled)) })
+        Admission::wait_with_input(async move { answer.await.unwrap_or(Err(ToolError::Cancelled)) })
+    }
+
+    fn times_attempts(&self) -> bool {
+        // Attempts are timed by the engine's clock (`started`), never by the report.
+        false
     }
 
     fn after_attempt(&self, report: &AttemptReport<'_>) {

@@ -317,8 +317,10 @@ impl Driver {
                 seq: self.rec.log.len(),
                 source: Box::new(e),
             })?;
-        self.rec
-            .record(EntryKind::ToolCall {
+        // The retry's `tool_call` hands its input back, for the stack to run the retry on.
+        let recorded = self
+            .rec
+            .record_entry(EntryKind::ToolCall {
                 tool,
                 input,
                 input_hash: attempts.input_hash,
@@ -326,6 +328,9 @@ impl Driver {
                 idempotent: attempts.idempotent,
             })
             .await?;
+        let EntryKind::ToolCall { input, .. } = recorded.into_event() else {
+            unreachable!("a tool_call entry is recorded as one")
+        };
         if !attempts.idempotent {
             // The same rule as for the first attempt: durable before the side effect.
             self.shared
@@ -335,7 +340,7 @@ impl Driver {
         }
         attempts.current = attempt;
         // A call dropped meanwhile no longer listens; the attempt is recorded, never run.
-        let _ = reply.send(Ok(()));
+        let _ = reply.send(Ok(input));
         Ok(())
     }
 
