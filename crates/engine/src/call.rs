@@ -174,7 +174,7 @@ impl Driver {
         }
         self.attempt_link.restart();
         let link = Arc::clone(&self.attempt_link);
-        let call = ToolCall::new(input).with_observer(link);
+        let call = ToolCall::new(input).with_retry_inputs(link);
         let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.proj.state());
         let mut attempts = Attempts {
             tool: tool.clone(),
