@@ -333,3 +333,66 @@ async fn a_panicking_planner_fails_the_run_not_the_engine() {
         Some(FailureKind::PlannerError)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_retry_runs_on_the_input_the_call_was_proposed_with() {
+    // A read-only tool that fails twice, transiently, then answers; it keeps every input it
+    // is given. The retries' inputs come from their recorded `tool_call` entries, handed to
+    // the stack (which keeps no copy of its own).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let kept = std::sync::Arc::clone(&seen);
+    let flaky = FnTool::builder("flaky")
+        .annotations(Annotations::read_only())
+        .handler(move |input: Value| {
+            let kept = std::sync::Arc::clone(&kept);
+            async move {
+                let mut inputs = kept.lock().expect("not poisoned");
+                inputs.push(input);
+                if inputs.len() < 3 {
+                    Err(ToolError::transient("upstream busy"))
+                } else {
+                    Ok(json!("ok"))
+                }
+            }
+        })
+        .build()
+        .expect("a valid tool");
+    let input = json!({"query": "rust", "page": 2, "tags": ["a", "b"]});
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("flaky", input.clone(), "try"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!("ok"))),
+    ]);
+    let engine = Engine::builder()
+        .tool(flaky)
+        .planner(ScriptedPlanner::new(steps))
+        .resilience(ResilienceConfig {
+            retry: rein::RetryConfig {
+                max_attempts: NonZeroU32::new(3).expect("non-zero"),
+                ..rein::RetryConfig::default()
+            },
+            ..ResilienceConfig::default()
+        })
+        .build()
+        .expect("engine builds");
+    let run = engine.run("retry").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed);
+    assert_eq!(
+        *seen.lock().expect("not poisoned"),
+        vec![input.clone(), input.clone(), input.clone()]
+    );
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let recorded: Vec<(u32, &Value)> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ToolCall { attempt, input, .. } => Some((*attempt, input)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, vec![(1, &input), (2, &input), (3, &input)]);
+}
