@@ -29,7 +29,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use rein_ledger::EntryKind;
 use rein_resilience::{CircuitState, ToolCall};
-use rein_run::{BudgetName, Digest, FailureKind, ProposedCall, ToolName};
+use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ProposedCall, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 
@@ -65,95 +65,101 @@ enum Outcome {
 impl Driver {
     /// Applies a `call_tools` decision: checks every call, asks every approval, then runs
     /// the batch group by group.
-    pub(crate) async fn call_tools(&mut self, calls: Vec<ProposedCall>) -> Result<(), EngineError> {
-        if calls.is_empty() {
-            return self.reject(Rejection::EmptyBatch).await;
-        }
-        let limit = self.shared.config.max_batch.max(1);
-        if calls.len() > limit {
-            let calls = calls.len();
-            return self.reject(Rejection::BatchTooLarge { calls, limit }).await;
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut members = Vec::with_capacity(calls.len());
-        let mut seen: HashMap<(ToolName, Digest), usize> = HashMap::with_capacity(calls.len());
-        for (index, call) in calls.into_iter().enumerate() {
-            let refused = |source| Rejection::InBatch {
-                index,
-                source: Box::new(source),
-            };
-            let Some(entry) = shared.tools.get(&call.tool) else {
-                let known = shared.tools.names();
-                let name = crate::tools::clip(&call.tool);
-                return self
-                    .reject(refused(Rejection::UnknownTool { name, known }))
-                    .await;
-            };
-            let errors = entry.schema_errors(&call.input);
-            if !errors.is_empty() {
-                let tool = entry.spec.name().clone();
-                return self
-                    .reject(refused(Rejection::InvalidInput { tool, errors }))
-                    .await;
+    pub(crate) fn call_tools(
+        &mut self,
+        calls: Vec<ProposedCall>,
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            if calls.is_empty() {
+                return self.reject(Rejection::EmptyBatch).await;
             }
-            if let Err(ineligible) = self
-                .policy
-                .eligibility
-                .check(self.rec.proj.state(), &entry.spec)
-            {
-                return self
-                    .reject(refused(Rejection::Ineligible(ineligible)))
-                    .await;
+            let limit = self.shared.config.max_batch.max(1);
+            if calls.len() > limit {
+                let calls = calls.len();
+                return self.reject(Rejection::BatchTooLarge { calls, limit }).await;
             }
-            let input_hash = Digest::of_json(&call.input);
-            if let Some(first) = seen.insert((entry.spec.name().clone(), input_hash), index) {
-                let tool = entry.spec.name().clone();
-                return self
-                    .reject(Rejection::DuplicateCall {
-                        tool,
-                        first,
-                        second: index,
-                    })
-                    .await;
+            let shared = Arc::clone(&self.shared);
+            let mut members = Vec::with_capacity(calls.len());
+            let mut seen: HashMap<(ToolName, Digest), usize> = HashMap::with_capacity(calls.len());
+            for (index, call) in calls.into_iter().enumerate() {
+                let refused = |source| Rejection::InBatch {
+                    index,
+                    source: Box::new(source),
+                };
+                let Some(entry) = shared.tools.get(&call.tool) else {
+                    let known = shared.tools.names();
+                    let name = crate::tools::clip(&call.tool);
+                    return self
+                        .reject(refused(Rejection::UnknownTool { name, known }))
+                        .await;
+                };
+                let errors = entry.schema_errors(&call.input);
+                if !errors.is_empty() {
+                    let tool = entry.spec.name().clone();
+                    return self
+                        .reject(refused(Rejection::InvalidInput { tool, errors }))
+                        .await;
+                }
+                if let Err(ineligible) = self
+                    .policy
+                    .eligibility
+                    .check(self.rec.proj.state(), &entry.spec)
+                {
+                    return self
+                        .reject(refused(Rejection::Ineligible(ineligible)))
+                        .await;
+                }
+                let input_hash = Digest::of_json(&call.input);
+                if let Some(first) = seen.insert((entry.spec.name().clone(), input_hash), index) {
+                    let tool = entry.spec.name().clone();
+                    return self
+                        .reject(Rejection::DuplicateCall {
+                            tool,
+                            first,
+                            second: index,
+                        })
+                        .await;
+                }
+                members.push(Member {
+                    entry: Arc::clone(entry),
+                    input: call.input,
+                    input_hash,
+                    attempt: 1,
+                });
             }
-            members.push(Member {
-                entry: Arc::clone(entry),
-                input: call.input,
-                input_hash,
-                attempt: 1,
-            });
-        }
-        if self.interrupting {
-            // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
-            return Ok(());
-        }
-        if let Some(exhausted) = self.short_of(members.len() as u64) {
-            return self.refuse_over_budget(exhausted).await;
-        }
-        for member in &members {
-            // A denial is recorded and rejects the decision: the batch whole, as nothing ran.
-            if !self
-                .approve(&member.entry, &member.input, member.input_hash)
-                .await?
-            {
+            if self.interrupting {
+                // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
                 return Ok(());
             }
-        }
-        let mut members = members.into_iter().peekable();
-        while let Some(first) = members.next() {
-            let mut group = vec![first];
-            if group[0].entry.spec.annotations().is_read_only() {
-                while let Some(next) =
-                    members.next_if(|m| m.entry.spec.annotations().is_read_only())
+            if let Some(exhausted) = self.short_of(members.len() as u64) {
+                return self.refuse_over_budget(exhausted).await;
+            }
+            for member in &members {
+                // A denial is recorded and rejects the decision: the batch whole, as nothing ran.
+                if !self
+                    .approve(&member.entry, &member.input, member.input_hash)
+                    .await?
                 {
-                    group.push(next);
+                    return Ok(());
                 }
             }
-            if !self.run_group(group).await? {
-                return Ok(());
+            let mut members = members.into_iter().peekable();
+            while let Some(first) = members.next() {
+                let mut group = vec![first];
+                if group[0].entry.spec.annotations().is_read_only() {
+                    while let Some(next) =
+                        members.next_if(|m| m.entry.spec.annotations().is_read_only())
+                    {
+                        group.push(next);
+                    }
+                }
+                if !self.run_group(group).await? {
+                    return Ok(());
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Finishes a batch a crash cut short (see the module's docs): each in-doubt call by the
@@ -357,8 +363,10 @@ impl Driver {
             Ok(mut output) => {
                 // As for a single call: the attachments' links before the result.
                 let attachments = output.take_attachments();
-                self.record_attachments(&tool, attempt, attachments).await?;
-                let output = self.payload(&tool, &output).await?;
+                if !attachments.is_empty() {
+                    Box::pin(self.record_attachments(&tool, attempt, attachments)).await?;
+                }
+                let output = self.payload(&tool, output).await?;
                 if member.entry.spec.annotations().is_cacheable() {
                     self.cache
                         .insert((tool.clone(), member.input_hash), output.clone());

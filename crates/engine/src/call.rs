@@ -8,7 +8,7 @@ use std::time::Duration;
 use rein_artifact::StoreOptions;
 use rein_ledger::EntryKind;
 use rein_resilience::{CircuitState, ToolCall};
-use rein_run::{ArtifactLink, BudgetName, Digest, FailureKind, Payload, ToolName};
+use rein_run::{ArtifactLink, BoxFuture, BudgetName, Digest, FailureKind, Payload, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -128,7 +128,15 @@ impl Driver {
             };
             return self.tool_failed(tool, error).await;
         }
-        if !self.approve(entry, &input, input_hash).await? {
+        // Boxed: most calls need no approval, and their futures need not hold its future.
+        if self
+            .policy
+            .snapshot
+            .approvals
+            .requires(&entry.spec)
+            .is_some()
+            && !Box::pin(self.approve(entry, &input, input_hash)).await?
+        {
             return Ok(());
         }
         self.execute(entry, input, input_hash, 1).await
@@ -208,7 +216,10 @@ impl Driver {
                     },
                 };
                 match next {
-                    Next::Event(Some(event)) => self.on_attempt(&mut attempts, event).await?,
+                    // Boxed: only a retry or an attempt's end gets here, once or twice a call.
+                    Next::Event(Some(event)) => {
+                        Box::pin(self.on_attempt(&mut attempts, event)).await?
+                    }
                     Next::Event(None) => open = false,
                     Next::Done(outcome) => break Some(outcome),
                     Next::Aborted => break None,
@@ -402,7 +413,11 @@ impl Driver {
             // step, so a crash in between leaves the call in doubt, never a result whose
             // attachments are lost.
             let attachments = output.take_attachments();
-            self.record_attachments(&tool, number, attachments).await?;
+            if !attachments.is_empty() {
+                Box::pin(self.record_attachments(&tool, number, attachments)).await?;
+            }
+            // The output moves into the record (the caller needs only whether the call failed).
+            let output = std::mem::replace(output, ToolOutput::new(Value::Null));
             let output = self.payload(&tool, output).await?;
             if entry.spec.annotations().is_cacheable() {
                 self.cache
@@ -423,34 +438,40 @@ impl Driver {
 
     /// Records a call refused before any attempt (attempt 0: nothing ran, nothing was
     /// charged), and fails the run unless tool errors are handed back.
-    pub(crate) async fn tool_failed(
+    pub(crate) fn tool_failed(
         &mut self,
         tool: ToolName,
         error: ToolError,
-    ) -> Result<(), EngineError> {
-        let message = error.about(&tool);
-        self.rec
-            .record(EntryKind::ToolError {
-                tool,
-                attempt: 0,
-                duration_ms: 0,
-                error,
-                will_retry: false,
-            })
-            .await?;
-        if self.shared.config.on_tool_error == OnToolError::FailRun {
-            self.rec.fail(FailureKind::ToolFailed, message).await?;
-        }
-        Ok(())
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            let message = error.about(&tool);
+            self.rec
+                .record(EntryKind::ToolError {
+                    tool,
+                    attempt: 0,
+                    duration_ms: 0,
+                    error,
+                    will_retry: false,
+                })
+                .await?;
+            if self.shared.config.on_tool_error == OnToolError::FailRun {
+                self.rec.fail(FailureKind::ToolFailed, message).await?;
+            }
+            Ok(())
+        })
     }
 
     /// Records that a charge would exceed a budget, then rejects the decision that needed it.
-    pub(crate) async fn refuse_over_budget(
+    pub(crate) fn refuse_over_budget(
         &mut self,
         exhausted: rein_policy::BudgetExhausted,
-    ) -> Result<(), EngineError> {
-        self.rec.record(exhausted_entry(&exhausted)).await?;
-        self.reject(Rejection::BudgetExhausted(exhausted)).await
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.rec.record(exhausted_entry(&exhausted)).await?;
+            self.reject(Rejection::BudgetExhausted(exhausted)).await
+        })
     }
 
     /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
@@ -493,11 +514,11 @@ impl Driver {
     pub(crate) async fn payload(
         &self,
         tool: &ToolName,
-        output: &ToolOutput,
+        output: ToolOutput,
     ) -> Result<Payload, EngineError> {
         let limit = self.shared.config.inline_output_limit;
         if fits(output.value(), limit) {
-            return Ok(Payload::Inline(output.value().clone()));
+            return Ok(Payload::Inline(output.into_value()));
         }
         let bytes = serde_json::to_vec(output.value()).unwrap_or_default();
         let options = StoreOptions::new()

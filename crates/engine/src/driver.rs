@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, State, ToolName,
+    BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, State,
+    ToolName,
 };
 use rein_statemachine::Lifecycle;
 use serde_json::Value;
@@ -351,18 +352,21 @@ impl Driver {
         Ok(Ok(()))
     }
 
-    pub(crate) async fn abort(&mut self) -> Result<(), EngineError> {
-        self.rec
-            .record(EntryKind::Interrupt {
-                kind: InterruptKind::Abort,
-            })
-            .await?;
-        self.rec
-            .fail(
-                FailureKind::Aborted,
-                "aborted through the run handle".into(),
-            )
-            .await
+    pub(crate) fn abort(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.rec
+                .record(EntryKind::Interrupt {
+                    kind: InterruptKind::Abort,
+                })
+                .await?;
+            self.rec
+                .fail(
+                    FailureKind::Aborted,
+                    "aborted through the run handle".into(),
+                )
+                .await
+        })
     }
 
     pub(crate) async fn apply(&mut self, decision: Decision) -> Result<(), EngineError> {
@@ -407,7 +411,7 @@ impl Driver {
                 budget,
                 planner,
                 ..
-            } => self.delegate(goal, &budget, planner).await,
+            } => Box::pin(self.delegate(goal, &budget, planner)).await,
             _ => self.reject(Rejection::UnsupportedDecision).await,
         }
     }
@@ -455,63 +459,74 @@ impl Driver {
         Ok(())
     }
 
-    pub(crate) async fn give_up(&mut self, reason: String) -> Result<(), EngineError> {
-        if let Some(from) = self.move_to(State::Failed).await? {
-            self.rec
-                .record(EntryKind::Transition {
-                    from,
-                    to: State::Failed,
-                    reason: reason.clone(),
-                })
-                .await?;
-            self.rec.fail(FailureKind::PlannerGaveUp, reason).await?;
-        }
-        Ok(())
+    pub(crate) fn give_up(&mut self, reason: String) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            if let Some(from) = self.move_to(State::Failed).await? {
+                self.rec
+                    .record(EntryKind::Transition {
+                        from,
+                        to: State::Failed,
+                        reason: reason.clone(),
+                    })
+                    .await?;
+                self.rec.fail(FailureKind::PlannerGaveUp, reason).await?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a rejected decision; hands it back to the planner or fails the run.
-    pub(crate) async fn reject(&mut self, rejection: Rejection) -> Result<(), EngineError> {
-        let message = rejection.to_string();
-        tracing::info!(%message, "decision rejected");
-        // Running out of steps cannot be corrected by the planner: those always end the run.
-        // Nor can a decision too deep to record: unrecorded, it does not count as a step,
-        // so a planner handed it back would propose it again at the same step.
-        let fatal = matches!(
-            rejection,
-            Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision | Rejection::TooDeep { .. }
-        ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
-        let hands_back = matches!(
-            self.policy.snapshot.on_violation,
-            OnViolation::HandBack { .. }
-        );
-        let handed_back = !fatal
-            && hands_back
-            && !self
-                .rec
-                .proj
-                .budget()
-                .is_exhausted(self.rec.proj.run.usage(), &BudgetName::VIOLATIONS);
-        self.rec
-            .record(EntryKind::PolicyViolation {
-                violation: rejection.violation(),
-                message: message.clone(),
-                handed_back,
-            })
-            .await?;
-        if handed_back {
-            return Ok(());
-        }
-        let kind = match rejection {
-            Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
-            Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
-            _ => FailureKind::PolicyViolation,
-        };
-        let message = if hands_back && !fatal {
-            format!("{message} (and the violations budget is exhausted)")
-        } else {
-            message
-        };
-        self.rec.fail(kind, message).await
+    pub(crate) fn reject(
+        &mut self,
+        rejection: Rejection,
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            let message = rejection.to_string();
+            tracing::info!(%message, "decision rejected");
+            // Running out of steps cannot be corrected by the planner: those always end the run.
+            // Nor can a decision too deep to record: unrecorded, it does not count as a step,
+            // so a planner handed it back would propose it again at the same step.
+            let fatal = matches!(
+                rejection,
+                Rejection::MaxSteps { .. }
+                    | Rejection::UnsupportedDecision
+                    | Rejection::TooDeep { .. }
+            ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
+            let hands_back = matches!(
+                self.policy.snapshot.on_violation,
+                OnViolation::HandBack { .. }
+            );
+            let handed_back = !fatal
+                && hands_back
+                && !self
+                    .rec
+                    .proj
+                    .budget()
+                    .is_exhausted(self.rec.proj.run.usage(), &BudgetName::VIOLATIONS);
+            self.rec
+                .record(EntryKind::PolicyViolation {
+                    violation: rejection.violation(),
+                    message: message.clone(),
+                    handed_back,
+                })
+                .await?;
+            if handed_back {
+                return Ok(());
+            }
+            let kind = match rejection {
+                Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
+                Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
+                _ => FailureKind::PolicyViolation,
+            };
+            let message = if hands_back && !fatal {
+                format!("{message} (and the violations budget is exhausted)")
+            } else {
+                message
+            };
+            self.rec.fail(kind, message).await
+        })
     }
 }
 

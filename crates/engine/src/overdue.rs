@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rein_run::FailureKind;
+use rein_run::{BoxFuture, FailureKind};
 
 use crate::driver::Driver;
 use crate::error::EngineError;
@@ -24,24 +24,27 @@ impl Driver {
     }
 
     /// Fails the run: its deadline passed.
-    pub(crate) async fn exceed_deadline(&mut self) -> Result<(), EngineError> {
-        let Some(due) = self.deadline else {
-            return Ok(());
-        };
-        let paused = if due.paused_ms > 0 {
-            format!(" (not counting {} ms spent paused)", due.paused_ms)
-        } else {
-            String::new()
-        };
-        self.rec
-            .fail(
-                FailureKind::DeadlineExceeded,
-                format!(
-                    "the run's deadline of {} ms passed at {}{paused}; no step starts after it: \
-                     give the run a longer deadline, or less to do",
-                    due.time_ms, due.at
-                ),
-            )
-            .await
+    pub(crate) fn exceed_deadline(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            let Some(due) = self.deadline else {
+                return Ok(());
+            };
+            let paused = if due.paused_ms > 0 {
+                format!(" (not counting {} ms spent paused)", due.paused_ms)
+            } else {
+                String::new()
+            };
+            self.rec
+                .fail(
+                    FailureKind::DeadlineExceeded,
+                    format!(
+                        "the run's deadline of {} ms passed at {}{paused}; no step starts after it: \
+                         give the run a longer deadline, or less to do",
+                        due.time_ms, due.at
+                    ),
+                )
+                .await
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
-use rein_run::{Decision, PlanRequest, State};
+use rein_run::{BoxFuture, Decision, PlanRequest, State};
 use tracing::Instrument as _;
 
 use rein_ledger::EntryKind;
@@ -137,29 +137,32 @@ impl Driver {
 
     /// The planner did not make a call that could have exceeded a budget, or hand back one
     /// more correction than `violations` allows: recorded, and the run stops.
-    pub(crate) async fn refuse_planner_call(
+    pub(crate) fn refuse_planner_call(
         &mut self,
         exhausted: BudgetExhausted,
-    ) -> Result<(), EngineError> {
-        self.rec.record(exhausted_entry(&exhausted)).await?;
-        if exhausted.name == BudgetName::VIOLATIONS {
-            // The model's replies kept being unusable: the run ends by policy.
-            return self
-                .rec
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.rec.record(exhausted_entry(&exhausted)).await?;
+            if exhausted.name == BudgetName::VIOLATIONS {
+                // The model's replies kept being unusable: the run ends by policy.
+                return self
+                    .rec
+                    .fail(
+                        FailureKind::PolicyViolation,
+                        format!(
+                            "the model's replies were unusable and the violations budget is \
+                             exhausted ({exhausted}); raise it or fix the model's configuration"
+                        ),
+                    )
+                    .await;
+            }
+            self.rec
                 .fail(
-                    FailureKind::PolicyViolation,
-                    format!(
-                        "the model's replies were unusable and the violations budget is \
-                         exhausted ({exhausted}); raise it or fix the model's configuration"
-                    ),
+                    FailureKind::BudgetExhausted,
+                    format!("the planner's next model call does not fit: {exhausted}"),
                 )
-                .await;
-        }
-        self.rec
-            .fail(
-                FailureKind::BudgetExhausted,
-                format!("the planner's next model call does not fit: {exhausted}"),
-            )
-            .await
+                .await
+        })
     }
 }

@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use rein_ledger::{Chain, Entry, EntryKind};
 use rein_policy::Budget;
-use rein_run::{Failure, FailureKind, RunId, State};
+use rein_run::{BoxFuture, Failure, FailureKind, RunId, State};
 use tokio::sync::broadcast;
 
 use crate::error::EngineError;
 use crate::events::RunEvent;
 use crate::project::{Projection, ProjectionError};
 use crate::shared::Shared;
-use crate::writer::LedgerWriter;
+use crate::writer::{LedgerWriter, Sealed};
 
 /// Records one run's entries: applies each to the projection (which refuses what breaks the
 /// run's rules, before anything is written), then writes it through the run's
@@ -62,47 +62,82 @@ impl Recorder {
         &mut self,
         kind: EntryKind,
     ) -> Result<Result<Entry, ProjectionError>, EngineError> {
-        let at = self.log.shared.clock.now();
-        let state = self.proj.state();
-        if let Err(e) = self.proj.apply(&kind, at) {
-            return Ok(Err(e));
-        }
-        let entry = self.log.append(at, state, kind).await?;
-        self.proj.sealed(entry.event(), entry.head());
-        Ok(Ok(entry))
+        let storing = match self.record_now(kind)? {
+            Err(refused) => return Ok(Err(refused)),
+            Ok(Sealed::Stored(entry)) => return Ok(Ok(entry)),
+            Ok(Sealed::Waiting(entry)) => Box::pin(self.log.store(entry)),
+        };
+        storing.await.map(Ok)
     }
 
     /// Records an entry the engine has already checked; one the run refuses is a bug.
     pub(crate) async fn record(&mut self, kind: EntryKind) -> Result<(), EngineError> {
-        self.record_entry(kind).await.map(drop)
+        let name = kind.name();
+        let storing = match self.record_now(kind)? {
+            Err(refused) => return Err(self.refused(name, refused)),
+            Ok(Sealed::Stored(_)) => return Ok(()),
+            Ok(Sealed::Waiting(entry)) => Box::pin(self.log.store(entry)),
+        };
+        storing.await.map(drop)
     }
 
     /// [`record`](Self::record), handing the entry back: what it recorded goes on without
     /// a copy.
     pub(crate) async fn record_entry(&mut self, kind: EntryKind) -> Result<Entry, EngineError> {
         let name = kind.name();
-        self.try_record(kind)
-            .await?
-            .map_err(|e| EngineError::InconsistentLedger {
-                id: self.proj.run.id().clone(),
-                seq: self.log.len() + 1,
-                source: Box::new(ProjectionError::Refused {
-                    kind: name,
-                    source: Box::new(e),
-                }),
-            })
+        let storing = match self.record_now(kind)? {
+            Err(refused) => return Err(self.refused(name, refused)),
+            Ok(Sealed::Stored(entry)) => return Ok(entry),
+            Ok(Sealed::Waiting(entry)) => Box::pin(self.log.store(entry)),
+        };
+        storing.await
+    }
+
+    /// What recording does before it may have to wait for the store: applies `kind` to
+    /// the run, seals it, and appends it if the store can now. The wait, when a store needs
+    /// one, is boxed by the callers: awaited inline, it would make every `record` future
+    /// (and so every future that records, up to the run's step) hold an entry and a store
+    /// future, which are moved at every await.
+    fn record_now(
+        &mut self,
+        kind: EntryKind,
+    ) -> Result<Result<Sealed, ProjectionError>, EngineError> {
+        let at = self.log.shared.clock.now();
+        let state = self.proj.state();
+        if let Err(e) = self.proj.apply(&kind, at) {
+            return Ok(Err(e));
+        }
+        let sealed = self.log.seal(at, state, kind)?;
+        let entry = sealed.entry();
+        self.proj.sealed(entry.event(), entry.head());
+        Ok(Ok(sealed))
+    }
+
+    /// The error of an entry the engine checked and the run refused anyway.
+    fn refused(&self, kind: &'static str, source: ProjectionError) -> EngineError {
+        EngineError::InconsistentLedger {
+            id: self.proj.run.id().clone(),
+            seq: self.log.len() + 1,
+            source: Box::new(ProjectionError::Refused {
+                kind,
+                source: Box::new(source),
+            }),
+        }
     }
 
     /// Records that the run failed.
-    pub(crate) async fn fail(
+    pub(crate) fn fail(
         &mut self,
         kind: FailureKind,
         message: String,
-    ) -> Result<(), EngineError> {
-        self.record(EntryKind::RunFailed {
-            failure: Failure::new(kind, message),
+    ) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.record(EntryKind::RunFailed {
+                failure: Failure::new(kind, message),
+            })
+            .await
         })
-        .await
     }
 
     /// Makes the ledger as durable as its store's fsync policy asks at a step boundary.

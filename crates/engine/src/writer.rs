@@ -41,18 +41,46 @@ impl LedgerWriter {
         state: State,
         kind: EntryKind,
     ) -> Result<Entry, EngineError> {
-        let entry = self.chain.seal(at, state, kind);
-        // A store that can append without waiting does so here: no future, no allocation.
-        match self.shared.ledgers.try_append_now_dyn(&entry) {
-            Some(appended) => appended?,
-            None => self.shared.ledgers.append_boxed(&entry).await?,
+        match self.seal(at, state, kind)? {
+            Sealed::Stored(entry) => Ok(entry),
+            Sealed::Waiting(entry) => Box::pin(self.store(entry)).await,
         }
+    }
+
+    /// [`append`](Self::append)'s work as far as it goes without waiting: seals `kind` and,
+    /// when the store can append it now (a memory store always can), appends it and tells
+    /// subscribers. Synchronous, so the common path moves no future: a recorded entry is
+    /// 300 bytes, and an `async` layer per step of the way would copy it, and itself, again.
+    pub(crate) fn seal(
+        &mut self,
+        at: Timestamp,
+        state: State,
+        kind: EntryKind,
+    ) -> Result<Sealed, EngineError> {
+        let entry = self.chain.seal(at, state, kind);
+        match self.shared.ledgers.try_append_now_dyn(&entry) {
+            Some(appended) => {
+                appended?;
+                self.tell(&entry);
+                Ok(Sealed::Stored(entry))
+            }
+            None => Ok(Sealed::Waiting(entry)),
+        }
+    }
+
+    /// Appends an entry [`seal`](Self::seal) left waiting for its store, and tells subscribers.
+    pub(crate) async fn store(&mut self, entry: Entry) -> Result<Entry, EngineError> {
+        self.shared.ledgers.append_boxed(&entry).await?;
+        self.tell(&entry);
+        Ok(entry)
+    }
+
+    fn tell(&self, entry: &Entry) {
         if let Some(events) = &self.events
             && events.receiver_count() > 0
         {
             let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
         }
-        Ok(entry)
     }
 
     /// The number of entries the ledger has.
@@ -63,5 +91,22 @@ impl LedgerWriter {
     /// The ledger's head; `None` before its first entry.
     pub(crate) fn head(&self) -> Option<LedgerHead> {
         self.chain.head()
+    }
+}
+
+/// A sealed entry, and whether its store has it yet.
+pub(crate) enum Sealed {
+    /// Appended and told.
+    Stored(Entry),
+    /// The store must be waited for: [`LedgerWriter::store`] appends it.
+    Waiting(Entry),
+}
+
+impl Sealed {
+    /// The entry.
+    pub(crate) const fn entry(&self) -> &Entry {
+        match self {
+            Self::Stored(entry) | Self::Waiting(entry) => entry,
+        }
     }
 }
