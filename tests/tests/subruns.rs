@@ -1,7 +1,8 @@
 //! Sub-runs: a `delegate` decision starts a child run with a budget carved out of its
 //! parent's. The child cannot spend more than it was given, delegation stops at the depth
 //! limit, an abort of the parent reaches the child's tools, a child's question pauses the
-//! whole tree, and a tree of three levels survives a restart and verifies as a tree.
+//! whole tree (with the child's carve set aside in the parent's budget while it waits), and
+//! a tree of three levels survives a restart and verifies as a tree.
 
 mod support;
 
@@ -96,8 +97,10 @@ async fn a_child_runs_under_a_carved_budget_and_its_result_and_spend_come_back()
         .expect("run");
     assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
     assert_eq!(probe.calls(), 2);
-    // The child's two calls are charged to the parent, which made none itself.
+    // The child's two calls are charged to the parent, which made none itself, and the rest
+    // of the carve is given back.
     assert_eq!(run.usage().used(&BudgetName::TOOL_CALLS), 2);
+    assert_eq!(run.usage().reserved(&BudgetName::TOOL_CALLS), 0);
     assert_eq!(
         child_evidence(&run),
         vec![ChildOutcome::Completed {
@@ -372,6 +375,13 @@ async fn a_paused_child_pauses_its_parent_and_answering_the_parent_answers_the_c
         engine.load_run(&child).await.expect("child").status(),
         RunStatus::Paused
     );
+    // While the child works, its carve is set aside in the parent's budget, also in the
+    // parent's stored snapshot.
+    let tool_calls = BudgetName::TOOL_CALLS;
+    assert_eq!(run.usage().reserved(&tool_calls), 1);
+    let stored = engine.load_run(run.id()).await.expect("parent");
+    assert_eq!(stored.usage().reserved(&tool_calls), 1);
+    assert_eq!(stored.usage().used(&tool_calls), 0);
     // An answer outside the options is refused for the whole tree, nothing recorded.
     assert!(engine.resume_with_input(run.id(), "maybe").await.is_err());
     let run = engine
@@ -379,6 +389,9 @@ async fn a_paused_child_pauses_its_parent_and_answering_the_parent_answers_the_c
         .await
         .expect("resumed");
     assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    // The child ended having called nothing: the carve is given back, nothing is charged.
+    assert_eq!(run.usage().reserved(&tool_calls), 0);
+    assert_eq!(run.usage().used(&tool_calls), 0);
     let child_run = engine.load_run(&child).await.expect("child");
     assert_eq!(child_run.status(), RunStatus::Completed);
     assert!(child_run.evidence().iter().any(|e| matches!(

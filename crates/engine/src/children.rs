@@ -5,15 +5,19 @@
 use std::sync::Arc;
 
 use rein_ledger::EntryKind;
-use rein_run::{DynPlanner, EvidenceKind, LedgerHead, Run, RunId, Spend, Timestamp};
+use rein_run::{DynPlanner, EvidenceKind, LedgerHead, Reservation, Run, RunId, Spend, Timestamp};
 
 use crate::error::ProjectionError;
 
 /// What a run's ledger says about its place in a tree (kept by the projection).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub(crate) struct Tree {
     /// The child started and not yet ended, if any.
     pub(crate) open: Option<OpenChild>,
+    /// The open child's carve, set aside in this run's budget use while the child runs, so
+    /// the run's budgets show it reserved; released when the child ends, when what the
+    /// child spent is charged instead.
+    carve: Vec<Reservation>,
     /// This run's parent, when it is a child.
     pub(crate) link: Option<ParentLink>,
 }
@@ -71,6 +75,13 @@ pub(crate) fn apply(
                     entry: child.clone(),
                 });
             }
+            // The carve was checked against what this run had left when the delegation was
+            // decided; the ledger records it, so a rebuild sets it aside whatever the limits
+            // say now (as `child_ended` charges the spend).
+            let usage = run.usage_mut()?;
+            for (name, &amount) in carved {
+                tree.carve.push(usage.reserve(name, amount, None)?);
+            }
             tree.open = Some(OpenChild {
                 child: child.clone(),
                 goal: goal.clone(),
@@ -92,9 +103,13 @@ pub(crate) fn apply(
                 });
             }
             tree.open = None;
-            // What the child spent is charged whatever the parent's limits say now: it was
-            // spent, within the carve, and a budget never under-counts.
+            // The carve is given back and what the child spent is charged, whatever the
+            // parent's limits say now: it was spent, within the carve, and a budget never
+            // under-counts.
             let usage = run.usage_mut()?;
+            for reservation in tree.carve.drain(..) {
+                usage.release(reservation);
+            }
             for (name, &amount) in spent {
                 let charge = usage.reserve(name, amount, None)?;
                 usage.commit(charge);

@@ -23,7 +23,7 @@ pub(crate) const INTERRUPTED_NOTE: &str = "the run was interrupted through its h
      will be called any more; this is the last step, so finish or fail now";
 
 /// A run as its ledger describes it so far.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Projection {
     pub(crate) run: Run,
     budget: Budget,

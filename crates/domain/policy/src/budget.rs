@@ -2,15 +2,17 @@
 
 use std::collections::BTreeMap;
 
-use rein_run::{BudgetExhausted, BudgetName, BudgetSnapshot, BudgetUsage, Reservation};
+use rein_run::{BudgetExhausted, BudgetName, BudgetSnapshot, BudgetUsage};
 use serde::{Deserialize, Serialize};
 
 /// Limits on named counters. Counters without a limit are counted but never refused.
 ///
-/// A budget is spent through the run's [`BudgetUsage`]: [`Budget::reserve`] sets an amount
-/// aside if it fits, and the [`Reservation`] is then committed (cost incurred) or released.
-/// Tool attempts reserve one `tool_calls` unit *before* they start, so the limit holds under
-/// concurrency and across retries; a run's usage is persisted with it, so pausing,
+/// A budget is spent through the run's [`BudgetUsage`]. The engine [charges](Budget::charge)
+/// every cost before it is incurred: one `tool_calls` unit before each tool attempt (a
+/// retry is an attempt), one `steps` unit per decision, a model call's tokens and cost as it
+/// reports them. A charge that does not fit is refused and nothing changes, so a limit is
+/// never exceeded. A child run's carve is held as a [`Reservation`](rein_run::Reservation)
+/// in its parent's use while the child runs. A run's usage is persisted with it, so pausing,
 /// resuming or restarting never resets it.
 ///
 /// ```
@@ -19,9 +21,10 @@ use serde::{Deserialize, Serialize};
 ///
 /// let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 2);
 /// let mut usage = BudgetUsage::default();
-/// let attempt = budget.reserve(&mut usage, &BudgetName::TOOL_CALLS, 1)?;
-/// budget.commit(&mut usage, attempt); // the attempt ran: its cost is incurred
+/// budget.charge(&mut usage, &BudgetName::TOOL_CALLS, 1)?; // before the attempt runs
 /// assert_eq!(budget.snapshot(&usage).remaining(&BudgetName::TOOL_CALLS), Some(1));
+/// assert!(budget.charge(&mut usage, &BudgetName::TOOL_CALLS, 2).is_err());
+/// assert_eq!(usage.used(&BudgetName::TOOL_CALLS), 1); // a refused charge changes nothing
 /// # Ok::<(), rein_policy::BudgetExhausted>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,30 +59,8 @@ impl Budget {
         &self.limits
     }
 
-    /// Sets `amount` of `name` aside in `usage`, if it fits the limit.
-    ///
-    /// # Errors
-    /// [`BudgetExhausted`] with the figures when it does not fit; `usage` is unchanged.
-    pub fn reserve(
-        &self,
-        usage: &mut BudgetUsage,
-        name: &BudgetName,
-        amount: u64,
-    ) -> Result<Reservation, BudgetExhausted> {
-        usage.reserve(name, amount, self.limit(name))
-    }
-
-    /// Spends a reservation.
-    pub fn commit(&self, usage: &mut BudgetUsage, reservation: Reservation) {
-        usage.commit(reservation);
-    }
-
-    /// Gives a reservation back.
-    pub fn release(&self, usage: &mut BudgetUsage, reservation: Reservation) {
-        usage.release(reservation);
-    }
-
-    /// Reserves and commits at once, for costs incurred on the spot (a planner step).
+    /// Spends `amount` of `name` in `usage` if it fits the limit: what the engine does before
+    /// every cost is incurred.
     ///
     /// # Errors
     /// [`BudgetExhausted`] when `amount` does not fit; `usage` is unchanged.
@@ -89,7 +70,7 @@ impl Budget {
         name: &BudgetName,
         amount: u64,
     ) -> Result<(), BudgetExhausted> {
-        let reservation = self.reserve(usage, name, amount)?;
+        let reservation = usage.reserve(name, amount, self.limit(name))?;
         usage.commit(reservation);
         Ok(())
     }
@@ -140,13 +121,13 @@ mod tests {
             let mut held = Vec::new();
             for (i, amount) in amounts.into_iter().enumerate() {
                 if i % 3 == 0 {
-                    if let Ok(r) = budget.reserve(&mut usage, &name, amount) { held.push(r) }
+                    if let Ok(r) = usage.reserve(&name, amount, budget.limit(&name)) { held.push(r) }
                 } else {
                     let _ = budget.charge(&mut usage, &name, amount);
                 }
                 prop_assert!(usage.used(&name) + usage.reserved(&name) <= limit);
             }
-            for r in held { budget.commit(&mut usage, r) }
+            for r in held { usage.commit(r) }
             prop_assert!(usage.used(&name) <= limit);
         }
     }

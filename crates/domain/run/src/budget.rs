@@ -105,7 +105,7 @@ impl From<BudgetName> for String {
     }
 }
 
-/// One counter: what was spent, and what is set aside for attempts under way.
+/// One counter: what was spent, and what is set aside (a child run's carve while it runs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Counter {
@@ -161,7 +161,7 @@ pub struct BudgetExhausted {
     pub limit: u64,
     /// Already spent.
     pub used: u64,
-    /// Set aside for attempts under way.
+    /// Set aside and not yet spent (a child run's carve while it runs).
     pub reserved: u64,
     /// What was asked for.
     pub requested: u64,
@@ -233,15 +233,6 @@ impl BudgetUsage {
     pub fn release(&mut self, reservation: Reservation) {
         let counter = self.counters.entry(reservation.name).or_default();
         counter.reserved = counter.reserved.saturating_sub(reservation.amount);
-    }
-
-    /// Settles what a crash left reserved as spent: an attempt that was under way when the
-    /// process died may have incurred its cost, so the budget counts it (never under-counts).
-    pub fn settle_outstanding(&mut self) {
-        for counter in self.counters.values_mut() {
-            counter.used = counter.used.saturating_add(counter.reserved);
-            counter.reserved = 0;
-        }
     }
 
     /// What has been spent of `name`.
@@ -396,16 +387,6 @@ mod tests {
         let r = usage.reserve(&name, u64::MAX, None).unwrap();
         usage.commit(r);
         assert!(usage.reserve(&name, 1, Some(u64::MAX)).is_err());
-    }
-
-    #[test]
-    fn settle_outstanding_counts_in_doubt_reservations_as_spent() {
-        let mut usage = BudgetUsage::default();
-        let r = usage.reserve(&BudgetName::TOOL_CALLS, 2, Some(5)).unwrap();
-        std::mem::forget(r); // the process died holding it
-        usage.settle_outstanding();
-        assert_eq!(usage.used(&BudgetName::TOOL_CALLS), 2);
-        assert_eq!(usage.reserved(&BudgetName::TOOL_CALLS), 0);
     }
 
     #[test]
