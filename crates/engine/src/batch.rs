@@ -408,7 +408,7 @@ impl Driver {
             Err(exhausted) => {
                 let message = exhausted.to_string();
                 self.rec
-                    .record(crate::call::exhausted_entry(&exhausted))
+                    .record(crate::charge::exhausted_entry(&exhausted))
                     .await?;
                 Ok(Some(ToolError::failed(message)))
             }

@@ -5,15 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_artifact::StoreOptions;
 use rein_ledger::EntryKind;
 use rein_resilience::{CircuitState, ToolCall};
-use rein_run::{ArtifactLink, BoxFuture, BudgetName, Digest, FailureKind, Payload, ToolName};
+use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 use tracing::Instrument as _;
 
 use crate::attempts::{AttemptEvent, AttemptRecord, VETO_MESSAGE};
+use crate::charge::exhausted_entry;
 use crate::config::OnToolError;
 use crate::depth;
 use crate::driver::Driver;
@@ -461,110 +461,8 @@ impl Driver {
             Ok(())
         })
     }
-
-    /// Records that a charge would exceed a budget, then rejects the decision that needed it.
-    pub(crate) fn refuse_over_budget(
-        &mut self,
-        exhausted: rein_policy::BudgetExhausted,
-    ) -> BoxFuture<'_, Result<(), EngineError>> {
-        // Boxed: a rare path, kept out of the futures of every step that might take it.
-        Box::pin(async move {
-            self.rec.record(exhausted_entry(&exhausted)).await?;
-            self.reject(Rejection::BudgetExhausted(exhausted)).await
-        })
-    }
-
-    /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
-    pub(crate) async fn charge_attempt(&mut self) -> Result<bool, EngineError> {
-        if std::mem::take(&mut self.prepaid) {
-            return Ok(true);
-        }
-        match self.charge_one_call().await? {
-            Ok(()) => Ok(true),
-            Err(exhausted) => {
-                self.refuse_over_budget(exhausted).await?;
-                Ok(false)
-            }
-        }
-    }
-
-    /// Records the charge of one `tool_calls` unit if it fits; otherwise records nothing
-    /// and says what is exhausted.
-    pub(crate) async fn charge_one_call(
-        &mut self,
-    ) -> Result<Result<(), rein_policy::BudgetExhausted>, EngineError> {
-        let name = BudgetName::TOOL_CALLS;
-        if let Some(exhausted) = self.exhausted(&name) {
-            return Ok(Err(exhausted));
-        }
-        let used = self.rec.proj.run.usage().used(&name) + 1;
-        let limit = self.rec.proj.budget().limit(&name);
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount: 1,
-                used,
-                limit,
-            })
-            .await?;
-        Ok(Ok(()))
-    }
-
-    /// The output inline, or moved to the artifact store when it is larger than the limit.
-    pub(crate) async fn payload(
-        &self,
-        tool: &ToolName,
-        output: ToolOutput,
-    ) -> Result<Payload, EngineError> {
-        let limit = self.shared.config.inline_output_limit;
-        if fits(output.value(), limit) {
-            return Ok(Payload::Inline(output.into_value()));
-        }
-        let bytes = serde_json::to_vec(output.value()).unwrap_or_default();
-        let options = StoreOptions::new()
-            .with_content_type("application/json")
-            .with_name(format!("{tool} output"))
-            .with_metadata("run_id", self.rec.proj.run.id().as_str());
-        let reference = self.shared.artifacts.put_boxed(bytes, options).await?;
-        Ok(Payload::Artifact(ArtifactLink {
-            id: reference.id().to_string(),
-            checksum: reference.checksum().to_string(),
-            size: reference.size(),
-            content_type: reference.content_type().to_owned(),
-        }))
-    }
 }
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Whether `value`'s compact JSON is at most `limit` bytes, without building it.
-fn fits(value: &Value, limit: usize) -> bool {
-    struct Counter {
-        left: usize,
-    }
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.left = self
-                .left
-                .checked_sub(buf.len())
-                .ok_or(std::io::ErrorKind::FileTooLarge)?;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    serde_json::to_writer(Counter { left: limit }, value).is_ok()
-}
-
-/// The `budget_exhausted` entry that records `exhausted`.
-pub(crate) fn exhausted_entry(exhausted: &rein_policy::BudgetExhausted) -> EntryKind {
-    EntryKind::BudgetExhausted {
-        name: exhausted.name.clone(),
-        limit: exhausted.limit,
-        used: exhausted.used,
-        requested: exhausted.requested,
-    }
 }

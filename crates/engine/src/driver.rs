@@ -1,28 +1,24 @@
 //! The run loop: one task owns one run, asks the planner, checks every policy, executes,
 //! and records each step in the ledger before it changes the run. Read top to bottom: the
-//! loop, one step, the plan, the controls, then how each kind of decision is applied. The
-//! tool-call pipeline is in `call`, approvals in `approval`, crash recovery in `recovery`;
-//! every write goes through the run's [`Recorder`].
+//! loop, one step, the plan, the controls. How each kind of decision is applied is in
+//! `apply`, the tool-call pipeline in `call`, approvals in `approval`, crash recovery in
+//! `recovery`; every write goes through the run's [`Recorder`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, State,
-    ToolName,
+    BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, ToolName,
 };
-use rein_statemachine::Lifecycle;
-use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::attempts::AttemptEvent;
-use crate::config::OnViolation;
 use crate::depth;
+use crate::error::EngineError;
 use crate::error::NarrowingError;
-use crate::error::{EngineError, ProjectionError};
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
@@ -286,20 +282,6 @@ impl Driver {
         Ok(Flow::Continue)
     }
 
-    /// The error a charge of 1 on `name` would meet, if its limit is reached.
-    pub(crate) fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
-        let usage = self.rec.proj.run.usage();
-        let limit = self.rec.proj.budget().limit(name)?;
-        let (used, reserved) = (usage.used(name), usage.reserved(name));
-        (used.saturating_add(reserved) >= limit).then(|| rein_policy::BudgetExhausted {
-            name: name.clone(),
-            limit,
-            used,
-            reserved,
-            requested: 1,
-        })
-    }
-
     async fn drain_controls(&mut self) -> Result<Flow, EngineError> {
         loop {
             let Some(controls) = self.inbox.as_mut() else {
@@ -366,166 +348,6 @@ impl Driver {
                     "aborted through the run handle".into(),
                 )
                 .await
-        })
-    }
-
-    pub(crate) async fn apply(&mut self, decision: Decision) -> Result<(), EngineError> {
-        match decision {
-            Decision::CallTool { tool, input, .. } => self.call_tool(&tool, input).await,
-            Decision::Transition {
-                to: State::Done,
-                reason,
-            } => self.finish(reason, Value::Null).await,
-            Decision::Transition {
-                to: State::Failed,
-                reason,
-            } => self.give_up(reason).await,
-            Decision::Transition { to, reason } => {
-                if let Some(from) = self.move_to(to).await? {
-                    self.rec
-                        .record(EntryKind::Transition { from, to, reason })
-                        .await?;
-                }
-                Ok(())
-            }
-            Decision::AskHuman { question, options } => {
-                let kind = EntryKind::HumanInputRequested {
-                    question: question.clone(),
-                    options: options.clone(),
-                };
-                if let Err(e) = self.rec.try_record(kind).await? {
-                    return self
-                        .reject(Rejection::InvalidQuestion {
-                            reason: e.to_string(),
-                        })
-                        .await;
-                }
-                self.rec.record(EntryKind::RunPaused { question }).await?;
-                Ok(())
-            }
-            Decision::Finish { summary, result } => self.finish(summary, result).await,
-            Decision::Fail { reason } => self.give_up(reason).await,
-            Decision::CallTools { calls, .. } => self.call_tools(calls).await,
-            Decision::Delegate {
-                goal,
-                budget,
-                planner,
-                ..
-            } => Box::pin(self.delegate(goal, &budget, planner)).await,
-            _ => self.reject(Rejection::UnsupportedDecision).await,
-        }
-    }
-
-    /// Asks the lifecycle to move to `to`; a refusal is rejected (and recorded).
-    pub(crate) async fn move_to(&mut self, to: State) -> Result<Option<State>, EngineError> {
-        // The lifecycle machine is built from the run's state for each move: the projection
-        // is the one copy of where the run is. It cannot start in a terminal state, and a
-        // run that is driven is never in one: that would be a ledger that contradicts itself.
-        let from = self.rec.proj.state();
-        let mut lifecycle =
-            Lifecycle::new(from, self.policy.snapshot.transitions).map_err(|_| {
-                EngineError::InconsistentLedger {
-                    id: self.rec.proj.run.id().clone(),
-                    seq: self.rec.log.len(),
-                    source: Box::new(ProjectionError::Terminal { state: from }),
-                }
-            })?;
-        match lifecycle.transition(to, &self.policy.act_guard, self.rec.proj.run.usage()) {
-            Ok(transition) => Ok(Some(transition.from)),
-            Err(e) => {
-                self.reject(Rejection::Transition(e)).await?;
-                Ok(None)
-            }
-        }
-    }
-
-    pub(crate) async fn finish(
-        &mut self,
-        summary: String,
-        result: Value,
-    ) -> Result<(), EngineError> {
-        if let Some(from) = self.move_to(State::Done).await? {
-            self.rec
-                .record(EntryKind::Transition {
-                    from,
-                    to: State::Done,
-                    reason: summary.clone(),
-                })
-                .await?;
-            self.rec
-                .record(EntryKind::RunCompleted { summary, result })
-                .await?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn give_up(&mut self, reason: String) -> BoxFuture<'_, Result<(), EngineError>> {
-        // Boxed: a rare path, kept out of the futures of every step that might take it.
-        Box::pin(async move {
-            if let Some(from) = self.move_to(State::Failed).await? {
-                self.rec
-                    .record(EntryKind::Transition {
-                        from,
-                        to: State::Failed,
-                        reason: reason.clone(),
-                    })
-                    .await?;
-                self.rec.fail(FailureKind::PlannerGaveUp, reason).await?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Records a rejected decision; hands it back to the planner or fails the run.
-    pub(crate) fn reject(
-        &mut self,
-        rejection: Rejection,
-    ) -> BoxFuture<'_, Result<(), EngineError>> {
-        // Boxed: a rare path, kept out of the futures of every step that might take it.
-        Box::pin(async move {
-            let message = rejection.to_string();
-            tracing::info!(%message, "decision rejected");
-            // Running out of steps cannot be corrected by the planner: those always end the run.
-            // Nor can a decision too deep to record: unrecorded, it does not count as a step,
-            // so a planner handed it back would propose it again at the same step.
-            let fatal = matches!(
-                rejection,
-                Rejection::MaxSteps { .. }
-                    | Rejection::UnsupportedDecision
-                    | Rejection::TooDeep { .. }
-            ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
-            let hands_back = matches!(
-                self.policy.snapshot.on_violation,
-                OnViolation::HandBack { .. }
-            );
-            let handed_back = !fatal
-                && hands_back
-                && !self
-                    .rec
-                    .proj
-                    .budget()
-                    .is_exhausted(self.rec.proj.run.usage(), &BudgetName::VIOLATIONS);
-            self.rec
-                .record(EntryKind::PolicyViolation {
-                    violation: rejection.violation(),
-                    message: message.clone(),
-                    handed_back,
-                })
-                .await?;
-            if handed_back {
-                return Ok(());
-            }
-            let kind = match rejection {
-                Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
-                Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
-                _ => FailureKind::PolicyViolation,
-            };
-            let message = if hands_back && !fatal {
-                format!("{message} (and the violations budget is exhausted)")
-            } else {
-                message
-            };
-            self.rec.fail(kind, message).await
         })
     }
 }

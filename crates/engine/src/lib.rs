@@ -31,12 +31,14 @@
 //!
 //! The facade crate `rein` re-exports what users need; this crate is its engine room.
 
+mod apply;
 mod approval;
 mod attachments;
 mod attempts;
 mod batch;
 mod builder;
 mod call;
+mod charge;
 mod children;
 mod clock;
 mod config;
@@ -51,6 +53,7 @@ mod handle;
 mod narrow;
 mod open;
 mod overdue;
+mod payload;
 mod plan_attempts;
 mod plan_link;
 mod planning;

@@ -13,7 +13,7 @@ use tracing::Instrument as _;
 use rein_ledger::EntryKind;
 use rein_run::{BudgetExhausted, BudgetName, FailureKind, PlanMeter};
 
-use crate::call::exhausted_entry;
+use crate::charge::exhausted_entry;
 use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
 

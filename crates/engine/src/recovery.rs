@@ -8,7 +8,7 @@ use rein_run::{BudgetName, Decision, Digest, FailureKind, State};
 use rein_tool::ToolError;
 use serde_json::Value;
 
-use crate::call::exhausted_entry;
+use crate::charge::exhausted_entry;
 use crate::config::OnToolError;
 use crate::driver::Driver;
 use crate::error::{EngineError, ProjectionError};
