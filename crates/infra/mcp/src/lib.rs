@@ -32,11 +32,14 @@ mod client;
 mod config;
 mod content;
 mod error;
+mod link;
 mod names;
 mod serve;
+mod table;
 
 pub use annotations::{AnnotationOverride, Hints, WideningOverride};
-pub use client::{ImportedTool, McpServer, McpTool};
+pub use client::{McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
 pub use serve::{Governor, Refusal, ServeError, Session, serve_http, serve_stdio};
+pub use table::ImportedTool;
