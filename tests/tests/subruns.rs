@@ -319,6 +319,11 @@ async fn aborting_the_parent_stops_the_childs_tool_and_fails_both() {
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     assert_chain(&ledger);
+    // The child's end is recorded in the parent: its carve is given back, and the attempt
+    // it started is charged.
+    assert_eq!(count(&ledger, "child_ended"), 1);
+    assert_eq!(run.usage().reserved(&BudgetName::TOOL_CALLS), 0);
+    assert_eq!(run.usage().used(&BudgetName::TOOL_CALLS), 1);
     let child = child_of(&ledger);
     let child_run = engine.load_run(&child).await.expect("child");
     assert_eq!(
