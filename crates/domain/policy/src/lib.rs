@@ -26,6 +26,7 @@
 //! ```
 
 mod approval;
+mod approver;
 mod budget;
 mod deadline;
 mod eligibility;
@@ -33,9 +34,10 @@ mod snapshot;
 mod transitions;
 mod violations;
 
-pub use approval::{
-    ApprovalMode, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
-    ApproverError, AutoApprover, DenyApprover, DynApprover, Verdict,
+pub use approval::{ApprovalMode, ApprovalPolicy, ApprovalReason};
+pub use approver::{
+    ApprovalRequest, ApprovalResponse, Approver, ApproverError, AutoApprover, DenyApprover,
+    DynApprover, Verdict,
 };
 pub use budget::Budget;
 pub use deadline::{Deadline, DeadlineError};
