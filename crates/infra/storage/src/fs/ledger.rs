@@ -1,7 +1,7 @@
 //! `FsLedgerStore`: one append-only JSONL file per run, kept open, with torn-tail recovery.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +17,10 @@ use super::file::{self, Opened};
 use crate::blocking;
 use crate::memory::shard::lock;
 use crate::tip::{Link, Tip};
+
+mod read;
+
+use read::{parse, read_complete, tip_of};
 
 /// A [`LedgerStore`] on disk: `ledgers/<run id>.jsonl`, one JSON line per entry
 /// ([`Entry::write_json_line`]), only ever appended to.
@@ -348,74 +352,6 @@ impl Inner {
         open.dirty = false;
         Ok(())
     }
-
-    /// Reads, parses and verifies the ledger of `run_id`.
-    fn load(&self, run_id: &RunId, slot: &Slot) -> Result<LoadedLedger, LedgerStoreError> {
-        let path = self.path(run_id);
-        let (bytes, torn_tail) = {
-            let mut guard = lock(&slot.file);
-            match guard.as_mut() {
-                // This handle is the writer: the file ends where it last wrote.
-                Some(open) if open.locked => (read_complete(&path, open.len)?, open.torn),
-                // Only read through so far: another process may be the writer and have
-                // appended since. Read what the file holds now, up to its last complete line
-                // (a line being written is the writer's, not ours to cut), and remember that
-                // length, so a later append by this handle still finds any change since.
-                Some(open) => {
-                    let now = open
-                        .file
-                        .metadata()
-                        .map_err(|source| LedgerStoreError::Io {
-                            context: format!("reading {}", path.display()),
-                            source,
-                        })?
-                        .len();
-                    let mut bytes = read_complete(&path, now)?;
-                    let complete = LedgerLines::split(&bytes).complete().len();
-                    bytes.truncate(complete);
-                    open.len = complete as u64;
-                    (bytes, open.torn)
-                }
-                None => {
-                    let Some((open, bytes)) = self.open(run_id, &path, false)? else {
-                        return Err(LedgerStoreError::NotFound {
-                            run_id: run_id.clone(),
-                        });
-                    };
-                    let torn = open.torn;
-                    *guard = Some(open);
-                    (bytes, torn)
-                }
-            }
-        };
-        let entries = parse(&path, LedgerLines::split(&bytes))?;
-        let ledger = Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
-            LedgerStoreError::Broken {
-                run_id: run_id.clone(),
-                source,
-            }
-        })?;
-        Ok(LoadedLedger { ledger, torn_tail })
-    }
-
-    fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
-        let io_error = |source| LedgerStoreError::Io {
-            context: format!("listing {}", self.dir.display()),
-            source,
-        };
-        let mut ids = Vec::new();
-        for entry in fs::read_dir(&self.dir).map_err(io_error)? {
-            let name = entry.map_err(io_error)?.file_name();
-            let Some(name) = name.to_str() else { continue };
-            match super::FsLayout::ledger_run(name) {
-                Some(id) => ids.push(id),
-                None => tracing::debug!(file = name, dir = %self.dir.display(),
-                    "skipping a file that is not a ledger"),
-            }
-        }
-        ids.sort_unstable();
-        Ok(ids)
-    }
 }
 
 impl LedgerStore for FsLedgerStore {
@@ -546,150 +482,5 @@ fn lock_for_writing(file: &File, path: &Path) -> Result<(), LedgerStoreError> {
     }
 }
 
-/// Reads the first `len` bytes of the ledger at `path`: its complete lines, as the open
-/// handle knows them.
-fn read_complete(path: &Path, len: u64) -> Result<Vec<u8>, LedgerStoreError> {
-    let io_error = |source| LedgerStoreError::Io {
-        context: format!("reading {}", path.display()),
-        source,
-    };
-    match file::open_regular(path, OpenOptions::new().read(true)).map_err(io_error)? {
-        Opened::File(file, _) => file::read_up_to(file, len).map_err(io_error),
-        Opened::Missing => Err(io_error(io::Error::new(
-            io::ErrorKind::NotFound,
-            "the ledger file was removed while the store had it open",
-        ))),
-        Opened::Foreign(found) => Err(io_error(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it was replaced by {found} while the store had it open"),
-        ))),
-    }
-}
-
-/// Parses every complete line as an [`Entry`], naming the first that is not one.
-fn parse(path: &Path, lines: LedgerLines<'_>) -> Result<Vec<Entry>, LedgerStoreError> {
-    lines
-        .entries()
-        .map(|entry| entry.map_err(|e| corrupt(path, &e)))
-        .collect()
-}
-
-/// The error for a complete line of the ledger at `path` that is not an entry.
-fn corrupt(path: &Path, e: &rein_ledger::LineError) -> LedgerStoreError {
-    LedgerStoreError::Corrupt {
-        location: path.display().to_string(),
-        line: e.line,
-        reason: format!("it is not a valid ledger entry: {}", e.source),
-    }
-}
-
-/// The tip of the chain whose complete lines are `bytes`: read from the last line only.
-fn tip_of(path: &Path, bytes: &[u8]) -> Result<Tip, LedgerStoreError> {
-    let Some((number, last)) = LedgerLines::split(bytes).last() else {
-        return Ok(Tip::EMPTY);
-    };
-    LedgerLines::parse(number, last)
-        .map(|last| Tip::after(Link::of(&last)))
-        .map_err(|e| corrupt(path, &e))
-}
-
 #[cfg(test)]
-mod tests {
-    use rein_ledger::EntryKind;
-    use rein_run::{State, Timestamp};
-
-    use super::*;
-
-    fn lines(n: u64) -> (Ledger, Vec<u8>) {
-        let mut ledger = Ledger::new("r".parse().unwrap());
-        let mut bytes = Vec::new();
-        for i in 0..n {
-            let event = EntryKind::Steering {
-                note: format!("n{i}"),
-            };
-            let entry = ledger.append(Timestamp::from_unix_millis(i), State::Intake, event);
-            entry.write_json_line(&mut bytes);
-        }
-        (ledger, bytes)
-    }
-
-    #[test]
-    fn parse_and_tip_read_complete_lines() {
-        let path = Path::new("L");
-        assert_eq!(parse(path, LedgerLines::split(b"")).unwrap(), []);
-        assert_eq!(tip_of(path, b"").unwrap(), Tip::EMPTY);
-        let (ledger, bytes) = lines(3);
-        assert_eq!(
-            parse(path, LedgerLines::split(&bytes)).unwrap(),
-            ledger.entries()
-        );
-        let tip = tip_of(path, &bytes).unwrap();
-        assert_eq!(
-            tip,
-            Tip {
-                next_seq: 4,
-                last_hash: ledger.last_hash()
-            }
-        );
-    }
-
-    #[test]
-    fn a_second_process_cannot_append_to_a_ledger_another_one_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        // Two stores over one folder stand for two processes: each opens its own handle.
-        let first = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4);
-        let second = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4);
-        let (ledger, _) = lines(3);
-        let run_id = ledger.run_id().clone();
-        let append = |store: &FsLedgerStore, entry: &rein_ledger::Entry| {
-            store.inner.append(
-                &run_id,
-                &store.inner.slot(&run_id),
-                Link::of(entry),
-                entry.to_json_line().as_bytes(),
-            )
-        };
-        append(&first, &ledger.entries()[0]).unwrap();
-        // The second reads what the first wrote, then tries to write on.
-        let loaded = second
-            .inner
-            .load(&run_id, &second.inner.slot(&run_id))
-            .unwrap();
-        assert_eq!(loaded.ledger.len(), 1);
-        let err = append(&second, &ledger.entries()[1]).unwrap_err();
-        assert!(err.to_string().contains("another process"), "{err}");
-        append(&first, &ledger.entries()[1]).unwrap();
-        // Once the first process is gone, the second's stale view is refused, not forked...
-        drop(first);
-        let err = append(&second, &ledger.entries()[1]).unwrap_err();
-        assert!(err.to_string().contains("changed since"), "{err}");
-        // ...and after loading again it writes on.
-        let loaded = second
-            .inner
-            .load(&run_id, &second.inner.slot(&run_id))
-            .unwrap();
-        assert_eq!(loaded.ledger.len(), 2);
-        append(&second, &ledger.entries()[2]).unwrap();
-        let loaded = second
-            .inner
-            .load(&run_id, &second.inner.slot(&run_id))
-            .unwrap();
-        assert_eq!(loaded.ledger, ledger);
-    }
-
-    #[test]
-    fn a_bad_line_is_named_by_number() {
-        let (_, mut bytes) = lines(2);
-        bytes.extend_from_slice(b"\n");
-        let err = parse(Path::new("L"), LedgerLines::split(&bytes)).unwrap_err();
-        assert!(
-            matches!(err, LedgerStoreError::Corrupt { line: 3, .. }),
-            "{err}"
-        );
-        let err = tip_of(Path::new("L"), &bytes).unwrap_err();
-        assert!(
-            matches!(err, LedgerStoreError::Corrupt { line: 3, .. }),
-            "{err}"
-        );
-    }
-}
+mod tests;
