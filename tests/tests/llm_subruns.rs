@@ -196,6 +196,28 @@ async fn an_llm_planned_parent_delegates_to_an_llm_planned_child_and_uses_its_re
         assert!(!functions(r).contains(&"delegate".to_owned()));
         assert!(!last_user_text(r).contains("delegate"));
     }
+    // The prompts are projections of the ledgers, depth (and so delegation) included: the
+    // child's steps and the parent's step after the child rebuild to the bytes sent.
+    let rebuilt = |server: &FakeServer, ledger: &rein::Ledger, step: u32| {
+        let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model");
+        let chat = engine
+            .plan_request_at(ledger, step, |request| {
+                rein::llm::build_request(&Default::default(), &request, false)
+            })
+            .unwrap()
+            .expect("the step was planned");
+        rein::llm::request_body(&config, &chat)
+    };
+    let child_ledger = engine.ledger(&started[0]).await.expect("child ledger");
+    for (step, sent) in (0..).zip(&child_asked) {
+        assert_eq!(
+            rebuilt(&child, &child_ledger, step),
+            sent.body,
+            "child step {step}"
+        );
+    }
+    assert_eq!(rebuilt(&parent, &ledger, 2), asked[3].body, "parent step 2");
+
     let tree = engine
         .verify_tree(run.id())
         .await
