@@ -125,7 +125,7 @@ async fn the_model_lists_reads_is_corrected_and_finishes() {
         "{prompt}"
     );
     assert!(prompt.contains("fs.write"), "{prompt}");
-    // And only the eligible tools were offered in explore.
+    // And only the eligible tools were offered in explore (and `delegate`: a root run may).
     let offered: Vec<String> = received[1].json()["tools"]
         .as_array()
         .unwrap()
@@ -134,7 +134,14 @@ async fn the_model_lists_reads_is_corrected_and_finishes() {
         .collect();
     assert_eq!(
         offered,
-        ["fs_list", "fs_read", "transition", "fail", "ask_human"]
+        [
+            "fs_list",
+            "fs_read",
+            "transition",
+            "fail",
+            "ask_human",
+            "delegate"
+        ]
     );
 }
 
@@ -176,8 +183,11 @@ async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
         );
         let (limits, usage) = (Default::default(), rein::BudgetUsage::default());
         let next = [State::Explore, State::Failed];
+        // As the engine asks: a root run may delegate, and it has no named planners.
+        let delegation = rein::Delegation::default();
         let request = PlanRequest::new(&run, &[], rein::BudgetSnapshot::new(&limits, &usage))
-            .with_next_states(&next);
+            .with_next_states(&next)
+            .with_delegation(&delegation);
         rein::llm::estimate_tokens(&rein::llm::build_request(
             &Default::default(),
             &request,

@@ -10,7 +10,7 @@ use rein_policy::{
     ApprovalPolicy, Approver, DynApprover, EligibilityRules, PolicySnapshot, Transitions,
 };
 use rein_resilience::{ExecutionStack, ResilienceConfig};
-use rein_run::{BudgetName, DynPlanner, DynRunStore, Planner, RunStore};
+use rein_run::{BudgetName, Delegation, DynPlanner, DynRunStore, Planner, RunStore};
 use rein_storage::{
     FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore,
 };
@@ -383,6 +383,7 @@ impl EngineBuilder {
         Ok(Shared {
             tools,
             planner,
+            delegation: Delegation::new(self.planners.keys().map(String::as_str)),
             planners: self.planners,
             approver: self.approver,
             runs,

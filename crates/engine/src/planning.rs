@@ -34,7 +34,7 @@ impl Driver {
             next[count] = to;
             count += 1;
         }
-        let request = PlanRequest::new(
+        let mut request = PlanRequest::new(
             run,
             self.policy.allowed.in_state(run.state()),
             self.rec.proj.budget().snapshot(run.usage()),
@@ -43,6 +43,11 @@ impl Driver {
         .with_next_states(&next[..count])
         .with_meter(meter)
         .with_skills(&self.shared.config.skills);
+        // Delegation is offered while the run is shallower than the limit (the engine's
+        // one list of planner names, lent: nothing allocated per step).
+        if self.rec.proj.tree.depth() < self.shared.config.max_depth {
+            request = request.with_delegation(&self.shared.delegation);
+        }
         // A panicking planner is a planner error on this run, never a dead task.
         // The child's planner when this run is a sub-run (field by field: the ledger is
         // borrowed mutably below while the plan future holds the planner).

@@ -17,7 +17,8 @@ impl Engine {
     ///
     /// The run is projected from the entries before the step's first decision or model
     /// call; the tools offered are those the policy recorded then allows in the run's state,
-    /// and the skills are this engine's.
+    /// and the skills are this engine's, as is the delegation offered (its planner names,
+    /// when the run is shallower than its `max_depth`).
     ///
     /// # Errors
     /// [`EngineError::InconsistentLedger`] or [`EngineError::InvalidRecordedPolicy`] when
@@ -58,7 +59,7 @@ impl Engine {
         });
         let run = &proj.run;
         let next: Vec<State> = policy.snapshot.transitions.targets(run.state()).collect();
-        let request = PlanRequest::new(
+        let mut request = PlanRequest::new(
             run,
             policy.allowed.in_state(run.state()),
             proj.budget().snapshot(run.usage()),
@@ -66,6 +67,9 @@ impl Engine {
         .with_interrupted(interrupted)
         .with_next_states(&next)
         .with_skills(&self.shared.config.skills);
+        if proj.tree.depth() < self.shared.config.max_depth {
+            request = request.with_delegation(&self.shared.delegation);
+        }
         Ok(Some(view(request)))
     }
 }

@@ -8,7 +8,7 @@ use rein_artifact::DynArtifactStore;
 use rein_ledger::DynLedgerStore;
 use rein_policy::{Budget, DynApprover, Eligibility, EligibilityError, PolicySnapshot};
 use rein_resilience::ResilienceConfig;
-use rein_run::{BudgetName, DynPlanner, DynRunStore, RunId, ToolSpec};
+use rein_run::{BudgetName, Delegation, DynPlanner, DynRunStore, RunId, ToolSpec};
 use serde_json::Value;
 
 use crate::clock::{Clock, IdGenerator};
@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     pub(crate) planner: Arc<dyn DynPlanner>,
     /// Planners a delegation may name, by name.
     pub(crate) planners: Planners,
+    /// What the plan requests of runs that may still delegate offer: the names of
+    /// `planners`, built once with the engine so no step allocates it.
+    pub(crate) delegation: Delegation,
     pub(crate) approver: Option<Arc<dyn DynApprover>>,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) ledgers: Arc<dyn DynLedgerStore>,

@@ -161,6 +161,9 @@ pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
 
+/// What a plan request says a planner may delegate to (sub-runs).
+#[doc(inline)]
+pub use rein_run::Delegation;
 /// One call of a [`Decision::CallTools`] batch.
 #[doc(inline)]
 pub use rein_run::ProposedCall;

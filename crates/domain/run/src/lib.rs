@@ -53,7 +53,7 @@ pub use id::{RunId, RunIdError};
 pub use meter::{
     PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, WorstCase,
 };
-pub use planner::{DynPlanner, PlanRequest, Planner, PlannerError};
+pub use planner::{Delegation, DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};
 pub use state::{RunStatus, State, UnknownState};

@@ -20,6 +20,65 @@ pub struct PlanRequest<'a> {
     next_states: Option<&'a [State]>,
     meter: Option<&'a PlanMeter>,
     skills: &'a [Skill],
+    delegation: Option<&'a Delegation>,
+}
+
+/// What a planner may delegate to, when the run may delegate at all: the run is less deep
+/// in its tree than the engine allows, so a [`Decision::Delegate`] will not be refused for
+/// depth. It lists the names the engine's planners are registered under, for
+/// `Decision::Delegate { planner: Some(name), .. }`; naming none drives the child with the
+/// run's own planner.
+///
+/// An engine builds one when it is built and lends it to every request of a run that may
+/// delegate ([`PlanRequest::with_delegation`]); a run at the engine's depth limit gets none.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use rein_run::{BudgetSnapshot, BudgetUsage, Delegation, PlanRequest, Run, Timestamp};
+/// use serde_json::json;
+///
+/// let delegation = Delegation::new(["reader", "coder", "reader"]);
+/// assert_eq!(delegation.planners(), ["coder", "reader"]); // sorted, once each
+/// assert!(delegation.knows("coder") && !delegation.knows("writer"));
+///
+/// let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+/// let run = Run::new("run-1".parse()?, "fix the bug", Default::default(), json!({}), t0);
+/// let (limits, usage) = (BTreeMap::new(), BudgetUsage::default());
+/// let request = PlanRequest::new(&run, &[], BudgetSnapshot::new(&limits, &usage));
+/// assert!(request.delegation().is_none()); // not offered unless the engine says so
+/// let request = request.with_delegation(&delegation);
+/// assert_eq!(request.delegation(), Some(&delegation));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delegation {
+    planners: Vec<String>,
+}
+
+impl Delegation {
+    /// A delegation offering the planners registered under `planners` (sorted, each once).
+    #[must_use]
+    pub fn new<S: Into<String>>(planners: impl IntoIterator<Item = S>) -> Self {
+        let mut planners: Vec<String> = planners.into_iter().map(Into::into).collect();
+        planners.sort();
+        planners.dedup();
+        Self { planners }
+    }
+
+    /// The names a delegation may give its child's planner, sorted; empty when the engine
+    /// has no named planners (a child is then driven by its parent's planner).
+    #[must_use]
+    pub fn planners(&self) -> &[String] {
+        &self.planners
+    }
+
+    /// Whether `name` is one of [`planners`](Self::planners).
+    #[must_use]
+    pub fn knows(&self, name: &str) -> bool {
+        self.planners
+            .binary_search_by(|p| p.as_str().cmp(name))
+            .is_ok()
+    }
 }
 
 impl<'a> PlanRequest<'a> {
@@ -35,6 +94,7 @@ impl<'a> PlanRequest<'a> {
             skills: &[],
             next_states: None,
             meter: None,
+            delegation: None,
         }
     }
 
@@ -91,6 +151,23 @@ impl<'a> PlanRequest<'a> {
     pub const fn with_skills(mut self, skills: &'a [Skill]) -> Self {
         self.skills = skills;
         self
+    }
+
+    /// The same request, saying the run may delegate a sub-task to a child run, and to which
+    /// planners ([`Delegation`]).
+    #[must_use]
+    pub const fn with_delegation(mut self, delegation: &'a Delegation) -> Self {
+        self.delegation = Some(delegation);
+        self
+    }
+
+    /// What the run may delegate to, when it may ([`with_delegation`](Self::with_delegation));
+    /// `None` when it may not (it is as deep as the engine allows) or the engine did not
+    /// say: a planner should then not propose [`Decision::Delegate`], which the engine
+    /// would refuse.
+    #[must_use]
+    pub const fn delegation(&self) -> Option<&'a Delegation> {
+        self.delegation
     }
 
     /// The whole run, read-only.

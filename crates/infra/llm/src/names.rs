@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use rein_run::ToolName;
 
-/// The control functions every step offers besides tools.
-pub const CONTROL_FUNCTIONS: [&str; 4] = ["transition", "finish", "fail", "ask_human"];
+/// The control functions a step offers besides tools (`delegate` only while the run may
+/// delegate). No tool may take one of these names, whether or not a step offers it.
+pub const CONTROL_FUNCTIONS: [&str; 5] = ["transition", "finish", "fail", "ask_human", "delegate"];
 
 /// Why a set of tool names cannot be offered to a model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -124,6 +125,16 @@ mod tests {
         );
         let e = NameMap::new(&names(&["finish"])).unwrap_err();
         assert!(e.to_string().contains("control function `finish`"), "{e}");
+        let e = NameMap::new(&names(&["delegate"])).unwrap_err();
+        assert_eq!(
+            e,
+            NameError::Reserved {
+                tool: "delegate".into(),
+                function: "delegate".into()
+            }
+        );
+        // Only the exact function name is reserved.
+        assert!(NameMap::new(&names(&["team.delegate", "delegate-task"])).is_ok());
     }
 
     #[test]

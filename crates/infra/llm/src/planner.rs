@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::ProposedCall;
 use rein_run::{
-    BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
-    PlannerError, RunId, State, ToolName,
+    BoxFuture, BudgetName, Decision, Delegation, Digest, PlanMeter, PlanRequest, Planner,
+    PlannerAttempt, PlannerCall, PlannerError, RunId, Spend, State, ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -93,12 +93,20 @@ const fn default_max_depth() -> usize {
 ///
 /// Each step offers the model exactly the tools eligible in the current state (their specs'
 /// schemas, under provider-safe names) plus the control functions `transition` (only to the
-/// states the table allows from here), `finish`, `fail` and `ask_human`. One reply becomes
+/// states the table allows from here), `finish`, `fail` and `ask_human`, and `delegate`
+/// when the request says the run may delegate ([`PlanRequest::delegation`]): a child run
+/// with its own ledger and a budget carved out of this run's, whose summary and result come
+/// back as evidence. `delegate` takes `goal`, `reason`, `budget` (budget names to
+/// non-negative integers) and `planner` (one of the engine's named planners; none: this
+/// run's) and becomes a [`Decision::Delegate`] (rein's engine says so to every run shallower
+/// than its `max_depth`; a `max_depth` of 0 keeps `delegate` out of every prompt). One reply becomes
 /// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); further
 /// decisions in the same reply are kept, in order, for the following steps, and each still
 /// passes every policy check. A reply without a usable call (prose,
 /// arguments that are not JSON, too large or too deep) is handed back to the model as a
-/// correction, at most [`LlmConfig::max_corrections`] times; a call of a function that is
+/// correction, at most [`LlmConfig::max_corrections`] times, and so is a control function
+/// called with bad arguments (a `delegate` without a goal, a budget that is not a
+/// non-negative integer, a planner the request does not name); a call of a function that is
 /// not offered becomes the decision it names, which the engine refuses and records. Each
 /// skill body the request carries is announced to the step's meter before the call
 /// ([`PlanMeter::skill_entered`]): the ledger shows which skill entered at which step.
@@ -309,7 +317,7 @@ impl Planner for LlmPlanner {
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
             };
-            match self.interpret(&completion.response, &offered) {
+            match self.interpret(&completion.response, &offered, request.delegation()) {
                 Ok(mut decisions) => {
                     let first = decisions.remove(0);
                     if !decisions.is_empty() {
@@ -352,7 +360,12 @@ impl Planner for LlmPlanner {
 
 impl LlmPlanner {
     /// The decisions of a reply, in order; or the correction to hand back when it has none.
-    fn interpret(&self, reply: &ChatResponse, offered: &NameMap) -> Result<Vec<Decision>, String> {
+    fn interpret(
+        &self,
+        reply: &ChatResponse,
+        offered: &NameMap,
+        delegation: Option<&Delegation>,
+    ) -> Result<Vec<Decision>, String> {
         if reply.calls.is_empty() {
             return Err(format!(
                 "Your reply called no function (it said: {:?}).",
@@ -361,7 +374,7 @@ impl LlmPlanner {
         }
         let mut out = Vec::new();
         for call in &reply.calls {
-            match self.decision(call, &reply.text, offered) {
+            match self.decision(call, &reply.text, offered, delegation) {
                 Ok(d) => out.push(d),
                 // Keep the calls before the bad one; hand back when the first is bad.
                 Err(e) if out.is_empty() => return Err(e),
@@ -376,6 +389,7 @@ impl LlmPlanner {
         call: &FunctionCall,
         text: &str,
         offered: &NameMap,
+        delegation: Option<&Delegation>,
     ) -> Result<Decision, String> {
         let args = self.arguments(call)?;
         let field = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
@@ -416,6 +430,7 @@ impl LlmPlanner {
                     .unwrap_or_default();
                 Ok(Decision::ask_human(question, options))
             }
+            "delegate" => delegate(&args, delegation),
             name => {
                 // Offered, known to the engine but not eligible here, or unknown: the engine
                 // decides, refuses what it must and records it.
@@ -464,6 +479,75 @@ impl LlmPlanner {
         }
         Ok(value)
     }
+}
+
+/// A `delegate` call's decision: `goal` a string; `budget`, when given, an object of budget
+/// names to non-negative integers; `planner`, when given, one of the names `delegation`
+/// offers. Not offered (`delegation` is `None`), the call still becomes the decision it
+/// names, which the engine refuses and records, as for any function not offered.
+fn delegate(args: &Value, delegation: Option<&Delegation>) -> Result<Decision, String> {
+    let goal = args
+        .get("goal")
+        .and_then(Value::as_str)
+        .ok_or("`delegate` needs `goal`, a string: the child run's goal.")?;
+    let reason = args.get("reason").and_then(Value::as_str).unwrap_or("");
+    let mut budget = Spend::new();
+    match args.get("budget") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(amounts)) => {
+            for (name, amount) in amounts {
+                let name: BudgetName = name.parse().map_err(|_| {
+                    format!(
+                        "`delegate`: {:?} in `budget` is not a budget name.",
+                        excerpt(name)
+                    )
+                })?;
+                let amount = amount.as_u64().ok_or_else(|| {
+                    format!(
+                        "`delegate`: `budget.{name}` must be a non-negative integer, not {}.",
+                        excerpt(&amount.to_string())
+                    )
+                })?;
+                budget.insert(name, amount);
+            }
+        }
+        Some(_) => {
+            return Err("`delegate`: `budget` must be an object of budget names to \
+                        non-negative integers."
+                .into());
+        }
+    }
+    let planner = match args.get("planner") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => match delegation {
+            Some(d) if !d.knows(name) => {
+                return Err(if d.planners().is_empty() {
+                    format!(
+                        "`delegate` to planner {:?}: there are no named planners; leave \
+                         `planner` out and the child uses this run's planner.",
+                        excerpt(name)
+                    )
+                } else {
+                    format!(
+                        "`delegate` to planner {:?}: there is no such planner; name one of {} \
+                         or leave `planner` out for this run's planner.",
+                        excerpt(name),
+                        d.planners().join(", ")
+                    )
+                });
+            }
+            _ => Some(name.clone()),
+        },
+        Some(_) => {
+            return Err("`delegate`: `planner` must be a string, one of the names offered.".into());
+        }
+    };
+    Ok(Decision::Delegate {
+        goal: goal.to_owned(),
+        budget,
+        planner,
+        reason: reason.to_owned(),
+    })
 }
 
 /// Folds each run of two or more consecutive tool calls into one `call_tools` batch, which

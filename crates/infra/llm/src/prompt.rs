@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rein_run::{EvidenceKind, NoteSource, Payload, PlanRequest, Skill, State};
+use rein_run::{ChildOutcome, EvidenceKind, NoteSource, Payload, PlanRequest, Skill, State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -158,6 +158,21 @@ fn assemble(
             ));
         }
     }
+    if let Some(delegation) = request.delegation() {
+        text.push_str(
+            "You may delegate a sub-task with `delegate`: it starts a child run with its own \
+             ledger and a budget carved out of this run's; when it ends, its summary and \
+             result (or why it failed) come back to you as evidence.",
+        );
+        if delegation.planners().is_empty() {
+            text.push('\n');
+        } else {
+            text.push_str(&format!(
+                " Planners a child may use: {} (none named: this run's planner).\n",
+                delegation.planners().join(", ")
+            ));
+        }
+    }
     let evidence = request.evidence();
     if evidence.is_empty() {
         text.push_str("\nNo evidence yet.\n");
@@ -303,6 +318,28 @@ fn render(kind: &EvidenceKind, max: usize) -> String {
             NoteSource::Steering => format!("a person steering the run says: {note}"),
             _ => format!("rein notes: {note}"),
         },
+        EvidenceKind::Child {
+            child,
+            outcome,
+            spent,
+        } => {
+            let spent: Vec<String> = spent.iter().map(|(n, a)| format!("{n} {a}")).collect();
+            let spent = if spent.is_empty() {
+                "nothing".to_owned()
+            } else {
+                spent.join(", ")
+            };
+            match outcome {
+                ChildOutcome::Completed { summary, result } => format!(
+                    "child run {child} completed: {summary:?}, result: {result} (spent {spent})"
+                ),
+                ChildOutcome::Failed { failure } => format!(
+                    "child run {child} failed ({:?}): {} (spent {spent})",
+                    failure.kind, failure.message
+                ),
+                other => format!("child run {child} ended: {other:?} (spent {spent})"),
+            }
+        }
         other => format!("{other:?}"),
     };
     cut(line, max)
@@ -368,7 +405,40 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
             "question": {"type": "string"},
             "options": {"type": "array", "items": {"type": "string"}}}, "required": ["question"]}),
     });
+    if let Some(delegation) = request.delegation() {
+        out.push(delegate_function(delegation.planners()));
+    }
     out
+}
+
+/// `delegate`, offered while the run may delegate: the child's goal, why, what to carve out
+/// of each budget, and which of the engine's named planners drives it.
+fn delegate_function(planners: &[String]) -> FunctionDef {
+    let mut properties = json!({
+        "goal": {"type": "string", "description": "The child run's goal."},
+        "reason": {"type": "string"},
+        "budget": {
+            "type": "object",
+            "description": "How much of each budget (by name, e.g. tool_calls) to carve out \
+                for the child; a budget this run limits and the map leaves out is carved \
+                whole (all that is left of it).",
+            "additionalProperties": {"type": "integer", "minimum": 0}
+        }
+    });
+    if !planners.is_empty() {
+        properties["planner"] = json!({
+            "type": "string",
+            "enum": planners,
+            "description": "The planner that drives the child; leave out for this run's."
+        });
+    }
+    FunctionDef {
+        name: "delegate".into(),
+        description: "Delegate a sub-task to a child run with its own ledger and a budget \
+            carved out of this run's; its summary and result come back as evidence."
+            .into(),
+        parameters: json!({"type": "object", "properties": properties, "required": ["goal"]}),
+    }
 }
 
 /// Providers want an object schema for parameters.
