@@ -22,7 +22,7 @@ use rein_run::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::children::OpenChild;
+use crate::children::{GO_ON, OpenChild, approval_question};
 use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 use crate::handle::{Control, Controls};
@@ -211,15 +211,16 @@ impl Driver {
             match run.status() {
                 RunStatus::Completed | RunStatus::Failed => self.end_child(&run).await,
                 RunStatus::Paused => {
-                    // A child paused without a question of its own (none today) still
-                    // pauses its parent with one that says where the tree waits.
-                    let (question, options) = run
-                        .pending_question()
-                        .filter(|p| !p.question.trim().is_empty())
-                        .map_or_else(
-                            || (format!("child run {} is paused", run.id()), Vec::new()),
-                            |p| (p.question.clone(), p.options.clone()),
-                        );
+                    // The parent's question says where the tree waits: for a verdict on
+                    // the child's call (an answer is not one), or for the child's answer.
+                    let (question, options) = match (run.pending_approval(), run.pending_question())
+                    {
+                        (Some(pending), _) => (approval_question(pending), vec![GO_ON.to_owned()]),
+                        (None, Some(p)) if !p.question.trim().is_empty() => {
+                            (p.question.clone(), p.options.clone())
+                        }
+                        _ => (format!("child run {} is paused", run.id()), Vec::new()),
+                    };
                     self.pause_for(question, options).await
                 }
                 _ => {
@@ -278,6 +279,12 @@ impl Driver {
             Err(EngineError::AwaitingAnswer {
                 question, options, ..
             }) => return Ok(Opened::Paused { question, options }),
+            Err(EngineError::AwaitingApproval { pending, .. }) => {
+                return Ok(Opened::Paused {
+                    question: approval_question(&pending),
+                    options: vec![GO_ON.to_owned()],
+                });
+            }
             Err(e) => return Err(e),
         };
         driver.sub.planner = planner;
