@@ -228,7 +228,8 @@ pub(crate) struct ApproveArgs {
 /// `rein runs …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RunsCommand {
-    /// The runs in the data directory, oldest first, with status and age.
+    /// The runs in the data directory, oldest first, with status and age; a child run is
+    /// listed under the run that delegated to it, indented.
     #[command(after_help = "Examples:\n  rein runs list\n  rein runs list --data-dir /tmp/rein")]
     List(DataDirArg),
 }

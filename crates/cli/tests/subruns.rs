@@ -146,3 +146,30 @@ fn the_delegating_scenario_validates_against_the_published_schema() {
         .remove("goal");
     assert!(!validator.is_valid(&bad));
 }
+
+#[test]
+fn runs_list_shows_a_child_under_its_parent() {
+    let (scratch, root, child) = delegated();
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", listed.stdout);
+    assert!(lines[0].starts_with("RUN ID"), "{}", listed.stdout);
+    assert!(
+        lines[1].starts_with(&format!("{root} ")),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        lines[2].starts_with(&format!("└ {child} ")),
+        "{}",
+        listed.stdout
+    );
+    assert!(lines[2].contains("read the notes"), "{}", listed.stdout);
+    // The columns stay aligned: the status starts where the header's does.
+    let status = lines[0].find("STATUS").expect("a status column");
+    for line in &lines[1..] {
+        let from: String = line.chars().skip(status).collect();
+        assert!(from.starts_with("completed"), "{line}");
+    }
+}
