@@ -1,7 +1,8 @@
 //! Sub-runs from the command line: a scenario that delegates (named planners, `delegate`
 //! decisions) validates and runs; the summary shows what each child spent; `rein ledger
 //! verify --tree` verifies the whole tree and refuses a child ledger cut after its end;
-//! `rein inspect --tree` draws it.
+//! `rein inspect --tree` draws it; `rein runs list` shows a child under its parent; a child
+//! waiting for a durable approval is approved by its id, and its parent then resumed.
 
 mod support;
 
@@ -172,4 +173,73 @@ fn runs_list_shows_a_child_under_its_parent() {
         let from: String = line.chars().skip(status).collect();
         assert!(from.starts_with("completed"), "{line}");
     }
+}
+
+const CHILD_APPROVAL: &str = r#"{
+  "goal": "Drop the stale table through a helper run",
+  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}, "budgets": {"tool_calls": 3}},
+  "tools": [
+    {"fixture": "db.drop_table", "description": "Drops a database table", "annotations": {"destructive": true, "risk_level": "critical"}, "behavior": {"output": {"dropped": true}}}
+  ],
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "delegate", "goal": "drop the table", "budget": {"tool_calls": 1}, "planner": "dropper", "reason": "a helper drops it"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "the helper is back"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "table dropped by the helper"}}
+  ]},
+  "planners": {"dropper": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
+    {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
+    {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "stale"}},
+    {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
+    {"expect": "validate", "decision": {"type": "finish", "summary": "dropped"}}
+  ]}
+}"#;
+
+#[test]
+fn a_child_waiting_for_approval_is_approved_by_id_and_its_parent_then_resumed() {
+    let scratch = Scratch::new();
+    scratch.write("tree.json", CHILD_APPROVAL);
+    let paused = scratch.run("tree.json", &[]);
+    paused.expect_code(3);
+    let ids = scratch.run_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0);
+    let child_line = listed
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("└ "))
+        .expect("the child under its parent");
+    assert!(child_line.contains("WAITING-APPROVAL"), "{child_line}");
+    let child = child_line
+        .split_whitespace()
+        .nth(1)
+        .expect("an id")
+        .to_owned();
+    let root = ids.into_iter().find(|id| *id != child).expect("the root");
+    // The root's question names the child, the call and how to go on.
+    paused.stdout_has(&[
+        &format!("child run {child} waits for approval of call `db.drop_table`"),
+        &format!("rein approve {child}"),
+        "options    resume",
+    ]);
+    // An answer is no verdict: refused while the child waits.
+    rein_in(&scratch, &["resume", &root, "--input", "sure, drop it"])
+        .expect_code(3)
+        .stderr_has(&[&format!("run {child} is paused waiting for approval")]);
+    // The child, approved by its id, is rebuilt from its root's scenario and completes.
+    rein_in(
+        &scratch,
+        &["approve", &child, "--by", "alice", "--reason", "ticket 9"],
+    )
+    .expect_code(0)
+    .stdout_has(&["completed ✓", "1 requested, 1 granted"]);
+    rein_in(&scratch, &["resume", &root, "--input", "resume"])
+        .expect_code(0)
+        .stdout_has(&["completed ✓", "completed — drop the table"]);
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(0)
+        .stdout_has(&["tree of 2 runs"]);
 }
