@@ -242,3 +242,35 @@ async fn a_child_ledger_missing_from_the_store_is_an_error_naming_it() {
     }
     assert!(err.to_string().contains(child.as_str()), "{err}");
 }
+
+#[tokio::test]
+async fn a_child_the_replay_never_starts_is_reported_as_such() {
+    let (read_tool, _) = echo("read", Annotations::read_only());
+    let engine = two_levels(read_tool.clone()).build().expect("engine");
+    let ledger = record(&engine).await;
+    let child = started(&ledger)[0].clone();
+    let store = MemoryLedgerStore::default();
+    for entry in engine.ledger(&child).await.expect("child").entries() {
+        store.append(entry).await.expect("append");
+    }
+    // An engine that forbids delegation refuses the recorded one: the root goes elsewhere
+    // and the child is never started.
+    let refusing = two_levels(read_tool)
+        .max_depth(0)
+        .ledger_store(store)
+        .build()
+        .expect("engine");
+    let report = refusing.replay(&ledger).await.expect("replay");
+    assert!(!report.matches());
+    assert_eq!(report.replayed.status, RunStatus::Failed);
+    assert_eq!(report.children.len(), 1);
+    let missed = &report.children[0];
+    assert_eq!(missed.run, child);
+    assert!(!missed.matches());
+    let said = missed.divergence().expect("a divergence");
+    assert!(said.contains(child.as_str()), "{said}");
+    assert!(said.contains("never started"), "{said}");
+    // The root's own divergence comes first: it is where the replay left the record.
+    let first = report.divergence().expect("a divergence");
+    assert!(!first.contains(child.as_str()), "{first}");
+}

@@ -1,7 +1,7 @@
 //! A child run paused on a durable approval pauses its tree with a question that says where
 //! the tree waits (the child, the tool, the input hash) and how to go on: a verdict on the
 //! child's call, then the answer "resume". No answer is taken for a verdict, and once the
-//! verdict is given the tree goes on to its end and verifies.
+//! verdict is given the tree goes on to its end, verifies, and replays.
 
 mod support;
 
@@ -218,6 +218,14 @@ async fn check(levels: u32) {
         ),
         1
     );
+    // The tree replays: the verdict is served to the run that waited for it.
+    let report = engine
+        .replay(&engine.ledger(&root).await.expect("ledger"))
+        .await
+        .expect("replay");
+    assert!(report.matches(), "{:?}", report.divergence());
+    assert_eq!(report.reports().count(), levels as usize + 1);
+    assert_eq!(probe.calls(), 1, "replay runs no tool");
 }
 
 #[tokio::test]
