@@ -2,7 +2,8 @@
 //! decisions) validates and runs; the summary shows what each child spent; `rein ledger
 //! verify --tree` verifies the whole tree and refuses a child ledger cut after its end;
 //! `rein inspect --tree` draws it; `rein runs list` shows a child under its parent; a child
-//! waiting for a durable approval is approved by its id, and its parent then resumed.
+//! waiting for a durable approval is approved by its id, and its parent then resumed; `rein
+//! replay` replays the tree and names a child that goes elsewhere.
 
 mod support;
 
@@ -242,4 +243,34 @@ fn a_child_waiting_for_approval_is_approved_by_id_and_its_parent_then_resumed() 
     rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
         .expect_code(0)
         .stdout_has(&["tree of 2 runs"]);
+}
+
+#[test]
+fn rein_replay_replays_the_tree_and_names_a_child_that_diverges() {
+    let (scratch, root, child) = delegated();
+    let replayed = rein_in(&scratch, &["replay", &root]);
+    replayed.expect_code(0).stdout_has(&[
+        &format!("replay of run {root} (a tree of 2 runs): matches ✓"),
+        &format!("    {child}  completed, 4 decisions, 4 states ✓"),
+    ]);
+    // Rebuilt without the tool the child called, the replay cannot follow the child.
+    let stored = scratch
+        .data()
+        .join("scenarios")
+        .join(format!("{root}.json"));
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    scenario["tools"][0]["fixture"] = serde_json::json!("notes.write");
+    std::fs::write(&stored, scenario.to_string()).unwrap();
+    let diverged = rein_in(&scratch, &["replay", &root]);
+    diverged.expect_code(1).stdout_has(&[
+        &format!("replay of run {root} (a tree of 2 runs): diverges ✗ — child run {child}:"),
+        "replayed failed",
+    ]);
+    let child_line = diverged
+        .stdout
+        .lines()
+        .find(|l| l.contains(child.as_str()) && l.ends_with('✗'))
+        .expect("the child's line");
+    assert!(child_line.starts_with("    "), "{child_line}");
 }
