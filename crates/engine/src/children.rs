@@ -5,29 +5,9 @@
 use std::sync::Arc;
 
 use rein_ledger::EntryKind;
-use rein_run::{
-    DynPlanner, EvidenceKind, LedgerHead, PendingApproval, Run, RunId, Spend, Timestamp,
-};
+use rein_run::{DynPlanner, EvidenceKind, LedgerHead, Run, RunId, Spend, Timestamp};
 
 use crate::error::ProjectionError;
-
-/// The one answer a run paused on a durable approval below it takes, once the verdict is
-/// given: it goes on. The answer is that run's own, never forwarded as its child's.
-pub(crate) const GO_ON: &str = "resume";
-
-/// The question a parent pauses on while a run below it waits for a verdict on `pending`:
-/// where the tree waits, and how to go on.
-pub(crate) fn approval_question(pending: &PendingApproval) -> String {
-    format!(
-        "child run {child} waits for approval of call `{tool}` (step {step}, input hash \
-         {hash}): grant or deny it with Engine::approve or `rein approve {child}`, then \
-         resume the paused run with the answer \"{GO_ON}\"",
-        child = pending.run,
-        tool = pending.tool,
-        step = pending.step,
-        hash = pending.input_hash,
-    )
-}
 
 /// What a run's ledger says about its place in a tree (kept by the projection).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -16,13 +16,13 @@ use std::sync::Arc;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
-    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, Run, RunId,
-    RunStatus, Spend,
+    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval,
+    Run, RunId, RunStatus, Spend,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::children::{GO_ON, OpenChild, approval_question};
+use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 use crate::handle::{Control, Controls};
@@ -43,6 +43,24 @@ enum Opened {
         question: String,
         options: Vec<String>,
     },
+}
+
+/// The one answer a run paused on a durable approval below it takes, once the verdict is
+/// given: it goes on. The answer is that run's own, never forwarded as its child's.
+const GO_ON: &str = "resume";
+
+/// The question a parent pauses on while a run below it waits for a verdict on `pending`:
+/// where the tree waits, and how to go on.
+fn approval_question(pending: &PendingApproval) -> String {
+    format!(
+        "child run {child} waits for approval of call `{tool}` (step {step}, input hash \
+         {hash}): grant or deny it with Engine::approve or `rein approve {child}`, then \
+         resume the paused run with the answer \"{GO_ON}\"",
+        child = pending.run,
+        tool = pending.tool,
+        step = pending.step,
+        hash = pending.input_hash,
+    )
 }
 
 type DriveFuture = Pin<Box<dyn Future<Output = Result<Run, EngineError>> + Send>>;
