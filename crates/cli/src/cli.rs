@@ -109,6 +109,16 @@ pub(crate) enum Command {
     /// with exactly the input it was requested with.
     #[command(after_help = APPROVE_AFTER)]
     Approve(ApproveArgs),
+    /// Replay a stored run, and every child run it delegated to, from its ledger.
+    ///
+    /// The engine is rebuilt from the scenario stored with the run, as for `rein resume`.
+    /// The recorded decisions, tool outputs, verdicts and answers are fed back through it
+    /// (no tool runs, nothing is written); rein says, run by run, whether the replay
+    /// reaches the same states, status and result. Exit 1 when it does not.
+    #[command(
+        after_help = "Examples:\n  rein replay 0193c6a2-...\n\nExit codes: 0 the replay matches, 1 it diverges, 2 no such run."
+    )]
+    Replay(ReplayArgs),
     /// List the runs in a data directory.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -225,10 +235,21 @@ pub(crate) struct ApproveArgs {
     pub(crate) json: bool,
 }
 
+/// `rein replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The run to replay (its children are replayed with it).
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+}
+
 /// `rein runs …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RunsCommand {
-    /// The runs in the data directory, oldest first, with status and age.
+    /// The runs in the data directory, oldest first, with status and age; a child run is
+    /// listed under the run that delegated to it, indented.
     #[command(after_help = "Examples:\n  rein runs list\n  rein runs list --data-dir /tmp/rein")]
     List(DataDirArg),
 }

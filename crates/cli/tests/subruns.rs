@@ -1,7 +1,9 @@
 //! Sub-runs from the command line: a scenario that delegates (named planners, `delegate`
 //! decisions) validates and runs; the summary shows what each child spent; `rein ledger
 //! verify --tree` verifies the whole tree and refuses a child ledger cut after its end;
-//! `rein inspect --tree` draws it.
+//! `rein inspect --tree` draws it; `rein runs list` shows a child under its parent; a child
+//! waiting for a durable approval is approved by its id, and its parent then resumed; `rein
+//! replay` replays the tree and names a child that goes elsewhere.
 
 mod support;
 
@@ -145,4 +147,130 @@ fn the_delegating_scenario_validates_against_the_published_schema() {
         .unwrap()
         .remove("goal");
     assert!(!validator.is_valid(&bad));
+}
+
+#[test]
+fn runs_list_shows_a_child_under_its_parent() {
+    let (scratch, root, child) = delegated();
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", listed.stdout);
+    assert!(lines[0].starts_with("RUN ID"), "{}", listed.stdout);
+    assert!(
+        lines[1].starts_with(&format!("{root} ")),
+        "{}",
+        listed.stdout
+    );
+    assert!(
+        lines[2].starts_with(&format!("└ {child} ")),
+        "{}",
+        listed.stdout
+    );
+    assert!(lines[2].contains("read the notes"), "{}", listed.stdout);
+    // The columns stay aligned: the status starts where the header's does.
+    let status = lines[0].find("STATUS").expect("a status column");
+    for line in &lines[1..] {
+        let from: String = line.chars().skip(status).collect();
+        assert!(from.starts_with("completed"), "{line}");
+    }
+}
+
+const CHILD_APPROVAL: &str = r#"{
+  "goal": "Drop the stale table through a helper run",
+  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}, "budgets": {"tool_calls": 3}},
+  "tools": [
+    {"fixture": "db.drop_table", "description": "Drops a database table", "annotations": {"destructive": true, "risk_level": "critical"}, "behavior": {"output": {"dropped": true}}}
+  ],
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "delegate", "goal": "drop the table", "budget": {"tool_calls": 1}, "planner": "dropper", "reason": "a helper drops it"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "the helper is back"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "table dropped by the helper"}}
+  ]},
+  "planners": {"dropper": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
+    {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
+    {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "stale"}},
+    {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
+    {"expect": "validate", "decision": {"type": "finish", "summary": "dropped"}}
+  ]}
+}"#;
+
+#[test]
+fn a_child_waiting_for_approval_is_approved_by_id_and_its_parent_then_resumed() {
+    let scratch = Scratch::new();
+    scratch.write("tree.json", CHILD_APPROVAL);
+    let paused = scratch.run("tree.json", &[]);
+    paused.expect_code(3);
+    let ids = scratch.run_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0);
+    let child_line = listed
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("└ "))
+        .expect("the child under its parent");
+    assert!(child_line.contains("WAITING-APPROVAL"), "{child_line}");
+    let child = child_line
+        .split_whitespace()
+        .nth(1)
+        .expect("an id")
+        .to_owned();
+    let root = ids.into_iter().find(|id| *id != child).expect("the root");
+    // The root's question names the child, the call and how to go on.
+    paused.stdout_has(&[
+        &format!("child run {child} waits for approval of call `db.drop_table`"),
+        &format!("rein approve {child}"),
+        "options    resume",
+    ]);
+    // An answer is no verdict: refused while the child waits.
+    rein_in(&scratch, &["resume", &root, "--input", "sure, drop it"])
+        .expect_code(3)
+        .stderr_has(&[&format!("run {child} is paused waiting for approval")]);
+    // The child, approved by its id, is rebuilt from its root's scenario and completes.
+    rein_in(
+        &scratch,
+        &["approve", &child, "--by", "alice", "--reason", "ticket 9"],
+    )
+    .expect_code(0)
+    .stdout_has(&["completed ✓", "1 requested, 1 granted"]);
+    rein_in(&scratch, &["resume", &root, "--input", "resume"])
+        .expect_code(0)
+        .stdout_has(&["completed ✓", "completed — drop the table"]);
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(0)
+        .stdout_has(&["tree of 2 runs"]);
+}
+
+#[test]
+fn rein_replay_replays_the_tree_and_names_a_child_that_diverges() {
+    let (scratch, root, child) = delegated();
+    let replayed = rein_in(&scratch, &["replay", &root]);
+    replayed.expect_code(0).stdout_has(&[
+        &format!("replay of run {root} (a tree of 2 runs): matches ✓"),
+        &format!("    {child}  completed, 4 decisions, 4 states ✓"),
+    ]);
+    // Rebuilt without the tool the child called, the replay cannot follow the child.
+    let stored = scratch
+        .data()
+        .join("scenarios")
+        .join(format!("{root}.json"));
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    scenario["tools"][0]["fixture"] = serde_json::json!("notes.write");
+    std::fs::write(&stored, scenario.to_string()).unwrap();
+    let diverged = rein_in(&scratch, &["replay", &root]);
+    diverged.expect_code(1).stdout_has(&[
+        &format!("replay of run {root} (a tree of 2 runs): diverges ✗ — child run {child}:"),
+        "replayed failed",
+    ]);
+    let child_line = diverged
+        .stdout
+        .lines()
+        .find(|l| l.contains(child.as_str()) && l.ends_with('✗'))
+        .expect("the child's line");
+    assert!(child_line.starts_with("    "), "{child_line}");
 }

@@ -208,6 +208,8 @@ pub(crate) async fn approve(
             .await?;
     }
     driver.rec.persist().await?;
+    // A child approved directly is driven by the planner its link names.
+    driver.adopt_planner();
     driver.drive().await
 }
 

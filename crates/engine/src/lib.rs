@@ -64,6 +64,7 @@ mod recorder;
 mod recovery;
 mod rejection;
 mod replay;
+mod replay_serve;
 mod shared;
 mod spec;
 mod subrun;

@@ -195,6 +195,16 @@ pub(crate) async fn reopen(
         });
     }
     let expired = crate::durable::due(shared, &policy, run)?;
+    // A run paused on its open child: refused while a run below waits for a verdict (an
+    // answer is never one); the answer goes on to the child only when the child asks the
+    // question it answers.
+    let forward = match (&proj.tree.open, run.status()) {
+        (Some(open), RunStatus::Paused) => {
+            let asked = asked_below(shared, &open.child).await?;
+            asked.is_some() && asked.as_deref() == run.pending_question().map(|q| &*q.question)
+        }
+        _ => true,
+    };
     match (
         run.pending_question()
             .filter(|_| run.status() == RunStatus::Paused),
@@ -262,7 +272,7 @@ pub(crate) async fn reopen(
         driver.expire(&pending, timeout_ms).await?;
     } else if let Some(child) = driver.rec.proj.tree.open.clone() {
         // A child is open: the drive settles it first (answering it, if answered).
-        driver.sub.resume = Some((child, answer.map(str::to_owned)));
+        driver.sub.resume = Some((child, answer.filter(|_| forward).map(str::to_owned)));
     } else if let Some(open) = open {
         let retry_all = shared.config.in_doubt == InDoubtPolicy::RetryAll;
         driver.settle_in_doubt(open, retry_all).await?;
@@ -274,6 +284,43 @@ pub(crate) async fn reopen(
     }
     driver.rec.persist().await?;
     Ok((driver, guard))
+}
+
+/// The question the open child `child` of a paused run asks, if it asks one.
+///
+/// # Errors
+/// [`EngineError::AwaitingApproval`] when the child, or a run below it, waits for a verdict
+/// on a durable approval in time; as [`load_ledger`] and [`rebuild`].
+async fn asked_below(shared: &Arc<Shared>, child: &RunId) -> Result<Option<String>, EngineError> {
+    let mut id = child.clone();
+    let mut asked = None;
+    // A tree is no deeper than the engine allows; a ledger naming more is not followed.
+    for depth in 0..=shared.config.max_depth {
+        let ledger = match load_ledger(shared, &id).await {
+            Ok(loaded) => loaded.loaded.ledger,
+            Err(EngineError::RunNotFound { .. }) => break,
+            Err(e) => return Err(e),
+        };
+        let (budget, policy) = recorded_policy(shared, &id, &ledger)?;
+        let proj = rebuild(&id, &ledger, budget)?;
+        let run = &proj.run;
+        if let Err(e @ EngineError::AwaitingApproval { .. }) =
+            crate::durable::due(shared, &policy, run)
+        {
+            return Err(e);
+        }
+        if run.status() != RunStatus::Paused {
+            break;
+        }
+        if depth == 0 {
+            asked = run.pending_question().map(|q| q.question.clone());
+        }
+        match proj.tree.open {
+            Some(open) => id = open.child,
+            None => break,
+        }
+    }
+    Ok(asked)
 }
 
 /// Opens run `id`, not being driven now, to act on it where it stopped (a verdict on its

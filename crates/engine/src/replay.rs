@@ -1,25 +1,25 @@
 //! Replay: feed a recorded ledger back through the engine — decisions from the ledger, tool
-//! outputs from the ledger, no tool executed — and compare where the run goes.
+//! outputs from the ledger, no tool executed — and compare where the run goes. A run that
+//! delegated is replayed as the tree it was: each child is served its own recorded ledger.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rein_ledger::{EntryKind, Ledger, RunOutline};
-use rein_policy::{
-    ApprovalRequest, ApprovalResponse, Approver, ApproverError, PolicySnapshot, Verdict,
-};
-use rein_run::{
-    Decision, Payload, PlanRequest, Planner, PlannerError, RunStatus, ToolName, ToolSpec,
-};
-use rein_tool::{Tool, ToolError, ToolOutput};
+use rein_policy::PolicySnapshot;
+use rein_run::{RunId, RunStatus};
 use serde_json::Value;
 
 use crate::clock::ManualClock;
 use crate::engine::Engine;
 use crate::error::{EngineError, RecordedPolicyError};
+use crate::replay_serve::{
+    LedgerTree, Missing, RecordedApprover, RecordedIds, RecordedPlanner, RecordedTool, Served,
+    load_tree,
+};
 use crate::spec::RunSpec;
 
-/// What a replay found.
+/// What a replay found: for the run replayed and, in [`children`](Self::children), for
+/// every child run it delegated to.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ReplayReport {
@@ -27,18 +27,73 @@ pub struct ReplayReport {
     pub recorded: RunOutline,
     /// Where the replayed run went.
     pub replayed: RunOutline,
+    /// The run this report is about.
+    pub run: RunId,
+    /// One report per child run, in the order they started: the recorded children, then
+    /// any the replay started beyond them. A child only one side has is a divergence.
+    pub children: Vec<ReplayReport>,
+    /// Which sides started this run: both, or only the record or only the replay.
+    sides: Sides,
+    /// Whether this run is a child (its divergence names it).
+    child: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sides {
+    Both,
+    RecordedOnly,
+    ReplayedOnly,
 }
 
 impl ReplayReport {
-    /// Whether the replay reached the same states, decisions, status and result.
+    /// Whether the replay reached the same states, decisions, status and result, in this
+    /// run and in every child run below it.
     #[must_use]
     pub fn matches(&self) -> bool {
-        self.recorded == self.replayed
+        self.sides == Sides::Both
+            && self.recorded == self.replayed
+            && self.children.iter().all(Self::matches)
     }
 
-    /// The first difference, in words, if any.
+    /// The first difference, in words, if any. A child run's difference comes first
+    /// (what a child ends with is what its parent goes on from) and names the child.
     #[must_use]
     pub fn divergence(&self) -> Option<String> {
+        let replayed = |c: &&Self| c.sides == Sides::Both;
+        if let Some(found) = self
+            .children
+            .iter()
+            .filter(replayed)
+            .find_map(Self::divergence)
+        {
+            return Some(found);
+        }
+        if let Some(found) = self.own_divergence() {
+            return Some(if self.child {
+                format!("child run {}: {found}", self.run)
+            } else {
+                found
+            });
+        }
+        self.children
+            .iter()
+            .filter(|c| !replayed(c))
+            .find_map(Self::divergence)
+    }
+
+    /// Every report of the tree, this one first, depth first.
+    pub fn reports(&self) -> Box<dyn Iterator<Item = &Self> + '_> {
+        Box::new(std::iter::once(self).chain(self.children.iter().flat_map(Self::reports)))
+    }
+
+    fn own_divergence(&self) -> Option<String> {
+        match self.sides {
+            Sides::RecordedOnly => return Some("the replay never started it".to_owned()),
+            Sides::ReplayedOnly => {
+                return Some("the replay started it; the record has no such child".to_owned());
+            }
+            Sides::Both => {}
+        }
         let (r, p) = (&self.recorded, &self.replayed);
         if let Some(i) = r.states.iter().zip(&p.states).position(|(a, b)| a != b) {
             return Some(format!(
@@ -66,79 +121,21 @@ impl ReplayReport {
     }
 }
 
-/// Serves recorded decisions by step.
-#[derive(Debug)]
-struct RecordedPlanner {
-    decisions: HashMap<u32, Decision>,
-}
-
-impl Planner for RecordedPlanner {
-    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
-        self.decisions.get(&request.step()).cloned().ok_or_else(|| {
-            PlannerError::failed(format!(
-                "replay: the ledger has no decision for step {}",
-                request.step()
-            ))
-        })
-    }
-}
-
-/// Serves a tool's recorded outcomes in order.
-#[derive(Debug)]
-struct RecordedTool {
-    spec: ToolSpec,
-    outcomes: Mutex<VecDeque<Result<ToolOutput, ToolError>>>,
-}
-
-impl Tool for RecordedTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-    async fn call(&self, _input: Value) -> Result<ToolOutput, ToolError> {
-        let next = self
-            .outcomes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
-        next.unwrap_or_else(|| {
-            Err(ToolError::failed(
-                "replay: the ledger records no further outcome of this tool",
-            ))
-        })
-    }
-}
-
-/// Serves recorded approval verdicts in order.
-#[derive(Debug)]
-struct RecordedApprover {
-    verdicts: Mutex<VecDeque<(Verdict, String, String)>>,
-}
-
-impl Approver for RecordedApprover {
-    async fn decide(&self, request: &ApprovalRequest) -> Result<ApprovalResponse, ApproverError> {
-        let next = self
-            .verdicts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
-        match next {
-            Some((Verdict::Granted, who, why)) => Ok(ApprovalResponse::grant(request, who, why)),
-            Some((Verdict::Denied, who, why)) => Ok(ApprovalResponse::deny(request, who, why)),
-            None => Err(ApproverError::new(
-                "replay: the ledger records no further approval",
-            )),
-        }
-    }
-}
-
 impl Engine {
     /// Replays a recorded ledger: the recorded decisions are proposed again, tool outputs and
     /// approvals are served from the ledger (no tool runs, nothing leaves the process), under
     /// the policy the run recorded. Reports whether the run reaches the same states and result.
     ///
+    /// A run that delegated is replayed as a tree: each child's recorded ledger is read from
+    /// this engine's ledger store, each child is served its own recorded decisions (under
+    /// every planner name the record used), tools' outcomes and approvals are served in the
+    /// order the tree ran them, and the report holds one report per child.
+    ///
     /// # Errors
     /// [`EngineError::InvalidRecordedPolicy`] when the ledger does not start with a readable
-    /// `run_started`; an artifact store error when a recorded output cannot be read back.
+    /// `run_started`; [`EngineError::TreeBroken`] naming the child when a child's recorded
+    /// ledger is not in this engine's store; an artifact store error when a recorded output
+    /// cannot be read back.
     pub async fn replay(&self, recorded: &Ledger) -> Result<ReplayReport, EngineError> {
         let id = recorded.run_id().clone();
         let invalid = |source| EngineError::InvalidRecordedPolicy {
@@ -157,58 +154,27 @@ impl Engine {
             approvals: (policy.approvals.clone()).with_mode(rein_policy::ApprovalMode::InProcess),
             ..policy
         };
-
-        let mut decisions = HashMap::new();
-        let mut outcomes: HashMap<ToolName, VecDeque<Result<ToolOutput, ToolError>>> =
-            HashMap::new();
-        let mut verdicts = VecDeque::new();
-        let mut answers = VecDeque::new();
-        for entry in recorded.entries() {
-            match entry.event() {
-                EntryKind::Decision { step, decision } => {
-                    decisions.insert(*step, decision.clone());
-                }
-                EntryKind::ToolResult {
-                    tool,
-                    cached: false,
-                    output,
-                    ..
-                } => {
-                    let value = match output {
-                        Payload::Inline(value) => value.clone(),
-                        Payload::Artifact(link) => self.artifact_json(&link.id).await?,
-                    };
-                    outcomes
-                        .entry(tool.clone())
-                        .or_default()
-                        .push_back(Ok(ToolOutput::new(value)));
-                }
-                EntryKind::ToolError { tool, error, .. } => {
-                    outcomes
-                        .entry(tool.clone())
-                        .or_default()
-                        .push_back(Err(error.clone()));
-                }
-                EntryKind::ApprovalGranted {
-                    approver, reason, ..
-                } => {
-                    verdicts.push_back((Verdict::Granted, approver.clone(), reason.clone()));
-                }
-                EntryKind::ApprovalDenied {
-                    approver, reason, ..
-                } => {
-                    verdicts.push_back((Verdict::Denied, approver.clone(), reason.clone()));
-                }
-                EntryKind::HumanInputReceived { answer } => answers.push_back(answer.clone()),
-                _ => {}
-            }
-        }
+        let tree = load_tree(self, recorded.clone(), Missing::Refused).await?;
+        let Served {
+            decisions,
+            mut outcomes,
+            verdicts,
+            mut answers,
+            children,
+            planners,
+        } = Served::gather(self, &tree).await?;
 
         let shared = self.shared();
+        let planner = RecordedPlanner {
+            decisions: Arc::new(decisions),
+        };
         let mut builder = Engine::builder()
-            .planner(RecordedPlanner { decisions })
+            .planner(planner.clone())
             .approver(RecordedApprover {
                 verdicts: Mutex::new(verdicts),
+            })
+            .ids(RecordedIds {
+                ids: Mutex::new(children),
             })
             .policy(policy)
             .resilience(shared.resilience.clone())
@@ -219,11 +185,15 @@ impl Engine {
                     .map_or(0, |e| e.at().as_unix_millis()),
             ))
             .on_tool_error(shared.config.on_tool_error)
+            .max_depth(shared.config.max_depth)
             // The recorded batches fit; one call at a time serves each tool's outcomes in
             // the batch's order.
             .max_batch(shared.config.max_batch)
             .batch_concurrency(1)
             .inline_output_limit(usize::MAX);
+        for name in planners {
+            builder = builder.planner_named(name, planner.clone());
+        }
         for spec in shared.tools.specs() {
             let outcomes = Mutex::new(outcomes.remove(spec.name()).unwrap_or_default());
             builder = builder.tool(RecordedTool {
@@ -249,13 +219,11 @@ impl Engine {
             run = replayer.resume_with_input(&id, &answer).await?;
         }
         let replayed = replayer.ledger(&id).await?;
-        Ok(ReplayReport {
-            recorded: recorded.outline(),
-            replayed: replayed.outline(),
-        })
+        let replayed = load_tree(&replayer, replayed, Missing::Skipped).await?;
+        Ok(report(Some(&tree), Some(&replayed), &id, false))
     }
 
-    async fn artifact_json(&self, id: &str) -> Result<Value, EngineError> {
+    pub(crate) async fn artifact_json(&self, id: &str) -> Result<Value, EngineError> {
         let id: rein_artifact::ArtifactId =
             id.parse().map_err(|e: rein_artifact::ArtifactIdError| {
                 EngineError::ArtifactStore(rein_artifact::ArtifactError::InvalidId(e))
@@ -263,4 +231,41 @@ impl Engine {
         let (_, bytes) = self.shared().artifacts.get_boxed(&id).await?;
         Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
+}
+
+/// The report on a run the record and the replay have (one of them, for a child only one
+/// side started), its children paired by the order they started.
+fn report(
+    recorded: Option<&LedgerTree>,
+    replayed: Option<&LedgerTree>,
+    run: &RunId,
+    child: bool,
+) -> ReplayReport {
+    let outline =
+        |t: Option<&LedgerTree>| t.map_or_else(|| RunOutline::of(&[]), |t| t.ledger.outline());
+    let sides = match (recorded.is_some(), replayed.is_some()) {
+        (true, false) => Sides::RecordedOnly,
+        (false, true) => Sides::ReplayedOnly,
+        _ => Sides::Both,
+    };
+    let (r, p) = (children_of(recorded), children_of(replayed));
+    let children = (0..r.len().max(p.len()))
+        .filter_map(|i| {
+            let (a, b) = (r.get(i), p.get(i));
+            let run = a.or(b)?.ledger.run_id();
+            Some(report(a, b, run, true))
+        })
+        .collect();
+    ReplayReport {
+        recorded: outline(recorded),
+        replayed: outline(replayed),
+        run: run.clone(),
+        children,
+        sides,
+        child,
+    }
+}
+
+fn children_of(tree: Option<&LedgerTree>) -> &[LedgerTree] {
+    tree.map_or(&[], |t| &t.children)
 }

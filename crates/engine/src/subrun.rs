@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
-    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, Run, RunId,
-    RunStatus, Spend,
+    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval,
+    Run, RunId, RunStatus, Spend,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -43,6 +43,24 @@ enum Opened {
         question: String,
         options: Vec<String>,
     },
+}
+
+/// The one answer a run paused on a durable approval below it takes, once the verdict is
+/// given: it goes on. The answer is that run's own, never forwarded as its child's.
+const GO_ON: &str = "resume";
+
+/// The question a parent pauses on while a run below it waits for a verdict on `pending`:
+/// where the tree waits, and how to go on.
+fn approval_question(pending: &PendingApproval) -> String {
+    format!(
+        "child run {child} waits for approval of call `{tool}` (step {step}, input hash \
+         {hash}): grant or deny it with Engine::approve or `rein approve {child}`, then \
+         resume the paused run with the answer \"{GO_ON}\"",
+        child = pending.run,
+        tool = pending.tool,
+        step = pending.step,
+        hash = pending.input_hash,
+    )
 }
 
 type DriveFuture = Pin<Box<dyn Future<Output = Result<Run, EngineError>> + Send>>;
@@ -211,15 +229,16 @@ impl Driver {
             match run.status() {
                 RunStatus::Completed | RunStatus::Failed => self.end_child(&run).await,
                 RunStatus::Paused => {
-                    // A child paused without a question of its own (none today) still
-                    // pauses its parent with one that says where the tree waits.
-                    let (question, options) = run
-                        .pending_question()
-                        .filter(|p| !p.question.trim().is_empty())
-                        .map_or_else(
-                            || (format!("child run {} is paused", run.id()), Vec::new()),
-                            |p| (p.question.clone(), p.options.clone()),
-                        );
+                    // The parent's question says where the tree waits: for a verdict on
+                    // the child's call (an answer is not one), or for the child's answer.
+                    let (question, options) = match (run.pending_approval(), run.pending_question())
+                    {
+                        (Some(pending), _) => (approval_question(pending), vec![GO_ON.to_owned()]),
+                        (None, Some(p)) if !p.question.trim().is_empty() => {
+                            (p.question.clone(), p.options.clone())
+                        }
+                        _ => (format!("child run {} is paused", run.id()), Vec::new()),
+                    };
                     self.pause_for(question, options).await
                 }
                 _ => {
@@ -278,6 +297,12 @@ impl Driver {
             Err(EngineError::AwaitingAnswer {
                 question, options, ..
             }) => return Ok(Opened::Paused { question, options }),
+            Err(EngineError::AwaitingApproval { pending, .. }) => {
+                return Ok(Opened::Paused {
+                    question: approval_question(&pending),
+                    options: vec![GO_ON.to_owned()],
+                });
+            }
             Err(e) => return Err(e),
         };
         driver.sub.planner = planner;

@@ -7,6 +7,7 @@ mod ledger;
 pub(crate) mod mcp;
 mod mcp_serve;
 mod prompt;
+mod replay;
 mod run;
 mod runs;
 mod tools;
@@ -28,6 +29,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Run(args) => run::run(args).await,
         Command::Resume(args) => run::resume(args).await,
         Command::Approve(args) => approve::approve(args).await,
+        Command::Replay(args) => replay::replay(args).await,
         Command::Runs(RunsCommand::List(data)) => runs::list(&data),
         Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),

@@ -123,7 +123,9 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
     }
     // Everything below reads the run as another `rein` driving it leaves it.
     let lock = data.lock_run(id).await?;
-    let scenario_path = data.scenario(id);
+    // A child run is rebuilt from the scenario of the run `rein run` started its tree with.
+    let owner = scenario_owner(data, id);
+    let scenario_path = data.scenario(&owner);
     if !scenario_path.is_file() {
         return Err(CliError::bad_input(format!(
             "run {id} has no stored scenario ({} is missing), so its tools and planner cannot be rebuilt; only runs started with `rein run` can be {verb} by the CLI",
@@ -131,7 +133,7 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
         )));
     }
     let mut loaded = scenario::load(&scenario_path)?;
-    restore_secrets(&mut loaded, data, id)?;
+    restore_secrets(&mut loaded, data, &owner)?;
     let setup = Setup {
         workspace: None,
         data_dir: Some(data.root().to_path_buf()),
@@ -317,6 +319,28 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
 
 /// Puts back the MCP `env`/`headers` literals the stored copy of run `id`'s scenario left
 /// out, reading them from its original file.
+/// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
+/// none), its parent's, up to the root of its tree.
+fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
+    let mut owner = id.clone();
+    let mut seen = std::collections::HashSet::new();
+    while !data.scenario(&owner).is_file() && seen.insert(owner.clone()) {
+        let parent = LedgerFile::read(&data.ledger(&owner), Some(&owner), data)
+            .ok()
+            .and_then(|file| {
+                file.entries.iter().find_map(|e| match e.event() {
+                    EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+                    _ => None,
+                })
+            });
+        match parent {
+            Some(parent) => owner = parent,
+            None => return id.clone(),
+        }
+    }
+    owner
+}
+
 fn restore_secrets(
     loaded: &mut scenario::Loaded,
     data: &DataDir,

@@ -1,14 +1,26 @@
-//! `rein runs list`: the runs in a data directory, from their ledgers.
+//! `rein runs list`: the runs in a data directory, from their ledgers; a child run is
+//! listed under the run that delegated to it, indented.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rein::EntryKind;
+use rein::{EntryKind, RunId};
 
 use crate::cli::DataDirArg;
 use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
 use crate::ledger_file::{Broken, LedgerFile};
 use crate::render::{age, truncate};
+
+/// The width of the run id column: a UUID's.
+const ID_WIDTH: usize = 36;
+
+/// One run's row: its parent (from its `child_of` entry) and the columns after its id.
+struct Row {
+    id: RunId,
+    parent: Option<RunId>,
+    columns: String,
+}
 
 /// `rein runs list`.
 pub(crate) fn list(arg: &DataDirArg) -> CliResult {
@@ -23,53 +35,126 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0);
+    let rows: Vec<Row> = ids.into_iter().map(|id| row(&data, id, now)).collect();
+    let ordered = tree_order(&rows);
+    let labels: Vec<String> = ordered
+        .iter()
+        .map(|&(i, depth)| id_label(&rows[i].id, depth))
+        .collect();
+    let width = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(ID_WIDTH);
     println!(
-        "{:<36}  {:<11}  {:<8}  {:>5}  {:>5}  GOAL",
+        "{:<width$}  {:<11}  {:<8}  {:>5}  {:>5}  GOAL",
         "RUN ID", "STATUS", "STATE", "STEPS", "AGE"
     );
-    for id in ids {
-        let row = match LedgerFile::read(&data.ledger(&id), Some(&id), &data) {
-            Err(e) => format!("{:<36}  {:<11}  {e}", id.as_str(), "unreadable"),
-            Ok(file) => {
-                let info = file.outline();
-                let waiting = waiting_for_approval(&file.entries);
-                let status = if file.verdict.is_err() {
-                    "BROKEN".to_owned()
-                } else if waiting.is_some() {
-                    "WAITING-APPROVAL".to_owned()
-                } else {
-                    info.status.to_string()
-                };
-                let goal = match &file.verdict {
-                    Ok(()) if waiting.is_some() => format!(
-                        "{} — {}",
-                        waiting.unwrap_or_default(),
-                        truncate(&info.goal, 40)
-                    ),
-                    Err(Broken::Gone { missing, .. }) => format!(
-                        "(the ledger {}: it falls short of its run snapshot; `rein ledger verify {id}` says more)",
-                        if *missing { "is missing" } else { "is empty" }
-                    ),
-                    _ => truncate(&info.goal, 60),
-                };
-                let age = file.started().map_or_else(
-                    || "?".to_owned(),
-                    |t| age(now.saturating_sub(t.as_unix_millis())),
-                );
-                format!(
-                    "{:<36}  {:<11}  {:<8}  {:>5}  {:>5}  {}",
-                    id.as_str(),
-                    status,
-                    info.state().as_str(),
-                    info.decisions,
-                    age,
-                    goal
-                )
-            }
-        };
-        println!("{row}");
+    for (&(i, _), label) in ordered.iter().zip(&labels) {
+        println!("{label:<width$}  {}", rows[i].columns);
     }
     Ok(Exit::Ok)
+}
+
+/// Reads run `id`'s ledger into its row.
+fn row(data: &DataDir, id: RunId, now: u64) -> Row {
+    let file = match LedgerFile::read(&data.ledger(&id), Some(&id), data) {
+        Err(e) => {
+            return Row {
+                columns: format!("{:<11}  {e}", "unreadable"),
+                id,
+                parent: None,
+            };
+        }
+        Ok(file) => file,
+    };
+    let parent = file.entries.iter().find_map(|e| match e.event() {
+        EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+        _ => None,
+    });
+    let info = file.outline();
+    let waiting = waiting_for_approval(&file.entries);
+    let status = if file.verdict.is_err() {
+        "BROKEN".to_owned()
+    } else if waiting.is_some() {
+        "WAITING-APPROVAL".to_owned()
+    } else {
+        info.status.to_string()
+    };
+    let goal = match &file.verdict {
+        Ok(()) if waiting.is_some() => format!(
+            "{} — {}",
+            waiting.unwrap_or_default(),
+            truncate(&info.goal, 40)
+        ),
+        Err(Broken::Gone { missing, .. }) => format!(
+            "(the ledger {}: it falls short of its run snapshot; `rein ledger verify {id}` says more)",
+            if *missing { "is missing" } else { "is empty" }
+        ),
+        _ => truncate(&info.goal, 60),
+    };
+    let age = file.started().map_or_else(
+        || "?".to_owned(),
+        |t| age(now.saturating_sub(t.as_unix_millis())),
+    );
+    Row {
+        columns: format!(
+            "{:<11}  {:<8}  {:>5}  {:>5}  {}",
+            status,
+            info.state().as_str(),
+            info.decisions,
+            age,
+            goal
+        ),
+        id,
+        parent,
+    }
+}
+
+/// The rows in the order to list them, each with its depth: every run whose parent is not
+/// listed (a root) in the listing's order, each followed by its children, depth first, in
+/// the order they started.
+fn tree_order(rows: &[Row]) -> Vec<(usize, usize)> {
+    let index: HashMap<&RunId, usize> = rows.iter().enumerate().map(|(i, r)| (&r.id, i)).collect();
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        match row.parent.as_ref().and_then(|p| index.get(p)) {
+            Some(&parent) if parent != i => children.entry(parent).or_default().push(i),
+            _ => roots.push(i),
+        }
+    }
+    let mut ordered = Vec::with_capacity(rows.len());
+    let mut seen = HashSet::new();
+    let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&i| (i, 0)).collect();
+    loop {
+        while let Some((i, depth)) = stack.pop() {
+            if !seen.insert(i) {
+                continue;
+            }
+            ordered.push((i, depth));
+            if let Some(kids) = children.get(&i) {
+                stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+            }
+        }
+        // Runs whose parents name each other in a circle (a forged ledger) reach no root:
+        // listed all the same, at the top.
+        match (0..rows.len()).find(|i| !seen.contains(i)) {
+            Some(i) => stack.push((i, 0)),
+            None => break,
+        }
+    }
+    ordered
+}
+
+/// The run id column of a run at `depth` in its tree: a child is indented under its
+/// parent, with a corner.
+fn id_label(id: &RunId, depth: usize) -> String {
+    match depth {
+        0 => id.as_str().to_owned(),
+        _ => format!("{}└ {}", "  ".repeat(depth - 1), id.as_str()),
+    }
 }
 
 /// The call a run waits for under a durable approval, as its ledger ends: the last
@@ -83,5 +168,54 @@ fn waiting_for_approval(entries: &[rein::Entry]) -> Option<String> {
             pending.tool, pending.risk, pending.step
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, parent: Option<&str>) -> Row {
+        Row {
+            id: RunId::new(id).unwrap(),
+            parent: parent.map(|p| RunId::new(p).unwrap()),
+            columns: String::new(),
+        }
+    }
+
+    #[test]
+    fn children_come_under_their_parents_depth_first() {
+        let rows = [
+            row("a", None),
+            row("b", Some("a")),
+            row("c", None),
+            row("d", Some("b")),
+            row("e", Some("a")),
+            row("f", Some("gone")),
+        ];
+        let order: Vec<(&str, usize)> = tree_order(&rows)
+            .into_iter()
+            .map(|(i, d)| (rows[i].id.as_str(), d))
+            .collect();
+        assert_eq!(
+            order,
+            [("a", 0), ("b", 1), ("d", 2), ("e", 1), ("c", 0), ("f", 0)]
+        );
+    }
+
+    #[test]
+    fn runs_naming_each_other_as_parents_are_listed_once() {
+        let rows = [row("a", Some("b")), row("b", Some("a")), row("c", None)];
+        let mut order: Vec<usize> = tree_order(&rows).into_iter().map(|(i, _)| i).collect();
+        order.sort_unstable();
+        assert_eq!(order, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_child_is_indented_with_a_corner() {
+        let id = RunId::new("run-2").unwrap();
+        assert_eq!(id_label(&id, 0), "run-2");
+        assert_eq!(id_label(&id, 1), "└ run-2");
+        assert_eq!(id_label(&id, 2), "  └ run-2");
     }
 }
