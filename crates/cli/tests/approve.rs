@@ -60,9 +60,22 @@ fn paused(scratch: &Scratch) -> String {
 fn a_second_rein_process_approves_and_the_run_completes_and_verifies() {
     let scratch = Scratch::new();
     let id = paused(&scratch);
-    rein_in(&scratch, &["runs", "list"])
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed
         .expect_code(0)
         .stdout_has(&[&id, "WAITING-APPROVAL", "db.drop_table (risk critical"]);
+    // The longest status still leaves the next column under its heading.
+    let header = listed.stdout.lines().next().expect("a header");
+    let row = listed
+        .stdout
+        .lines()
+        .find(|l| l.contains(&id))
+        .expect("the run's row");
+    let state = header.find("STATE").expect("a STATE column");
+    assert!(
+        row[..state].ends_with("  ") && !row[state..].starts_with(' '),
+        "the STATE column is not aligned:\n{header}\n{row}"
+    );
     // Resuming without a verdict is refused: still paused, and how to approve is shown.
     rein_in(&scratch, &["resume", &id])
         .expect_code(3)

@@ -15,6 +15,12 @@ use crate::render::{age, truncate};
 /// The width of the run id column: a UUID's.
 const ID_WIDTH: usize = 36;
 
+/// The width of the status column: its longest value's, `WAITING-APPROVAL`.
+const STATUS_WIDTH: usize = WAITING_APPROVAL.len();
+
+/// The status of a run that waits for a verdict.
+const WAITING_APPROVAL: &str = "WAITING-APPROVAL";
+
 /// One run's row: its parent (from its `child_of` entry) and the columns after its id.
 struct Row {
     id: RunId,
@@ -48,7 +54,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         .unwrap_or(0)
         .max(ID_WIDTH);
     println!(
-        "{:<width$}  {:<11}  {:<8}  {:>5}  {:>5}  GOAL",
+        "{:<width$}  {:<STATUS_WIDTH$}  {:<8}  {:>5}  {:>5}  GOAL",
         "RUN ID", "STATUS", "STATE", "STEPS", "AGE"
     );
     for (&(i, _), label) in ordered.iter().zip(&labels) {
@@ -62,7 +68,7 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
     let file = match LedgerFile::read(&data.ledger(&id), Some(&id), data) {
         Err(e) => {
             return Row {
-                columns: format!("{:<11}  {e}", "unreadable"),
+                columns: format!("{:<STATUS_WIDTH$}  {e}", "unreadable"),
                 id,
                 parent: None,
             };
@@ -78,7 +84,7 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
     let status = if file.verdict.is_err() {
         "BROKEN".to_owned()
     } else if waiting.is_some() {
-        "WAITING-APPROVAL".to_owned()
+        WAITING_APPROVAL.to_owned()
     } else {
         info.status.to_string()
     };
@@ -100,7 +106,7 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
     );
     Row {
         columns: format!(
-            "{:<11}  {:<8}  {:>5}  {:>5}  {}",
+            "{:<STATUS_WIDTH$}  {:<8}  {:>5}  {:>5}  {}",
             status,
             info.state().as_str(),
             info.decisions,
