@@ -2,8 +2,8 @@
 //! tower's retry layer (honouring `Retry-After`), a circuit breaker, and bounded reads.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource as _};
@@ -12,13 +12,17 @@ use rein_run::Digest;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use tower::ServiceExt as _;
-use tower::retry::{Policy, Retry};
+use tower::retry::Retry;
 
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
+
+mod retry;
+
+use retry::{Breaker, RetryPolicy, retry_after};
 
 /// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
 /// server asking for more fails the call instead.
@@ -442,33 +446,6 @@ pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
     })
 }
 
-/// `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (RFC 9110 §10.2.3),
-/// read against the wall clock. A date in the past means now; the caller bounds the wait by
-/// [`MAX_RETRY_AFTER`].
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    retry_after_at(headers, std::time::SystemTime::now())
-}
-
-/// [`retry_after`] with `now` given.
-fn retry_after_at(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
-    const DAY: f64 = 86_400.0;
-    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
-    let secs = |s: &str| s.parse::<f64>().ok().filter(|d| d.is_finite() && *d >= 0.0);
-    if let Some(ms) = text("retry-after-ms").and_then(secs) {
-        return Some(Duration::from_secs_f64((ms / 1000.0).min(DAY)));
-    }
-    let value = text("retry-after")?;
-    if let Some(s) = secs(value) {
-        return Some(Duration::from_secs_f64(s.min(DAY)));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(now)
-            .unwrap_or(Duration::ZERO)
-            .min(Duration::from_secs_f64(DAY)),
-    )
-}
-
 /// Reads at most `limit` bytes of the body; `true` when it was cut there.
 async fn read_bounded(
     mut response: reqwest::Response,
@@ -486,153 +463,9 @@ async fn read_bounded(
     Ok((out, false))
 }
 
-/// Retries transient failures: 429 after its `Retry-After` (else the backoff), 5xx and
-/// connection errors after a doubling backoff. Timeouts are not retried: a hung server
-/// would only hang again.
-#[derive(Debug, Clone)]
-struct RetryPolicy {
-    left: u32,
-    backoff: Duration,
-    /// The longest `Retry-After` honoured.
-    max_wait: Duration,
-}
-
-impl Policy<Arc<Vec<u8>>, ChatResponse, LlmError> for RetryPolicy {
-    type Future = tokio::time::Sleep;
-
-    fn retry(
-        &mut self,
-        _: &mut Arc<Vec<u8>>,
-        result: &mut Result<ChatResponse, LlmError>,
-    ) -> Option<Self::Future> {
-        let Err(error) = result else { return None };
-        if self.left == 0 || matches!(error, LlmError::Timeout(_)) || !error.is_transient() {
-            return None;
-        }
-        let wait = match error {
-            LlmError::RateLimited {
-                retry_after: Some(after),
-            } if *after > self.max_wait => return None,
-            LlmError::RateLimited {
-                retry_after: Some(after),
-            } => *after,
-            _ => {
-                let wait = self.backoff;
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-                wait
-            }
-        };
-        self.left -= 1;
-        tracing::debug!(?wait, %error, "model call failed; retrying");
-        Some(tokio::time::sleep(wait))
-    }
-
-    fn clone_request(&mut self, request: &Arc<Vec<u8>>) -> Option<Arc<Vec<u8>>> {
-        Some(Arc::clone(request))
-    }
-}
-
-/// A circuit breaker per provider: `threshold` failed calls in a row (transient failures
-/// and timeouts, after retries) open it for `open_for`; then one call is let through.
-#[derive(Debug, Clone)]
-struct Breaker {
-    threshold: u32,
-    open_for: Duration,
-    state: Arc<Mutex<BreakerState>>,
-}
-
-#[derive(Debug, Default)]
-struct BreakerState {
-    failures: u32,
-    opened: Option<Instant>,
-}
-
-impl Breaker {
-    fn new(threshold: u32, open_for: Duration) -> Self {
-        Self {
-            threshold: threshold.max(1),
-            open_for,
-            state: Arc::default(),
-        }
-    }
-
-    fn admit(&self) -> Result<(), LlmError> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match state.opened {
-            Some(at) if at.elapsed() < self.open_for => Err(LlmError::CircuitOpen {
-                failures: state.failures,
-            }),
-            Some(_) => {
-                // Half-open: this call probes; a failure re-opens at once.
-                state.opened = None;
-                state.failures = self.threshold.saturating_sub(1);
-                Ok(())
-            }
-            None => Ok(()),
-        }
-    }
-
-    fn record<T>(&self, outcome: &Result<T, LlmError>) {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match outcome {
-            // Nothing was sent: the server's health is unknown.
-            Err(LlmError::AttemptRefused { .. }) => {}
-            Err(e) if e.is_transient() => {
-                state.failures = state.failures.saturating_add(1);
-                if state.failures >= self.threshold {
-                    state.opened = Some(Instant::now());
-                }
-            }
-            _ => *state = BreakerState::default(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_reads_seconds_and_milliseconds() {
-        let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", HeaderValue::from_static("3"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
-        h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
-        h.insert("retry-after-ms", HeaderValue::from_static("-1"));
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
-    }
-
-    #[test]
-    fn retry_after_reads_an_http_date_against_now() {
-        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        let mut h = HeaderMap::new();
-        for (date, wait) in [
-            ("Wed, 21 Oct 2015 07:28:30 GMT", 30),
-            // RFC 850 and asctime forms are HTTP dates too.
-            ("Wednesday, 21-Oct-15 07:29:00 GMT", 60),
-            ("Wed Oct 21 07:28:05 2015", 5),
-            // In the past: now.
-            ("Wed, 21 Oct 2015 07:00:00 GMT", 0),
-            // Bounded to a day (the retry policy then refuses to wait that long).
-            ("Wed, 21 Oct 2099 07:28:00 GMT", 86_400),
-        ] {
-            h.insert("retry-after", HeaderValue::from_static(date));
-            assert_eq!(
-                retry_after_at(&h, now),
-                Some(Duration::from_secs(wait)),
-                "{date}"
-            );
-        }
-    }
 
     #[test]
     fn context_errors_are_recognised() {
