@@ -4,19 +4,19 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rein_run::ProposedCall;
 use rein_run::{
-    BoxFuture, BudgetName, Decision, Delegation, Digest, PlanMeter, PlanRequest, Planner,
-    PlannerAttempt, PlannerCall, PlannerError, RunId, Spend, State, ToolName,
+    BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
+    PlannerError, RunId, State, ToolName,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message};
+use crate::chat::{ChatRequest, Message};
 use crate::error::{LlmError, excerpt};
 use crate::names::{NameError, NameMap};
 use crate::prompt::{PromptConfig, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
+
+mod reply;
 
 /// How the planner talks to its model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,254 +358,9 @@ impl Planner for LlmPlanner {
     }
 }
 
-impl LlmPlanner {
-    /// The decisions of a reply, in order; or the correction to hand back when it has none.
-    fn interpret(
-        &self,
-        reply: &ChatResponse,
-        offered: &NameMap,
-        delegation: Option<&Delegation>,
-    ) -> Result<Vec<Decision>, String> {
-        if reply.calls.is_empty() {
-            return Err(format!(
-                "Your reply called no function (it said: {:?}).",
-                excerpt(&reply.text)
-            ));
-        }
-        let mut out = Vec::new();
-        for call in &reply.calls {
-            match self.decision(call, &reply.text, offered, delegation) {
-                Ok(d) => out.push(d),
-                // Keep the calls before the bad one; hand back when the first is bad.
-                Err(e) if out.is_empty() => return Err(e),
-                Err(_) => break,
-            }
-        }
-        Ok(batch_calls(out))
-    }
-
-    fn decision(
-        &self,
-        call: &FunctionCall,
-        text: &str,
-        offered: &NameMap,
-        delegation: Option<&Delegation>,
-    ) -> Result<Decision, String> {
-        let args = self.arguments(call)?;
-        let field = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
-        let reason = || field("reason").unwrap_or_default();
-        match call.name.as_str() {
-            "transition" => {
-                let to = field("to").ok_or("`transition` needs `to`, a state name.")?;
-                let to: State = to.parse().map_err(|_| {
-                    format!(
-                        "`transition` to {:?}: there is no such state.",
-                        excerpt(&to)
-                    )
-                })?;
-                Ok(Decision::transition(to, reason()))
-            }
-            "finish" => {
-                let summary = field("summary").ok_or("`finish` needs `summary`, a string.")?;
-                Ok(Decision::finish(
-                    summary,
-                    args.get("result").cloned().unwrap_or(Value::Null),
-                ))
-            }
-            "fail" => Ok(Decision::fail(
-                field("reason").ok_or("`fail` needs `reason`, a string.")?,
-            )),
-            "ask_human" => {
-                let question =
-                    field("question").ok_or("`ask_human` needs `question`, a string.")?;
-                let options: Vec<String> = args
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .map(|o| {
-                        o.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ok(Decision::ask_human(question, options))
-            }
-            "delegate" => delegate(&args, delegation),
-            name => {
-                // Offered, known to the engine but not eligible here, or unknown: the engine
-                // decides, refuses what it must and records it.
-                let tool = offered
-                    .tool(name)
-                    .or_else(|| self.known.tool(name))
-                    .map_or_else(
-                        || name.chars().take(ToolName::MAX_LEN).collect(),
-                        ToString::to_string,
-                    );
-                let reason: String = text.chars().take(500).collect();
-                Ok(Decision::call_tool(tool, args, reason))
-            }
-        }
-    }
-
-    /// The call's arguments: a JSON object within the size and depth limits.
-    fn arguments(&self, call: &FunctionCall) -> Result<Value, String> {
-        let name = excerpt(&call.name);
-        if call.arguments.len() > self.config.max_argument_bytes {
-            return Err(format!(
-                "The arguments of `{name}` are {} bytes, over the limit of {}.",
-                call.arguments.len(),
-                self.config.max_argument_bytes
-            ));
-        }
-        let raw = if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            &call.arguments
-        };
-        let value: Value = serde_json::from_str(raw).map_err(|e| {
-            format!(
-                "The arguments of `{name}` are not valid JSON ({e}): {}",
-                excerpt(raw)
-            )
-        })?;
-        if depth(&value) > self.config.max_argument_depth {
-            return Err(format!(
-                "The arguments of `{name}` nest deeper than {} levels.",
-                self.config.max_argument_depth
-            ));
-        }
-        if !value.is_object() {
-            return Err(format!("The arguments of `{name}` must be a JSON object."));
-        }
-        Ok(value)
-    }
-}
-
-/// A `delegate` call's decision: `goal` a string; `budget`, when given, an object of budget
-/// names to non-negative integers; `planner`, when given, one of the names `delegation`
-/// offers. Not offered (`delegation` is `None`), the call still becomes the decision it
-/// names, which the engine refuses and records, as for any function not offered.
-fn delegate(args: &Value, delegation: Option<&Delegation>) -> Result<Decision, String> {
-    let goal = args
-        .get("goal")
-        .and_then(Value::as_str)
-        .ok_or("`delegate` needs `goal`, a string: the child run's goal.")?;
-    let reason = args.get("reason").and_then(Value::as_str).unwrap_or("");
-    let mut budget = Spend::new();
-    match args.get("budget") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(amounts)) => {
-            for (name, amount) in amounts {
-                let name: BudgetName = name.parse().map_err(|_| {
-                    format!(
-                        "`delegate`: {:?} in `budget` is not a budget name.",
-                        excerpt(name)
-                    )
-                })?;
-                let amount = amount.as_u64().ok_or_else(|| {
-                    format!(
-                        "`delegate`: `budget.{name}` must be a non-negative integer, not {}.",
-                        excerpt(&amount.to_string())
-                    )
-                })?;
-                budget.insert(name, amount);
-            }
-        }
-        Some(_) => {
-            return Err("`delegate`: `budget` must be an object of budget names to \
-                        non-negative integers."
-                .into());
-        }
-    }
-    let planner = match args.get("planner") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(name)) => match delegation {
-            Some(d) if !d.knows(name) => {
-                return Err(if d.planners().is_empty() {
-                    format!(
-                        "`delegate` to planner {:?}: there are no named planners; leave \
-                         `planner` out and the child uses this run's planner.",
-                        excerpt(name)
-                    )
-                } else {
-                    format!(
-                        "`delegate` to planner {:?}: there is no such planner; name one of {} \
-                         or leave `planner` out for this run's planner.",
-                        excerpt(name),
-                        d.planners().join(", ")
-                    )
-                });
-            }
-            _ => Some(name.clone()),
-        },
-        Some(_) => {
-            return Err("`delegate`: `planner` must be a string, one of the names offered.".into());
-        }
-    };
-    Ok(Decision::Delegate {
-        goal: goal.to_owned(),
-        budget,
-        planner,
-        reason: reason.to_owned(),
-    })
-}
-
-/// Folds each run of two or more consecutive tool calls into one `call_tools` batch, which
-/// the engine checks whole and whose read-only calls it runs concurrently; the batch's
-/// reason is the first call's. Other decisions keep their place.
-fn batch_calls(decisions: Vec<Decision>) -> Vec<Decision> {
-    fn flush(out: &mut Vec<Decision>, calls: &mut Vec<(String, Value, String)>) {
-        let mut drained = calls.drain(..);
-        match (drained.next(), drained.len()) {
-            (None, _) => {}
-            (Some((tool, input, reason)), 0) => out.push(Decision::call_tool(tool, input, reason)),
-            (Some((tool, input, reason)), _) => {
-                let rest = drained.map(|(tool, input, _)| ProposedCall::new(tool, input, ""));
-                let first = ProposedCall::new(tool, input, "");
-                out.push(Decision::call_tools(
-                    std::iter::once(first).chain(rest),
-                    reason,
-                ));
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(decisions.len());
-    let mut calls = Vec::new();
-    for decision in decisions {
-        match decision {
-            Decision::CallTool {
-                tool,
-                input,
-                reason,
-            } => calls.push((tool, input, reason)),
-            other => {
-                flush(&mut out, &mut calls);
-                out.push(other);
-            }
-        }
-    }
-    flush(&mut out, &mut calls);
-    out
-}
-
 fn failed(message: String, source: impl std::error::Error + Send + Sync + 'static) -> PlannerError {
     PlannerError::Failed {
         message,
         source: Some(Box::new(source)),
     }
-}
-
-/// The nesting depth of `value`, without recursion.
-fn depth(value: &Value) -> usize {
-    let mut max = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((v, d)) = stack.pop() {
-        max = max.max(d);
-        match v {
-            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
-            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
-            _ => {}
-        }
-    }
-    max
 }
