@@ -298,8 +298,9 @@ fn runs_list_shows_every_run_with_its_status() {
     );
     outcome.expect_code(0).stdout_has(&[
         "RUN ID",
-        "completed    done",
-        "paused       explore",
+        // The status column is as wide as its longest status, `WAITING-APPROVAL`.
+        "completed         done",
+        "paused            explore",
         "Summarise notes.txt",
         "Publish the release notes",
     ]);
