@@ -9,11 +9,11 @@ mod support;
 
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::{
-    Annotations, BudgetName, ChildOutcome, Engine, EntryKind, EvidenceKind, OnViolation, RunId,
-    RunStatus, ToolName, Violation, json,
+    Annotations, BudgetName, ChildOutcome, Engine, EntryKind, EvidenceKind, OnViolation, RunStatus,
+    ToolName, Violation, json,
 };
 use rein_llm::fake::{Call, FakeServer, Received, Reply};
-use support::{assert_chain, count, echo, violations};
+use support::{assert_chain, count, echo, started_children, violations};
 
 fn call(name: &str, args: &serde_json::Value) -> Reply {
     Reply::openai_calls(&[Call::new(name, args)], (100, 20))
@@ -67,18 +67,6 @@ fn last_user_text(r: &Received) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_owned()
-}
-
-/// The children a ledger started.
-fn children(ledger: &rein::Ledger) -> Vec<RunId> {
-    ledger
-        .entries()
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -147,7 +135,7 @@ async fn an_llm_planned_parent_delegates_to_an_llm_planned_child_and_uses_its_re
     assert_eq!(violations(&ledger), [(Violation::InvalidReply, true)]);
     assert_eq!(count(&ledger, "child_started"), 1);
     assert_eq!(count(&ledger, "child_ended"), 1);
-    let started = children(&ledger);
+    let started = started_children(&ledger);
     let EntryKind::ChildStarted {
         carved, planner, ..
     } = ledger

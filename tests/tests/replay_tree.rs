@@ -6,34 +6,10 @@
 mod support;
 
 use rein::{
-    Annotations, BudgetName, Decision, Engine, EngineBuilder, EngineError, EntryKind, FnTool,
-    Ledger, LedgerStore, MemoryLedgerStore, RunId, RunStatus, ScriptStep, ScriptedPlanner, State,
-    TreeError, json,
+    Annotations, Decision, Engine, EngineBuilder, EngineError, EntryKind, FnTool, Ledger,
+    LedgerStore, MemoryLedgerStore, RunStatus, ScriptStep, ScriptedPlanner, State, TreeError, json,
 };
-use support::{Probe, echo, walk_to};
-
-fn calls(n: u64) -> [(BudgetName, u64); 1] {
-    [(BudgetName::TOOL_CALLS, n)]
-}
-
-/// A script: walk to explore, take `middle` there, then finish from decide with `summary`.
-fn script(middle: Vec<Decision>, summary: &str) -> ScriptedPlanner {
-    let mut steps = walk_to(State::Explore);
-    steps.extend(
-        middle
-            .into_iter()
-            .map(|d| ScriptStep::expect(State::Explore, d)),
-    );
-    steps.push(ScriptStep::expect(
-        State::Explore,
-        Decision::transition(State::Decide, "enough"),
-    ));
-    steps.push(ScriptStep::expect(
-        State::Decide,
-        Decision::finish(summary, json!({ "by": summary })),
-    ));
-    ScriptedPlanner::new(steps)
-}
+use support::{Probe, calls, echo, explore_script, started_children, walk_to};
 
 fn read(who: &str) -> Decision {
     Decision::call_tool("read", json!({ "who": who }), "look")
@@ -42,7 +18,7 @@ fn read(who: &str) -> Decision {
 /// Root → child, each calling `read`.
 fn two_levels(read_tool: FnTool) -> EngineBuilder {
     Engine::builder()
-        .planner(script(
+        .planner(explore_script(
             vec![
                 read("root"),
                 Decision::delegate_to("reader", "read for me", calls(2), "split"),
@@ -50,7 +26,7 @@ fn two_levels(read_tool: FnTool) -> EngineBuilder {
             ],
             "root",
         ))
-        .planner_named("reader", script(vec![read("child")], "child"))
+        .planner_named("reader", explore_script(vec![read("child")], "child"))
         .tool(read_tool)
         .budget("tool_calls", 6)
 }
@@ -69,7 +45,7 @@ fn three_levels(read_tool: FnTool) -> EngineBuilder {
         ScriptStep::expect(State::Decide, Decision::finish("leaf", json!(3))),
     ]);
     Engine::builder()
-        .planner(script(
+        .planner(explore_script(
             vec![
                 read("root"),
                 Decision::delegate_to("middle", "level 1", calls(4), "split"),
@@ -78,7 +54,7 @@ fn three_levels(read_tool: FnTool) -> EngineBuilder {
         ))
         .planner_named(
             "middle",
-            script(
+            explore_script(
                 vec![
                     read("child"),
                     Decision::delegate_to("leaf", "level 2", calls(2), "split again"),
@@ -105,25 +81,13 @@ async fn record(engine: &Engine) -> Ledger {
     engine.ledger(run.id()).await.expect("ledger")
 }
 
-/// The children the ledger started, in order.
-fn started(ledger: &Ledger) -> Vec<RunId> {
-    ledger
-        .entries()
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_parent_and_its_child_replay_as_matching_and_no_tool_runs() {
     let (read_tool, probe): (FnTool, Probe) = echo("read", Annotations::read_only());
     let engine = two_levels(read_tool).build().expect("engine");
     let ledger = record(&engine).await;
     assert_eq!(probe.calls(), 3);
-    let child = started(&ledger)[0].clone();
+    let child = started_children(&ledger)[0].clone();
 
     let report = engine.replay(&ledger).await.expect("replay");
     assert!(report.matches(), "{:?}", report.divergence());
@@ -191,7 +155,7 @@ async fn a_child_whose_recorded_decision_differs_diverges_and_is_named() {
     let (read_tool, _) = echo("read", Annotations::read_only());
     let engine = two_levels(read_tool.clone()).build().expect("engine");
     let ledger = record(&engine).await;
-    let child = started(&ledger)[0].clone();
+    let child = started_children(&ledger)[0].clone();
     let child_ledger = engine.ledger(&child).await.expect("child");
 
     // Another engine's store holds the child's ledger with its last decision changed (a
@@ -222,7 +186,7 @@ async fn a_child_ledger_missing_from_the_store_is_an_error_naming_it() {
     let (read_tool, _) = echo("read", Annotations::read_only());
     let engine = two_levels(read_tool.clone()).build().expect("engine");
     let ledger = record(&engine).await;
-    let child = started(&ledger)[0].clone();
+    let child = started_children(&ledger)[0].clone();
 
     let stranger = two_levels(read_tool).build().expect("engine");
     let err = stranger
@@ -248,7 +212,7 @@ async fn a_child_the_replay_never_starts_is_reported_as_such() {
     let (read_tool, _) = echo("read", Annotations::read_only());
     let engine = two_levels(read_tool.clone()).build().expect("engine");
     let ledger = record(&engine).await;
-    let child = started(&ledger)[0].clone();
+    let child = started_children(&ledger)[0].clone();
     let store = MemoryLedgerStore::default();
     for entry in engine.ledger(&child).await.expect("child").entries() {
         store.append(entry).await.expect("append");

@@ -8,33 +8,11 @@ mod support;
 use std::time::Duration;
 
 use rein::{
-    Annotations, ApprovalMode, ApprovalPolicy, ApprovalResponse, BudgetName, ChildOutcome,
-    Decision, Engine, EngineError, EntryKind, EvidenceKind, Ledger, RunId, RunStatus, ScriptStep,
-    ScriptedPlanner, State, Verdict, json,
+    Annotations, ApprovalMode, ApprovalPolicy, ApprovalResponse, ChildOutcome, Decision, Engine,
+    EngineError, EntryKind, EvidenceKind, RunId, RunStatus, ScriptStep, ScriptedPlanner, State,
+    Verdict, json,
 };
-use support::{Probe, count, echo, walk_to};
-
-fn calls(n: u64) -> [(BudgetName, u64); 1] {
-    [(BudgetName::TOOL_CALLS, n)]
-}
-
-/// Walks to explore, takes `middle` there, then finishes from decide.
-fn script(middle: Vec<Decision>, summary: &str) -> ScriptedPlanner {
-    let mut steps = walk_to(State::Explore);
-    steps.extend(
-        middle
-            .into_iter()
-            .map(|d| ScriptStep::expect(State::Explore, d)),
-    );
-    steps.extend([
-        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "done")),
-        ScriptStep::expect(
-            State::Decide,
-            Decision::finish(summary, json!({ "by": summary })),
-        ),
-    ]);
-    ScriptedPlanner::new(steps)
-}
+use support::{Probe, calls, count, echo, explore_script, started_children, walk_to};
 
 /// Walks to act, deploys to prod (destructive: it needs approval), validates, finishes.
 fn deployer() -> ScriptedPlanner {
@@ -56,13 +34,13 @@ fn engine(levels: u32) -> (Engine, Probe) {
     let (deploy, probe) = echo("deploy", Annotations::destructive());
     let first = if levels == 1 { "deployer" } else { "middle" };
     let engine = Engine::builder()
-        .planner(script(
+        .planner(explore_script(
             vec![Decision::delegate_to(first, "ship", calls(2), "split")],
             "root",
         ))
         .planner_named(
             "middle",
-            script(
+            explore_script(
                 vec![Decision::delegate_to(
                     "deployer",
                     "ship below",
@@ -85,18 +63,6 @@ fn engine(levels: u32) -> (Engine, Probe) {
     (engine, probe)
 }
 
-/// The children `ledger` started, in order.
-fn started(ledger: &Ledger) -> Vec<RunId> {
-    ledger
-        .entries()
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// How many entries each of `ids`' ledgers holds.
 async fn lengths(engine: &Engine, ids: &[RunId]) -> Vec<usize> {
     let mut lens = Vec::new();
@@ -114,9 +80,9 @@ async fn check(levels: u32) {
     let run = engine.run("Ship through a child").await.expect("run");
     assert_eq!(run.status(), RunStatus::Paused, "{:?}", run.failure());
     let root = run.id().clone();
-    let mut waiting = started(&engine.ledger(&root).await.expect("ledger"))[0].clone();
+    let mut waiting = started_children(&engine.ledger(&root).await.expect("ledger"))[0].clone();
     for _ in 1..levels {
-        waiting = started(&engine.ledger(&waiting).await.expect("ledger"))[0].clone();
+        waiting = started_children(&engine.ledger(&waiting).await.expect("ledger"))[0].clone();
     }
     let pending = engine
         .pending_approval(&waiting)

@@ -14,47 +14,19 @@ use rein::{
     EvidenceKind, FailureKind, FnTool, Ledger, Run, RunEvent, RunId, RunStatus, ScriptStep,
     ScriptedPlanner, State, Violation, json,
 };
-use support::{assert_chain, count, echo, violations, walk_to};
+use support::{
+    assert_chain, calls, count, echo, explore_script, started_children, violations, walk_to,
+};
 use tokio::sync::Notify;
-
-fn calls(n: u64) -> [(BudgetName, u64); 1] {
-    [(BudgetName::TOOL_CALLS, n)]
-}
-
-/// A script: walk to explore, run `middle` there, then finish from decide.
-fn script(middle: Vec<Decision>, summary: &str) -> ScriptedPlanner {
-    let mut steps = walk_to(State::Explore);
-    steps.extend(
-        middle
-            .into_iter()
-            .map(|d| ScriptStep::expect(State::Explore, d)),
-    );
-    steps.push(ScriptStep::expect(
-        State::Explore,
-        Decision::transition(State::Decide, "enough"),
-    ));
-    steps.push(ScriptStep::expect(
-        State::Decide,
-        Decision::finish(summary, json!({ "by": summary })),
-    ));
-    ScriptedPlanner::new(steps)
-}
 
 /// A parent that delegates once (`delegation`) and then finishes.
 fn parent_builder(delegation: Decision) -> EngineBuilder {
-    Engine::builder().planner(script(vec![delegation], "parent"))
+    Engine::builder().planner(explore_script(vec![delegation], "parent"))
 }
 
 /// The one child the ledger started.
 fn child_of(ledger: &Ledger) -> RunId {
-    let started: Vec<RunId> = ledger
-        .entries()
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
-            _ => None,
-        })
-        .collect();
+    let started = started_children(ledger);
     assert_eq!(started.len(), 1, "one child started");
     started[0].clone()
 }
@@ -73,7 +45,7 @@ fn child_evidence(run: &Run) -> Vec<ChildOutcome> {
 #[tokio::test]
 async fn a_child_runs_under_a_carved_budget_and_its_result_and_spend_come_back() {
     let (read, probe) = echo("read", Annotations::read_only());
-    let child = script(
+    let child = explore_script(
         vec![
             Decision::call_tool("read", json!({"n": 1}), "look"),
             Decision::call_tool("read", json!({"n": 2}), "look again"),
@@ -146,7 +118,7 @@ async fn a_child_runs_under_a_carved_budget_and_its_result_and_spend_come_back()
 #[tokio::test]
 async fn a_child_cannot_spend_more_than_was_carved_out() {
     let (read, probe) = echo("read", Annotations::read_only());
-    let greedy = script(
+    let greedy = explore_script(
         vec![
             Decision::call_tool("read", json!({"n": 1}), "one"),
             Decision::call_tool("read", json!({"n": 2}), "two"),
@@ -181,7 +153,7 @@ async fn a_child_cannot_spend_more_than_was_carved_out() {
 async fn asking_for_more_than_remains_is_a_ledgered_rejection_and_starts_no_child() {
     let (read, probe) = echo("read", Annotations::read_only());
     let engine = Engine::builder()
-        .planner(script(
+        .planner(explore_script(
             vec![
                 Decision::call_tool("read", json!({}), "first"),
                 Decision::delegate("more", calls(3), "split"),
@@ -213,7 +185,7 @@ async fn asking_for_more_than_remains_is_a_ledgered_rejection_and_starts_no_chil
 #[tokio::test]
 async fn delegating_deeper_than_the_limit_is_rejected_in_the_run_that_asks() {
     // The root may delegate (depth 1); its child may not (depth 2 > 1).
-    let child = script(
+    let child = explore_script(
         vec![Decision::delegate_to("child", "again", calls(1), "deeper")],
         "child",
     );
@@ -299,7 +271,7 @@ fn hanging(entered: Arc<Notify>, dropped: Arc<AtomicUsize>) -> FnTool {
 #[tokio::test]
 async fn aborting_the_parent_stops_the_childs_tool_and_fails_both() {
     let (entered, dropped) = (Arc::new(Notify::new()), Arc::new(AtomicUsize::new(0)));
-    let child = script(
+    let child = explore_script(
         vec![Decision::call_tool("hang", json!({}), "wait")],
         "child",
     );
@@ -429,7 +401,7 @@ fn three_levels(dir: &std::path::Path, read: FnTool) -> Engine {
         Decision::finish("grandchild", json!(3)),
     ));
     Engine::builder()
-        .planner(script(
+        .planner(explore_script(
             vec![Decision::delegate_to(
                 "middle",
                 "level 1",
@@ -440,7 +412,7 @@ fn three_levels(dir: &std::path::Path, read: FnTool) -> Engine {
         ))
         .planner_named(
             "middle",
-            script(
+            explore_script(
                 vec![
                     Decision::call_tool("read", json!({"who": "child"}), "look"),
                     Decision::delegate_to("leaf", "level 2", calls(2), "split again"),
@@ -507,7 +479,7 @@ async fn a_three_level_tree_survives_a_restart_and_verifies_as_a_tree() {
 async fn a_child_ledger_changed_after_its_end_breaks_the_tree() {
     let dir = tempfile::tempdir().expect("dir");
     let engine = parent_builder(Decision::delegate_to("child", "sub", calls(1), "split"))
-        .planner_named("child", script(vec![], "child"))
+        .planner_named("child", explore_script(vec![], "child"))
         .filesystem(dir.path())
         .build()
         .expect("engine");
@@ -545,7 +517,7 @@ async fn a_child_ledger_changed_after_its_end_breaks_the_tree() {
 #[tokio::test]
 async fn a_graceful_interrupt_of_the_parent_reaches_the_child_and_resume_continues_both() {
     let (slow, gate, probe) = support::gated("slow", Annotations::read_only());
-    let child = script(
+    let child = explore_script(
         vec![Decision::call_tool("slow", json!({}), "wait for it")],
         "child",
     );
@@ -654,8 +626,8 @@ async fn carve_case(limit: u64, before: u64, carve: u64, tries: u64) -> (usize, 
         .map(|n| Decision::call_tool("read", json!({"child": n}), "try"))
         .collect();
     let engine = Engine::builder()
-        .planner(script(parent, "parent"))
-        .planner_named("child", script(child, "child"))
+        .planner(explore_script(parent, "parent"))
+        .planner_named("child", explore_script(child, "child"))
         .tool(read)
         .budget("tool_calls", limit)
         .build()

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rein::{
-    Annotations, Decision, Entry, EntryKind, FnTool, Ledger, ScriptStep, State, ToolError, Value,
-    Violation, json,
+    Annotations, BudgetName, Decision, Entry, EntryKind, FnTool, Ledger, ScriptStep,
+    ScriptedPlanner, State, ToolError, Value, Violation, json,
 };
 use tokio::sync::Notify;
 
@@ -144,9 +144,46 @@ pub(crate) fn walk_to(target: State) -> Vec<ScriptStep> {
         .collect()
 }
 
+/// A script: walk to explore, take `middle` there, then move to decide and finish with
+/// `summary` (and the result `{"by": summary}`).
+pub(crate) fn explore_script(middle: Vec<Decision>, summary: &str) -> ScriptedPlanner {
+    let mut steps = walk_to(State::Explore);
+    steps.extend(
+        middle
+            .into_iter()
+            .map(|d| ScriptStep::expect(State::Explore, d)),
+    );
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::transition(State::Decide, "enough"),
+    ));
+    steps.push(ScriptStep::expect(
+        State::Decide,
+        Decision::finish(summary, json!({ "by": summary })),
+    ));
+    ScriptedPlanner::new(steps)
+}
+
+/// A delegation's carve of `n` `tool_calls`.
+pub(crate) fn calls(n: u64) -> [(BudgetName, u64); 1] {
+    [(BudgetName::TOOL_CALLS, n)]
+}
+
 /// The names of the ledger's entry kinds, in order.
 pub(crate) fn kinds(ledger: &Ledger) -> Vec<&'static str> {
     ledger.entries().iter().map(|e| e.event().name()).collect()
+}
+
+/// The children `ledger` started (its `child_started` entries), in order.
+pub(crate) fn started_children(ledger: &Ledger) -> Vec<rein::RunId> {
+    ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How many entries of kind `name` the ledger holds.
