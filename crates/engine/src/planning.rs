@@ -45,8 +45,8 @@ impl Driver {
         .with_skills(&self.shared.config.skills);
         // Delegation is offered while the run is shallower than the limit (the engine's
         // one list of planner names, lent: nothing allocated per step).
-        if self.rec.proj.tree.depth() < self.shared.config.max_depth {
-            request = request.with_delegation(&self.shared.delegation);
+        if let Some(delegation) = self.shared.delegation_at(self.rec.proj.tree.depth()) {
+            request = request.with_delegation(delegation);
         }
         // A panicking planner is a planner error on this run, never a dead task.
         // The child's planner when this run is a sub-run (field by field: the ledger is

@@ -67,8 +67,8 @@ impl Engine {
         .with_interrupted(interrupted)
         .with_next_states(&next)
         .with_skills(&self.shared.config.skills);
-        if proj.tree.depth() < self.shared.config.max_depth {
-            request = request.with_delegation(&self.shared.delegation);
+        if let Some(delegation) = self.shared.delegation_at(proj.tree.depth()) {
+            request = request.with_delegation(delegation);
         }
         Ok(Some(view(request)))
     }

@@ -108,6 +108,13 @@ impl Drop for ActiveGuard {
 }
 
 impl Shared {
+    /// What a plan request of a run at `depth` offers to delegate to: the planner names
+    /// while a child of the run would still be within `max_depth`, else nothing. The one
+    /// rule for the live step and for a prompt rebuilt from the ledger, so both offer the same.
+    pub(crate) fn delegation_at(&self, depth: u32) -> Option<&Delegation> {
+        (depth < self.config.max_depth).then_some(&self.delegation)
+    }
+
     /// Marks run `id` as being driven, until the guard is dropped.
     pub(crate) fn acquire(self: &Arc<Self>, id: &RunId) -> Result<ActiveGuard, EngineError> {
         let mut active = self
