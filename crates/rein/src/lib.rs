@@ -141,7 +141,7 @@ pub use rein_engine::{
 
 /// Sub-runs: delegation depth, the verified tree of runs.
 #[doc(inline)]
-pub use rein_engine::{DEFAULT_MAX_DEPTH, RunTree, TreeError};
+pub use rein_engine::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CEILING, RunTree, TreeError};
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
 #[doc(inline)]
