@@ -12,12 +12,14 @@
 //!
 //! Each child is driven on a task of its own, which its parent awaits: a child's drive
 //! polled inside its parent's would nest every level's futures inside the level above, and
-//! a tree a few dozen levels deep would overflow the stack the root is polled on.
+//! a tree a few dozen levels deep would overflow the stack the root is polled on. A child
+//! runs until its parent's deadline at the latest (its own is what the parent has left).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
@@ -149,6 +151,10 @@ impl Driver {
         }
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
+        }
+        if self.deadline_passed() {
+            // The planner took what was left: no child starts after the deadline.
+            return self.exceed_deadline().await;
         }
         let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
@@ -368,6 +374,12 @@ impl Driver {
     ) -> Result<Opened, EngineError> {
         let guard = self.shared.acquire(&open.child)?;
         let mut snapshot = self.policy.snapshot.clone();
+        // The child's deadline is what this run has left: a tree ends by its root's.
+        if let (Some(deadline), Some(left)) = (snapshot.deadline, self.remaining()) {
+            let left = left.max(Duration::from_millis(1));
+            snapshot.deadline =
+                Some(rein_policy::Deadline::new(left).counting_paused(deadline.count_paused()));
+        }
         snapshot.budget = open
             .carved
             .iter()
