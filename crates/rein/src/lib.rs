@@ -307,9 +307,10 @@ pub mod llm {
 pub mod tools {
     #[doc(inline)]
     pub use rein_tools::{
-        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES, MAX_LIST_ENTRIES,
-        MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError,
-        SkillLoad, SkillLoadError, Workspace, WorkspaceError, check, load_skills, parse_skill,
+        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES,
+        MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
+        Workspace, WorkspaceError, check, load_skills, parse_skill,
     };
 }
 
