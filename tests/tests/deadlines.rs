@@ -300,3 +300,129 @@ async fn a_zero_absurd_or_past_deadline_is_refused_before_anything_runs() {
     assert_eq!(run.status(), RunStatus::Completed);
     assert_eq!(run.policy()["deadline"], json!({"time_ms": 5000}));
 }
+
+/// A read-only tool `hang` that answers only after an hour; its own timeout is 600 s.
+fn hanging(name: &str) -> FnTool {
+    FnTool::builder(name)
+        .annotations(Annotations::read_only().with_timeout(Duration::from_secs(600)))
+        .handler(|_| async {
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            Ok(json!("late"))
+        })
+        .build()
+        .expect("a valid tool")
+}
+
+/// Whether `entry` is a `tool_error` of a call the deadline cut off after `ms`.
+fn cut_off_after(entry: &rein::Entry, ms: u64) -> bool {
+    matches!(entry.event(), EntryKind::ToolError { error: ToolError::TimedOut { after }, duration_ms, .. }
+        if *after == Duration::from_millis(ms) && *duration_ms == ms)
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_call_of_a_batch_gets_only_the_time_that_remains() {
+    let batch = Decision::call_tools(
+        (0..3).map(|i| rein::ProposedCall::new("hang", json!({ "i": i }), "all at once")),
+        "read everything",
+    );
+    let planner = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+        ScriptStep::expect(State::Explore, batch),
+        ScriptStep::expect(State::Explore, Decision::fail("should not get here")),
+    ]);
+    let engine = Engine::builder()
+        .tool(hanging("hang"))
+        .planner(planner)
+        .deadline(Deadline::new(Duration::from_millis(1_500)))
+        .clock(TokioClock(tokio::time::Instant::now()))
+        .build()
+        .expect("engine builds");
+    let started = tokio::time::Instant::now();
+    let run = engine.run("hang in a batch").await.expect("run");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::DeadlineExceeded),
+        "{:?}",
+        run.failure()
+    );
+    // Cut at the deadline, as a single call is: not at the tools' own 600 s.
+    assert_eq!(started.elapsed(), Duration::from_millis(1_500));
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    ledger.verify().expect("verifies");
+    let errors = entries(&ledger, "tool_error");
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors.iter().all(|e| cut_off_after(e, 1_500)), "{errors:?}");
+    assert_eq!(count(&ledger, "tool_result"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_child_run_ends_at_its_parents_deadline() {
+    // The parent works one second, then delegates to a child whose call hangs.
+    let slow = FnTool::builder("work")
+        .annotations(Annotations::read_only())
+        .handler(|_| async {
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            Ok(json!("worked"))
+        })
+        .build()
+        .expect("a valid tool");
+    let parent = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("work", json!({}), "work"),
+        ),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::delegate_to("child", "hang", std::iter::empty(), "hand it over"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::fail("should not get here")),
+    ]);
+    let child = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("hang", json!({}), "wait"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::fail("should not get here")),
+    ]);
+    let engine = Engine::builder()
+        .tool(slow)
+        .tool(hanging("hang"))
+        .planner(parent)
+        .planner_named("child", child)
+        .deadline(Deadline::new(Duration::from_millis(1_500)))
+        .clock(TokioClock(tokio::time::Instant::now()))
+        .build()
+        .expect("engine builds");
+    let started = tokio::time::Instant::now();
+    let run = engine.run("delegate against the clock").await.expect("run");
+    assert_eq!(
+        run.failure().map(|f| f.kind),
+        Some(FailureKind::DeadlineExceeded),
+        "{:?}",
+        run.failure()
+    );
+    // The tree ends at the root's deadline, not 1.5 s after the child started.
+    assert_eq!(started.elapsed(), Duration::from_millis(1_500));
+    let tree = engine
+        .verify_tree(run.id())
+        .await
+        .expect("the tree verifies");
+    let [child] = tree.children.as_slice() else {
+        panic!("one child: {tree:?}");
+    };
+    let child_run = engine.load_run(&child.id).await.expect("child");
+    assert_eq!(
+        child_run.failure().map(|f| f.kind),
+        Some(FailureKind::DeadlineExceeded)
+    );
+    // The child was given what its parent had left, and its call the same.
+    assert_eq!(child_run.policy()["deadline"], json!({"time_ms": 500}));
+    let ledger = engine.ledger(&child.id).await.expect("child ledger");
+    let errors = entries(&ledger, "tool_error");
+    assert!(
+        matches!(errors[..], [e] if cut_off_after(e, 500)),
+        "{errors:?}"
+    );
+}

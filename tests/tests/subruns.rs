@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rein::{
-    Annotations, BudgetName, ChildOutcome, Decision, Engine, EngineBuilder, EntryKind,
-    EvidenceKind, FailureKind, FnTool, Ledger, Run, RunEvent, RunId, RunStatus, ScriptStep,
-    ScriptedPlanner, State, Violation, json,
+    Annotations, BudgetName, BuildError, ChildOutcome, Decision, Engine, EngineBuilder, EntryKind,
+    EvidenceKind, FailureKind, FnTool, Ledger, MAX_DEPTH_CEILING, Run, RunEvent, RunId, RunStatus,
+    ScriptStep, ScriptedPlanner, State, Violation, json,
 };
 use support::{
     assert_chain, calls, count, echo, explore_script, started_children, violations, walk_to,
@@ -674,4 +674,73 @@ proptest::proptest! {
             proptest::prop_assert_eq!(status, RunStatus::Completed);
         }
     }
+}
+
+/// A chain `depth` levels below the root, on filesystem stores: the root and each level
+/// delegate one level down (to the planner `level{k}`); the deepest asks a question.
+fn chain(dir: &std::path::Path, depth: u32) -> Engine {
+    let down = |k: u32| {
+        Decision::delegate_to(
+            format!("level{k}"),
+            format!("level {k}"),
+            std::iter::empty(),
+            "one level down",
+        )
+    };
+    let mut asks = walk_to(State::Explore);
+    asks.extend([
+        ScriptStep::expect(State::Explore, Decision::ask_human("ship it?", ["ship"])),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "asked")),
+        ScriptStep::expect(State::Decide, Decision::finish("the bottom", json!(0))),
+    ]);
+    let mut builder = Engine::builder()
+        .planner(explore_script(vec![down(1)], "root"))
+        .planner_named(format!("level{depth}"), ScriptedPlanner::new(asks));
+    for k in 1..depth {
+        builder = builder.planner_named(
+            format!("level{k}"),
+            explore_script(vec![down(k + 1)], &format!("level {k}")),
+        );
+    }
+    builder
+        .max_depth(depth)
+        .filesystem(dir)
+        .build()
+        .expect("engine")
+}
+
+#[tokio::test]
+async fn a_tree_as_deep_as_the_ceiling_runs_pauses_and_resumes() {
+    // Every level driven inside the one above would overflow the stack long before this.
+    let dir = tempfile::tempdir().expect("dir");
+    let root = {
+        let engine = chain(dir.path(), MAX_DEPTH_CEILING);
+        let run = engine.run("All the way down").await.expect("run");
+        assert_eq!(run.status(), RunStatus::Paused, "{:?}", run.failure());
+        assert_eq!(
+            run.pending_question().map(|q| &*q.question),
+            Some("ship it?")
+        );
+        run.id().clone()
+    };
+    let engine = chain(dir.path(), MAX_DEPTH_CEILING);
+    let run = engine
+        .resume_with_input(&root, "ship")
+        .await
+        .expect("resumed after a restart");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let tree = engine.verify_tree(&root).await.expect("the tree verifies");
+    assert_eq!(tree.runs().count(), MAX_DEPTH_CEILING as usize + 1);
+    assert!(tree.runs().all(|r| r.status == RunStatus::Completed));
+
+    // The ceiling is the ceiling: an engine allowing one level more is not built.
+    let built = Engine::builder()
+        .planner(explore_script(Vec::new(), "root"))
+        .max_depth(MAX_DEPTH_CEILING + 1)
+        .build();
+    assert!(
+        matches!(&built, Err(e @ BuildError::MaxDepthTooLarge { depth: 33, ceiling: 32 })
+            if e.to_string().contains("at most 32")),
+        "{built:?}"
+    );
 }

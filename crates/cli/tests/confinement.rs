@@ -223,3 +223,83 @@ fn a_skills_folder_is_loaded_and_a_broken_skill_is_refused_at_check_time() {
         "at: skills",
     ]);
 }
+
+/// A scenario offering the skills in `scenarios/skills` and loading `code-review`.
+const LOADS_A_SKILL: &str = r#"{
+  "goal": "g",
+  "skills": "skills",
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore"}},
+    {"expect": "explore", "decision": {"type": "call_tool", "tool": "skill.load", "input": {"name": "code-review"}}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "done", "result": {}}}
+  ]}
+}"#;
+
+const SECRET_SKILL: &str =
+    "---\nname: code-review\ndescription: How to review\n---\nthe secret body outside\n";
+
+#[test]
+fn a_skill_linked_from_outside_the_skills_folder_is_refused_not_followed() {
+    let scratch = Scratch::new();
+    let outside = scratch.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("SKILL.md"), SECRET_SKILL).unwrap();
+    let skills = scratch.dir.path().join("scenarios/skills");
+    let file = scratch.write("skills.json", LOADS_A_SKILL);
+    // A SKILL.md linked out, then a whole skill folder linked out.
+    let review = skills.join("review");
+    std::fs::create_dir_all(&review).unwrap();
+    std::os::unix::fs::symlink(outside.join("SKILL.md"), review.join("SKILL.md")).unwrap();
+    for link in ["review/SKILL.md", "review"] {
+        for outcome in [validate(&file, &[]), run(&scratch, &file)] {
+            outcome.expect_code(2).stderr_has(&[
+                link,
+                "leads out of the skills folder",
+                "at: skills",
+            ]);
+            assert!(
+                !outcome.stderr.contains("secret body"),
+                "{}",
+                outcome.stderr
+            );
+        }
+        std::fs::remove_dir_all(&review).unwrap();
+        std::os::unix::fs::symlink(&outside, &review).unwrap();
+    }
+    assert!(scratch.run_ids().is_empty(), "no run started");
+    // A link that stays inside the skills folder is followed, as in the workspace.
+    std::fs::remove_file(&review).unwrap();
+    std::fs::create_dir_all(&review).unwrap();
+    std::fs::write(
+        skills.join("common.md"),
+        SECRET_SKILL.replace("outside", "inside"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../common.md", review.join("SKILL.md")).unwrap();
+    run(&scratch, &file)
+        .expect_code(0)
+        .stdout_has(&["skill.load ×1"]);
+}
+
+#[test]
+fn a_deeply_nested_skill_front_matter_is_refused_at_once() {
+    let scratch = Scratch::new();
+    let review = scratch.dir.path().join("scenarios/skills/review");
+    std::fs::create_dir_all(&review).unwrap();
+    // 200 KB of nested brackets, under the 256 KiB cap: the YAML parser would take minutes.
+    let nested = format!(
+        "---\nname: code-review\ndescription: d\ntriggers: {}\n---\nbody\n",
+        "[".repeat(100_000)
+    );
+    std::fs::write(review.join("SKILL.md"), nested).unwrap();
+    let file = scratch.write("skills.json", LOADS_A_SKILL);
+    for outcome in [validate(&file, &[]), run(&scratch, &file)] {
+        outcome.expect_code(2).stderr_has(&[
+            "review/SKILL.md",
+            "more than 100 `[` and `{`",
+            "line 4",
+            "at: skills",
+        ]);
+    }
+}

@@ -274,3 +274,80 @@ fn rein_replay_replays_the_tree_and_names_a_child_that_diverges() {
         .expect("the child's line");
     assert!(child_line.starts_with("    "), "{child_line}");
 }
+
+/// A scenario whose runs delegate `depth` levels below the root (each level to planner
+/// `level{k}`), the deepest asking a question, under a `max_depth` of `max_depth`.
+fn chain(depth: u32, max_depth: u32) -> String {
+    use serde_json::json;
+    let steps = |middle: serde_json::Value, summary: &str| {
+        json!([
+            {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+            {"expect": "explore", "decision": middle},
+            {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "back"}},
+            {"expect": "decide", "decision": {"type": "finish", "summary": summary, "result": {}}},
+        ])
+    };
+    let down = |k: u32| json!({"type": "delegate", "goal": format!("level {k}"), "planner": format!("level{k}"), "reason": "one level down"});
+    let mut planners = serde_json::Map::new();
+    for k in 1..depth {
+        planners.insert(
+            format!("level{k}"),
+            steps(down(k + 1), &format!("level {k}")),
+        );
+    }
+    let ask = json!({"type": "ask_human", "question": "ship it?", "options": ["ship"]});
+    planners.insert(format!("level{depth}"), steps(ask, "the bottom"));
+    json!({
+        "goal": "all the way down",
+        "max_depth": max_depth,
+        "planner": {"scripted": steps(down(1), "root")},
+        "planners": planners,
+    })
+    .to_string()
+}
+
+#[test]
+fn a_tree_as_deep_as_max_depth_allows_runs_pauses_and_resumes() {
+    // 32 levels below the root, the ceiling: each level's drive nested in its parent's
+    // overflowed the stack after a dozen levels.
+    let scratch = Scratch::new();
+    scratch.write("deep.json", &chain(32, 32));
+    rein()
+        .arg("validate")
+        .arg(scratch.scenario("deep.json"))
+        .assert()
+        .success();
+    scratch
+        .run("deep.json", &[])
+        .expect_code(3)
+        .stdout_has(&["ship it?"]);
+    let ids = scratch.run_ids();
+    assert_eq!(ids.len(), 33, "{ids:?}");
+    let root = ids
+        .iter()
+        .find(|id| {
+            let ledger = std::fs::read_to_string(scratch.ledger(id)).unwrap();
+            !ledger.contains("\"child_of\"")
+        })
+        .expect("the root")
+        .clone();
+    rein_in(&scratch, &["resume", &root, "--input", "ship"])
+        .expect_code(0)
+        .stdout_has(&["completed ✓"]);
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(0)
+        .stdout_has(&["tree of 33 runs"]);
+
+    // One level more than rein allows is refused when the file is checked.
+    scratch.write("deeper.json", &chain(2, 33));
+    let validated = rein()
+        .arg("validate")
+        .arg(scratch.scenario("deeper.json"))
+        .output()
+        .unwrap();
+    for outcome in [Outcome::of(&validated), scratch.run("deeper.json", &[])] {
+        outcome
+            .expect_code(2)
+            .stderr_has(&["max_depth of 33", "at most 32", "at: max_depth"]);
+    }
+}

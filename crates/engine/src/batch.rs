@@ -17,6 +17,10 @@
 //! call again. One call's failure does not cancel its siblings; when tool errors fail the
 //! run, the run fails after the failing call's group, and later groups do not run.
 //!
+//! The run's deadline binds a batch as it binds a single call: no group starts after it,
+//! every call of a group gets at most the time that remains when the group starts, and a
+//! group cut off by it fails the run as `DeadlineExceeded`.
+//!
 //! A crash mid-batch leaves some calls settled, some in doubt (their `tool_call` is on
 //! record, their outcome is not) and some never started; resume settles each in-doubt call
 //! by the in-doubt rule on its own, then runs the calls that never started, one at a time,
@@ -208,6 +212,10 @@ impl Driver {
     /// (concurrently, bounded by `batch_concurrency`), then records each outcome in order.
     /// `false` when the run stopped (aborted, or failed by a tool error).
     async fn run_group(&mut self, group: Vec<Member>) -> Result<bool, EngineError> {
+        if self.deadline_passed() {
+            self.exceed_deadline().await?;
+            return Ok(false);
+        }
         let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(group.len());
         let mut started = Vec::with_capacity(group.len());
         let mut sync = false;
@@ -255,16 +263,20 @@ impl Driver {
                 .await?;
         }
         let clock = Arc::clone(&self.shared.clock);
+        let remaining = self.remaining();
         // Collected before they are polled: a lazy iterator holding a closure over the group
         // would make the run's future lose `Send`.
         let calls: Vec<_> = started
             .iter()
             .map(|&k| {
                 let member = &group[k];
-                let call = member
-                    .entry
-                    .stack
-                    .call(ToolCall::new(member.input.clone()).without_retries());
+                let call = crate::deadline::bounded(
+                    member
+                        .entry
+                        .stack
+                        .call(ToolCall::new(member.input.clone()).without_retries()),
+                    remaining,
+                );
                 let clock = Arc::clone(&clock);
                 async move {
                     let start = clock.now().as_unix_millis();
@@ -309,6 +321,11 @@ impl Driver {
         }
         if aborted {
             self.abort().await?;
+            return Ok(false);
+        }
+        if failure.is_some() && self.deadline_passed() {
+            // As for a single call: a call cut off by the deadline fails the run by it.
+            self.exceed_deadline().await?;
             return Ok(false);
         }
         if let Some((tool, error)) = failure

@@ -330,6 +330,10 @@ impl EngineBuilder {
     /// How deep a tree of runs may grow through delegation: the root is at depth 0, its
     /// children at 1. A delegation deeper than this is rejected (and recorded). Default
     /// [`DEFAULT_MAX_DEPTH`](crate::DEFAULT_MAX_DEPTH); 0 forbids delegation.
+    ///
+    /// # Errors (at [`build`](Self::build))
+    /// [`BuildError::MaxDepthTooLarge`] above
+    /// [`MAX_DEPTH_CEILING`](crate::MAX_DEPTH_CEILING).
     pub fn max_depth(mut self, depth: u32) -> Self {
         self.config.max_depth = depth;
         self
@@ -346,6 +350,12 @@ impl EngineBuilder {
             return Err(error);
         }
         let planner = self.planner.ok_or(BuildError::NoPlanner)?;
+        if self.config.max_depth > crate::config::MAX_DEPTH_CEILING {
+            return Err(BuildError::MaxDepthTooLarge {
+                depth: self.config.max_depth,
+                ceiling: crate::config::MAX_DEPTH_CEILING,
+            });
+        }
         let mut stack = ExecutionStack::new(self.resilience.clone());
         for layer in self.layers {
             stack = layer(stack);

@@ -28,6 +28,11 @@ pub enum InDoubtPolicy {
 /// How deep a tree of runs may grow by default: a root, its children, their children.
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
 
+/// The deepest `max_depth` an engine accepts: a tree of a root and 32 levels below it. Far
+/// deeper than any delegation that divides work, and a bound on what one tree holds at
+/// once (a driver, a task and a ledger per level) and on how far resume walks down it.
+pub const MAX_DEPTH_CEILING: u32 = 32;
+
 /// Engine-wide settings besides policies, tools and stores.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -48,7 +53,8 @@ pub struct EngineConfig {
     pub max_batch: usize,
     /// How many read-only calls of one batch run at once (0 counts as 1).
     pub batch_concurrency: usize,
-    /// How deep a tree of runs may grow through delegation (the root is at depth 0).
+    /// How deep a tree of runs may grow through delegation (the root is at depth 0); at
+    /// most [`MAX_DEPTH_CEILING`].
     pub max_depth: u32,
 }
 

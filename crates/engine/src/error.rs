@@ -53,6 +53,16 @@ pub enum BuildError {
         /// The tool listed but not returned.
         tool: ToolName,
     },
+    /// `max_depth` is above [`MAX_DEPTH_CEILING`](crate::MAX_DEPTH_CEILING).
+    #[error(
+        "a max_depth of {depth} is deeper than rein allows ({ceiling}); give a max_depth of at most {ceiling}, and split work into wider trees rather than deeper ones"
+    )]
+    MaxDepthTooLarge {
+        /// The depth asked for.
+        depth: u32,
+        /// The deepest accepted.
+        ceiling: u32,
+    },
 }
 
 /// Why the engine could not start, resume or finish driving a run.
@@ -498,4 +508,12 @@ pub enum TreeError {
     /// The parent recorded the child's end, but the child's ledger is gone.
     #[error("the parent recorded the child's end, but no ledger of the child is stored")]
     Missing,
+    /// The child would stand deeper below the run verified than any tree rein grows.
+    #[error(
+        "the child would be more than {ceiling} levels below the run verified, deeper than          any tree rein grows; its ledgers were assembled or edited by hand (a loop of runs          naming each other as children included)"
+    )]
+    TooDeep {
+        /// [`MAX_DEPTH_CEILING`](crate::MAX_DEPTH_CEILING).
+        ceiling: u32,
+    },
 }

@@ -9,10 +9,17 @@
 //! stopped by a crash resumes the child first. Aborting the parent cancels the child (its
 //! cancellation token is a child of the parent's); a graceful interrupt and steering notes
 //! are forwarded to it; a narrowing waits until the child is settled.
+//!
+//! Each child is driven on a task of its own, which its parent awaits: a child's drive
+//! polled inside its parent's would nest every level's futures inside the level above, and
+//! a tree a few dozen levels deep would overflow the stack the root is polled on. A child
+//! runs until its parent's deadline at the latest (its own is what the parent has left).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
@@ -21,6 +28,7 @@ use rein_run::{
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
 
 use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
@@ -63,7 +71,50 @@ fn approval_question(pending: &PendingApproval) -> String {
     )
 }
 
-type DriveFuture = Pin<Box<dyn Future<Output = Result<Run, EngineError>> + Send>>;
+/// A child run driven on a task of its own. Dropped, it aborts the task, as dropping the
+/// child's future would have: a parent that stops waiting leaves no child running.
+struct ChildTask {
+    id: RunId,
+    task: tokio::task::JoinHandle<Result<Run, EngineError>>,
+}
+
+impl ChildTask {
+    /// Drives `child` on a new task, which holds the child's guard until the drive ends.
+    fn spawn(child: Driver, guard: ActiveGuard) -> Self {
+        let id = child.run().id().clone();
+        let drive = async move {
+            let _guard = guard;
+            child.drive().await
+        };
+        Self {
+            id,
+            task: tokio::spawn(drive.instrument(tracing::Span::current())),
+        }
+    }
+}
+
+impl Future for ChildTask {
+    type Output = Result<Run, EngineError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let joined = std::task::ready!(Pin::new(&mut self.task).poll(cx));
+        Poll::Ready(match joined {
+            Ok(result) => result,
+            // A panic in the child's drive goes on up, as it did through a nested future.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(EngineError::TaskFailed {
+                id: self.id.clone(),
+                source: Box::new(e),
+            }),
+        })
+    }
+}
+
+impl Drop for ChildTask {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
 
 impl Driver {
     /// A child run is driven by the planner its `child_of` entry names, however it is
@@ -100,6 +151,10 @@ impl Driver {
         }
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
+        }
+        if self.deadline_passed() {
+            // The planner took what was left: no child starts after the deadline.
+            return self.exceed_deadline().await;
         }
         let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
@@ -206,8 +261,8 @@ impl Driver {
     /// Drives the open child (starting it, resuming it, or reading how it ended) and
     /// records what its end, pause or interrupt means for this run.
     ///
-    /// Boxed, and `Send` by its signature: a child's drive may delegate again, so this
-    /// future is part of its own type.
+    /// Boxed, and `Send` by its signature: a child's drive (spawned from here) may delegate
+    /// again, so proving this future `Send` takes this future's own type.
     fn settle_child<'a>(
         &'a mut self,
         open: OpenChild,
@@ -221,9 +276,7 @@ impl Driver {
                     return self.pause_for(question, options).await;
                 }
                 Opened::Driver(child, guard, child_tx) => {
-                    let run = self.drive_child(*child, child_tx).await;
-                    drop(guard);
-                    run?
+                    self.drive_child(*child, guard, child_tx).await?
                 }
             };
             match run.status() {
@@ -321,6 +374,12 @@ impl Driver {
     ) -> Result<Opened, EngineError> {
         let guard = self.shared.acquire(&open.child)?;
         let mut snapshot = self.policy.snapshot.clone();
+        // The child's deadline is what this run has left: a tree ends by its root's.
+        if let (Some(deadline), Some(left)) = (snapshot.deadline, self.remaining()) {
+            let left = left.max(Duration::from_millis(1));
+            snapshot.deadline =
+                Some(rein_policy::Deadline::new(left).counting_paused(deadline.count_paused()));
+        }
         snapshot.budget = open
             .carved
             .iter()
@@ -377,13 +436,15 @@ impl Driver {
         })
     }
 
-    /// Drives the child on this task, forwarding this run's controls to it meanwhile.
+    /// Drives the child on its own task (see the module's docs), forwarding this run's
+    /// controls to it meanwhile.
     async fn drive_child(
         &mut self,
         child: Driver,
+        guard: ActiveGuard,
         tx: Option<mpsc::UnboundedSender<Control>>,
     ) -> Result<Run, EngineError> {
-        let mut fut: DriveFuture = Box::pin(child.drive());
+        let mut fut = ChildTask::spawn(child, guard);
         let mut inbox: Option<Inbox> = self.inbox.take();
         let mut deferred: Vec<(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>)> =
             Vec::new();

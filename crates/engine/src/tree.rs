@@ -4,6 +4,7 @@
 use rein_ledger::{EntryKind, Ledger};
 use rein_run::{LedgerHead, RunId, RunStatus, Spend};
 
+use crate::config::MAX_DEPTH_CEILING;
 use crate::engine::Engine;
 use crate::error::{EngineError, TreeError};
 use crate::open;
@@ -42,14 +43,18 @@ impl Engine {
     /// [`EngineError::TreeBroken`] naming the parent, the child and the broken link; or as
     /// [`Engine::ledger`] for any ledger of the tree.
     pub async fn verify_tree(&self, id: &RunId) -> Result<RunTree, EngineError> {
-        verify(self, id, None).await
+        verify(self, id, None, 0).await
     }
 }
 
+/// Verifies run `id`, `depth` levels below the run verified. Recursive, so bounded: no
+/// tree rein grows is deeper than [`MAX_DEPTH_CEILING`], and ledgers that say otherwise
+/// (runs naming each other as children, in a loop) are refused at it.
 fn verify<'a>(
     engine: &'a Engine,
     id: &'a RunId,
     spent: Option<Spend>,
+    depth: u32,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<RunTree, EngineError>> + Send + 'a>>
 {
     Box::pin(async move {
@@ -77,6 +82,11 @@ fn verify<'a>(
                 Err(EngineError::RunNotFound { .. }) => return Err(broken(TreeError::Missing)),
                 Err(e) => return Err(e),
             };
+            if depth >= MAX_DEPTH_CEILING {
+                return Err(broken(TreeError::TooDeep {
+                    ceiling: MAX_DEPTH_CEILING,
+                }));
+            }
             let linked = child_ledger.entries().iter().any(|e| {
                 matches!(e.event(), EntryKind::ChildOf { parent, parent_head, .. }
                     if parent == id && *parent_head == started)
@@ -96,7 +106,7 @@ fn verify<'a>(
                 }
                 None => None,
             };
-            children.push(verify(engine, &child, spent).await?);
+            children.push(verify(engine, &child, spent, depth + 1).await?);
         }
         Ok(RunTree {
             id: id.clone(),

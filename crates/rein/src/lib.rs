@@ -141,7 +141,7 @@ pub use rein_engine::{
 
 /// Sub-runs: delegation depth, the verified tree of runs.
 #[doc(inline)]
-pub use rein_engine::{DEFAULT_MAX_DEPTH, RunTree, TreeError};
+pub use rein_engine::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CEILING, RunTree, TreeError};
 
 // ---- runs, decisions, planners -----------------------------------------------------------------
 #[doc(inline)]
@@ -307,9 +307,10 @@ pub mod llm {
 pub mod tools {
     #[doc(inline)]
     pub use rein_tools::{
-        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES, MAX_LIST_ENTRIES,
-        MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError,
-        SkillLoad, SkillLoadError, Workspace, WorkspaceError, check, load_skills, parse_skill,
+        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES,
+        MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
+        Workspace, WorkspaceError, check, load_skills, parse_skill,
     };
 }
 

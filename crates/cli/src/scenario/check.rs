@@ -360,6 +360,12 @@ fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> S
             Some("a deadline is milliseconds from the run's start, above 0 and at most a year"),
         ),
         BuildError::InvalidOption { .. } => (root.key("policies"), None),
+        BuildError::MaxDepthTooLarge { .. } => (
+            root.key("max_depth"),
+            Some(
+                "max_depth counts the levels of delegation below the run: its children are at 1, theirs at 2",
+            ),
+        ),
         _ => (root, None),
     };
     let error = ScenarioError::at(&loaded.file, &loaded.text, path, e.to_string());

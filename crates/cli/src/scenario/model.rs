@@ -60,7 +60,8 @@ pub(crate) struct Scenario {
     /// child runs it delegates are driven by the one it names.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) planners: BTreeMap<String, Vec<ScriptStep>>,
-    /// How deep delegation may go: the run is at depth 0, its children at 1 (default 2).
+    /// How deep delegation may go: the run is at depth 0, its children at 1 (default 2, at
+    /// most `rein::MAX_DEPTH_CEILING`, which building the engine checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_depth: Option<u32>,
     /// The data directory count files are confined to: set by the check from the command

@@ -29,5 +29,7 @@ pub use fs::{
     FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_RESULTS,
 };
 pub use http::{HttpConfig, HttpError, HttpFetch};
-pub use skill::{MAX_SKILL_BYTES, SkillLoad, SkillLoadError, load_skills, parse_skill};
+pub use skill::{
+    MAX_FRONT_MATTER_BRACKETS, MAX_SKILL_BYTES, SkillLoad, SkillLoadError, load_skills, parse_skill,
+};
 pub use workspace::{MAX_NAME_BYTES, MAX_PATH_BYTES, PathError, Workspace, WorkspaceError, check};

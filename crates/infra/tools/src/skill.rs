@@ -1,10 +1,18 @@
 //! Skills from disk: a folder per skill with a `SKILL.md` (YAML front matter — `name`,
 //! `description`, `triggers` — then a markdown body) and optional files; and the read-only
 //! `skill.load` tool whose output (name, checksum, body) lands in the ledger.
+//!
+//! Skills are confined to their folder as the built-in tools are to the workspace: every
+//! skill folder and `SKILL.md` is opened through a handle on the skills folder, so a
+//! symbolic link that leads out of it is refused, not followed, and a `SKILL.md` with more
+//! than one hard link is refused too.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 
 use rein_run::Skill;
 use rein_tool::{Annotations, Tool, ToolError, ToolOutput, ToolSpec};
@@ -16,6 +24,16 @@ use crate::fs::{builtin_spec, parse, schema};
 
 /// The largest `SKILL.md` read.
 pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// The most `[` and `{` the front matter of a `SKILL.md` may hold, wherever they stand.
+///
+/// The YAML parser's time grows with how deeply flow collections (`[…]`, `{…}`) nest times
+/// the length of the text: a front matter nested a hundred thousand deep stalls it for
+/// minutes. Counting every bracket, in quoted text too, bounds that nesting in one pass
+/// without having to parse the YAML (quoting decides which brackets nest, and a scan that
+/// guessed wrong could be led past a deep nest); a front matter — a name, a description, a
+/// few triggers — holds a handful.
+pub const MAX_FRONT_MATTER_BRACKETS: usize = 100;
 
 /// Why skills could not be loaded. Every variant names the file or folder.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +72,36 @@ pub enum SkillLoadError {
         /// What is wrong.
         #[source]
         source: rein_run::SkillError,
+    },
+    /// The front matter holds more than [`MAX_FRONT_MATTER_BRACKETS`] `[` and `{`.
+    #[error(
+        "{path}: the front matter holds more than {MAX_FRONT_MATTER_BRACKETS} `[` and `{{` (the first one over the limit is on line {line}); a front matter is a name, a description and a short list of triggers: check for unclosed brackets, and keep long text in the body"
+    )]
+    TooManyBrackets {
+        /// The file.
+        path: PathBuf,
+        /// The line of the first bracket over the limit (the file's first line is 1).
+        line: usize,
+    },
+    /// A skill folder or `SKILL.md` is a symbolic link that leads out of the skills folder.
+    #[error(
+        "{path} leads out of the skills folder {root} through a symbolic link; skills are confined to their folder like the workspace: copy the skill into it instead of linking to it"
+    )]
+    Escapes {
+        /// The folder or file, as found in the skills folder.
+        path: PathBuf,
+        /// The skills folder.
+        root: PathBuf,
+    },
+    /// A `SKILL.md` has more than one hard link.
+    #[error(
+        "{path} is a file with {links} hard links; its content may be shared with a file outside the skills folder, so it is refused: copy it instead"
+    )]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// How many hard links it has.
+        links: u64,
     },
     /// The file is larger than [`MAX_SKILL_BYTES`].
     #[error(
@@ -113,6 +161,17 @@ pub fn parse_skill(text: &str, path: &Path) -> Result<Skill, SkillLoadError> {
         .or_else(|| rest.split_once("\n---\r\n"))
         .or_else(|| rest.strip_suffix("\n---").map(|y| (y, "")))
         .ok_or_else(no_front)?;
+    if let Some(offset) = bracket_over_limit(yaml) {
+        // The front matter starts on the file's second line, after `---`.
+        let line = 2 + yaml.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        return Err(SkillLoadError::TooManyBrackets {
+            path: path.to_path_buf(),
+            line,
+        });
+    }
     let front: FrontMatter =
         serde_yaml_ng::from_str(yaml).map_err(|e| SkillLoadError::FrontMatter {
             path: path.to_path_buf(),
@@ -126,30 +185,66 @@ pub fn parse_skill(text: &str, path: &Path) -> Result<Skill, SkillLoadError> {
     })
 }
 
+/// The byte offset of the first `[` or `{` of `yaml` past [`MAX_FRONT_MATTER_BRACKETS`].
+fn bracket_over_limit(yaml: &str) -> Option<usize> {
+    yaml.bytes()
+        .enumerate()
+        .filter(|&(_, b)| b == b'[' || b == b'{')
+        .nth(MAX_FRONT_MATTER_BRACKETS)
+        .map(|(offset, _)| offset)
+}
+
 /// Loads every skill under `dir`: each folder with a `SKILL.md`, sorted by folder name.
-/// Folders without one are skipped.
+/// Folders without one are skipped. `dir` itself may be reached through symbolic links;
+/// nothing under it may lead out (see the module's docs).
 ///
 /// # Errors
-/// The first [`SkillLoadError`]: an unreadable folder or file, broken front matter, an
-/// invalid or duplicate name.
+/// The first [`SkillLoadError`]: an unreadable folder or file, a folder or `SKILL.md` that
+/// leads out of `dir` or is hard-linked, broken front matter, an invalid or duplicate name.
 pub fn load_skills(dir: &Path) -> Result<Vec<Skill>, SkillLoadError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SkillLoadError::Io { path, source }
     };
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+    let root = Dir::open_ambient_dir(dir, ambient_authority()).map_err(io(dir))?;
+    let mut names: Vec<std::ffi::OsString> = root
+        .entries()
         .map_err(io(dir))?
         .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.join("SKILL.md").is_file())
+        .map(|entry| entry.file_name())
         .collect();
-    folders.sort();
+    names.sort();
     let mut skills: Vec<(Skill, PathBuf)> = Vec::new();
-    for folder in folders {
-        let file = folder.join("SKILL.md");
+    for name in names {
+        let folder = dir.join(&name);
+        let relative = Path::new(&name).join("SKILL.md");
+        let file = dir.join(&relative);
+        let escapes = |path: &Path| SkillLoadError::Escapes {
+            path: path.to_path_buf(),
+            root: dir.to_path_buf(),
+        };
+        // Resolved beneath `root`: a link out is an error here, never followed.
+        match root.metadata(&name) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => continue,
+            Err(e) if crate::workspace::is_escape(&e) => return Err(escapes(&folder)),
+            Err(e) => return Err(io(&folder)(e)),
+        }
+        let handle = match root.open(&relative) {
+            Ok(handle) => handle.into_std(),
+            Err(e) if crate::workspace::is_escape(&e) => return Err(escapes(&file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(&file)(e)),
+        };
+        let meta = handle.metadata().map_err(io(&file))?;
+        if !meta.is_file() {
+            continue;
+        }
+        if let Some(links) = extra_links(&meta) {
+            return Err(SkillLoadError::HardLinked { path: file, links });
+        }
         let mut text = String::new();
-        std::fs::File::open(&file)
-            .map_err(io(&file))?
+        handle
             .take(MAX_SKILL_BYTES + 1)
             .read_to_string(&mut text)
             .map_err(io(&file))?;
@@ -167,6 +262,20 @@ pub fn load_skills(dir: &Path) -> Result<Vec<Skill>, SkillLoadError> {
         skills.push((skill, folder));
     }
     Ok(skills.into_iter().map(|(skill, _)| skill).collect())
+}
+
+/// How many hard links a file with more than one has.
+fn extra_links(meta: &std::fs::Metadata) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        (meta.nlink() > 1).then_some(meta.nlink())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
 }
 
 /// The input of `skill.load`.
