@@ -335,4 +335,11 @@ pub mod prelude {
         ToolError,
     };
     pub use serde_json::{Value, json};
+
+    /// The closure tool's old name, kept here for one release so that code written
+    /// `use rein::prelude::*; Tool::builder(…)` still compiles (with a deprecation warning):
+    /// use [`FnTool`].
+    #[allow(deprecated)]
+    #[doc(no_inline)]
+    pub use crate::{Tool, ToolBuilder};
 }
