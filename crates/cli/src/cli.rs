@@ -40,10 +40,12 @@ Examples:
 
 Exit codes:
   0    completed
-  1    the run failed (a denial fails it unless rejections are handed back; an approval
-       past its timeout is denied, and the verdict is not applied)
-  2    bad input: no such run, a run that waits for no approval, an --input-hash that
-       is not the pending call's
+  1    the run failed (a denial fails it unless rejections are handed back); or the
+       approval came too late: past its timeout the call was denied, the run failed
+       because of it, and the verdict is not applied
+  2    bad input: no such run, a run that waits for no approval (the runs below it that
+       do are named: approve a child by its own id), an --input-hash that is not the
+       pending call's
   3    the run is paused (again): for another approval, or for a human's answer
   4    the run's ledger failed verification";
 
@@ -116,7 +118,7 @@ pub(crate) enum Command {
     /// (no tool runs, nothing is written); rein says, run by run, whether the replay
     /// reaches the same states, status and result. Exit 1 when it does not.
     #[command(
-        after_help = "Examples:\n  rein replay 0193c6a2-...\n\nExit codes: 0 the replay matches, 1 it diverges, 2 no such run."
+        after_help = "Examples:\n  rein replay 0193c6a2-...\n\nExit codes: 0 the replay matches, 1 it diverges, 2 no such run, 4 a ledger of the tree fails verification (a broken chain, or a child the parent's entries misplace: started after the parent ended, a child whose end is recorded but whose ledger is gone)."
     )]
     Replay(ReplayArgs),
     /// List the runs in a data directory.

@@ -2,7 +2,7 @@
 //! configuration refused (refused decisions are `Rejection`s, in `rejection.rs`).
 
 use rein_artifact::ArtifactError;
-use rein_ledger::LedgerStoreError;
+use rein_ledger::{ChildLinkError, LedgerStoreError};
 use rein_policy::{ApprovalResponse, BudgetExhausted, EligibilityError, TransitionTableError};
 use rein_run::{
     BudgetName, LedgerHead, PendingApproval, RunError, RunId, RunStatus, RunStoreError, State,
@@ -498,4 +498,19 @@ pub enum TreeError {
     /// The parent recorded the child's end, but the child's ledger is gone.
     #[error("the parent recorded the child's end, but no ledger of the child is stored")]
     Missing,
+    /// The parent started the child and recorded no end for it, and no ledger of the child
+    /// is stored (a process that stopped in between leaves this; resuming the parent starts
+    /// the child), so it cannot be replayed.
+    #[error(
+        "the parent started the child at entry {} and recorded no end for it, and no ledger          of the child is stored",
+        started.seq
+    )]
+    NotStored {
+        /// The parent's `child_started` entry.
+        started: LedgerHead,
+    },
+    /// The parent's own entries about the child break the rules of a tree (a child started
+    /// after its parent ended, twice, or ended without starting).
+    #[error(transparent)]
+    Recorded(#[from] ChildLinkError),
 }

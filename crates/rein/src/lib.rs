@@ -190,9 +190,9 @@ pub use rein_policy::{
 // ---- the ledger ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_ledger::{
-    DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerLines, LedgerStore,
-    LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline, TornTail, VerifyError,
-    Violation,
+    ChildEnd, ChildLink, ChildLinkError, DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger,
+    LedgerLines, LedgerStore, LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline,
+    TornTail, VerifyError, Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------

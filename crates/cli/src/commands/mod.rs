@@ -84,7 +84,8 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
             LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },
         )
         | EngineError::InconsistentLedger { .. }
-        | EngineError::LedgerBehindSnapshot { .. } => CliError::new(Exit::LedgerBroken, message),
+        | EngineError::LedgerBehindSnapshot { .. }
+        | EngineError::TreeBroken { .. } => CliError::new(Exit::LedgerBroken, message),
         _ => CliError::new(Exit::Failed, message),
     }
 }
