@@ -63,12 +63,12 @@ fn verify<'a>(
                 source,
             })
         })?;
-        let status = engine.load_run(id).await?.status();
         let links = ledger.child_links().map_err(|e| EngineError::TreeBroken {
             parent: id.clone(),
             child: e.child().clone(),
             reason: TreeError::Recorded(e),
         })?;
+        let status = engine.load_run(id).await?.status();
         let mut children = Vec::new();
         for link in links {
             let child = &link.child;
