@@ -5,11 +5,11 @@
 //!
 //! After every kill it checks, through the facade, from the files the dead process left:
 //! the ledger loads and verifies (a torn final line cut, and reported, is the only loss
-//! allowed), every entry seen before is still there, the run snapshot loads, no budget went
-//! over, no fixture tool ran more often than the ledger has calls for it, and no
-//! non-idempotent tool ran twice. At the end of each series the outcome must be the one an
-//! uninterrupted run has, except where DESIGN.md §3 says otherwise: a non-idempotent call
-//! left in doubt fails the run with `in_doubt_tool_call`.
+//! allowed; every cut must be reported), every entry seen before is still there, the run
+//! snapshot loads, no budget went over, no fixture tool ran more often than the ledger has
+//! calls for it, and no non-idempotent tool ran twice. At the end of each series the
+//! outcome must be the one an uninterrupted run has, except where DESIGN.md §3 says
+//! otherwise: a non-idempotent call left in doubt fails the run with `in_doubt_tool_call`.
 //!
 //! The short form runs in `cargo test`; `make crash-test` runs the long form. Knobs (env):
 //! `REIN_CRASH_KILLS` (kills per scenario, default 12), `REIN_CRASH_SEED` (default
@@ -569,6 +569,12 @@ async fn killed_at_random_points_the_run_resumes_to_the_same_outcome_and_nothing
     );
     assert_eq!(figures.kills, kills * scenarios.len() as u64);
     assert_eq!((figures.entries_lost, figures.double_executions), (0, 0));
+    // The store cuts a torn line with the entry that reports it: a cut nobody recorded would
+    // be a loss nobody can see.
+    assert_eq!(
+        figures.torn_tails_reported, figures.torn_tails,
+        "torn tails cut without a report in the resumed ledger"
+    );
     assert_eq!(
         figures.outcomes_equal + figures.in_doubt_failures,
         figures.series

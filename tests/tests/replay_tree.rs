@@ -238,3 +238,80 @@ async fn a_child_the_replay_never_starts_is_reported_as_such() {
     let first = report.divergence().expect("a divergence");
     assert!(!first.contains(child.as_str()), "{first}");
 }
+
+#[tokio::test]
+async fn a_child_started_after_the_parent_ended_breaks_the_tree_for_verify_and_replay() {
+    let (read_tool, _) = echo("read", Annotations::read_only());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = two_levels(read_tool.clone())
+        .filesystem(dir.path())
+        .build()
+        .expect("engine");
+    let ledger = record(&engine).await;
+    let root = ledger.run_id().clone();
+    engine
+        .verify_tree(&root)
+        .await
+        .expect("the recorded tree verifies");
+    drop(engine);
+
+    // A child_started appended after run_completed, its hash recomputed, naming a child
+    // that never existed: the root's own chain still verifies.
+    let last = ledger.entries().last().expect("entries").clone();
+    let mut forged = ledger.clone();
+    let entry = forged
+        .append(
+            last.at(),
+            last.state(),
+            EntryKind::ChildStarted {
+                child: "never-ran".parse().expect("id"),
+                goal: "forged".into(),
+                carved: Default::default(),
+                planner: None,
+            },
+        )
+        .to_json_line();
+    forged.verify().expect("the chain alone verifies");
+    let path = dir.path().join("ledgers").join(format!("{root}.jsonl"));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("ledger file");
+    std::io::Write::write_all(&mut file, entry.as_bytes()).expect("append");
+
+    let engine = two_levels(read_tool)
+        .filesystem(dir.path())
+        .build()
+        .expect("engine");
+    let expect_after_end = |err: EngineError| match err {
+        EngineError::TreeBroken {
+            parent,
+            child,
+            reason:
+                TreeError::Recorded(rein::ChildLinkError::AfterEnd {
+                    kind, seq, ended, ..
+                }),
+        } => {
+            assert_eq!(parent, root);
+            assert_eq!(child.as_str(), "never-ran");
+            assert_eq!(
+                (kind, seq, ended),
+                ("child_started", last.seq() + 1, last.seq())
+            );
+        }
+        other => panic!("expected a child started after the parent ended, got {other:?}"),
+    };
+    expect_after_end(
+        engine
+            .verify_tree(&root)
+            .await
+            .expect_err("verify refuses it"),
+    );
+    let stored = engine.ledger(&root).await.expect("the chain loads");
+    let err = engine.replay(&stored).await.expect_err("replay refuses it");
+    assert!(
+        !err.to_string().contains("recorded the child's end"),
+        "{err}"
+    );
+    expect_after_end(err);
+}

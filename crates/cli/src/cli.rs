@@ -40,11 +40,31 @@ Examples:
 
 Exit codes:
   0    completed
-  1    the run failed (a denial fails it unless rejections are handed back; an approval
-       past its timeout is denied, and the verdict is not applied)
-  2    bad input: no such run, a run that waits for no approval, an --input-hash that
-       is not the pending call's
+  1    the run failed (a denial fails it unless rejections are handed back); or the
+       approval came too late: past its timeout the call was denied, the run failed
+       because of it, and the verdict is not applied
+  2    bad input: no such run, a run that waits for no approval (the runs below it that
+       do are named: approve a child by its own id), an --input-hash that is not the
+       pending call's
   3    the run is paused (again): for another approval, or for a human's answer
+  4    the run's ledger failed verification";
+
+const NARROW_AFTER: &str = "\
+Examples:
+  rein narrow 0193c6a2-... --reason 'the incident is over' --budget tool_calls=2
+  rein narrow 0193c6a2-... --reason 'no deploys today' --deny-tool deploy --max-steps 10
+  rein narrow 0193c6a2-... --reason 'ask first' --require-approval fs.write --fail-on-violation
+
+A narrowing only makes the run stricter: lower budget limits (or a limit where there was
+none), fewer steps, tools made eligible in no state, more approvals, fewer rejections handed
+back. It is recorded in the run's ledger (policy_narrowed) and holds when the run is resumed.
+Asking for anything wider is refused whole and nothing is recorded.
+
+Exit codes:
+  0    the policy was narrowed
+  1    rein could not go on (a store error, ...)
+  2    bad input: no such run, a finished run, nothing to narrow, a malformed NAME=LIMIT,
+       an unknown tool, or a request that would widen the run's policy
   4    the run's ledger failed verification";
 
 const MAIN_AFTER: &str = "\
@@ -53,6 +73,7 @@ Examples:
   rein run examples/scenarios/ask-human.json --data-dir /tmp/rein
   rein resume 0193c6a2-... --input yes --data-dir /tmp/rein
   rein approve 0193c6a2-... --reason 'ticket 42' --by alice
+  rein narrow 0193c6a2-... --reason 'wind down' --budget tool_calls=2
   rein runs list
   rein ledger verify 0193c6a2-...
   rein inspect 0193c6a2-... --format mermaid
@@ -109,6 +130,15 @@ pub(crate) enum Command {
     /// with exactly the input it was requested with.
     #[command(after_help = APPROVE_AFTER)]
     Approve(ApproveArgs),
+    /// Narrow the policy of a stored run: lower its budgets and steps, take tools away,
+    /// require approvals, hand fewer rejections back.
+    ///
+    /// For a run that is not being driven (paused, interrupted, or stopped by a crash; a
+    /// `rein` process driving it is waited for). The engine is rebuilt from the scenario
+    /// stored with the run, as for `rein resume`; the narrowing is recorded in the run's
+    /// ledger with its reason, and the run is held to it from its next step on.
+    #[command(after_help = NARROW_AFTER)]
+    Narrow(NarrowArgs),
     /// Replay a stored run, and every child run it delegated to, from its ledger.
     ///
     /// The engine is rebuilt from the scenario stored with the run, as for `rein resume`.
@@ -116,7 +146,7 @@ pub(crate) enum Command {
     /// (no tool runs, nothing is written); rein says, run by run, whether the replay
     /// reaches the same states, status and result. Exit 1 when it does not.
     #[command(
-        after_help = "Examples:\n  rein replay 0193c6a2-...\n\nExit codes: 0 the replay matches, 1 it diverges, 2 no such run."
+        after_help = "Examples:\n  rein replay 0193c6a2-...\n\nExit codes: 0 the replay matches, 1 it diverges, 2 no such run, 4 a ledger of the tree fails verification (a broken chain, or a child the parent's entries misplace: started after the parent ended, a child whose end is recorded but whose ledger is gone)."
     )]
     Replay(ReplayArgs),
     /// List the runs in a data directory.
@@ -233,6 +263,37 @@ pub(crate) struct ApproveArgs {
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `rein narrow`.
+#[derive(Debug, Args)]
+pub(crate) struct NarrowArgs {
+    /// The run to narrow.
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    /// Why (recorded in the ledger).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: String,
+    /// Lower budget NAME's limit to LIMIT, or set one where the run has none (repeatable).
+    #[arg(long = "budget", value_name = "NAME=LIMIT")]
+    pub(crate) budgets: Vec<String>,
+    /// Lower the most decisions the run may take to N.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_steps: Option<u32>,
+    /// Make TOOL eligible in no state (repeatable).
+    #[arg(long = "deny-tool", value_name = "TOOL")]
+    pub(crate) deny_tools: Vec<String>,
+    /// Require approval for every call of TOOL (repeatable).
+    #[arg(long = "require-approval", value_name = "TOOL")]
+    pub(crate) require_approval: Vec<String>,
+    /// Fail the run on its next rejection instead of handing rejections back.
+    #[arg(long, conflicts_with = "hand_back")]
+    pub(crate) fail_on_violation: bool,
+    /// Hand at most LIMIT rejections back to the planner (at most the run's own limit).
+    #[arg(long, value_name = "LIMIT")]
+    pub(crate) hand_back: Option<u64>,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
 }
 
 /// `rein replay`.

@@ -227,6 +227,31 @@ impl<'a> SpanIndex<'a> {
         })
     }
 
+    /// The path and text of the first whole number inside the value at `path` too large for
+    /// 64 bits whose value is `value`: serde reads such a number as a float, and a value it
+    /// buffers (a tagged enum, such as a decision) reports it at the end of the whole value.
+    pub(crate) fn huge_integer_in(
+        &self,
+        path: &JsonPath,
+        value: f64,
+    ) -> Option<(JsonPath, &'a str)> {
+        let outer = &self.spans[self.find(path)?];
+        let (from, to) = (outer.start, outer.end?);
+        self.spans.iter().enumerate().find_map(|(i, span)| {
+            let end = span.end?;
+            if span.start < from || end > to {
+                return None;
+            }
+            let text = self.text.get(span.start..end)?;
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            let huge = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && text.parse::<u64>().is_err()
+                && text.parse::<i64>().is_err();
+            (huge && text.parse::<f64>().ok() == Some(value)).then(|| (self.path_of(i), text))
+        })
+    }
+
     /// The text of the value at `path`, if it was scanned whole.
     pub(crate) fn text_of(&self, path: &JsonPath) -> Option<&'a str> {
         let span = &self.spans[self.find(path)?];

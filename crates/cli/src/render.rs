@@ -188,6 +188,7 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
         EntryKind::SkillEntered { name, checksum, .. } => {
             format!("skill `{name}` entered the context (sha256 {checksum})")
         }
+        EntryKind::PolicyNarrowed { reason, .. } => format!("policy narrowed{}", colon(reason)),
         other => other.name().replace('_', " "),
     }
 }

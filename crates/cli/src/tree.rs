@@ -1,11 +1,14 @@
-//! The tree of runs a ledger heads: each child's ledger read from the data directory,
-//! verified, and checked against its parent — its `child_of` names the parent's
-//! `child_started` entry, and a settled child's ledger ends exactly at the head the parent
-//! recorded (`rein ledger verify --tree`, the run tree of `rein inspect`).
+//! The tree of runs a ledger heads: each parent's entries about its children kept to the
+//! rules of a tree (`ChildLink::of`: started once, ended once after starting, nothing after
+//! the parent ended), each child's ledger read from the data directory, verified, and
+//! checked against its parent — its `child_of` names the parent's `child_started` entry,
+//! and a settled child's ledger ends exactly at the head the parent recorded (`rein ledger
+//! verify --tree`, the run tree of `rein inspect`); and the runs below a run that wait for
+//! an approval.
 
 use std::fmt::Write as _;
 
-use rein::{Entry, EntryKind, LedgerHead, RunId, RunStatus, Spend};
+use rein::{ChildLink, Entry, EntryKind, LedgerHead, PendingApproval, RunId, RunStatus, Spend};
 
 use crate::cli::Format;
 use crate::datadir::DataDir;
@@ -47,58 +50,56 @@ fn node(
     data: &DataDir,
 ) -> Result<Node, CliError> {
     let info = rein::RunOutline::of(entries);
+    let broken = |child: &RunId, why: String| {
+        CliError::new(
+            Exit::LedgerBroken,
+            format!("the tree of runs is broken between parent {id} and child {child}: {why} ✗"),
+        )
+    };
+    let links = ChildLink::of(entries).map_err(|e| broken(e.child(), e.to_string()))?;
     let mut children = Vec::new();
-    for entry in entries {
-        let EntryKind::ChildStarted { child, .. } = entry.event() else {
-            continue;
-        };
-        let started = entry.head();
-        let ended = entries.iter().find_map(|e| match e.event() {
-            EntryKind::ChildEnded {
-                child: c,
-                head,
-                spent,
-                ..
-            } if c == child => Some((*head, spent.clone())),
-            _ => None,
-        });
-        let broken = |why: String| {
-            CliError::new(
-                Exit::LedgerBroken,
-                format!(
-                    "the tree of runs is broken between parent {id} and child {child}: {why} ✗"
-                ),
-            )
-        };
+    for link in links {
+        let child = &link.child;
         let path = data.ledger(child);
         if !path.is_file() {
-            if ended.is_none() {
+            if link.ended.is_none() {
                 // Started on record, never created: resuming the parent starts it.
                 continue;
             }
-            return Err(broken(format!(
-                "the parent recorded the child's end, but {} does not exist",
-                path.display()
-            )));
+            return Err(broken(
+                child,
+                format!(
+                    "the parent recorded the child's end, but {} does not exist",
+                    path.display()
+                ),
+            ));
         }
         let file = LedgerFile::read_verified(&path, Some(child), data)?;
         let linked = file.entries.iter().any(|e| {
             matches!(e.event(), EntryKind::ChildOf { parent, parent_head, .. }
-                if parent == id && *parent_head == started)
+                if parent == id && *parent_head == link.started)
         });
         if !linked {
-            return Err(broken(format!(
-                "the child's ledger does not name the parent's child_started entry {started}"
-            )));
+            return Err(broken(
+                child,
+                format!(
+                    "the child's ledger does not name the parent's child_started entry {}",
+                    link.started
+                ),
+            ));
         }
         let last = file.entries.last().map(Entry::head);
-        let spent = match ended {
-            Some((head, spent)) if last == Some(head) => Some(spent),
-            Some((head, _)) => {
-                return Err(broken(format!(
-                    "the parent recorded the child's ledger ending at {head}, but it ends at {}",
-                    last.map_or_else(|| "no entry".to_owned(), |h: LedgerHead| h.to_string())
-                )));
+        let spent = match link.ended {
+            Some(end) if last == Some(end.head) => Some(end.spent),
+            Some(end) => {
+                return Err(broken(
+                    child,
+                    format!(
+                        "the parent recorded the child's ledger ending at {}, but it ends at {}",
+                        end.head,
+                        last.map_or_else(|| "no entry".to_owned(), |h: LedgerHead| h.to_string())
+                    ),
+                ));
             }
             None => None,
         };
@@ -112,6 +113,61 @@ fn node(
         spent,
         children,
     })
+}
+
+/// A run below another that waits for a verdict on one of its calls.
+#[derive(Debug, Clone)]
+pub(crate) struct Waiting {
+    pub(crate) run: RunId,
+    pub(crate) pending: PendingApproval,
+}
+
+/// The call a run waits for under a durable approval, as its ledger ends: its last entry
+/// is an `approval_pending` (a verdict, a failure or a resume would follow it).
+pub(crate) fn pending_approval(entries: &[Entry]) -> Option<&PendingApproval> {
+    match entries.last()?.event() {
+        EntryKind::ApprovalPending { pending } => Some(pending),
+        _ => None,
+    }
+}
+
+/// The children a run started and has not seen end, in the order they started.
+fn open_children(entries: &[Entry]) -> Vec<&RunId> {
+    let mut open = Vec::new();
+    for entry in entries {
+        match entry.event() {
+            EntryKind::ChildStarted { child, .. } => open.push(child),
+            EntryKind::ChildEnded { child, .. } => open.retain(|c| *c != child),
+            _ => {}
+        }
+    }
+    open
+}
+
+/// The runs below the run whose ledger is `entries` that wait for an approval: its open
+/// children, read from the data directory, and theirs, depth first. A child whose ledger
+/// cannot be read is passed over (`rein ledger verify --tree` says why).
+pub(crate) fn waiting_below(entries: &[Entry], data: &DataDir) -> Vec<Waiting> {
+    let mut waiting = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<RunId> = open_children(entries).into_iter().rev().cloned().collect();
+    // A forged tree may name its runs in a circle: each run is read once.
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let Ok(file) = LedgerFile::read(&data.ledger(&id), Some(&id), data) else {
+            continue;
+        };
+        if let Some(pending) = pending_approval(&file.entries) {
+            waiting.push(Waiting {
+                run: id.clone(),
+                pending: pending.clone(),
+            });
+        }
+        stack.extend(open_children(&file.entries).into_iter().rev().cloned());
+    }
+    waiting
 }
 
 /// What a child spent, as `tool_calls 2, steps 5`.

@@ -127,6 +127,43 @@ fn a_second_rein_process_approves_and_the_run_completes_and_verifies() {
 }
 
 #[test]
+fn an_approval_after_the_timeout_comes_too_late_and_the_run_fails() {
+    let scratch = Scratch::new();
+    // A timeout of 1 ms has passed by the time a second process looks.
+    scratch.write(
+        "durable.json",
+        &SCENARIO.replacen(r#""timeout_ms": 86400000"#, r#""timeout_ms": 1"#, 1),
+    );
+    scratch.run("durable.json", &[]).expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    let late = rein_in(
+        &scratch,
+        &["approve", &id, "--reason", "ok", "--by", "alice"],
+    );
+    late.expect_code(1).stderr_has(&[
+        "the approval came too late",
+        &format!("run {id} waited for a verdict on `db.drop_table`"),
+        "the run failed because of it",
+        "nothing was approved",
+    ]);
+    assert!(
+        !late.stderr.contains("waits for no approval"),
+        "{}",
+        late.stderr
+    );
+    // Asked again, the ledger still says why.
+    rein_in(
+        &scratch,
+        &["approve", &id, "--reason", "ok", "--by", "alice"],
+    )
+    .expect_code(1)
+    .stderr_has(&["the approval came too late", "denied as timed out at entry"]);
+    rein_in(&scratch, &["ledger", "show", &id])
+        .expect_code(0)
+        .stdout_has(&["approval DENIED for db.drop_table by engine: no verdict within 1 ms"]);
+}
+
+#[test]
 fn a_denial_fails_the_run() {
     let scratch = Scratch::new();
     let id = paused(&scratch);

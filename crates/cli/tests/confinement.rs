@@ -213,6 +213,12 @@ fn a_skills_folder_is_loaded_and_a_broken_skill_is_refused_at_check_time() {
   ]}
 }"#;
     let file = scratch.write("skills.json", text);
+    // `skill.load` comes with the skills: no warning that no tool provides it.
+    let checked = validate(&file, &[]);
+    checked
+        .expect_code(0)
+        .stdout_has(&["valid ✓", "tools: skill.load"]);
+    assert!(!checked.stderr.contains("warning"), "{}", checked.stderr);
     run(&scratch, &file)
         .expect_code(0)
         .stdout_has(&["skill.load ×1"]);

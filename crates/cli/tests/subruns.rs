@@ -116,6 +116,56 @@ fn a_child_ledger_cut_after_its_end_fails_the_tree_but_not_the_parent() {
 }
 
 #[test]
+fn a_child_forged_after_the_parent_ended_fails_the_tree_and_the_replay_says_so() {
+    let (scratch, root, _child) = delegated();
+    // A child_started entry appended after run_completed, its hash recomputed, naming a
+    // child that does not exist: the root's own chain still verifies.
+    let path = scratch.ledger(&root);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let entries: Vec<rein::Entry> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let last = entries.last().unwrap().clone();
+    let ended = last.seq();
+    let mut ledger = rein::Ledger::from_entries(root.parse().unwrap(), entries).unwrap();
+    let forged = "0193c6a2-0000-7000-8000-00000000f0f0";
+    let entry = ledger.append(
+        last.at(),
+        last.state(),
+        rein::EntryKind::ChildStarted {
+            child: forged.parse().unwrap(),
+            goal: "a child that never ran".into(),
+            carved: rein::Spend::default(),
+            planner: None,
+        },
+    );
+    std::fs::write(&path, text + &entry.to_json_line()).unwrap();
+    rein_in(&scratch, &["ledger", "verify", &root])
+        .expect_code(0)
+        .stdout_has(&["verified ✓"]);
+    let after_end = format!(
+        "records child_started for it at entry {}, after the parent ended at entry {ended}",
+        ended + 1
+    );
+    rein_in(&scratch, &["ledger", "verify", &root, "--tree"])
+        .expect_code(4)
+        .stderr_has(&[
+            &format!("broken between parent {root} and child {forged}"),
+            &after_end,
+        ]);
+    let replayed = rein_in(&scratch, &["replay", &root]);
+    replayed
+        .expect_code(4)
+        .stderr_has(&[&format!("child {forged}"), &after_end]);
+    assert!(
+        !replayed.stderr.contains("recorded the child's end"),
+        "{}",
+        replayed.stderr
+    );
+}
+
+#[test]
 fn a_delegation_to_an_undefined_planner_is_a_warning_that_names_it() {
     let scratch = Scratch::new();
     let file = scratch.write(
@@ -174,6 +224,18 @@ fn runs_list_shows_a_child_under_its_parent() {
         let from: String = line.chars().skip(status).collect();
         assert!(from.starts_with("completed"), "{line}");
     }
+
+    // A child whose ledger is gone stays under the run that started it.
+    std::fs::remove_file(scratch.ledger(&child)).unwrap();
+    let listed = rein_in(&scratch, &["runs", "list"]);
+    listed.expect_code(0);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", listed.stdout);
+    assert!(
+        lines[2].starts_with(&format!("└ {child} ")) && lines[2].contains("is missing"),
+        "{}",
+        listed.stdout
+    );
 }
 
 const CHILD_APPROVAL: &str = r#"{
@@ -226,6 +288,35 @@ fn a_child_waiting_for_approval_is_approved_by_id_and_its_parent_then_resumed() 
         &format!("rein approve {child}"),
         "options    resume",
     ]);
+    // The summary points to the child's approval first, and to resuming the root after.
+    let approve_at = paused
+        .stdout
+        .find(&format!(
+            "  approve    rein approve {child} --reason TEXT --by NAME"
+        ))
+        .expect("the child's approve line");
+    let resume_at = paused
+        .stdout
+        .find(&format!("  then       rein resume {root} --input resume"))
+        .expect("the root's resume line, after it");
+    assert!(approve_at < resume_at, "{}", paused.stdout);
+    paused.stdout_has(&[&format!(
+        "  approval   child run {child} waits for db.drop_table (risk critical"
+    )]);
+    // Approving the root names the child that waits, and records nothing.
+    let root_ledger = std::fs::read(scratch.ledger(&root)).unwrap();
+    rein_in(
+        &scratch,
+        &["approve", &root, "--by", "alice", "--reason", "ticket 9"],
+    )
+    .expect_code(2)
+    .stderr_has(&[
+        &format!("run {root} waits for no approval itself, but 1 below it does"),
+        &format!("child run {child} waits for `db.drop_table`"),
+        &format!("rein approve {child} --reason TEXT --by NAME"),
+        &format!("rein resume {root} --input resume"),
+    ]);
+    assert_eq!(std::fs::read(scratch.ledger(&root)).unwrap(), root_ledger);
     // An answer is no verdict: refused while the child waits.
     rein_in(&scratch, &["resume", &root, "--input", "sure, drop it"])
         .expect_code(3)

@@ -2,7 +2,7 @@
 //! configuration refused (refused decisions are `Rejection`s, in `rejection.rs`).
 
 use rein_artifact::ArtifactError;
-use rein_ledger::LedgerStoreError;
+use rein_ledger::{ChildLinkError, LedgerStoreError};
 use rein_policy::{ApprovalResponse, BudgetExhausted, EligibilityError, TransitionTableError};
 use rein_run::{
     BudgetName, LedgerHead, PendingApproval, RunError, RunId, RunStatus, RunStoreError, State,
@@ -510,10 +510,25 @@ pub enum TreeError {
     Missing,
     /// The child would stand deeper below the run verified than any tree rein grows.
     #[error(
-        "the child would be more than {ceiling} levels below the run verified, deeper than          any tree rein grows; its ledgers were assembled or edited by hand (a loop of runs          naming each other as children included)"
+        "the child would be more than {ceiling} levels below the run verified, deeper than any tree rein grows; its ledgers were assembled or edited by hand (a loop of runs naming each other as children included)"
     )]
     TooDeep {
         /// [`MAX_DEPTH_CEILING`](crate::MAX_DEPTH_CEILING).
         ceiling: u32,
     },
+    /// The parent started the child and recorded no end for it, and no ledger of the child
+    /// is stored (a process that stopped in between leaves this; resuming the parent starts
+    /// the child), so it cannot be replayed.
+    #[error(
+        "the parent started the child at entry {} and recorded no end for it, and no ledger of the child is stored",
+        started.seq
+    )]
+    NotStored {
+        /// The parent's `child_started` entry.
+        started: LedgerHead,
+    },
+    /// The parent's own entries about the child break the rules of a tree (a child started
+    /// after its parent ended, twice, or ended without starting).
+    #[error(transparent)]
+    Recorded(#[from] ChildLinkError),
 }

@@ -39,25 +39,35 @@ type TreeFuture<'a> = Pin<Box<dyn Future<Output = Result<LedgerTree, EngineError
 /// Loads the ledgers of every child below `ledger` from `engine`'s stores.
 ///
 /// # Errors
-/// [`EngineError::TreeBroken`] with [`TreeError::Missing`] for a child whose ledger is not
-/// stored (under [`Missing::Refused`]); the store's error otherwise.
+/// [`EngineError::TreeBroken`] when a ledger's entries about its children break the rules
+/// of a tree ([`TreeError::Recorded`]), or with [`TreeError::Missing`] or
+/// [`TreeError::NotStored`] for a child whose ledger is not stored (under
+/// [`Missing::Refused`]); the store's error otherwise.
 pub(crate) fn load_tree(engine: &Engine, ledger: Ledger, missing: Missing) -> TreeFuture<'_> {
     Box::pin(async move {
+        let parent = ledger.run_id();
+        let links = ledger.child_links().map_err(|e| EngineError::TreeBroken {
+            parent: parent.clone(),
+            child: e.child().clone(),
+            reason: TreeError::Recorded(e),
+        })?;
         let mut children = Vec::new();
-        for entry in ledger.entries() {
-            let EntryKind::ChildStarted { child, .. } = entry.event() else {
-                continue;
-            };
-            match open::load_ledger(engine.shared(), child).await {
+        for link in links {
+            match open::load_ledger(engine.shared(), &link.child).await {
                 Ok(loaded) => {
                     children.push(load_tree(engine, loaded.loaded.ledger, missing).await?);
                 }
                 Err(EngineError::RunNotFound { .. }) if missing == Missing::Skipped => {}
                 Err(EngineError::RunNotFound { .. }) => {
                     return Err(EngineError::TreeBroken {
-                        parent: ledger.run_id().clone(),
-                        child: child.clone(),
-                        reason: TreeError::Missing,
+                        parent: parent.clone(),
+                        child: link.child,
+                        reason: match link.ended {
+                            Some(_) => TreeError::Missing,
+                            None => TreeError::NotStored {
+                                started: link.started,
+                            },
+                        },
                     });
                 }
                 Err(e) => return Err(e),

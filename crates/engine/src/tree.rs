@@ -1,8 +1,8 @@
 //! `RunTree`: a run and the child runs it delegated to, each ledger verified and every link
 //! between them checked (`Engine::verify_tree`).
 
-use rein_ledger::{EntryKind, Ledger};
-use rein_run::{LedgerHead, RunId, RunStatus, Spend};
+use rein_ledger::EntryKind;
+use rein_run::{RunId, RunStatus, Spend};
 
 use crate::config::MAX_DEPTH_CEILING;
 use crate::engine::Engine;
@@ -35,12 +35,15 @@ impl RunTree {
 }
 
 impl Engine {
-    /// Verifies run `id` and every child run below it: each ledger's hash chain, that
-    /// each child's `child_of` names its parent's `child_started` entry, and that each
-    /// settled child's ledger ends exactly at the head its parent recorded.
+    /// Verifies run `id` and every child run below it: each ledger's hash chain; each
+    /// parent's entries about its children ([`rein_ledger::ChildLink::of`]: a child starts
+    /// once, ends at most once and after it started, nothing about a child after the parent
+    /// ended); that each child's `child_of` names its parent's `child_started` entry; that
+    /// each settled child's ledger ends exactly at the head its parent recorded.
     ///
     /// # Errors
-    /// [`EngineError::TreeBroken`] naming the parent, the child and the broken link; or as
+    /// [`EngineError::TreeBroken`] naming the parent, the child and the broken link (a
+    /// child whose end the parent recorded must be stored); or as
     /// [`Engine::ledger`] for any ledger of the tree.
     pub async fn verify_tree(&self, id: &RunId) -> Result<RunTree, EngineError> {
         verify(self, id, None, 0).await
@@ -65,20 +68,25 @@ fn verify<'a>(
                 source,
             })
         })?;
+        let links = ledger.child_links().map_err(|e| EngineError::TreeBroken {
+            parent: id.clone(),
+            child: e.child().clone(),
+            reason: TreeError::Recorded(e),
+        })?;
         let status = engine.load_run(id).await?.status();
         let mut children = Vec::new();
-        for (started, child) in started_children(&ledger) {
-            let ended = ended(&ledger, &child);
+        for link in links {
+            let child = &link.child;
             let broken = |reason| EngineError::TreeBroken {
                 parent: id.clone(),
                 child: child.clone(),
                 reason,
             };
-            let child_ledger = match open::load_ledger(engine.shared(), &child).await {
+            let child_ledger = match open::load_ledger(engine.shared(), child).await {
                 Ok(loaded) => loaded.loaded.ledger,
                 // Started on record, never created: the process stopped in between, and
                 // resuming the parent starts it.
-                Err(EngineError::RunNotFound { .. }) if ended.is_none() => continue,
+                Err(EngineError::RunNotFound { .. }) if link.ended.is_none() => continue,
                 Err(EngineError::RunNotFound { .. }) => return Err(broken(TreeError::Missing)),
                 Err(e) => return Err(e),
             };
@@ -89,24 +97,26 @@ fn verify<'a>(
             }
             let linked = child_ledger.entries().iter().any(|e| {
                 matches!(e.event(), EntryKind::ChildOf { parent, parent_head, .. }
-                    if parent == id && *parent_head == started)
+                    if parent == id && *parent_head == link.started)
             });
             if !linked {
-                return Err(broken(TreeError::NotLinked { started }));
+                return Err(broken(TreeError::NotLinked {
+                    started: link.started,
+                }));
             }
-            let spent = match ended {
-                Some((head, spent)) => {
-                    if child_ledger.head() != Some(head) {
+            let spent = match link.ended {
+                Some(end) => {
+                    if child_ledger.head() != Some(end.head) {
                         return Err(broken(TreeError::HeadMismatch {
-                            recorded: head,
+                            recorded: end.head,
                             found: child_ledger.head(),
                         }));
                     }
-                    Some(spent)
+                    Some(end.spent)
                 }
                 None => None,
             };
-            children.push(verify(engine, &child, spent, depth + 1).await?);
+            children.push(verify(engine, child, spent, depth + 1).await?);
         }
         Ok(RunTree {
             id: id.clone(),
@@ -115,30 +125,5 @@ fn verify<'a>(
             spent,
             children,
         })
-    })
-}
-
-/// Each `child_started` entry's head and child, in order.
-fn started_children(ledger: &Ledger) -> Vec<(LedgerHead, RunId)> {
-    ledger
-        .entries()
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some((e.head(), child.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The head and spend the parent recorded when `child` ended, if it did.
-fn ended(ledger: &Ledger, child: &RunId) -> Option<(LedgerHead, Spend)> {
-    ledger.entries().iter().find_map(|e| match e.event() {
-        EntryKind::ChildEnded {
-            child: c,
-            head,
-            spent,
-            ..
-        } if c == child => Some((*head, spent.clone())),
-        _ => None,
     })
 }

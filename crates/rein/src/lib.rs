@@ -190,9 +190,9 @@ pub use rein_policy::{
 // ---- the ledger ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_ledger::{
-    DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger, LedgerLines, LedgerStore,
-    LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline, TornTail, VerifyError,
-    Violation,
+    ChildEnd, ChildLink, ChildLinkError, DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger,
+    LedgerLines, LedgerStore, LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline,
+    TornTail, VerifyError, Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------
@@ -336,4 +336,11 @@ pub mod prelude {
         ToolError,
     };
     pub use serde_json::{Value, json};
+
+    /// The closure tool's old name, kept here for one release so that code written
+    /// `use rein::prelude::*; Tool::builder(…)` still compiles (with a deprecation warning):
+    /// use [`FnTool`].
+    #[allow(deprecated)]
+    #[doc(no_inline)]
+    pub use crate::{Tool, ToolBuilder};
 }

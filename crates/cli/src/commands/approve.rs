@@ -2,14 +2,14 @@
 //! given from any process; the run then goes on, and the outcome is printed as `rein
 //! resume` prints it.
 
-use rein::{ApprovalResponse, Verdict};
+use rein::{ApprovalResponse, Entry, EntryKind, PendingApproval, Run, RunStatus, Verdict};
 
 use super::run::{Driven, Reopened, finish, reopen};
 use super::{engine_error, run_id};
 use crate::cli::ApproveArgs;
 use crate::datadir::DataDir;
-use crate::exit::{CliError, CliResult};
-use crate::render::shell_word;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::render::{iso, shell_word};
 use crate::scenario;
 
 /// `rein approve`.
@@ -30,6 +30,10 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
         servers,
         _lock,
     } = reopen(&data, &id, "approved").await?;
+    let before = engine
+        .load_run(&id)
+        .await
+        .map_err(|e| engine_error(e, &data))?;
     // Looking is touching: an approval past its timeout is denied here, and said so below.
     let pending = engine
         .pending_approval(&id)
@@ -41,11 +45,14 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
             .load_run(&id)
             .await
             .map_err(|e| engine_error(e, &data))?;
-        return Err(CliError::bad_input(format!(
-            "run {id} is {} and waits for no approval (an approval past its timeout is denied when the run is next touched; `rein ledger show {id} --data-dir {}` says what happened)",
-            run.status(),
-            shell_word(data.shown())
-        )));
+        let ledger = engine
+            .ledger(&id)
+            .await
+            .map_err(|e| engine_error(e, &data))?;
+        let waited = before
+            .pending_approval()
+            .filter(|_| before.status() == RunStatus::Paused);
+        return Err(waits_for_none(&run, waited, ledger.entries(), &data));
     };
     if let Some(hash) = &args.input_hash
         && !hash.eq_ignore_ascii_case(&pending.input_hash.to_string())
@@ -73,4 +80,98 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
         &data,
         args.json,
     )
+}
+
+/// Why run `run` takes no verdict, and what to do instead: its approval came too late (the
+/// timeout denied the call, now or before: exit 1, the run failed because of it), a run
+/// below it waits for the verdict (exit 2, naming it), or nothing waits (exit 2).
+/// `waited` is the call it waited for before this command looked.
+fn waits_for_none(
+    run: &Run,
+    waited: Option<&PendingApproval>,
+    entries: &[Entry],
+    data: &DataDir,
+) -> CliError {
+    let id = run.id();
+    let dir = shell_word(data.shown());
+    let outcome = match run.status() {
+        RunStatus::Failed => "the run failed because of it".to_owned(),
+        status => format!(
+            "the run is {status}: the denial is handed back to its planner (`rein resume {id} --data-dir {dir}` goes on)"
+        ),
+    };
+    // Waiting before this command looked, and no longer: the timeout denied it just now.
+    if let Some(pending) = waited {
+        return CliError::new(
+            Exit::Failed,
+            format!(
+                "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when this command looked (recorded), and {outcome}; nothing was approved (`rein ledger show {id} --data-dir {dir}` shows it)",
+                pending.tool, pending.input_hash, pending.requested_at
+            ),
+        );
+    }
+    if let Some((pending, denial)) = timed_out(entries) {
+        return CliError::new(
+            Exit::Failed,
+            format!(
+                "the approval came too late: run {id} waited for a verdict on `{}` (input {}) past its approval timeout, and the call was denied as timed out at entry {} ({}); {outcome}; nothing was approved",
+                pending.tool,
+                pending.input_hash,
+                denial.seq(),
+                iso(denial.at().as_unix_millis())
+            ),
+        );
+    }
+    let below = crate::tree::waiting_below(entries, data);
+    if !below.is_empty() {
+        let lines: Vec<String> = below
+            .iter()
+            .map(|w| {
+                format!(
+                    "  child run {} waits for `{}` (risk {}, step {}, input {}): rein approve {} --reason TEXT --by NAME --data-dir {dir}",
+                    w.run, w.pending.tool, w.pending.risk, w.pending.step, w.pending.input_hash, w.run
+                )
+            })
+            .collect();
+        let then = run.pending_question().map_or_else(String::new, |q| {
+            let answer = q.options.first().map_or("ANSWER", String::as_str);
+            format!(
+                "; then go on with `rein resume {id} --input {} --data-dir {dir}`",
+                shell_word(answer)
+            )
+        });
+        return CliError::bad_input(format!(
+            "run {id} waits for no approval itself, but {} below it {}: approve {} by its own id{then}\n{}",
+            below.len(),
+            if below.len() == 1 { "does" } else { "do" },
+            if below.len() == 1 { "it" } else { "each" },
+            lines.join("\n")
+        ));
+    }
+    CliError::bad_input(format!(
+        "run {id} is {} and waits for no approval (an approval past its timeout is denied when the run is next touched; `rein ledger show {id} --data-dir {dir}` says what happened)",
+        run.status()
+    ))
+}
+
+/// The call the run last waited for, and the entry denying it as timed out, when that is
+/// how its last wait ended: an `approval_denied` signed by the engine (a person's denial
+/// is signed by who gave it; the engine signs only the timeout's).
+fn timed_out(entries: &[Entry]) -> Option<(&PendingApproval, &Entry)> {
+    let (at, pending) = entries
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, e)| match e.event() {
+            EntryKind::ApprovalPending { pending } => Some((i, pending)),
+            _ => None,
+        })?;
+    let verdict = entries[at + 1..].iter().find(|e| {
+        matches!(
+            e.event(),
+            EntryKind::ApprovalGranted { .. } | EntryKind::ApprovalDenied { .. }
+        )
+    })?;
+    matches!(verdict.event(), EntryKind::ApprovalDenied { approver, .. } if approver == "engine")
+        .then_some((pending, verdict))
 }

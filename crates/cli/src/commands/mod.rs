@@ -6,6 +6,7 @@ mod inspect;
 mod ledger;
 pub(crate) mod mcp;
 mod mcp_serve;
+mod narrow;
 mod prompt;
 mod replay;
 mod run;
@@ -29,6 +30,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Run(args) => run::run(args).await,
         Command::Resume(args) => run::resume(args).await,
         Command::Approve(args) => approve::approve(args).await,
+        Command::Narrow(args) => narrow::narrow(args).await,
         Command::Replay(args) => replay::replay(args).await,
         Command::Runs(RunsCommand::List(data)) => runs::list(&data),
         Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
@@ -79,12 +81,14 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
         | EngineError::RunFinished { .. }
         | EngineError::NotAwaitingApproval { .. }
         | EngineError::ApprovalMismatch { .. }
-        | EngineError::InvalidAnswer { .. } => CliError::bad_input(message),
+        | EngineError::InvalidAnswer { .. }
+        | EngineError::Narrowing { .. } => CliError::bad_input(message),
         EngineError::LedgerStore(
             LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },
         )
         | EngineError::InconsistentLedger { .. }
-        | EngineError::LedgerBehindSnapshot { .. } => CliError::new(Exit::LedgerBroken, message),
+        | EngineError::LedgerBehindSnapshot { .. }
+        | EngineError::TreeBroken { .. } => CliError::new(Exit::LedgerBroken, message),
         _ => CliError::new(Exit::Failed, message),
     }
 }

@@ -273,7 +273,21 @@ pub(super) struct Driven {
 pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
     let run = &driven.run;
     let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
+    let below = match run.status() {
+        RunStatus::Paused => crate::tree::waiting_below(&ledger.entries, data),
+        _ => Vec::new(),
+    };
     if json {
+        for waiting in &below {
+            eprintln!(
+                "paused: child run {} waits for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME --data-dir {} (add --deny to deny)",
+                waiting.run,
+                waiting.pending.tool,
+                waiting.pending.risk,
+                waiting.run,
+                shell_word(data.shown())
+            );
+        }
         let text = serde_json::to_string_pretty(run)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the run: {e}")))?;
         println!("{text}");
@@ -297,7 +311,7 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
             );
         }
     } else {
-        print!("{}", render::summary(run, &ledger, data.shown()));
+        print!("{}", render::summary(run, &ledger, &below, data.shown()));
     }
     if let Err(broken) = &ledger.verdict {
         return Err(CliError::new(

@@ -21,10 +21,12 @@ const STATUS_WIDTH: usize = WAITING_APPROVAL.len();
 /// The status of a run that waits for a verdict.
 const WAITING_APPROVAL: &str = "WAITING-APPROVAL";
 
-/// One run's row: its parent (from its `child_of` entry) and the columns after its id.
+/// One run's row: its parent (from its `child_of` entry), the children it started (from
+/// its `child_started` entries) and the columns after its id.
 struct Row {
     id: RunId,
     parent: Option<RunId>,
+    children: Vec<RunId>,
     columns: String,
 }
 
@@ -71,6 +73,7 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
                 columns: format!("{:<STATUS_WIDTH$}  {e}", "unreadable"),
                 id,
                 parent: None,
+                children: Vec::new(),
             };
         }
         Ok(file) => file,
@@ -79,6 +82,14 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
         EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
         _ => None,
     });
+    let children = file
+        .entries
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
+            _ => None,
+        })
+        .collect();
     let info = file.outline();
     let waiting = waiting_for_approval(&file.entries);
     let status = if file.verdict.is_err() {
@@ -115,18 +126,31 @@ fn row(data: &DataDir, id: RunId, now: u64) -> Row {
         ),
         id,
         parent,
+        children,
     }
 }
 
 /// The rows in the order to list them, each with its depth: every run whose parent is not
 /// listed (a root) in the listing's order, each followed by its children, depth first, in
-/// the order they started.
+/// the order they started. A run's parent is the one its `child_of` entry names, or else
+/// the run whose `child_started` entry names it (a child whose own ledger is missing or
+/// unreadable still belongs under its parent).
 fn tree_order(rows: &[Row]) -> Vec<(usize, usize)> {
     let index: HashMap<&RunId, usize> = rows.iter().enumerate().map(|(i, r)| (&r.id, i)).collect();
+    let mut started_by: HashMap<&RunId, &RunId> = HashMap::new();
+    for row in rows {
+        for child in &row.children {
+            started_by.entry(child).or_insert(&row.id);
+        }
+    }
     let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut roots = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        match row.parent.as_ref().and_then(|p| index.get(p)) {
+        let parent = row
+            .parent
+            .as_ref()
+            .or_else(|| started_by.get(&row.id).copied());
+        match parent.and_then(|p| index.get(p)) {
             Some(&parent) if parent != i => children.entry(parent).or_default().push(i),
             _ => roots.push(i),
         }
@@ -163,18 +187,14 @@ fn id_label(id: &RunId, depth: usize) -> String {
     }
 }
 
-/// The call a run waits for under a durable approval, as its ledger ends: the last
-/// `approval_pending` with no verdict, failure or resume after it. In words: tool, risk
-/// and step.
+/// The call a run waits for under a durable approval, in words: tool, risk and step.
 fn waiting_for_approval(entries: &[rein::Entry]) -> Option<String> {
-    let last = entries.last()?;
-    match last.event() {
-        EntryKind::ApprovalPending { pending } => Some(format!(
+    crate::tree::pending_approval(entries).map(|pending| {
+        format!(
             "{} (risk {}, step {})",
             pending.tool, pending.risk, pending.step
-        )),
-        _ => None,
-    }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -185,6 +205,7 @@ mod tests {
         Row {
             id: RunId::new(id).unwrap(),
             parent: parent.map(|p| RunId::new(p).unwrap()),
+            children: Vec::new(),
             columns: String::new(),
         }
     }
@@ -207,6 +228,18 @@ mod tests {
             order,
             [("a", 0), ("b", 1), ("d", 2), ("e", 1), ("c", 0), ("f", 0)]
         );
+    }
+
+    #[test]
+    fn a_child_without_its_own_ledger_comes_under_the_run_that_started_it() {
+        let mut parent = row("a", None);
+        parent.children = vec![RunId::new("c").unwrap()];
+        let rows = [parent, row("b", None), row("c", None)];
+        let order: Vec<(&str, usize)> = tree_order(&rows)
+            .into_iter()
+            .map(|(i, d)| (rows[i].id.as_str(), d))
+            .collect();
+        assert_eq!(order, [("a", 0), ("c", 1), ("b", 0)]);
     }
 
     #[test]

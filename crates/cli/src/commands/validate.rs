@@ -56,6 +56,8 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
         .tools
         .iter()
         .filter_map(|t| t.builtin.map(|b| b.name()).or(t.fixture.as_deref()))
+        // A skills folder brings the tool that loads them.
+        .chain(s.skills.as_ref().map(|_| rein::tools::SkillLoad::NAME))
         .collect();
     let planner = match &s.planner {
         PlannerDef::Scripted(steps) => format!("scripted, {} steps", steps.len()),

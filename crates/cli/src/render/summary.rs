@@ -8,9 +8,11 @@ use rein::{BudgetName, EntryKind, PolicySnapshot, Run, RunStatus};
 
 use super::{limit, serde_name, shell_word, short_json};
 use crate::ledger_file::LedgerFile;
+use crate::tree::Waiting;
 
-/// The summary printed after `rein run` / `rein resume`.
-pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String {
+/// The summary printed after `rein run` / `rein resume`; `below` are the runs below this
+/// one that wait for an approval (the verdict they need comes before anything else).
+pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_dir: &str) -> String {
     let ledger_path = rein::FsLayout::new(data_dir).ledger(run.id());
     let mut out = String::new();
     let mark = match run.status() {
@@ -165,6 +167,25 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
         ledger_path.display(),
         ledger.entries.len()
     );
+    for waiting in below {
+        let pending = &waiting.pending;
+        let _ = writeln!(
+            out,
+            "  approval   child run {} waits for {} (risk {}, step {}, input {}): {}",
+            waiting.run,
+            pending.tool,
+            pending.risk,
+            pending.step,
+            pending.input_hash,
+            pending.reason
+        );
+        let _ = writeln!(
+            out,
+            "  approve    rein approve {} --reason TEXT --by NAME --data-dir {}  (add --deny to deny)",
+            waiting.run,
+            shell_word(data_dir)
+        );
+    }
     if let Some(pending) = run.pending_question() {
         let _ = writeln!(out, "  question   {:?}", pending.question);
         if !pending.options.is_empty() {
@@ -173,7 +194,12 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, data_dir: &str) -> String 
         let answer = pending.options.first().map_or("ANSWER", String::as_str);
         let _ = writeln!(
             out,
-            "  resume     rein resume {} --input {} --data-dir {}",
+            "  {}rein resume {} --input {} --data-dir {}",
+            if below.is_empty() {
+                "resume     "
+            } else {
+                "then       "
+            },
             run.id(),
             shell_word(answer),
             shell_word(data_dir)

@@ -180,7 +180,13 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                     _ => continue,
                 };
                 for (path, tool, input) in calls {
-                    if !names.contains_key(tool) && !super::mcp::provides(&names, tool) {
+                    // `skills` brings its own tool, `skill.load`, registered with them.
+                    let skill_load =
+                        scenario.skills.is_some() && tool == rein::tools::SkillLoad::NAME;
+                    if !names.contains_key(tool)
+                        && !super::mcp::provides(&names, tool)
+                        && !skill_load
+                    {
                         warnings.push(format!(
                             "{path} calls `{tool}`, which no tool in the scenario provides; the engine will reject the call"
                         ));

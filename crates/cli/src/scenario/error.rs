@@ -125,6 +125,13 @@ impl ScenarioError {
                 );
             } else if let Some(better) = too_large_integer(&message, literal) {
                 message = better;
+            } else if let Some((inner, number)) = float_read(&message)
+                .and_then(|value| path.as_ref().and_then(|p| index.huge_integer_in(p, value)))
+                && let Some(better) = too_large_integer(&message, number)
+            {
+                // Reported at the end of a value serde buffered: point at the number.
+                message = better;
+                path = Some(inner);
             }
         }
         // serde stops right after an unknown key: name the key itself.
@@ -225,6 +232,16 @@ fn too_large_integer(message: &str, literal: &str) -> Option<String> {
     Some(format!(
         "the number {literal} is out of range, expected {expected}{range}"
     ))
+}
+
+/// The float serde read a whole number as, from "invalid type: floating point `1e+23`, …".
+fn float_read(message: &str) -> Option<f64> {
+    message
+        .strip_prefix("invalid type: floating point `")?
+        .split_once('`')?
+        .0
+        .parse()
+        .ok()
 }
 
 /// The field serde calls unknown, from its message.

@@ -39,6 +39,7 @@
 //! comes in as a [`Timestamp`](rein_run::Timestamp) from the caller.
 
 mod chain;
+mod children;
 mod compact;
 mod entry;
 mod error;
@@ -49,6 +50,7 @@ mod outline;
 mod store;
 
 pub use chain::Chain;
+pub use children::{ChildEnd, ChildLink, ChildLinkError};
 pub use entry::Entry;
 pub use error::{Problem, VerifyError};
 pub use kind::{EntryKind, InterruptKind, Violation};

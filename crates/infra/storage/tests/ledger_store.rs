@@ -319,25 +319,58 @@ async fn an_unparsable_line_fails_the_load_naming_file_and_line() {
 }
 
 #[tokio::test]
-async fn a_torn_last_line_is_cut_and_reported() {
+async fn a_torn_last_line_is_reported_and_the_next_entry_written_over_it() {
     let full = ledger("torn", 4);
     let complete = ledger("torn", 3);
     let line4 = full.entries()[3].to_json_line();
-    let torn = &line4[..line4.len() / 2];
-    let (loaded, after, _) = check_damaged(&complete, |text| text.push_str(torn)).await;
+    let complete_text: String = complete.entries().iter().map(Entry::to_json_line).collect();
+    // Torn lines shorter and longer than the entry that replaces them.
+    let shorter = line4[..line4.len() / 2].to_owned();
+    let longer = format!("{{\"seq\":4,\"note\":\"{}", "x".repeat(line4.len() * 2));
+    for torn in [shorter, longer] {
+        let root = tempfile::tempdir().unwrap();
+        let path = {
+            let stores = fs_stores(root.path(), FsyncPolicy::EveryStep);
+            store(stores.ledgers(), &complete).await;
+            stores.ledgers().ledger_path(complete.run_id())
+        };
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(torn.as_bytes()).unwrap();
+        drop(file);
 
-    let loaded = loaded.unwrap();
-    assert_eq!(loaded.ledger, complete, "every complete entry is kept");
-    let expected = TornTail {
-        line: 4,
-        bytes: torn.len() as u64,
-    };
-    assert_eq!(loaded.torn_tail, Some(expected));
-    let expected_text: String = complete.entries().iter().map(Entry::to_json_line).collect();
-    assert_eq!(
-        after, expected_text,
-        "the file is cut to its last complete line"
-    );
+        let stores = fs_stores(root.path(), FsyncPolicy::EveryStep);
+        let loaded = stores.ledgers().load(complete.run_id()).await.unwrap();
+        assert_eq!(loaded.ledger, complete, "every complete entry is kept");
+        let expected = TornTail {
+            line: 4,
+            bytes: torn.len() as u64,
+        };
+        assert_eq!(loaded.torn_tail, Some(expected));
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            format!("{complete_text}{torn}"),
+            "loading writes nothing: the torn line stays until an entry can report its cut"
+        );
+        // The next entry takes the torn line's place; what was left of it is gone.
+        stores.ledgers().append(&full.entries()[3]).await.unwrap();
+        stores.ledgers().sync(full.run_id()).await.unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            format!("{complete_text}{line4}")
+        );
+        // Later entries are appended after it, and a fresh store loads the whole chain.
+        let mut longer_ledger = full.clone();
+        push(&mut longer_ledger, 5);
+        stores
+            .ledgers()
+            .append(&longer_ledger.entries()[4])
+            .await
+            .unwrap();
+        let fresh = fs_stores(root.path(), FsyncPolicy::EveryStep);
+        let reloaded = fresh.ledgers().load(full.run_id()).await.unwrap();
+        assert_eq!(reloaded.ledger, longer_ledger);
+        assert_eq!(reloaded.torn_tail, None);
+    }
 
     // A line that is complete JSON but lost its newline is torn too: the write never
     // finished, so `append` never returned for it.

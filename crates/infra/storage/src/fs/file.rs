@@ -1,8 +1,8 @@
 //! File helpers shared by the filesystem stores: refusing foreign files, atomic replacement,
-//! directory fsync and unique temporary names.
+//! directory fsync, unique temporary names, and writing over a torn last line.
 
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -206,6 +206,37 @@ fn same_file(a: &Metadata, b: &Metadata) -> bool {
 #[cfg(not(unix))]
 fn same_file(a: &Metadata, b: &Metadata) -> bool {
     a.len() == b.len() && a.modified().ok() == b.modified().ok()
+}
+
+/// Writes `line` at `at`, over the torn line the file (`on_disk` bytes long) ends in, then
+/// cuts what is left of the torn line (a ledger's torn tail, cut in one write with the entry
+/// that follows it). The ledger's own handle appends (`O_APPEND`), so a
+/// second, positioned handle does this one write. Stopped after the write, the file ends in
+/// the new line and a shorter torn line, which the next open finds; stopped before, in the
+/// torn line as it was: either way, a cut is never left unreported.
+pub(crate) fn write_over_torn(path: &Path, at: u64, on_disk: u64, line: &[u8]) -> io::Result<()> {
+    let mut file = match open_regular(path, OpenOptions::new().write(true))? {
+        Opened::File(file, _) => file,
+        Opened::Missing => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the ledger file was removed while the store had it open",
+            ));
+        }
+        Opened::Foreign(found) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("it was replaced by {found} while the store had it open"),
+            ));
+        }
+    };
+    file.seek(SeekFrom::Start(at))?;
+    file.write_all(line)?;
+    let end = at + line.len() as u64;
+    if end < on_disk {
+        file.set_len(end)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -37,9 +37,12 @@ use read::{parse, read_complete, tip_of};
 ///   [`FsConfig::with_max_open_ledgers`](crate::FsConfig::with_max_open_ledgers) are
 ///   closed, least recently used first, never with unsynced entries.
 /// - **Torn tail.** Opening a file whose last line has no newline (the process died while
-///   writing it, so `append` never returned for it) truncates the file to its last complete
-///   line, logs a warning, and reports the cut in [`LoadedLedger::torn_tail`] for as long
-///   as the handle stays open. Any *complete* line that does not parse, last or not, is
+///   writing it, so `append` never returned for it) takes the file's lock, logs a warning,
+///   and reports the torn line in [`LoadedLedger::torn_tail`] for as long as the handle
+///   stays open; the next `append` writes its entry over the torn line and cuts what is
+///   left of it. The cut and the entry that can report it (the engine's `run_resumed`)
+///   land in one write, so a process that dies before it leaves the torn line for the next
+///   one to find, and report. Any *complete* line that does not parse, last or not, is
 ///   [`LedgerStoreError::Corrupt`] naming the file and line: it is never cut or skipped.
 /// - **Chain.** `append` refuses an entry that does not follow the last stored one (wrong
 ///   number or `prev`), so a second writer cannot fork a run's chain; `load` verifies the
@@ -77,13 +80,15 @@ struct OpenLedger {
     len: u64,
     /// The end of the chain, once known (found on the first append after opening).
     tip: Option<Tip>,
-    /// The torn last line cut when the file was opened.
+    /// The torn last line found when the file was opened.
     torn: Option<TornTail>,
+    /// The file's length with that torn line, until the first append writes over it.
+    uncut: Option<u64>,
     /// Whether entries were written since the last `fdatasync` (only tracked for
     /// [`FsyncPolicy::EveryStep`]).
     dirty: bool,
-    /// Whether this handle holds the file's exclusive lock (taken before the first append
-    /// or a torn-tail cut, released when the handle closes).
+    /// Whether this handle holds the file's exclusive lock (taken before the first append,
+    /// or on opening a file with a torn tail; released when the handle closes).
     locked: bool,
 }
 
@@ -143,9 +148,9 @@ impl Inner {
         lock(&self.slots).get(run_id).map(Arc::clone)
     }
 
-    /// Opens the ledger file of `run_id` at `path` (creating it if `create`), cuts a torn
-    /// last line, and returns the handle with the file's complete lines. `None` if it does
-    /// not exist and `create` is false.
+    /// Opens the ledger file of `run_id` at `path` (creating it if `create`), locks it when
+    /// its last line is torn (the first append writes over it), and returns the handle with
+    /// the file's complete lines. `None` if it does not exist and `create` is false.
     fn open(
         &self,
         run_id: &RunId,
@@ -195,18 +200,15 @@ impl Inner {
                     source,
                 }
             })?;
-            // Only a writer that is gone leaves a torn line: cut it only under the lock,
-            // never the line a live writer in another process is in the middle of.
+            // Only a writer that is gone leaves a torn line: take it over only under the
+            // lock, never the line a live writer in another process is in the middle of.
+            // It is cut by the first append, in the same write as that entry: cut now, a
+            // process that died before its next entry would leave no trace of the cut.
             lock_for_writing(&file, path)?;
             locked = true;
-            file.set_len(complete as u64)
-                .map_err(io_error("cutting the torn last line of"))?;
-            if self.fsync != FsyncPolicy::Relaxed {
-                file.sync_data()
-                    .map_err(io_error("cutting the torn last line of"))?;
-            }
             tracing::warn!(path = %path.display(), line = tail.line, bytes = tail.bytes,
-                "cut the torn last line of a ledger: the process stopped while writing it");
+                "found a torn last line in a ledger (the process stopped while writing it); \
+                 the next entry is written over it");
             bytes.truncate(complete);
         }
         let open = OpenLedger {
@@ -214,6 +216,7 @@ impl Inner {
             len: complete as u64,
             tip: None,
             torn,
+            uncut: torn.map(|_| len),
             dirty: false,
             locked,
         };
@@ -318,16 +321,24 @@ impl Inner {
         };
         tip.check(link, || self.path(run_id).display().to_string())?;
 
-        let written = open.file.write_all(line).and_then(|()| match self.fsync {
+        let written = match open.uncut {
+            Some(on_disk) => file::write_over_torn(&self.path(run_id), open.len, on_disk, line),
+            None => open.file.write_all(line),
+        };
+        let written = written.and_then(|()| match self.fsync {
             FsyncPolicy::EveryEntry => open.file.sync_data(),
             FsyncPolicy::EveryStep | FsyncPolicy::Relaxed => Ok(()),
         });
         if let Err(source) = written {
-            // Leave no partial line behind; if even that fails, the next open cuts it.
-            let _ = open.file.set_len(open.len);
+            // Leave no partial line behind; if even that fails, the next open finds it torn.
+            // A torn line found on opening stays for the next open to report.
+            if open.uncut.is_none() {
+                let _ = open.file.set_len(open.len);
+            }
             *state = None;
             return Err(failed(source));
         }
+        open.uncut = None;
         open.len += line.len() as u64;
         open.tip = Some(Tip::after(link));
         open.dirty = self.fsync == FsyncPolicy::EveryStep;

@@ -19,8 +19,8 @@ use crate::StorageError;
 /// When the filesystem stores force written bytes to disk with `fsync`.
 ///
 /// The policy trades durability against latency. It never trades away atomicity: a run
-/// snapshot is replaced whole or not at all, a ledger's torn last line is cut on open, and
-/// an artifact is verified on every read, under every policy.
+/// snapshot is replaced whole or not at all, a ledger's torn last line is cut by the write
+/// of the next entry, and an artifact is verified on every read, under every policy.
 ///
 /// | policy | a ledger entry is on disk when | snapshots | artifacts, new files |
 /// |---|---|---|---|

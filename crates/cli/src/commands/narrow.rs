@@ -1,0 +1,136 @@
+//! `rein narrow`: the CLI form of `Engine::narrow` — makes a stored run's policy stricter
+//! (lower budgets and steps, tools taken away, more approvals, fewer rejections handed back),
+//! recorded in its ledger; a request that would widen anything is refused whole.
+
+use rein::{BudgetName, EntryKind, OnViolation, PolicyNarrowing, RunStatus, ToolName};
+
+use super::run::{Reopened, reopen};
+use super::{engine_error, run_id};
+use crate::cli::NarrowArgs;
+use crate::datadir::DataDir;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::ledger_file::LedgerFile;
+use crate::render::shell_word;
+use crate::scenario;
+
+/// `rein narrow`.
+pub(crate) async fn narrow(args: NarrowArgs) -> CliResult {
+    let data = DataDir::new(&args.data.data_dir)?;
+    data.require()?;
+    let id = run_id(&args.run_id)?;
+    let (narrowing, asked) = narrowing(&args)?;
+    let Reopened {
+        engine,
+        servers,
+        _lock,
+    } = reopen(&data, &id, "narrowed").await?;
+    let result = engine.narrow(&id, narrowing).await;
+    scenario::mcp::shutdown(&servers).await;
+    let run = result.map_err(|e| engine_error(e, &data))?;
+
+    let ledger = LedgerFile::read_verified(&data.ledger(&id), Some(&id), &data)?;
+    let entry = ledger
+        .entries
+        .iter()
+        .rev()
+        .find(|e| matches!(e.event(), EntryKind::PolicyNarrowed { .. }))
+        .map_or(0, rein::Entry::seq);
+    println!("run {id}  policy narrowed ✓ (policy_narrowed, entry {entry})");
+    println!("  reason     {}", args.reason);
+    for line in asked {
+        println!("  {line}");
+    }
+    println!("  status     {}", run.status());
+    let dir = shell_word(data.shown());
+    match run.status() {
+        RunStatus::Paused if run.pending_approval().is_some() => println!(
+            "  approve    rein approve {id} --reason TEXT --by NAME --data-dir {dir}  (add --deny to deny)"
+        ),
+        RunStatus::Paused => {
+            let answer = run
+                .pending_question()
+                .and_then(|q| q.options.first())
+                .map_or("ANSWER", String::as_str);
+            println!(
+                "  resume     rein resume {id} --input {} --data-dir {dir}",
+                shell_word(answer)
+            );
+        }
+        _ => println!("  resume     rein resume {id} --data-dir {dir}"),
+    }
+    Ok(Exit::Ok)
+}
+
+/// The narrowing `args` ask for, and each part of it in words.
+///
+/// # Errors
+/// Bad input: an empty reason, nothing asked, a malformed `NAME=LIMIT`, a malformed name.
+fn narrowing(args: &NarrowArgs) -> Result<(PolicyNarrowing, Vec<String>), CliError> {
+    if args.reason.trim().is_empty() {
+        return Err(CliError::bad_input(
+            "--reason is empty; say why the run is narrowed (it is recorded in the ledger)",
+        ));
+    }
+    let mut narrowing = PolicyNarrowing::new(&args.reason);
+    let mut asked = Vec::new();
+    for budget in &args.budgets {
+        let (name, limit) = budget_limit(budget)?;
+        asked.push(format!("budget     {name} at most {limit}"));
+        narrowing = narrowing.budget(name, limit);
+    }
+    if let Some(steps) = args.max_steps {
+        asked.push(format!("max steps  at most {steps}"));
+        narrowing = narrowing.max_steps(steps);
+    }
+    for tool in &args.deny_tools {
+        narrowing = narrowing.forbid(tool_name(tool, "--deny-tool")?);
+        asked.push(format!("denied     {tool} (eligible in no state)"));
+    }
+    for tool in &args.require_approval {
+        narrowing = narrowing.require_approval(tool_name(tool, "--require-approval")?);
+        asked.push(format!("approval   required for every call of {tool}"));
+    }
+    if args.fail_on_violation {
+        narrowing = narrowing.on_violation(OnViolation::FailRun);
+        asked.push("violations fail the run".to_owned());
+    }
+    if let Some(limit) = args.hand_back {
+        narrowing = narrowing.on_violation(OnViolation::HandBack { limit });
+        asked.push(format!("violations at most {limit} handed back"));
+    }
+    if asked.is_empty() {
+        return Err(CliError::bad_input(
+            "nothing to narrow: give --budget NAME=LIMIT, --max-steps N, --deny-tool TOOL, --require-approval TOOL, --fail-on-violation or --hand-back LIMIT",
+        ));
+    }
+    Ok((narrowing, asked))
+}
+
+/// Reads `--budget NAME=LIMIT`.
+fn budget_limit(text: &str) -> Result<(BudgetName, u64), CliError> {
+    let bad = |why: String| {
+        CliError::bad_input(format!(
+            "--budget {text:?}: {why}; write NAME=LIMIT, such as tool_calls=2"
+        ))
+    };
+    let Some((name, limit)) = text.split_once('=') else {
+        return Err(bad(
+            "no `=` between the budget's name and its limit".to_owned()
+        ));
+    };
+    let name: BudgetName = name.trim().parse().map_err(|e| bad(format!("{e}")))?;
+    let limit: u64 = limit.trim().parse().map_err(|_| {
+        bad(format!(
+            "the limit {:?} is not a whole number from 0 to {}",
+            limit.trim(),
+            u64::MAX
+        ))
+    })?;
+    Ok((name, limit))
+}
+
+/// Reads a tool name given to option `option`.
+fn tool_name(text: &str, option: &str) -> Result<ToolName, CliError> {
+    text.parse()
+        .map_err(|e| CliError::bad_input(format!("{option} {text:?}: {e}")))
+}
