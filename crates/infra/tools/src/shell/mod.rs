@@ -58,11 +58,17 @@
 //! ```
 
 mod guard;
+mod isolate;
+mod launcher;
 mod limit;
+mod resolve;
 mod run;
 mod sandbox;
+mod spawn;
 
-pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
+pub use guard::{Argv, METACHARACTERS, ShellGuard, ShellRejection};
+pub use isolate::{Isolation, IsolationError};
+pub use launcher::{LAUNCHERS, is_launcher};
 pub use limit::ProcessLimitError;
 pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
 pub use sandbox::SandboxError;
