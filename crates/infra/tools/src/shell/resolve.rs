@@ -133,3 +133,30 @@ fn executable(meta: &std::fs::Metadata) -> bool {
 fn executable(_: &std::fs::Metadata) -> bool {
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_path_leaves_out_relative_entries_and_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("bin");
+        for folder in [ws.join("bin"), outside.clone()] {
+            std::fs::create_dir_all(folder).unwrap();
+        }
+        let path = std::env::join_paths([
+            PathBuf::from("tools"),
+            PathBuf::from("."),
+            ws.join("bin"),
+            ws.clone(),
+            outside.clone(),
+        ])
+        .unwrap();
+        assert_eq!(
+            search_path(Some(path), &ws),
+            [outside.canonicalize().unwrap()]
+        );
+    }
+}
