@@ -44,10 +44,12 @@ fn guards() -> [(&'static str, ShellGuard); 2] {
             // `git` is named to show that naming a launcher among the programs is not
             // enough: it runs the workspace's hooks and `-c core.*=!…` commands.
             ShellGuard::new(
-                ["ls", "cat", "echo", "rm", "git", "grep", "find", "sed", "tar"],
+                [
+                    "ls", "cat", "echo", "rm", "git", "grep", "find", "sed", "tar",
+                ],
                 ["sudo", "su"],
             )
-                .deny_flags("rm", rm_rf),
+            .deny_flags("rm", rm_rf),
         ),
         (
             "deny",
@@ -281,7 +283,11 @@ fn cases() -> Vec<Case> {
             Refused("exec_form"),
             Refused("exec_form"),
         ),
-        ("find . -ok rm {} +", Refused("exec_form"), Refused("exec_form")),
+        (
+            "find . -ok rm {} +",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
         (
             "sed -n '1e rm victim2.txt' notes.txt",
             Refused("exec_form"),
@@ -302,7 +308,11 @@ fn cases() -> Vec<Case> {
             Refused("exec_form"),
             Refused("exec_form"),
         ),
-        ("tar -xI sh -f a.tar", Refused("exec_form"), Refused("exec_form")),
+        (
+            "tar -xI sh -f a.tar",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
         (
             "git -c core.fsmonitor=x status",
             Refused("launcher"),

@@ -14,7 +14,14 @@ use serde_json::{Value, json};
 
 fn tool(dir: &Path) -> ShellRun {
     let guard = ShellGuard::new(
-        ["echo", "pwd", "seq", "true", "false", "no-such-program-rein"],
+        [
+            "echo",
+            "pwd",
+            "seq",
+            "true",
+            "false",
+            "no-such-program-rein",
+        ],
         ["sudo"],
     )
     .allow_launchers(["env", "sh"]);

@@ -189,7 +189,9 @@ pub fn is_launcher(program: &str) -> bool {
 /// programs accept unambiguous abbreviations), a short one inside any cluster; over-refusal
 /// is the safe side.
 pub(crate) fn exec_form(program: &str, args: &[String]) -> Option<String> {
-    let rule = EXEC_FORMS.iter().find(|rule| rule.programs.contains(&program))?;
+    let rule = EXEC_FORMS
+        .iter()
+        .find(|rule| rule.programs.contains(&program))?;
     if rule.sandbox_first {
         // GNU sed's own guard: with `--sandbox` as the first argument (where it cannot be
         // the value of another option), it refuses `e`, `s///e`, `r` and `w` in every
@@ -372,7 +374,15 @@ mod tests {
 
     #[test]
     fn launchers_match_with_a_version_suffix() {
-        for name in ["python3", "python3.12", "Perl", "gcc-13", "node18", "m4", "git"] {
+        for name in [
+            "python3",
+            "python3.12",
+            "Perl",
+            "gcc-13",
+            "node18",
+            "m4",
+            "git",
+        ] {
             assert!(is_launcher(name), "{name}");
         }
         for name in ["cat", "ls", "seq", "rg", "find", "3"] {
