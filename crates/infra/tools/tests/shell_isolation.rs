@@ -405,3 +405,50 @@ async fn a_refused_isolation_is_a_typed_error() {
     assert!(root.join("ran.txt").exists());
     mark_done();
 }
+
+/// Under the sandbox the command's user is unmapped in its own user namespace: it owns its
+/// files, but holds no capability on the machine. As root, a file of another user shows
+/// it: root's override of file permissions is gone.
+#[tokio::test]
+async fn a_sandboxed_command_holds_no_capability_even_as_root() {
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.starts_with(b"0\n"));
+    if !root_user {
+        return; // Without root there is no capability to lose.
+    }
+    let dir = workspace();
+    let root = dir.path();
+    std::fs::write(root.join("theirs.txt"), "theirs\n").unwrap();
+    Command::new("chown")
+        .args([
+            "65534:65534",
+            &root.join("theirs.txt").display().to_string(),
+        ])
+        .status()
+        .unwrap();
+    std::fs::write(
+        root.join("append.sh"),
+        "echo more >> theirs.txt\necho ours > ours.txt\n",
+    )
+    .unwrap();
+    let guard = || ShellGuard::new(Vec::<&str>::new(), Vec::<&str>::new()).allow_launchers(["sh"]);
+    let sandboxed = shell(root, guard(), |c| c.with_sandbox(true));
+    let out = sandboxed
+        .run(json!({"argv": ["sh", "append.sh"]}))
+        .await
+        .unwrap();
+    assert!(
+        out["stderr"].as_str().unwrap().contains("ermission denied"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("theirs.txt")).unwrap(),
+        "theirs\n"
+    );
+    assert!(
+        root.join("ours.txt").exists(),
+        "its own files it still writes: {out}"
+    );
+}

@@ -20,8 +20,10 @@
 //! files; an unprivileged user needs unprivileged user namespaces).
 //!
 //! With the Landlock sandbox on, mounting is refused (Landlock forbids it), so the command
-//! gets a PID namespace without a fresh `/proc`, and the sandbox leaves `/proc` out of
-//! reach instead (with a user namespace where rein is not root).
+//! gets PID and user namespaces without a fresh `/proc` (`unshare --user --pid --fork
+//! --kill-child`), and the sandbox leaves `/proc` out of reach instead. Its user is not
+//! mapped there: it still owns its files, but holds no capability on the machine, root
+//! included (no module loading, no raw devices).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -78,7 +80,7 @@ pub enum IsolationError {
 /// What the isolation needs, for [`IsolationError::Unavailable`].
 pub(crate) const fn missing(sandbox: bool) -> &'static str {
     if sandbox {
-        "a PID namespace"
+        "PID and user namespaces"
     } else {
         "PID, mount and user namespaces"
     }
@@ -104,13 +106,11 @@ pub(crate) fn wrap(
 ) -> (PathBuf, Vec<OsString>) {
     let mut words: Vec<OsString> = Vec::new();
     if sandbox {
-        // Landlock forbids mounting: a PID namespace only (with a user namespace where
-        // one is needed to make it), and the sandbox keeps `/proc` out of reach.
-        #[cfg(unix)]
-        if !rustix::process::geteuid().is_root() {
-            words.push("--user".into());
-        }
-        words.extend(["--pid", "--fork", "--kill-child", "--"].map(OsString::from));
+        // Landlock forbids mounting (and writing `/proc/self/uid_map`): PID and user
+        // namespaces without a fresh `/proc`, which the sandbox keeps out of reach. The user
+        // is not mapped in its namespace, so the command keeps its files (it is still their
+        // owner) but holds no capability on the machine — root included.
+        words.extend(["--user", "--pid", "--fork", "--kill-child", "--"].map(OsString::from));
     } else {
         words.extend(
             [
