@@ -452,3 +452,40 @@ async fn a_sandboxed_command_holds_no_capability_even_as_root() {
         "its own files it still writes: {out}"
     );
 }
+
+/// The first executable named `name` on this process's `PATH`.
+fn on_path(name: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .unwrap()
+}
+
+/// With a deny list only, a link in the workspace does not rename a denied program or a
+/// launcher into an allowed one.
+#[tokio::test]
+async fn a_denied_program_or_a_launcher_behind_a_link_is_refused() {
+    let dir = workspace();
+    let root = dir.path();
+    std::fs::write(root.join("victim.txt"), "keep me\n").unwrap();
+    std::os::unix::fs::symlink(on_path("rm"), root.join("del")).unwrap();
+    std::os::unix::fs::symlink(on_path("sh"), root.join("run")).unwrap();
+    let tool = shell(root, ShellGuard::new(Vec::<&str>::new(), ["rm"]), |c| c);
+    let e = tool
+        .run(json!({"argv": ["./del", "victim.txt"]}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ShellError::Rejected(ShellRejection::Denied { .. })),
+        "{e:?}"
+    );
+    let e = tool
+        .run(json!({"argv": ["./run", "-c", "rm victim.txt"]}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ShellError::Rejected(ShellRejection::Launcher { .. })),
+        "{e:?}"
+    );
+    assert!(root.join("victim.txt").exists());
+}
