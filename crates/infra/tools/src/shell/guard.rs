@@ -83,9 +83,9 @@ pub enum ShellRejection {
         /// The program's file name.
         program: String,
     },
-    /// The program runs other programs or code (see [`LAUNCHERS`](super::LAUNCHERS)) and is not allowed as a
-    /// launcher ([`ShellGuard::allow_launchers`]); naming it among the allowed programs is
-    /// not enough.
+    /// The program runs other programs or code (see [`LAUNCHERS`](super::LAUNCHERS)) and
+    /// is not allowed as a launcher ([`ShellGuard::allow_launchers`]); naming it among the
+    /// allowed programs is not enough.
     #[error(
         "program `{program}` runs other programs or code (a launcher); it is refused unless allowed as a launcher (`launchers` in a scenario's shell configuration)"
     )]
@@ -152,8 +152,9 @@ pub enum ShellRejection {
 
 impl ShellGuard {
     /// A guard that allows only `allowed` programs (any program but the denied ones and
-    /// [`LAUNCHERS`](super::LAUNCHERS) when `allowed` is empty — weaker: prefer an allow list) and never the
-    /// `denied` ones. Programs are compared by file name: `/usr/bin/sudo` is `sudo`.
+    /// [`LAUNCHERS`](super::LAUNCHERS) when `allowed` is empty — weaker: prefer an allow
+    /// list) and never the `denied` ones. Programs are compared by file name:
+    /// `/usr/bin/sudo` is `sudo`.
     ///
     /// A launcher named in `allowed` is still refused: a program that runs other programs
     /// is allowed only through [`allow_launchers`](Self::allow_launchers), and an ordinary
@@ -177,10 +178,10 @@ impl ShellGuard {
     }
 
     /// Allows `launchers` as launchers too: programs that run other programs or code
-    /// ([`LAUNCHERS`](super::LAUNCHERS): shells, interpreters, build tools, `git`), or ordinary programs with
-    /// their exec forms (`find -exec`, `sed e`). Each is then allowed with any arguments;
-    /// an allowed launcher lets any program run, so the isolation and the sandbox are
-    /// what bound it.
+    /// ([`LAUNCHERS`](super::LAUNCHERS): shells, interpreters, build tools, `git`), or
+    /// ordinary programs with their exec forms (`find -exec`, `sed e`). Each is then
+    /// allowed with any arguments; an allowed launcher lets any program run, so the
+    /// isolation and the sandbox are what bound it.
     pub fn allow_launchers<I>(mut self, launchers: I) -> Self
     where
         I: IntoIterator,
