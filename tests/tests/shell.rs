@@ -25,6 +25,9 @@ fn reason(rejection: &ShellRejection) -> &'static str {
         ShellRejection::InvalidProgram { .. } => "invalid",
         ShellRejection::Denied { .. } => "denied",
         ShellRejection::Launcher { .. } => "launcher",
+        ShellRejection::ExecForm { .. } => "exec_form",
+        ShellRejection::NotFound { .. } => "not_found",
+        ShellRejection::Shadowed { .. } => "shadowed",
         ShellRejection::NotAllowed { .. } => "not_allowed",
         ShellRejection::DeniedFlags { .. } => "flags",
         _ => "other",
@@ -38,8 +41,15 @@ fn guards() -> [(&'static str, ShellGuard); 2] {
     [
         (
             "allow",
-            ShellGuard::new(["ls", "cat", "echo", "rm", "git", "grep"], ["sudo", "su"])
-                .deny_flags("rm", rm_rf),
+            // `git` is named to show that naming a launcher among the programs is not
+            // enough: it runs the workspace's hooks and `-c core.*=!…` commands.
+            ShellGuard::new(
+                [
+                    "ls", "cat", "echo", "rm", "git", "grep", "find", "sed", "tar",
+                ],
+                ["sudo", "su"],
+            )
+            .deny_flags("rm", rm_rf),
         ),
         (
             "deny",
@@ -109,8 +119,8 @@ fn cases() -> Vec<Case> {
         ),
         (
             "git log --format=%H",
-            Runs(&["git", "log", "--format=%H"]),
-            Runs(&["git", "log", "--format=%H"]),
+            Refused("launcher"),
+            Refused("launcher"),
         ),
         (
             "grep a#b f",
@@ -257,6 +267,65 @@ fn cases() -> Vec<Case> {
         ("nohup rm x", Refused("launcher"), Refused("launcher")),
         ("timeout 5 rm x", Refused("launcher"), Refused("launcher")),
         ("busybox rm -rf /", Refused("launcher"), Refused("launcher")),
+        // programs that run programs: launchers by name, or by their exec forms
+        (
+            "find . -name notes.txt",
+            Runs(&["find", ".", "-name", "notes.txt"]),
+            Runs(&["find", ".", "-name", "notes.txt"]),
+        ),
+        (
+            "find victim.txt -exec rm {} +",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "find -- . -execdir rm {} +",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "find . -ok rm {} +",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "sed -n '1e rm victim2.txt' notes.txt",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "sed -f --sandbox notes.txt",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "sed --sandbox -n 1p notes.txt",
+            Runs(&["sed", "--sandbox", "-n", "1p", "notes.txt"]),
+            Runs(&["sed", "--sandbox", "-n", "1p", "notes.txt"]),
+        ),
+        (
+            "tar --to-command=sh -xf a.tar",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "tar -xI sh -f a.tar",
+            Refused("exec_form"),
+            Refused("exec_form"),
+        ),
+        (
+            "git -c core.fsmonitor=x status",
+            Refused("launcher"),
+            Refused("launcher"),
+        ),
+        ("awk -f x.awk f", Refused("launcher"), Refused("launcher")),
+        ("make all", Refused("launcher"), Refused("launcher")),
+        ("python3.12 x.py", Refused("launcher"), Refused("launcher")),
+        ("node -e 1", Refused("launcher"), Refused("launcher")),
+        ("perl -e 1", Refused("launcher"), Refused("launcher")),
+        ("nice rm x", Refused("launcher"), Refused("launcher")),
+        ("strace rm x", Refused("launcher"), Refused("launcher")),
+        ("cargo build", Refused("launcher"), Refused("launcher")),
         // programs given by path
         ("/usr/bin/sudo ls", Refused("denied"), Refused("denied")),
         ("./sudo ls", Refused("denied"), Refused("denied")),
@@ -339,6 +408,7 @@ async fn shell_run_refuses_what_the_guard_refuses_and_runs_what_it_accepts() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join("build")).unwrap();
+    std::fs::write(root.join("victim.txt"), "keep me\n").unwrap();
     for file in ["notes.txt", "My File.txt", "f"] {
         std::fs::write(root.join(file), "a#b\n").unwrap();
     }
@@ -377,6 +447,7 @@ async fn shell_run_refuses_what_the_guard_refuses_and_runs_what_it_accepts() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(ran >= 8, "{ran} lines ran");
-    // Nothing a refused line named was created next to the workspace.
+    // Nothing a refused line named was created next to the workspace, or deleted.
     assert!(!root.join("x").exists() && !root.join("pwned").exists());
+    assert!(root.join("victim.txt").exists());
 }

@@ -34,7 +34,23 @@ fn validate(scratch: &Scratch, name: &str, text: &str) -> Outcome {
 #[test]
 fn bad_builtin_configuration_is_exit_2_with_a_path_into_the_file() {
     let scratch = Scratch::new();
-    let cases: [(&str, &[&str]); 10] = [
+    let cases: [(&str, &[&str]); 13] = [
+        (
+            r#"[{"builtin": "shell.run", "shell": {"allow": ["seq", "git"]}}]"#,
+            &[
+                "`git` runs other programs or code (a launcher)",
+                "shell.launchers",
+                "at: tools[0].shell.allow[1]",
+            ],
+        ),
+        (
+            r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "launchers": ["/bin/sh"]}}]"#,
+            &["by its file name", "at: tools[0].shell.launchers[0]"],
+        ),
+        (
+            r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "isolation": "off"}}]"#,
+            &["unknown variant `off`", "namespaces", "none"],
+        ),
         (
             r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "max_processes": 0}}]"#,
             &[
@@ -100,6 +116,72 @@ fn bad_builtin_configuration_is_exit_2_with_a_path_into_the_file() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn launchers_and_the_isolation_opt_out_validate() {
+    let scratch = Scratch::new();
+    for tools in [
+        r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "launchers": ["cargo", "sh"]}}]"#,
+        r#"[{"builtin": "shell.run", "shell": {"launchers": ["make"]}}]"#,
+        r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "isolation": "none"}}]"#,
+        r#"[{"builtin": "shell.run", "shell": {"allow": ["seq"], "isolation": "namespaces"}}]"#,
+    ] {
+        validate(&scratch, "good.json", &scenario(tools, 3)).expect_code(0);
+    }
+}
+
+/// A command that reads every process's environment through `/proc` (rein's holds an API
+/// key) finds none but its own: nothing of rein's reaches the ledger or the data directory.
+#[test]
+fn a_command_cannot_copy_rein_s_environment_into_the_ledger() {
+    let scratch = Scratch::new();
+    let workspace = scratch.scenario("leak-ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("leak.sh"),
+        "cat /proc/*/environ\necho scanned\n",
+    )
+    .unwrap();
+    let text = r#"{
+  "goal": "read the environment",
+  "workspace": "leak-ws",
+  "approver": "auto",
+  "tools": [{"builtin": "shell.run", "shell": {"allow": ["cat"], "launchers": ["sh"]}}],
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore"}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide"}},
+    {"expect": "decide", "decision": {"type": "transition", "to": "act"}},
+    {"expect": "act", "decision": {"type": "call_tool", "tool": "shell.run", "input": {"argv": ["sh", "leak.sh"]}}},
+    {"expect": "act", "decision": {"type": "transition", "to": "validate"}},
+    {"expect": "validate", "decision": {"type": "finish", "summary": "done"}}
+  ]}
+}"#;
+    let file = scratch.write("leak.json", text);
+    let canary = format!("sk-canary-{}", std::process::id());
+    let outcome = Outcome::of(
+        &rein()
+            .arg("run")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .env("REIN_TEST_API_KEY", &canary)
+            .output()
+            .unwrap(),
+    );
+    outcome.expect_code(0);
+    let id = scratch.new_run_id(&[]);
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    assert!(ledger.contains("scanned"), "the command ran: {ledger}");
+    for path in walk(&scratch.data()) {
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&canary),
+            "{} holds rein's environment",
+            path.display()
+        );
+    }
+    assert!(!outcome.stdout.contains(&canary) && !outcome.stderr.contains(&canary));
 }
 
 #[test]

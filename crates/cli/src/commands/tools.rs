@@ -15,7 +15,7 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
         .map(|&b| {
             let how = match b {
                 Builtin::Shell => {
-                    "a \"tools\" entry with \"shell\": {\"allow\": [PROGRAMS]} (timeout_ms, max_timeout_ms, output_cap, spill_cap, env, sandbox, max_processes)"
+                    "a \"tools\" entry with \"shell\": {\"allow\": [PROGRAMS]} (launchers, timeout_ms, max_timeout_ms, output_cap, spill_cap, env, sandbox, max_processes, isolation)"
                 }
                 Builtin::Http => {
                     "a \"tools\" entry with \"http\": {\"allow_hosts\": [HOSTS]} (max_bytes, timeout_ms; an empty list allows nothing; with \"post\": true it may POST, so it has side effects and runs only in act)"

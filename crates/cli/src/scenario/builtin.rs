@@ -8,7 +8,7 @@ use super::paths::ToolProblem;
 use crate::locate::JsonPath;
 
 /// The example a `shell.run` entry follows.
-pub(crate) const SHELL_EXAMPLE: &str = "{\"builtin\": \"shell.run\", \"shell\": {\"allow\": [\"cargo\", \"git\"], \"timeout_ms\": 60000}}";
+pub(crate) const SHELL_EXAMPLE: &str = "{\"builtin\": \"shell.run\", \"shell\": {\"allow\": [\"ls\", \"cat\"], \"launchers\": [\"cargo\"], \"timeout_ms\": 60000}}";
 /// The example an `http.fetch` entry follows.
 pub(crate) const HTTP_EXAMPLE: &str =
     "{\"builtin\": \"http.fetch\", \"http\": {\"allow_hosts\": [\"api.example.com\"]}}";
@@ -59,14 +59,32 @@ fn check_shell(def: &ToolDef, path: &JsonPath) -> Result<(), ToolProblem> {
         ));
     };
     let at = path.key("shell");
-    if shell.allow.is_empty() {
+    if shell.allow.is_empty() && shell.launchers.is_empty() {
         return Err((
             at.key("allow"),
             "`shell.allow` is empty: name the programs shell.run may run (an empty list would allow every program not denied)".to_owned(),
             Some(SHELL_EXAMPLE),
         ));
     }
-    for (key, list) in [("allow", &shell.allow), ("deny", &shell.deny)] {
+    if let Some((i, program)) = shell
+        .allow
+        .iter()
+        .enumerate()
+        .find(|(_, p)| rein::shell::is_launcher(p))
+    {
+        return Err((
+            at.key("allow").index(i),
+            format!(
+                "`{program}` runs other programs or code (a launcher), so `shell.allow` does not let it run; move it to `shell.launchers` if the model may run anything through it"
+            ),
+            Some(SHELL_EXAMPLE),
+        ));
+    }
+    for (key, list) in [
+        ("allow", &shell.allow),
+        ("launchers", &shell.launchers),
+        ("deny", &shell.deny),
+    ] {
         if let Some((i, _)) = list
             .iter()
             .enumerate()

@@ -17,7 +17,8 @@ pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
 pub use error::ScenarioError;
 pub(crate) use model::{
-    Answer, ApproverDef, Behavior, Builtin, PlannerDef, Scenario, ScriptedAnswer, ToolDef,
+    Answer, ApproverDef, Behavior, Builtin, IsolationDef, PlannerDef, Scenario, ScriptedAnswer,
+    ToolDef,
 };
 
 /// The JSON Schema of scenario files (`rein schema scenario`).

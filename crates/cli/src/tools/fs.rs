@@ -5,10 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use rein::EngineBuilder;
-use rein::shell::{ShellConfig, ShellGuard, ShellRun};
+use rein::shell::{Isolation, ShellConfig, ShellGuard, ShellRun};
 use rein::tools::{FsTool, HttpConfig, HttpFetch, Workspace};
 
-use crate::scenario::{Builtin, ToolDef};
+use crate::scenario::{Builtin, IsolationDef, ToolDef};
 
 /// Adds the built-in `kind` that `def` declares, confined to `workspace`. Nothing is added
 /// without a usable workspace (the scenario check refuses a built-in without one, but for
@@ -47,8 +47,15 @@ pub(crate) fn add_builtin(
     let Some(shell) = &def.shell else {
         return builder;
     };
-    let guard = ShellGuard::new(shell.allow.iter().cloned(), shell.deny.iter().cloned());
-    let mut config = ShellConfig::new(guard).with_sandbox(shell.sandbox);
+    let guard = ShellGuard::new(shell.allow.iter().cloned(), shell.deny.iter().cloned())
+        .allow_launchers(shell.launchers.iter().cloned());
+    let isolation = match shell.isolation {
+        IsolationDef::Namespaces => Isolation::Namespaces,
+        IsolationDef::None => Isolation::None,
+    };
+    let mut config = ShellConfig::new(guard)
+        .with_sandbox(shell.sandbox)
+        .with_isolation(isolation);
     if shell.timeout_ms.is_some() || shell.max_timeout_ms.is_some() {
         config = config.with_timeout(
             Duration::from_millis(shell.timeout_ms.unwrap_or(30_000)),

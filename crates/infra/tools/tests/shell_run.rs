@@ -1,6 +1,7 @@
 //! `shell.run`: guarded argv and command lines, the working directory confined, the
-//! environment scrubbed, output capped, and a timeout (or a dropped call) that kills the
-//! whole process group — no orphan survives.
+//! environment scrubbed, output capped, and a timeout (or a dropped call) that kills
+//! everything the command started — no orphan survives. (Isolation from other processes,
+//! launchers and program resolution: `shell_isolation.rs`.)
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -16,15 +17,14 @@ fn tool(dir: &Path) -> ShellRun {
         [
             "echo",
             "pwd",
-            "env",
             "seq",
-            "sh",
             "true",
             "false",
             "no-such-program-rein",
         ],
         ["sudo"],
-    );
+    )
+    .allow_launchers(["env", "sh"]);
     ShellRun::new(
         Workspace::open(dir).unwrap(),
         ShellConfig::new(guard).with_output_cap(1000),
@@ -99,7 +99,10 @@ async fn what_the_guard_cannot_prove_safe_is_refused_before_anything_runs() {
     let e = run(&t, json!({"argv": ["no-such-program-rein"]}))
         .await
         .unwrap_err();
-    assert!(matches!(e, ShellError::Spawn { .. }), "{e:?}");
+    assert!(
+        matches!(e, ShellError::Rejected(ShellRejection::NotFound { .. })),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
@@ -199,43 +202,65 @@ async fn output_past_the_cap_is_an_attachment_bounded_by_the_spill_cap() {
     assert_eq!(out.value().get("stdout_attachment"), None);
 }
 
-/// The live (not zombie) processes whose process group is `group`.
-fn live_members(group: &str) -> Vec<String> {
+/// A word no other process has in its command line: `sleep TAG` sleeps long and can be
+/// found from outside the command's namespaces.
+fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "100000.{}{:04}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The live (not zombie) processes whose command line holds `tag`.
+fn live_with(tag: &str) -> Vec<i32> {
     let mut live = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        // pid (comm) state ppid pgrp …; comm may hold spaces, so split after the last ')'.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2) == Some(&group) && fields.first() != Some(&"Z") {
-            live.push(stat);
+        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                == Some("Z")
+        });
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(tag) {
+            live.push(pid);
         }
     }
     live
 }
 
-/// Waits (bounded) until no live process is left in `group`: the kill is sent
-/// synchronously, but the kernel finishes processes asynchronously.
-async fn until_gone(group: &str) -> Vec<String> {
+/// Waits (bounded) until no live process holds `tag`: the kill is sent synchronously, but
+/// the kernel finishes processes asynchronously. Survivors are killed before returning,
+/// so a failing run leaves nothing behind.
+async fn survivors(tag: &str) -> Vec<i32> {
     for _ in 0..500 {
-        if live_members(group).is_empty() {
+        if live_with(tag).is_empty() {
             return Vec::new();
         }
         tokio::task::yield_now().await;
         std::thread::yield_now();
     }
-    live_members(group)
+    let left = live_with(tag);
+    for &pid in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    left
 }
 
-/// A script that forks children and waits forever, after saying which group it leads.
-fn forker(root: &Path) -> Value {
+/// A script that forks children and waits forever.
+fn forker(root: &Path, tag: &str) -> Value {
     std::fs::write(
         root.join("forker.sh"),
-        "echo $$ > group.pid\nsleep 1000 &\nsleep 1000 &\nsleep 1000\n",
+        format!("sleep {tag} &\nsleep {tag} &\necho started > started\nsleep {tag}\n"),
     )
     .unwrap();
     json!(["sh", "forker.sh"])
@@ -246,13 +271,14 @@ async fn a_timeout_kills_the_whole_process_group() {
     let dir = workspace();
     let root = dir.path().join("ws");
     let t = tool(&root);
-    let e = run(&t, json!({"argv": forker(&root), "timeout_ms": 4000}))
+    let tag = unique_sleep();
+    let e = run(&t, json!({"argv": forker(&root, &tag), "timeout_ms": 4000}))
         .await
         .unwrap_err();
     assert!(matches!(e, ShellError::TimedOut { .. }), "{e:?}");
     assert!(matches!(ToolError::from(e), ToolError::TimedOut { .. }));
-    let group = std::fs::read_to_string(root.join("group.pid")).unwrap();
-    assert_eq!(until_gone(group.trim()).await, Vec::<String>::new());
+    assert!(root.join("started").exists(), "the children were started");
+    assert_eq!(survivors(&tag).await, Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -260,15 +286,16 @@ async fn a_dropped_call_kills_the_whole_process_group() {
     let dir = workspace();
     let root = dir.path().join("ws");
     let t = tool(&root);
+    let tag = unique_sleep();
     // The engine's own timeout or an abort drops the call's future: the same must happen.
-    let call = t.call(json!({"argv": forker(&root)}));
+    let call = t.call(json!({"argv": forker(&root, &tag)}));
     assert!(
         tokio::time::timeout(Duration::from_millis(4000), call)
             .await
             .is_err()
     );
-    let group = std::fs::read_to_string(root.join("group.pid")).unwrap();
-    assert_eq!(until_gone(group.trim()).await, Vec::<String>::new());
+    assert!(root.join("started").exists(), "the children were started");
+    assert_eq!(survivors(&tag).await, Vec::<i32>::new());
 }
 
 #[test]
@@ -294,7 +321,7 @@ async fn the_sandbox_confines_writes_or_says_it_is_unsupported() {
         ),
     )
     .unwrap();
-    let guard = ShellGuard::new(["sh"], Vec::<&str>::new());
+    let guard = ShellGuard::new(Vec::<&str>::new(), Vec::<&str>::new()).allow_launchers(["sh"]);
     let tool = ShellRun::new(
         Workspace::open(&root).unwrap(),
         ShellConfig::new(guard).with_sandbox(true),
@@ -314,26 +341,21 @@ async fn the_sandbox_confines_writes_or_says_it_is_unsupported() {
     }
 }
 
-/// Whether process `pid` is still alive (not gone, not a zombie).
-fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z")
-    })
-}
-
 #[tokio::test]
 async fn a_fork_loop_stops_at_the_process_bound_and_nothing_survives() {
     let dir = workspace();
     let root = dir.path().join("ws");
+    let tag = unique_sleep();
     // 200 background sleeps, each pid printed; at the bound a fork fails.
     std::fs::write(
         root.join("bomb.sh"),
-        "i=0\nwhile [ $i -lt 200 ]; do sleep 1000 >/dev/null 2>&1 & echo $!; i=$((i+1)); done\n",
+        format!(
+            "i=0\nwhile [ $i -lt 200 ]; do sleep {tag} >/dev/null 2>&1 & echo $!; i=$((i+1)); done\n"
+        ),
     )
     .unwrap();
-    let guard = ShellGuard::new(["sh", "echo", "no-such-program-rein"], Vec::<&str>::new());
+    let guard = ShellGuard::new(["echo", "no-such-program-rein"], Vec::<&str>::new())
+        .allow_launchers(["sh"]);
     let bounded = ShellRun::new(
         Workspace::open(&root).unwrap(),
         ShellConfig::new(guard).with_max_processes(8),
@@ -367,15 +389,7 @@ async fn a_fork_loop_stops_at_the_process_bound_and_nothing_survives() {
     );
     // Every child the loop started is gone when the call returns (or very soon after:
     // the kernel finishes killed processes asynchronously).
-    for _ in 0..500 {
-        if !pids.iter().any(|p| alive(p)) {
-            break;
-        }
-        tokio::task::yield_now().await;
-        std::thread::yield_now();
-    }
-    let survivors: Vec<_> = pids.iter().filter(|p| alive(p)).collect();
-    assert!(survivors.is_empty(), "{survivors:?}");
+    assert_eq!(survivors(&tag).await, Vec::<i32>::new());
 
     // The launcher runs the program with its arguments as given, never interpreted.
     let out = bounded
@@ -383,10 +397,13 @@ async fn a_fork_loop_stops_at_the_process_bound_and_nothing_survives() {
         .await
         .unwrap();
     assert_eq!(out["stdout"], "a  b * ~ -n\n");
-    // A missing program is the shell's exit 127, not a spawn error, under the bound.
-    let out = bounded
+    // A missing program is refused before anything starts, bounded or not.
+    let e = bounded
         .run(json!({"argv": ["no-such-program-rein"]}))
         .await
-        .unwrap();
-    assert_eq!(out["exit_code"], 127);
+        .unwrap_err();
+    assert!(
+        matches!(e, ShellError::Rejected(ShellRejection::NotFound { .. })),
+        "{e:?}"
+    );
 }

@@ -121,14 +121,19 @@ impl std::fmt::Debug for SecretValue {
     }
 }
 
-/// `shell.run`'s configuration: `{"builtin": "shell.run", "shell": {"allow": ["cargo"]}}`.
+/// `shell.run`'s configuration: `{"builtin": "shell.run", "shell": {"allow": ["ls"], "launchers": ["cargo"]}}`.
 /// It runs in the scenario's workspace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ShellDef {
-    /// The programs it may run, by file name (required, not empty).
+    /// The programs it may run, by file name: each the program of that name on PATH
+    /// (this or `launchers` is required, not empty).
     #[serde(default)]
     pub(crate) allow: Vec<String>,
+    /// Programs that run other programs (shells, interpreters, build tools, `git`) it may
+    /// run, with any arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) launchers: Vec<String>,
     /// Programs it never runs, even if allowed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) deny: Vec<String>,
@@ -156,6 +161,26 @@ pub(crate) struct ShellDef {
     /// call; Linux, refused where no pids cgroup is writable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_processes: Option<u32>,
+    /// How commands are kept from the machine's other processes (default: namespaces).
+    #[serde(default, skip_serializing_if = "IsolationDef::is_default")]
+    pub(crate) isolation: IsolationDef,
+}
+
+/// `shell.isolation`: `"namespaces"` (the default) or `"none"` (an explicit opt-out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IsolationDef {
+    /// Own PID, mount and user namespaces per command.
+    #[default]
+    Namespaces,
+    /// None: a command can read other processes' environment and leave orphans.
+    None,
+}
+
+impl IsolationDef {
+    fn is_default(&self) -> bool {
+        *self == Self::Namespaces
+    }
 }
 
 /// `http.fetch`'s configuration: `{"builtin": "http.fetch", "http": {"allow_hosts": […]}}`.

@@ -1,67 +1,11 @@
 //! `ShellGuard`: a command line parsed into an argument vector, then checked word by word.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use rein_tool::ToolError;
 
-/// Programs that run other programs or code given as arguments: an allowed launcher would
-/// let any program through. Refused unless named in the allow list.
-pub const LAUNCHERS: &[&str] = &[
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "mksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "busybox",
-    "toybox",
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "pkexec",
-    "runuser",
-    "nohup",
-    "nice",
-    "ionice",
-    "timeout",
-    "xargs",
-    "stdbuf",
-    "setsid",
-    "chroot",
-    "unshare",
-    "nsenter",
-    "script",
-    "exec",
-    "command",
-    "eval",
-    "builtin",
-    "time",
-    "watch",
-    "strace",
-    "ltrace",
-    "gdb",
-    "awk",
-    "gawk",
-    "mawk",
-    "nawk",
-    "perl",
-    "python",
-    "python2",
-    "python3",
-    "ruby",
-    "node",
-    "php",
-    "lua",
-    "tclsh",
-    "pwsh",
-    "powershell",
-    "cmd",
-    "ssh",
-];
+use super::launcher::{exec_form, is_launcher};
 
 /// Characters a shell gives meaning to: command separators and operators (`;`, `&`, `|`),
 /// redirections (`<`, `>`), substitutions (`` ` ``, `$`) and subshells (`(`, `)`). The guard
@@ -74,6 +18,7 @@ pub const METACHARACTERS: &[char] = &[';', '&', '|', '<', '>', '`', '$', '(', ')
 #[must_use]
 pub struct ShellGuard {
     allowed: BTreeSet<String>,
+    launchers: BTreeSet<String>,
     denied: BTreeSet<String>,
     denied_flags: Vec<(String, Vec<Vec<String>>)>,
 }
@@ -138,13 +83,54 @@ pub enum ShellRejection {
         /// The program's file name.
         program: String,
     },
-    /// The program runs other programs or code (see [`LAUNCHERS`]) and is not allowed by name.
+    /// The program runs other programs or code (see [`LAUNCHERS`](super::LAUNCHERS)) and
+    /// is not allowed as a launcher ([`ShellGuard::allow_launchers`]); naming it among the
+    /// allowed programs is not enough.
     #[error(
-        "program `{program}` runs other programs or code; it is refused unless allowed by name"
+        "program `{program}` runs other programs or code (a launcher); it is refused unless allowed as a launcher (`launchers` in a scenario's shell configuration)"
     )]
     Launcher {
         /// The program's file name.
         program: String,
+    },
+    /// The program is given an argument through which it runs another program or command
+    /// (`find -exec`, `sed` without `--sandbox` first, `tar --to-command`, …), and is not
+    /// allowed as a launcher.
+    #[error(
+        "`{program}` with `{argument}` would run another program or command; that form is refused unless `{program}` is allowed as a launcher{}",
+        if program.ends_with("sed") { " (give `--sandbox` as sed's first argument: it then refuses `e`, `r` and `w`)" } else { "" }
+    )]
+    ExecForm {
+        /// The program's file name.
+        program: String,
+        /// The argument that runs another program (empty when one is missing, as with `sed`
+        /// without `--sandbox`).
+        argument: String,
+    },
+    /// The program is not an executable file: a name not found in any folder of the
+    /// search path (the workspace's folders excluded), or a path to no executable file.
+    #[error(
+        "program `{program}` is not an executable file on the search path (PATH, the workspace's folders excluded); check the name"
+    )]
+    NotFound {
+        /// The program as written.
+        program: String,
+    },
+    /// The program named by a path is another file than the allowed program of that name on
+    /// the search path (e.g. a workspace script named like an allowed program).
+    #[error(
+        "`{program}` is {}, not the allowed `{name}` ({}); an allowed program is the one on the search path, not a file of the same name elsewhere",
+        resolved.display(), allowed.display()
+    )]
+    Shadowed {
+        /// The program as written.
+        program: String,
+        /// Its file name.
+        name: String,
+        /// The file it names.
+        resolved: PathBuf,
+        /// The allowed program of that name.
+        allowed: PathBuf,
     },
     /// The guard has an allow list and the program is not on it.
     #[error("program `{program}` is not among the allowed programs: {}", allowed.join(", "))]
@@ -166,8 +152,13 @@ pub enum ShellRejection {
 
 impl ShellGuard {
     /// A guard that allows only `allowed` programs (any program but the denied ones and
-    /// [`LAUNCHERS`] when `allowed` is empty — weaker: prefer an allow list) and never the
-    /// `denied` ones. Programs are compared by file name: `/usr/bin/sudo` is `sudo`.
+    /// [`LAUNCHERS`](super::LAUNCHERS) when `allowed` is empty — weaker: prefer an allow
+    /// list) and never the `denied` ones. Programs are compared by file name:
+    /// `/usr/bin/sudo` is `sudo`.
+    ///
+    /// A launcher named in `allowed` is still refused: a program that runs other programs
+    /// is allowed only through [`allow_launchers`](Self::allow_launchers), and an ordinary
+    /// program's exec forms (`find -exec`, `sed e`) only when it is allowed that way too.
     pub fn new<A, D>(allowed: A, denied: D) -> Self
     where
         A: IntoIterator,
@@ -177,12 +168,48 @@ impl ShellGuard {
     {
         Self {
             allowed: allowed.into_iter().map(Into::into).collect(),
+            launchers: BTreeSet::new(),
             denied: denied
                 .into_iter()
                 .map(|p| p.into().to_ascii_lowercase())
                 .collect(),
             denied_flags: Vec::new(),
         }
+    }
+
+    /// Allows `launchers` as launchers too: programs that run other programs or code
+    /// ([`LAUNCHERS`](super::LAUNCHERS): shells, interpreters, build tools, `git`), or
+    /// ordinary programs with their exec forms (`find -exec`, `sed e`). Each is then
+    /// allowed with any arguments; an allowed launcher lets any program run, so the
+    /// isolation and the sandbox are what bound it.
+    pub fn allow_launchers<I>(mut self, launchers: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.launchers.extend(launchers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether the guard has an allow list (programs or launchers): then only those run.
+    #[must_use]
+    pub fn has_allow_list(&self) -> bool {
+        !self.allowed.is_empty() || !self.launchers.is_empty()
+    }
+
+    /// Whether `name` (a file name) is allowed, as a program or as a launcher.
+    pub(crate) fn allows(&self, name: &str) -> bool {
+        self.allowed.contains(name) || self.launchers.contains(name)
+    }
+
+    /// The denied program names, case-folded.
+    pub(crate) fn denied(&self) -> impl Iterator<Item = &str> {
+        self.denied.iter().map(String::as_str)
+    }
+
+    /// Whether `name` is allowed as a launcher.
+    pub(crate) fn allows_launcher(&self, name: &str) -> bool {
+        self.launchers.contains(name)
     }
 
     /// Denies `program` when it is given at least one spelling of every group of `flags`,
@@ -258,16 +285,22 @@ impl ShellGuard {
                 program: program.to_owned(),
             });
         }
-        let allowed = self.allowed.contains(program);
-        if !allowed && LAUNCHERS.contains(&folded.as_str()) {
+        let as_launcher = self.launchers.contains(program);
+        if !as_launcher && is_launcher(program) {
             return Err(ShellRejection::Launcher {
                 program: program.to_owned(),
             });
         }
-        if !self.allowed.is_empty() && !allowed {
+        if self.has_allow_list() && !self.allows(program) {
             return Err(ShellRejection::NotAllowed {
                 program: program.to_owned(),
-                allowed: self.allowed.iter().cloned().collect(),
+                allowed: self.allowed.union(&self.launchers).cloned().collect(),
+            });
+        }
+        if !as_launcher && let Some(argument) = exec_form(&folded, argv.args()) {
+            return Err(ShellRejection::ExecForm {
+                program: program.to_owned(),
+                argument,
             });
         }
         for (denied, groups) in &self.denied_flags {

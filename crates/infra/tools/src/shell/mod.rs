@@ -4,8 +4,22 @@
 //! A tool that runs commands (the built-in `shell.run`, or a team's own) puts a
 //! [`ShellGuard`] in front of it: [`ShellGuard::check`] parses the line the planner proposed into an [`Argv`] with POSIX shell quoting rules (the `shlex` crate) and refuses
 //! it with a typed [`ShellRejection`] unless it is one plain program invocation the guard
-//! allows. The tool then runs the [`Argv`] directly (no `sh -c`), so what was checked is what
-//! runs.
+//! allows. [`ShellGuard::resolve`] then names the file it runs: an allowed name is the
+//! program of that name on the search path, never a workspace file of the same name. The
+//! tool runs that file directly (no `sh -c`), so what was checked is what runs.
+//!
+//! **The threat model.** The guard narrows what a model *tries*: it turns a proposed line
+//! into one plain invocation of a program the operator named, and refuses the well-known
+//! ways around that. It is not a boundary: an allowed program may still do what a denied
+//! one does (`find -delete` deletes without `rm`), and a launcher — a program that runs
+//! other programs or code ([`LAUNCHERS`]: shells, interpreters, build tools, `git`, whose
+//! hooks are the workspace's code) — runs anything. So launchers, and ordinary programs'
+//! exec forms (`find -exec`, `sed e`, `tar --to-command`, …), are refused unless allowed
+//! *as launchers* ([`ShellGuard::allow_launchers`]). The boundary is what `shell.run` runs
+//! every command in: its own PID, mount and user namespaces ([`Isolation`]: it sees no other
+//! process, so not rein's environment and API keys, and nothing it starts outlives the
+//! call), the optional Landlock sandbox (writes only inside the workspace) and the optional
+//! process bound.
 //!
 //! Substring guards are bypassed in well-known ways; each of these is a parsed fact here:
 //!
@@ -17,6 +31,8 @@
 //! | `` echo `id` ``, `echo $(id)`, `echo ${HOME}` | a substitution: refused |
 //! | `cat < /etc/shadow`, `echo x > ~/.bashrc` | a redirection: refused |
 //! | `FOO=bar rm -rf /`, `env rm -rf /`, `sudo rm`, `bash -c '…'` | an environment prefix or a launcher: refused |
+//! | `find . -exec rm {} +`, `sed -n '1e rm x' f`, `git -c core.pager=… log`, `python3.12 x.py` | an exec form or a launcher: refused unless allowed as a launcher |
+//! | `tools/cat` with `cat` allowed | another file than PATH's `cat`: refused (by [`ShellGuard::resolve`]) |
 //! | `/usr/bin/sudo`, `./sudo`, `/bin/../usr/bin/RM` | the program's file name, case-folded for the deny list |
 //! | `ls\nrm -rf /`, `ls\rrm` | a control character: refused before parsing |
 //! | `ls # ; rm -rf /` | a comment: refused |
@@ -37,6 +53,7 @@
 //! assert!(matches!(guard.check("/usr/bin/sudo ls"), Err(ShellRejection::Denied { .. })));
 //! assert!(matches!(guard.check("FOO=bar ls"), Err(ShellRejection::EnvAssignment { .. })));
 //! assert!(matches!(guard.check("curl example.com"), Err(ShellRejection::NotAllowed { .. })));
+//! assert!(matches!(guard.check("python3 -c 1"), Err(ShellRejection::Launcher { .. })));
 //! # Ok::<(), ShellRejection>(())
 //! ```
 //!
@@ -51,18 +68,27 @@
 //!     let line = input["command"].as_str().ok_or_else(|| ToolError::invalid_input("`command` must be a string"))?;
 //!     Ok(guard.check(line)?.into_words()) // then run it with std::process::Command, no shell
 //! }
-//! let guard = ShellGuard::new(["git"], Vec::<&str>::new());
+//! let guard = ShellGuard::new(["ls"], Vec::<&str>::new()).allow_launchers(["git"]);
 //! assert_eq!(plan_command(&guard, &json!({"command": "git status"}))?, ["git", "status"]);
 //! assert!(plan_command(&guard, &json!({"command": "git status | sh"})).is_err());
+//! // Named among the programs, a launcher is still refused.
+//! let guard = ShellGuard::new(["git"], Vec::<&str>::new());
+//! assert!(plan_command(&guard, &json!({"command": "git status"})).is_err());
 //! # Ok::<(), ToolError>(())
 //! ```
 
 mod guard;
+mod isolate;
+mod launcher;
 mod limit;
+mod resolve;
 mod run;
 mod sandbox;
+mod spawn;
 
-pub use guard::{Argv, LAUNCHERS, METACHARACTERS, ShellGuard, ShellRejection};
+pub use guard::{Argv, METACHARACTERS, ShellGuard, ShellRejection};
+pub use isolate::{Isolation, IsolationError};
+pub use launcher::{LAUNCHERS, is_launcher};
 pub use limit::ProcessLimitError;
 pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
 pub use sandbox::SandboxError;

@@ -1,7 +1,7 @@
-//! `shell.run`: one guarded command, run directly (no shell), in the workspace, with a
-//! timeout that kills its whole process group, capped output and a scrubbed environment.
+//! `shell.run`: one guarded command, resolved to the program file it names and run
+//! directly (no shell), in the workspace, isolated in its own namespaces, with a timeout
+//! that kills everything it started, capped output and a scrubbed environment.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,8 +11,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::limit::{self, PidsCgroup, ProcessLimitError};
-use super::sandbox::{self, SandboxError};
+use super::isolate::{self, Isolation, IsolationError};
+use super::limit::{PidsCgroup, ProcessLimitError};
+use super::sandbox::SandboxError;
+use super::spawn::Start;
 use super::{ShellGuard, ShellRejection};
 use crate::fs::{builtin_spec, parse, schema};
 use crate::{FsError, Workspace};
@@ -32,6 +34,7 @@ pub struct ShellConfig {
     spill_cap: usize,
     env: Vec<String>,
     sandbox: bool,
+    isolation: Isolation,
     max_processes: Option<u32>,
 }
 
@@ -49,13 +52,23 @@ impl ShellConfig {
             spill_cap: Attachment::MAX_BYTES,
             env: DEFAULT_ENV.iter().map(|&s| s.to_owned()).collect(),
             sandbox: false,
+            isolation: Isolation::Namespaces,
             max_processes: None,
         }
     }
 
-    /// Runs every command in a filesystem sandbox (Linux Landlock: read anywhere, write
-    /// only inside the workspace). Where the kernel lacks Landlock, calls fail with
-    /// [`ShellError::Sandbox`] instead of running unconfined.
+    /// How commands are isolated from the machine's other processes:
+    /// [`Isolation::Namespaces`] by default (a command sees no other process and nothing
+    /// it starts outlives the call); [`Isolation::None`] opts out.
+    #[must_use]
+    pub const fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Runs every command in a filesystem sandbox (Linux Landlock: read anywhere but
+    /// `/proc`, write only inside the workspace). Where the kernel lacks Landlock, calls
+    /// fail with [`ShellError::Sandbox`] instead of running unconfined.
     #[must_use]
     pub const fn with_sandbox(mut self, sandbox: bool) -> Self {
         self.sandbox = sandbox;
@@ -170,6 +183,9 @@ pub enum ShellError {
     /// The process bound was asked for and could not be set up (or is unsupported here).
     #[error(transparent)]
     ProcessLimit(#[from] ProcessLimitError),
+    /// The isolation could not be set up: nothing was run.
+    #[error(transparent)]
+    Isolation(#[from] IsolationError),
 }
 
 impl From<ShellError> for ToolError {
@@ -299,54 +315,38 @@ impl ShellRun {
             .map_or(self.config.timeout, Duration::from_millis)
             .min(self.config.max_timeout);
         let program = argv.program().to_owned();
+        let resolved = self
+            .config
+            .guard
+            .resolve(&argv, &cwd, self.workspace.root())?;
 
-        // With a process bound, the command joins its own pids cgroup before it runs.
+        // The isolation's own process counts against the bound, not against the command.
+        let overhead = match self.config.isolation {
+            Isolation::Namespaces => isolate::OVERHEAD,
+            Isolation::None => 0,
+        };
         let cgroup = self
             .config
             .max_processes
-            .map(PidsCgroup::create)
+            .map(|max| PidsCgroup::create(max.saturating_add(overhead)))
             .transpose()?;
-        let mut command = match &cgroup {
-            None => {
-                let mut command = tokio::process::Command::new(argv.program());
-                command.args(argv.args()).stdin(Stdio::null());
-                command
-            }
-            Some(cgroup) => {
-                let procs = cgroup.procs().map_err(|e| ProcessLimitError::Unsupported {
-                    reason: format!("cannot open the cgroup's process list: {e}"),
-                })?;
-                let mut command = tokio::process::Command::new("/bin/sh");
-                command
-                    .args(["-c", limit::LAUNCHER, "sh"])
-                    .args(argv.words())
-                    .stdin(Stdio::from(procs));
-                command
-            }
-        };
-        command
-            .current_dir(&cwd)
-            .env_clear()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for name in &self.config.env {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
+        let mut child = Start {
+            name: &program,
+            program: &resolved,
+            args: argv.args(),
+            cwd: &cwd,
+            workspace: self.workspace.root(),
+            env: &self.config.env,
+            sandbox: self.config.sandbox,
+            isolation: self.config.isolation,
+            cgroup: cgroup.as_ref(),
         }
-        #[cfg(unix)]
-        command.process_group(0);
-        let mut child = if self.config.sandbox {
-            sandbox::spawn(command, self.workspace.root()).await?
-        } else {
-            command.spawn().map_err(|source| ShellError::Spawn {
-                program: program.clone(),
-                source,
-            })?
-        };
+        .spawn()
+        .await?;
         // Whatever happens from here (exit, timeout, the future dropped), the whole group
-        // is killed when this guard goes: no orphan outlives the call.
+        // is killed when this guard goes; isolated, that kills the namespace's first
+        // process, and with it every process of the namespace (one that left the group
+        // too): no orphan outlives the call.
         // Dropped last (after the group is killed): kills what is left in the cgroup.
         let _cgroup = cgroup;
         let _group = KillGroup(child.id());
@@ -370,10 +370,12 @@ impl ShellRun {
         })?;
         let mut value = json!({
             "argv": argv.words(),
+            "program": resolved.display().to_string(),
             "cwd": cwd_shown,
             "exit_code": status.code(),
             "success": status.success(),
             "sandbox": if self.config.sandbox { "landlock" } else { "none" },
+            "isolation": self.config.isolation.name(),
             "max_processes": self.config.max_processes,
         });
         let mut attachments = Vec::new();

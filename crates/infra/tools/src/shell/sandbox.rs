@@ -1,6 +1,10 @@
 //! The opt-in filesystem sandbox of `shell.run`: on Linux, a Landlock ruleset (read
-//! anywhere, write only inside the workspace and to `/dev/null`) that the child inherits.
-//! Where the kernel lacks Landlock the call is refused as unsupported, never run unconfined.
+//! anywhere but `/proc`, write only inside the workspace and to `/dev/null`) that the child
+//! inherits. `/proc` stays out of reach because under Landlock no fresh one can be mounted
+//! for the command's PID namespace (Landlock forbids mounting), and the machine's `/proc`
+//! would show every process's environment. Landlock also keeps the command from tracing
+//! any process outside its sandbox. Where the kernel lacks Landlock the call is refused as
+//! unsupported, never run unconfined.
 
 use std::path::Path;
 
@@ -41,7 +45,7 @@ pub(crate) async fn spawn(
         let restricted = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
             .and_then(|r| r.create())
-            .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+            .and_then(|r| r.add_rules(path_beneath_rules(readable(), AccessFs::from_read(abi))))
             .and_then(|r| {
                 r.add_rules(path_beneath_rules(
                     [workspace.as_path(), Path::new("/dev/null")],
@@ -70,6 +74,23 @@ pub(crate) async fn spawn(
             reason: "the sandbox thread ended without an answer".to_owned(),
         })
     })
+}
+
+/// What the sandbox may read: every entry of `/` but `/proc` (Landlock grants whole trees,
+/// so `/` itself cannot be granted without `/proc`).
+#[cfg(target_os = "linux")]
+fn readable() -> Vec<std::path::PathBuf> {
+    let proc = Path::new("/proc");
+    std::fs::read_dir("/")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            // A link to /proc (or into it) is /proc too.
+            std::fs::canonicalize(path).is_ok_and(|real| !real.starts_with(proc))
+        })
+        .collect()
 }
 
 /// No Landlock outside Linux.
