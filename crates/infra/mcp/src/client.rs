@@ -142,7 +142,7 @@ impl McpServer {
         let listed = peer
             .list_all_tools()
             .await
-            .map_err(|e| self.link.list_error(e.to_string()))?;
+            .map_err(|e| self.link.list_error(crate::reason::describe(&e)))?;
         let table: Arc<[ImportedTool]> = build_table(&self.link.config, &listed)?.into();
         let mut current = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let changed = *current != table;

@@ -101,8 +101,9 @@ pub enum Transport {
     Stdio {
         /// The program and its arguments.
         command: Vec<String>,
-        /// Extra environment variables for the child (the rest is inherited). Their
-        /// values are never printed: they often hold tokens.
+        /// The child's environment besides the few variables it inherits
+        /// ([`Transport::INHERITED_ENV`]); nothing else of rein's environment reaches it.
+        /// Their values are never printed: they often hold tokens.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         env: BTreeMap<String, String>,
         /// The child's working directory (default: the current one).
@@ -117,6 +118,34 @@ pub enum Transport {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         headers: BTreeMap<String, String>,
     },
+}
+
+impl Transport {
+    /// The variables of rein's environment a stdio server inherits (those set), as the
+    /// official MCP SDK clients pass them: what a program needs to run, and no credential.
+    /// Everything else a server needs is named in its `env`.
+    #[cfg(not(windows))]
+    pub const INHERITED_ENV: &'static [&'static str] =
+        &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+    /// The variables of rein's environment a stdio server inherits (those set), as the
+    /// official MCP SDK clients pass them: what a program needs to run, and no credential.
+    /// Everything else a server needs is named in its `env`.
+    #[cfg(windows)]
+    pub const INHERITED_ENV: &'static [&'static str] = &[
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    ];
 }
 
 impl fmt::Debug for Transport {
