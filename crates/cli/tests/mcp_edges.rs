@@ -361,3 +361,44 @@ fn a_tool_schema_referring_to_a_url_or_a_file_is_bad_input_for_run_as_for_valida
     }
     assert!(scratch.run_ids().is_empty(), "no run was started");
 }
+
+#[test]
+fn a_server_gets_the_workspace_as_its_root_and_a_reason_for_no_sampling_or_elicitation() {
+    let scratch = Scratch::new();
+    let mut scenario: Value = serde_json::from_str(&vault_scenario(
+        &vault_server(&[]),
+        &json!({}),
+        &["vault.roots", "vault.ask", "vault.sample"],
+    ))
+    .unwrap();
+    scenario["workspace"] = json!("work dir");
+    let file = scratch.write("asks.json", &scenario.to_string());
+    let workspace = file.parent().unwrap().join("work dir");
+    std::fs::create_dir(&workspace).unwrap();
+    Outcome::of(
+        &rein()
+            .arg("run")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    )
+    .expect_code(0);
+    let id = scratch.new_run_id(&[]);
+    let results = structured_results(&scratch, &id);
+    let canonical = workspace.canonicalize().unwrap();
+    let uri = format!("file://{}", canonical.to_str().unwrap().replace(' ', "%20"));
+    assert_eq!(results[0], json!({"uris": [uri]}));
+    let refusal = |result: &Value| result["error"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        refusal(&results[1]).contains("rein answers no elicitation"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        refusal(&results[2]).contains("rein offers no sampling"),
+        "{}",
+        results[2]
+    );
+}

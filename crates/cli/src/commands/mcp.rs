@@ -161,7 +161,7 @@ async fn list(args: ListArgs) -> CliResult {
                 .scenario
                 .tools
                 .iter()
-                .filter_map(scenario::mcp::config)
+                .filter_map(|def| scenario::mcp::config(def, checked.scenario.workspace.as_deref()))
                 .collect();
             if configs.is_empty() {
                 return Err(CliError::bad_input(format!(

@@ -218,6 +218,9 @@ pub struct ServerConfig {
     /// Server tool names not to import.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     exclude: Vec<String>,
+    /// The directories the server may work in, answered to its `roots/list`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    roots: Vec<PathBuf>,
 }
 
 fn default_handshake() -> Duration {
@@ -275,6 +278,7 @@ impl ServerConfig {
             annotations: AnnotationOverride::none(),
             tools: BTreeMap::new(),
             exclude: Vec::new(),
+            roots: Vec::new(),
         }
     }
 
@@ -316,6 +320,21 @@ impl ServerConfig {
     pub fn without_tool(mut self, tool: impl Into<String>) -> Self {
         self.exclude.push(tool.into());
         self
+    }
+
+    /// Sets the directories the server may work in (absolute paths): rein declares the
+    /// `roots` capability and answers the server's `roots/list` with them as `file://`
+    /// URIs. Without any, rein declares no roots.
+    #[must_use]
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.roots = roots.into_iter().collect();
+        self
+    }
+
+    /// The directories the server may work in.
+    #[must_use]
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
     }
 
     /// The server's name in rein.

@@ -32,6 +32,7 @@ mod client;
 mod config;
 mod content;
 mod error;
+mod handler;
 mod inbound;
 mod link;
 mod names;

@@ -8,17 +8,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig};
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::service::{Peer, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, watch};
 use tokio::time::Instant;
 
 use rein_tool::ToolError;
 
+use crate::handler::Handler;
 use crate::reason::{self, HandshakeFailure};
 use crate::{McpError, ServerConfig, Transport};
 
@@ -48,22 +48,6 @@ pub(crate) struct LinkState {
     pub(crate) service: Option<RunningService<RoleClient, Handler>>,
     pub(crate) pid: Option<u32>,
     pub(crate) retry_at: Option<Instant>,
-}
-
-/// Our side of the MCP session: it notes `tools/list_changed`.
-#[derive(Clone)]
-pub(crate) struct Handler {
-    pub(crate) changes: watch::Sender<u64>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changes.send_modify(|n| *n += 1);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), crate::implementation())
-    }
 }
 
 impl Link {
@@ -102,6 +86,7 @@ impl Link {
         let server = self.config.name().clone();
         let handler = Handler {
             changes: self.changes.clone(),
+            roots: self.config.roots().to_vec(),
         };
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();
