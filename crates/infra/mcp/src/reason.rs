@@ -5,7 +5,7 @@
 
 use std::error::Error;
 
-use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::service::{ClientInitializeError, ServerInitializeError, ServiceError};
 use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
@@ -82,12 +82,20 @@ fn inner<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a (dyn Error + 'stati
         _ => {}
     }
     match error.downcast_ref::<ClientInitializeError>() {
-        Some(ClientInitializeError::TransportError { error, .. }) => Some(error),
-        Some(ClientInitializeError::LegacyFallbackFailed { fallback, .. }) => Some(&**fallback),
-        _ => match error.downcast_ref::<ServiceError>() {
-            Some(ServiceError::TransportSend(error)) => Some(error),
-            _ => None,
-        },
+        Some(ClientInitializeError::TransportError { error, .. }) => return Some(error),
+        Some(ClientInitializeError::LegacyFallbackFailed { fallback, .. }) => {
+            return Some(&**fallback);
+        }
+        _ => {}
+    }
+    if let Some(ServerInitializeError::TransportError { error, .. }) =
+        error.downcast_ref::<ServerInitializeError>()
+    {
+        return Some(error);
+    }
+    match error.downcast_ref::<ServiceError>() {
+        Some(ServiceError::TransportSend(error)) => Some(error),
+        _ => None,
     }
 }
 
@@ -118,6 +126,15 @@ fn own_text(error: &(dyn Error + 'static)) -> Option<String> {
             )),
             _ => None,
         };
+    }
+    match error.downcast_ref::<ServerInitializeError>() {
+        Some(ServerInitializeError::ExpectedInitializeRequest(_)) => {
+            return Some("it sent something other than an initialize request".to_owned());
+        }
+        Some(ServerInitializeError::ConnectionClosed(_)) => {
+            return Some("the connection closed before it initialized".to_owned());
+        }
+        _ => {}
     }
     match error.downcast_ref::<ServiceError>() {
         Some(ServiceError::TransportClosed) => Some("the connection closed".to_owned()),
@@ -162,6 +179,15 @@ mod tests {
             )),
         ));
         assert_eq!(describe(&service), "it answered HTTP 503");
+        let serving = ServerInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "rmcp::transport::async_rw::AsyncRwTransport",
+                TypeId::of::<()>(),
+                Box::new(std::io::Error::other("stdout is gone")),
+            ),
+            context: "send initialize response".into(),
+        };
+        assert_eq!(describe(&serving), "stdout is gone");
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub async fn serve_stdio(governor: Arc<dyn Governor>) -> Result<(), ServeError> 
     let running = proxy
         .serve(stdio)
         .await
-        .map_err(|e| ServeError::Handshake(e.to_string()))?;
+        .map_err(|e| ServeError::Handshake(crate::reason::describe(&e)))?;
     let ended = running.waiting().await;
     if let Some(session) = session.get() {
         session.close().await;
