@@ -273,14 +273,17 @@ fn serve_on_stdio_answers_a_request_nested_too_deep_with_an_error() {
     );
 }
 
-/// A loopback HTTP server that answers every request with 401 and a bearer challenge;
-/// returns its URL.
-fn unauthorized_server() -> String {
+/// A loopback HTTP server, one request per connection, whose answer to each (its method,
+/// its JSON body or null) is `answer`'s status and JSON body (a 401 carries a bearer
+/// challenge); returns its URL.
+fn http_server(answer: impl Fn(&str, &Value) -> (u16, Value) + Send + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().map_while(Result::ok) {
             let mut reader = BufReader::new(stream);
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
             let mut length = 0;
             let mut line = String::new();
             while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
@@ -291,12 +294,106 @@ fn unauthorized_server() -> String {
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
+            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let method = request_line.split_whitespace().next().unwrap_or_default();
+            let (status, reply) = answer(method, &body);
+            let reply = if reply.is_null() {
+                String::new()
+            } else {
+                reply.to_string()
+            };
+            let challenge = if status == 401 {
+                "WWW-Authenticate: Bearer realm=\"mcp\"\r\n"
+            } else {
+                ""
+            };
             let _ = reader.get_mut().write_all(
-                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"mcp\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                format!(
+                    "HTTP/1.1 {status} X\r\n{challenge}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    reply.len()
+                )
+                .as_bytes(),
             );
         }
     });
     format!("http://127.0.0.1:{port}/mcp")
+}
+
+/// A loopback HTTP server that answers every request with 401; returns its URL.
+fn unauthorized_server() -> String {
+    http_server(|_, _| (401, Value::Null))
+}
+
+/// A loopback MCP server over HTTP that completes the handshake and lists one read-only
+/// tool, `peek`, then refuses every call of it with 401; returns its URL.
+fn refusing_calls_server() -> String {
+    http_server(|method, body| {
+        let id = body.get("id").cloned();
+        let result = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        match (method, body["method"].as_str()) {
+            ("POST", Some("initialize")) => (
+                200,
+                result(
+                    json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "fake", "version": "1"}}),
+                ),
+            ),
+            ("POST", Some("tools/list")) => (
+                200,
+                result(
+                    json!({"tools": [{"name": "peek", "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true, "openWorldHint": false}}]}),
+                ),
+            ),
+            ("POST", Some("tools/call")) => (401, Value::Null),
+            ("POST", _) if id.is_none() => (202, Value::Null),
+            ("POST", _) => (
+                200,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}}),
+            ),
+            _ => (405, Value::Null),
+        }
+    })
+}
+
+#[test]
+fn credentials_refused_mid_run_fail_the_call_once_naming_the_fix() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "refusing.json",
+        &json!({
+            "goal": "peek",
+            "tools": [{"kind": "mcp", "server": "web", "url": refusing_calls_server()}],
+            "planner": {"scripted": [
+                {"expect": "intake", "decision": {"type": "transition", "to": "explore"}},
+                {"expect": "explore", "decision": {"type": "call_tool", "tool": "web.peek", "input": {}}}
+            ]}
+        })
+        .to_string(),
+    );
+    let outcome = Outcome::of(
+        &rein()
+            .arg("run")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    assert_ne!(outcome.code, 0, "{}", outcome.stderr);
+    let id = scratch.new_run_id(&[]);
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    let errors: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|entry| entry.to_string().contains(r#""type":"tool_error""#))
+        .collect();
+    assert_eq!(errors.len(), 1, "not retried: {errors:?}");
+    let error = errors[0].to_string();
+    assert!(
+        error.contains("HTTP 401") && error.contains("`headers`"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -51,6 +51,8 @@ pub struct McpServer {
 /// - the server's `isError` result → [`ToolError::Failed`] with the result's text;
 /// - the server died or the connection closed → a transient [`ToolError::Failed`] (with
 ///   the tail of the server's stderr); the server is restarted with backoff on a later call;
+/// - an HTTP server refuses rein's credentials (401, 403) → a [`ToolError::Failed`] that is
+///   not transient, pointing at the server's `headers`;
 /// - a protocol error answering the call (bad arguments) → [`ToolError::InvalidInput`],
 ///   other protocol errors → [`ToolError::Failed`].
 ///

@@ -284,6 +284,17 @@ impl Link {
                     self.note_failure(&mut state);
                 }
                 drop(state);
+                // Refused credentials stay refused: trying again would not help.
+                if let Some(status) = reason::refused_status(&other) {
+                    return ToolError::failed(
+                        McpError::Refused {
+                            server: server.clone(),
+                            target: self.config.transport().to_string(),
+                            status,
+                        }
+                        .to_string(),
+                    );
+                }
                 ToolError::transient(format!(
                     "mcp server `{server}` failed during the call to {remote:?} ({}); it will be restarted{}",
                     reason::describe(&other),

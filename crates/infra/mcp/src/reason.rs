@@ -35,7 +35,7 @@ pub(crate) fn handshake(error: &ClientInitializeError) -> HandshakeFailure {
 }
 
 /// The HTTP status an authorization failure anywhere in `error`'s chain carries.
-fn refused_status(error: &(dyn Error + 'static)) -> Option<u16> {
+pub(crate) fn refused_status(error: &(dyn Error + 'static)) -> Option<u16> {
     let mut next = Some(error);
     while let Some(e) = next {
         if e.is::<AuthRequiredError>() {
@@ -204,5 +204,17 @@ mod tests {
             context: "send initialize request".into(),
         };
         assert!(matches!(handshake(&error), HandshakeFailure::Refused(401)));
+        let call = ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "rmcp::transport::worker::WorkerTransport",
+            TypeId::of::<()>(),
+            Box::new(HttpQuit::fatal(
+                HttpError::InsufficientScope(InsufficientScopeError::new(
+                    "Bearer scope=\"write\"".to_owned(),
+                    Some("write".to_owned()),
+                )),
+                "send request",
+            )),
+        ));
+        assert_eq!(refused_status(&call), Some(403));
     }
 }
