@@ -6,11 +6,11 @@
 mod support;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::mcp::{notes_server, vault_server};
+use support::mcp::{http_server, notes_server, vault_server};
 use support::{Outcome, Scratch, rein};
 
 /// The first value under `key` anywhere in `value`.
@@ -271,52 +271,6 @@ fn serve_on_stdio_answers_a_request_nested_too_deep_with_an_error() {
         answer(3).is_some_and(|a| a.get("result").is_some()),
         "{out}"
     );
-}
-
-/// A loopback HTTP server, one request per connection, whose answer to each (its method,
-/// its JSON body or null) is `answer`'s status and JSON body (a 401 carries a bearer
-/// challenge); returns its URL.
-fn http_server(answer: impl Fn(&str, &Value) -> (u16, Value) + Send + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().map_while(Result::ok) {
-            let mut reader = BufReader::new(stream);
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            let mut length = 0;
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-                line.clear();
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let method = request_line.split_whitespace().next().unwrap_or_default();
-            let (status, reply) = answer(method, &body);
-            let reply = if reply.is_null() {
-                String::new()
-            } else {
-                reply.to_string()
-            };
-            let challenge = if status == 401 {
-                "WWW-Authenticate: Bearer realm=\"mcp\"\r\n"
-            } else {
-                ""
-            };
-            let _ = reader.get_mut().write_all(
-                format!(
-                    "HTTP/1.1 {status} X\r\n{challenge}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                    reply.len()
-                )
-                .as_bytes(),
-            );
-        }
-    });
-    format!("http://127.0.0.1:{port}/mcp")
 }
 
 /// A loopback HTTP server that answers every request with 401; returns its URL.
