@@ -370,8 +370,14 @@ fn a_failed_handshake_says_what_happened_without_library_internals() {
         "{}",
         refused.stderr
     );
-    let closed = list(&["http://127.0.0.1:9/mcp"]);
-    closed.expect_code(2).stderr_has(&["Connection refused"]);
+    // Credentials in the URL are not repeated.
+    let closed = list(&["http://user:p4ss@127.0.0.1:9/mcp?key=t0ken"]);
+    closed
+        .expect_code(2)
+        .stderr_has(&["Connection refused", "http://***@127.0.0.1:9/mcp?***"]);
+    for secret in ["p4ss", "t0ken"] {
+        assert!(!closed.stderr.contains(secret), "{}", closed.stderr);
+    }
     let exited = list(&["--", "/bin/sh", "-c", "echo gone for good >&2; exit 3"]);
     exited
         .expect_code(2)

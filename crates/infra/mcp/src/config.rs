@@ -159,7 +159,7 @@ impl fmt::Debug for Transport {
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &redacted_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -167,13 +167,44 @@ impl fmt::Debug for Transport {
 }
 
 impl fmt::Display for Transport {
-    /// The command line or the URL, without environment or header values.
+    /// The command line or the URL, without environment or header values, nor the URL's
+    /// user information or query ([`redacted_url`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Stdio { command, .. } => write!(f, "`{}`", command.join(" ")),
-            Self::Http { url, .. } => write!(f, "{url}"),
+            Self::Http { url, .. } => f.write_str(&redacted_url(url)),
         }
     }
+}
+
+/// `url` with its user information and its query replaced by `***`: both often carry
+/// credentials (`https://user:token@host/mcp`, `…/mcp?key=token`), and the URL goes into
+/// error messages.
+pub(crate) fn redacted_url(url: &str) -> String {
+    let (url, fragment) = url
+        .split_once('#')
+        .map_or((url, None), |(u, f)| (u, Some(f)));
+    let (url, query) = url
+        .split_once('?')
+        .map_or((url, None), |(u, q)| (u, Some(q)));
+    let mut shown = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    };
+    if query.is_some() {
+        shown.push_str("?***");
+    }
+    if let Some(fragment) = fragment {
+        shown.push('#');
+        shown.push_str(fragment);
+    }
+    shown
 }
 
 /// One MCP server to import tools from: its name, how to reach it, and what the operator
@@ -417,12 +448,29 @@ mod tests {
     #[test]
     fn debug_never_shows_env_or_header_values() {
         let config: ServerConfig = serde_json::from_value(json!({
-            "server": "web", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer s3cret"}
+            "server": "web", "url": "http://u:p4ss@127.0.0.1:9/mcp?key=t0ken",
+            "headers": {"Authorization": "Bearer s3cret"}
         }))
         .unwrap();
         let shown = format!("{config:?} {}", config.transport());
         assert!(shown.contains("Authorization"), "{shown}");
-        assert!(!shown.contains("s3cret"), "{shown}");
+        for secret in ["s3cret", "p4ss", "t0ken"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_shown_without_its_user_information_or_query() {
+        for (url, shown) in [
+            ("http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp"),
+            (
+                "https://user:s3cret@example.com/mcp?key=t0ken#top",
+                "https://***@example.com/mcp?***#top",
+            ),
+            ("https://t0ken@example.com", "https://***@example.com"),
+        ] {
+            assert_eq!(redacted_url(url), shown);
+        }
     }
 
     #[test]

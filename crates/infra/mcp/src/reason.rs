@@ -12,6 +12,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::transport::worker::WorkerQuitReason;
 
+use crate::config::redacted_url;
+
 /// The error of rein's streamable HTTP transport (rmcp's client over reqwest).
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -60,7 +62,14 @@ pub(crate) fn describe(error: &(dyn Error + 'static)) -> String {
             continue;
         }
         next = e.source();
-        let text = own_text(e).unwrap_or_else(|| e.to_string());
+        let mut text = own_text(e).unwrap_or_else(|| e.to_string());
+        // reqwest names the URL, query included: show it as the configuration is shown.
+        if let Some(url) = e
+            .downcast_ref::<reqwest::Error>()
+            .and_then(reqwest::Error::url)
+        {
+            text = text.replace(url.as_str(), &redacted_url(url.as_str()));
+        }
         if !parts.last().is_some_and(|last| last.contains(&text)) {
             parts.push(text);
         }
