@@ -6,29 +6,8 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use support::mcp::{installed, notes_server, vault_server};
 use support::{Outcome, Scratch, rein};
-
-fn installed(rel: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/mcp")
-        .join(rel);
-    assert!(
-        path.exists(),
-        "{} is missing: run `make mcp-servers` (it installs the pinned MCP servers under target/mcp)",
-        path.display()
-    );
-    path
-}
-
-/// The Python SDK server's command line.
-fn notes_server() -> Vec<String> {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/mcp/tests/servers/notes_server.py");
-    vec![
-        installed("venv/bin/python").display().to_string(),
-        script.display().to_string(),
-    ]
-}
 
 fn run(args: &[String]) -> Outcome {
     Outcome::of(&rein().args(args).output().unwrap())
@@ -206,6 +185,11 @@ fn python_client(transport: &[&std::ffi::OsStr]) -> Outcome {
 fn check_served(outcome: &Outcome) {
     outcome.expect_code(0);
     let out: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    // rein names itself, not the MCP library it is built with.
+    assert_eq!(
+        out["server_info"],
+        json!({"name": "rein", "version": env!("CARGO_PKG_VERSION")})
+    );
     let tools: Vec<&str> = out["tools"]
         .as_array()
         .unwrap()
@@ -385,10 +369,9 @@ fn validate_reports_a_server_that_does_not_start_or_handshake_naming_it() {
 /// A scenario whose MCP server gets one env value literally and one from rein's
 /// environment; the run pauses for a human before it calls the server.
 fn secret_scenario(env: &Value) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/env_server.py");
     json!({
         "goal": "use a server that needs tokens",
-        "tools": [{"kind": "mcp", "server": "vault", "command": [installed("venv/bin/python"), script], "env": env}],
+        "tools": [{"kind": "mcp", "server": "vault", "command": vault_server(&[]), "env": env}],
         "planner": {"scripted": [
             {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "go"}},
             {"expect": "explore", "decision": {"type": "ask_human", "question": "go on?", "options": ["yes"]}},

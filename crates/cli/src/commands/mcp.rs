@@ -45,7 +45,9 @@ pub(crate) enum McpCommand {
     /// call returns an MCP error result saying why), budgets and the resilience stack, and
     /// is recorded in the run's ledger under the data directory. Rejections and tool errors
     /// are handed back to the session (up to 1000 per run) instead of ending it. The run
-    /// finishes when the client disconnects; its id is printed on stderr.
+    /// finishes when the client disconnects; its id is printed on stderr. Over HTTP, a
+    /// request whose Host or Origin is not a loopback one is refused (403): a web page
+    /// cannot reach rein through DNS rebinding.
     #[command(after_help = SERVE_AFTER)]
     Serve(ServeArgs),
 }
@@ -161,7 +163,7 @@ async fn list(args: ListArgs) -> CliResult {
                 .scenario
                 .tools
                 .iter()
-                .filter_map(scenario::mcp::config)
+                .filter_map(|def| scenario::mcp::config(def, checked.scenario.workspace.as_deref()))
                 .collect();
             if configs.is_empty() {
                 return Err(CliError::bad_input(format!(

@@ -93,7 +93,8 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
     }
 }
 
-/// An error building the engine after the scenario checked out: the data directory.
+/// An error building the engine after the scenario checked out: the data directory, or the
+/// tools an MCP server brought (a schema the engine cannot compile, a name taken).
 pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
     match e {
         // The store says it cannot open the directory; say why when it is plain to see.
@@ -114,6 +115,13 @@ pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
                 data.shown()
             )),
         },
+        // What the scenario (or a server it imports) gave does not build: bad input, as
+        // `rein validate` says of the same file.
+        BuildError::InvalidSchema { .. }
+        | BuildError::DuplicateTool(_)
+        | BuildError::Eligibility(_)
+        | BuildError::Transitions(_)
+        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
         other => CliError::new(Exit::Failed, other.to_string()),
     }
 }

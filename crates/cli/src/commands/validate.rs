@@ -117,7 +117,7 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
 async fn connect(file: &str, scenario: &scenario::Scenario) -> Result<Vec<McpServer>, CliError> {
     let mut servers = Vec::new();
     for (i, def) in scenario.tools.iter().enumerate() {
-        let Some(config) = scenario::mcp::config(def) else {
+        let Some(config) = scenario::mcp::config(def, scenario.workspace.as_deref()) else {
             continue;
         };
         match McpServer::connect(config).await {

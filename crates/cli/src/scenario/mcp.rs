@@ -145,8 +145,9 @@ pub(crate) fn provides<V>(names: &BTreeMap<String, V>, tool: &str) -> bool {
         .is_some_and(|(server, _)| names.contains_key(&format!("{server}.*")))
 }
 
-/// The server configuration of a checked MCP tool entry (`None` for other tools).
-pub(crate) fn config(def: &ToolDef) -> Option<ServerConfig> {
+/// The server configuration of a checked MCP tool entry (`None` for other tools); the
+/// scenario's `workspace`, if any, is the server's root.
+pub(crate) fn config(def: &ToolDef, workspace: Option<&Path>) -> Option<ServerConfig> {
     if def.kind != Some(ToolKind::Mcp) {
         return None;
     }
@@ -180,7 +181,7 @@ pub(crate) fn config(def: &ToolDef) -> Option<ServerConfig> {
     for tool in def.exclude.iter().flatten() {
         config = config.without_tool(tool.clone());
     }
-    Some(config)
+    Some(config.with_roots(workspace.map(Path::to_path_buf)))
 }
 
 /// Every value of `map` resolved (`None` if one cannot be: the check refuses that first).
@@ -247,7 +248,12 @@ fn check_values(
 /// naming the server and the fix.
 pub(crate) async fn connect(scenario: &Scenario) -> Result<Vec<McpServer>, CliError> {
     let mut servers = Vec::new();
-    for config in scenario.tools.iter().filter_map(config) {
+    let workspace = scenario.workspace.as_deref();
+    for config in scenario
+        .tools
+        .iter()
+        .filter_map(|def| config(def, workspace))
+    {
         match McpServer::connect(config).await {
             Ok(server) => servers.push(server),
             Err(e) => {

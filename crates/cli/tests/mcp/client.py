@@ -6,7 +6,8 @@
 Starts `REIN mcp serve SCENARIO --data-dir DATA_DIR` on stdio (or connects to URL over
 streamable HTTP), lists its tools, makes the calls in CALLS_JSON (a list of
 [tool, arguments]) in order, and prints one JSON object:
-{"tools": [...], "calls": [{"is_error": bool, "text": str, "structured": ...}, ...]}.
+{"server_info": {"name", "version"}, "tools": [...],
+"calls": [{"is_error": bool, "text": str, "structured": ...}, ...]}.
 """
 
 import asyncio
@@ -25,11 +26,12 @@ def transport(args: list):
 
 
 async def main(calls: list, args: list) -> None:
-    out = {"tools": [], "calls": []}
+    out = {"server_info": None, "tools": [], "calls": []}
     async with transport(args) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            initialized = await session.initialize()
+            out["server_info"] = {"name": initialized.server_info.name, "version": initialized.server_info.version}
             listed = await session.list_tools()
             out["tools"] = [
                 {"name": t.name, "annotations": t.annotations.model_dump(exclude_none=True) if t.annotations else None}

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+pub mod mcp;
+
 /// The `rein` binary under test.
 pub fn rein() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));

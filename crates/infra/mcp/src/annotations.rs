@@ -32,8 +32,10 @@ impl Hints {
     pub fn resolved(&self) -> (bool, bool, bool, bool) {
         let read_only = self.read_only.unwrap_or(false);
         let destructive = !read_only && self.destructive.unwrap_or(true);
-        // Repeating a read repeats nothing: rein treats every read-only tool as idempotent.
-        let idempotent = read_only || self.idempotent.unwrap_or(false);
+        // Repeating a read repeats nothing, so a read-only tool is idempotent unless a hint
+        // (the server's or an operator's) says it is not: a read of something that changes
+        // as it is read (a queue, a cursor) must not be retried.
+        let idempotent = self.idempotent.unwrap_or(read_only);
         (
             read_only,
             destructive,
@@ -46,7 +48,7 @@ impl Hints {
     ///
     /// | hints | rein |
     /// |---|---|
-    /// | read-only | [`Annotations::read_only`] (idempotent, low risk) |
+    /// | read-only | [`Annotations::read_only`] (low risk; idempotent unless `idempotent` is `false`) |
     /// | not read-only, destructive (the default) | [`Annotations::destructive`] (high risk) |
     /// | not read-only, not destructive | [`Annotations::side_effecting`] (medium risk) |
     /// | idempotent (not read-only) | `with_idempotent(true)` |
@@ -61,7 +63,7 @@ impl Hints {
     pub fn annotations(&self) -> Annotations {
         let (read_only, destructive, idempotent, open_world) = self.resolved();
         let base = if read_only {
-            Annotations::read_only()
+            Annotations::read_only().with_idempotent(idempotent)
         } else if destructive {
             Annotations::destructive().with_idempotent(idempotent)
         } else {
@@ -163,8 +165,11 @@ impl AnnotationOverride {
                 }
             }
         }
+        // Saying a tool is destructive says it writes: it is no longer read-only (where a
+        // destructive hint would mean nothing), unless the override says otherwise itself.
+        let writes = (self.destructive == Some(true)).then_some(false);
         Ok(Hints {
-            read_only: self.read_only.or(hints.read_only),
+            read_only: self.read_only.or(writes).or(hints.read_only),
             destructive: self.destructive.or(hints.destructive),
             idempotent: self.idempotent.or(hints.idempotent),
             open_world: self.open_world.or(hints.open_world),
@@ -207,6 +212,56 @@ mod tests {
         // A destructive hint on a read-only tool means nothing (MCP says so too).
         let odd = hints(Some(true), Some(true), None, None).annotations();
         assert!(odd.is_read_only() && !odd.is_destructive());
+    }
+
+    /// `hints` with `o` applied (widening allowed), as rein annotations.
+    fn overridden(hints: Hints, o: AnnotationOverride) -> Annotations {
+        AnnotationOverride { widen: true, ..o }
+            .apply(hints)
+            .unwrap()
+            .annotations()
+    }
+
+    #[test]
+    fn every_override_takes_effect_both_ways() {
+        let none = AnnotationOverride::none();
+        let read = hints(Some(true), None, None, Some(false));
+        let unannotated = Hints::default();
+        let gentle = hints(Some(false), Some(false), Some(true), Some(false));
+
+        let o = |read_only, destructive, idempotent, open_world| AnnotationOverride {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            ..none
+        };
+        // read_only
+        assert!(overridden(unannotated, o(Some(true), None, None, None)).is_read_only());
+        assert!(!overridden(read, o(Some(false), None, None, None)).is_read_only());
+        // destructive (on a read-only tool it also says the tool writes)
+        assert!(!overridden(unannotated, o(None, Some(false), None, None)).is_destructive());
+        assert!(overridden(gentle, o(None, Some(true), None, None)).is_destructive());
+        let marked = overridden(read, o(None, Some(true), None, None));
+        assert!(marked.is_destructive() && !marked.is_read_only());
+        // idempotent (a read-only tool included: it is not retried)
+        assert!(overridden(unannotated, o(None, None, Some(true), None)).is_idempotent());
+        assert!(!overridden(gentle, o(None, None, Some(false), None)).is_idempotent());
+        let once = overridden(read, o(None, None, Some(false), None));
+        assert!(once.is_read_only() && !once.is_idempotent());
+        // open_world
+        let open_read = hints(Some(true), None, None, Some(true));
+        assert_eq!(
+            overridden(open_read, o(None, None, None, Some(false))).risk_level(),
+            RiskLevel::Low
+        );
+        assert_eq!(
+            overridden(read, o(None, None, None, Some(true))).risk_level(),
+            RiskLevel::Medium
+        );
+        // Narrowing needs no `widen`.
+        let narrowed = o(None, None, Some(false), None).apply(read).unwrap();
+        assert!(!narrowed.annotations().is_idempotent());
     }
 
     #[test]

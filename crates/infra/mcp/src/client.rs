@@ -51,6 +51,8 @@ pub struct McpServer {
 /// - the server's `isError` result → [`ToolError::Failed`] with the result's text;
 /// - the server died or the connection closed → a transient [`ToolError::Failed`] (with
 ///   the tail of the server's stderr); the server is restarted with backoff on a later call;
+/// - an HTTP server refuses rein's credentials (401, 403) → a [`ToolError::Failed`] that is
+///   not transient, pointing at the server's `headers`;
 /// - a protocol error answering the call (bad arguments) → [`ToolError::InvalidInput`],
 ///   other protocol errors → [`ToolError::Failed`].
 ///
@@ -142,7 +144,7 @@ impl McpServer {
         let listed = peer
             .list_all_tools()
             .await
-            .map_err(|e| self.link.list_error(e.to_string()))?;
+            .map_err(|e| self.link.list_error(crate::reason::describe(&e)))?;
         let table: Arc<[ImportedTool]> = build_table(&self.link.config, &listed)?.into();
         let mut current = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let changed = *current != table;

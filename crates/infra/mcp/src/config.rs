@@ -101,8 +101,9 @@ pub enum Transport {
     Stdio {
         /// The program and its arguments.
         command: Vec<String>,
-        /// Extra environment variables for the child (the rest is inherited). Their
-        /// values are never printed: they often hold tokens.
+        /// The child's environment besides the few variables it inherits
+        /// ([`Transport::INHERITED_ENV`]); nothing else of rein's environment reaches it.
+        /// Their values are never printed: they often hold tokens.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         env: BTreeMap<String, String>,
         /// The child's working directory (default: the current one).
@@ -119,6 +120,34 @@ pub enum Transport {
     },
 }
 
+impl Transport {
+    /// The variables of rein's environment a stdio server inherits (those set), as the
+    /// official MCP SDK clients pass them: what a program needs to run, and no credential.
+    /// Everything else a server needs is named in its `env`.
+    #[cfg(not(windows))]
+    pub const INHERITED_ENV: &'static [&'static str] =
+        &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+    /// The variables of rein's environment a stdio server inherits (those set), as the
+    /// official MCP SDK clients pass them: what a program needs to run, and no credential.
+    /// Everything else a server needs is named in its `env`.
+    #[cfg(windows)]
+    pub const INHERITED_ENV: &'static [&'static str] = &[
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    ];
+}
+
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -130,7 +159,7 @@ impl fmt::Debug for Transport {
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &redacted_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -138,13 +167,44 @@ impl fmt::Debug for Transport {
 }
 
 impl fmt::Display for Transport {
-    /// The command line or the URL, without environment or header values.
+    /// The command line or the URL, without environment or header values, nor the URL's
+    /// user information or query ([`redacted_url`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Stdio { command, .. } => write!(f, "`{}`", command.join(" ")),
-            Self::Http { url, .. } => write!(f, "{url}"),
+            Self::Http { url, .. } => f.write_str(&redacted_url(url)),
         }
     }
+}
+
+/// `url` with its user information and its query replaced by `***`: both often carry
+/// credentials (`https://user:token@host/mcp`, `…/mcp?key=token`), and the URL goes into
+/// error messages.
+pub(crate) fn redacted_url(url: &str) -> String {
+    let (url, fragment) = url
+        .split_once('#')
+        .map_or((url, None), |(u, f)| (u, Some(f)));
+    let (url, query) = url
+        .split_once('?')
+        .map_or((url, None), |(u, q)| (u, Some(q)));
+    let mut shown = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    };
+    if query.is_some() {
+        shown.push_str("?***");
+    }
+    if let Some(fragment) = fragment {
+        shown.push('#');
+        shown.push_str(fragment);
+    }
+    shown
 }
 
 /// One MCP server to import tools from: its name, how to reach it, and what the operator
@@ -189,6 +249,9 @@ pub struct ServerConfig {
     /// Server tool names not to import.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     exclude: Vec<String>,
+    /// The directories the server may work in, answered to its `roots/list`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    roots: Vec<PathBuf>,
 }
 
 fn default_handshake() -> Duration {
@@ -246,6 +309,7 @@ impl ServerConfig {
             annotations: AnnotationOverride::none(),
             tools: BTreeMap::new(),
             exclude: Vec::new(),
+            roots: Vec::new(),
         }
     }
 
@@ -287,6 +351,21 @@ impl ServerConfig {
     pub fn without_tool(mut self, tool: impl Into<String>) -> Self {
         self.exclude.push(tool.into());
         self
+    }
+
+    /// Sets the directories the server may work in (absolute paths): rein declares the
+    /// `roots` capability and answers the server's `roots/list` with them as `file://`
+    /// URIs. Without any, rein declares no roots.
+    #[must_use]
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.roots = roots.into_iter().collect();
+        self
+    }
+
+    /// The directories the server may work in.
+    #[must_use]
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
     }
 
     /// The server's name in rein.
@@ -369,12 +448,29 @@ mod tests {
     #[test]
     fn debug_never_shows_env_or_header_values() {
         let config: ServerConfig = serde_json::from_value(json!({
-            "server": "web", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer s3cret"}
+            "server": "web", "url": "http://u:p4ss@127.0.0.1:9/mcp?key=t0ken",
+            "headers": {"Authorization": "Bearer s3cret"}
         }))
         .unwrap();
         let shown = format!("{config:?} {}", config.transport());
         assert!(shown.contains("Authorization"), "{shown}");
-        assert!(!shown.contains("s3cret"), "{shown}");
+        for secret in ["s3cret", "p4ss", "t0ken"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_shown_without_its_user_information_or_query() {
+        for (url, shown) in [
+            ("http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp"),
+            (
+                "https://user:s3cret@example.com/mcp?key=t0ken#top",
+                "https://***@example.com/mcp?***#top",
+            ),
+            ("https://t0ken@example.com", "https://***@example.com"),
+        ] {
+            assert_eq!(redacted_url(url), shown);
+        }
     }
 
     #[test]

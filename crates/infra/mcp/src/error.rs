@@ -57,6 +57,20 @@ pub enum McpError {
         /// The tail of the server's stderr, when it is a child process.
         stderr: String,
     },
+    /// The HTTP server refused rein: it requires credentials rein did not give (401), or
+    /// the ones given lack a scope it requires (403).
+    #[error(
+        "mcp server `{server}` at {target} refused rein with HTTP {status} ({}); give credentials it accepts in the server's `headers`, e.g. \"Authorization\": {{\"from_env\": \"NAME\"}}",
+        refusal_meaning(*status)
+    )]
+    Refused {
+        /// The server.
+        server: ServerName,
+        /// The URL.
+        target: String,
+        /// The HTTP status: 401 or 403.
+        status: u16,
+    },
     /// The server did not complete the handshake and first listing in time.
     #[error("mcp server `{server}` at {target} did not complete the MCP handshake within {} ms{}; check that it speaks MCP on stdout, or raise `handshake_timeout_ms`", after.as_millis(), stderr_note(stderr))]
     HandshakeTimeout {
@@ -142,6 +156,14 @@ pub enum McpError {
     },
 }
 
+const fn refusal_meaning(status: u16) -> &'static str {
+    if status == 403 {
+        "the credentials given lack a scope it requires"
+    } else {
+        "it requires credentials"
+    }
+}
+
 fn stderr_note(stderr: &str) -> String {
     if stderr.is_empty() {
         String::new()
@@ -159,6 +181,7 @@ impl McpError {
             | Self::Spawn { server, .. }
             | Self::InvalidHeader { server, .. }
             | Self::Handshake { server, .. }
+            | Self::Refused { server, .. }
             | Self::HandshakeTimeout { server, .. }
             | Self::List { server, .. }
             | Self::Collision { server, .. }

@@ -32,8 +32,11 @@ mod client;
 mod config;
 mod content;
 mod error;
+mod handler;
+mod inbound;
 mod link;
 mod names;
+mod reason;
 mod serve;
 mod table;
 
@@ -43,3 +46,8 @@ pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
 pub use serve::{Governor, Refusal, ServeError, Session, serve_http, serve_stdio};
 pub use table::ImportedTool;
+
+/// How rein names itself to an MCP peer (`clientInfo`, `serverInfo`): `rein` and its version.
+fn implementation() -> rmcp::model::Implementation {
+    rmcp::model::Implementation::new("rein", env!("CARGO_PKG_VERSION"))
+}

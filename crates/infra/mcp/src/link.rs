@@ -8,17 +8,18 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use rmcp::model::ClientConfig;
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::service::{Peer, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, watch};
 use tokio::time::Instant;
 
 use rein_tool::ToolError;
 
+use crate::handler::Handler;
+use crate::reason::{self, HandshakeFailure};
 use crate::{McpError, ServerConfig, Transport};
 
 /// How long a dead server's stderr is waited for, to be read to its end.
@@ -47,22 +48,6 @@ pub(crate) struct LinkState {
     pub(crate) service: Option<RunningService<RoleClient, Handler>>,
     pub(crate) pid: Option<u32>,
     pub(crate) retry_at: Option<Instant>,
-}
-
-/// Our side of the MCP session: it notes `tools/list_changed`.
-#[derive(Clone)]
-pub(crate) struct Handler {
-    pub(crate) changes: watch::Sender<u64>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changes.send_modify(|n| *n += 1);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
 }
 
 impl Link {
@@ -101,6 +86,7 @@ impl Link {
         let server = self.config.name().clone();
         let handler = Handler {
             changes: self.changes.clone(),
+            roots: self.config.roots().to_vec(),
         };
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();
@@ -110,7 +96,13 @@ impl Link {
                     return Err(McpError::EmptyCommand { server });
                 };
                 let mut cmd = tokio::process::Command::new(program);
-                cmd.args(args).envs(env).kill_on_drop(true);
+                // Only what a program needs to run, and what the configuration names:
+                // rein's environment holds credentials the server has no business seeing.
+                cmd.args(args)
+                    .env_clear()
+                    .envs(inherited_env())
+                    .envs(env)
+                    .kill_on_drop(true);
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
@@ -151,26 +143,30 @@ impl Link {
             }
         };
         let session = async {
-            let service = handshake.await.map_err(|e| e.to_string())?;
+            let service = handshake.await.map_err(|e| reason::handshake(&e))?;
             let listed = if list {
-                Some(
-                    service
-                        .peer()
-                        .list_all_tools()
-                        .await
-                        .map_err(|e| format!("listing its tools failed: {e}"))?,
-                )
+                Some(service.peer().list_all_tools().await.map_err(|e| {
+                    HandshakeFailure::Other(format!(
+                        "listing its tools failed: {}",
+                        reason::describe(&e)
+                    ))
+                })?)
             } else {
                 None
             };
-            Ok::<_, String>((service, listed))
+            Ok::<_, HandshakeFailure>((service, listed))
         };
         match tokio::time::timeout(timeout, session).await {
             Ok(Ok((service, listed))) => {
                 self.generation.fetch_add(1, Ordering::SeqCst);
                 Ok((service, pid, listed))
             }
-            Ok(Err(reason)) => Err(McpError::Handshake {
+            Ok(Err(HandshakeFailure::Refused(status))) => Err(McpError::Refused {
+                server,
+                target,
+                status,
+            }),
+            Ok(Err(HandshakeFailure::Other(reason))) => Err(McpError::Handshake {
                 server,
                 target,
                 reason,
@@ -288,8 +284,20 @@ impl Link {
                     self.note_failure(&mut state);
                 }
                 drop(state);
+                // Refused credentials stay refused: trying again would not help.
+                if let Some(status) = reason::refused_status(&other) {
+                    return ToolError::failed(
+                        McpError::Refused {
+                            server: server.clone(),
+                            target: self.config.transport().to_string(),
+                            status,
+                        }
+                        .to_string(),
+                    );
+                }
                 ToolError::transient(format!(
-                    "mcp server `{server}` failed during the call to {remote:?} ({other}); it will be restarted{}",
+                    "mcp server `{server}` failed during the call to {remote:?} ({}); it will be restarted{}",
+                    reason::describe(&other),
                     stderr_note(&self.dying_stderr_tail().await)
                 ))
             }
@@ -325,6 +333,16 @@ impl Link {
         let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
         text.trim().to_owned()
     }
+}
+
+/// The variables of rein's environment a stdio server inherits: those of
+/// [`Transport::INHERITED_ENV`] that are set, except a shell function (a value starting
+/// with `()`), which a shell would run.
+fn inherited_env() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
+    Transport::INHERITED_ENV.iter().filter_map(|name| {
+        let value = std::env::var_os(name)?;
+        (!value.as_encoded_bytes().starts_with(b"()")).then_some((*name, value))
+    })
 }
 
 /// Copies a child's stderr into the bounded tail, dropping the oldest bytes.

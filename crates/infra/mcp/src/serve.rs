@@ -94,10 +94,11 @@ pub enum ServeError {
 pub async fn serve_stdio(governor: Arc<dyn Governor>) -> Result<(), ServeError> {
     let proxy = Proxy::new(governor);
     let session = proxy.session.clone();
+    let stdio = crate::inbound::CheckedStdio::new(tokio::io::stdin(), tokio::io::stdout());
     let running = proxy
-        .serve(rmcp::transport::stdio())
+        .serve(stdio)
         .await
-        .map_err(|e| ServeError::Handshake(e.to_string()))?;
+        .map_err(|e| ServeError::Handshake(crate::reason::describe(&e)))?;
     let ended = running.waiting().await;
     if let Some(session) = session.get() {
         session.close().await;
@@ -110,6 +111,10 @@ pub async fn serve_stdio(governor: Arc<dyn Governor>) -> Result<(), ServeError> 
 /// Serves `governor` over MCP's streamable HTTP on `listener` (bind it to 127.0.0.1 unless
 /// clients elsewhere must reach it) until `shutdown` completes. Each client session gets its
 /// own governed [`Session`], closed when the client ends the session (or on shutdown).
+///
+/// Against DNS rebinding (a web page making the browser call a local server), a request is
+/// refused with 403 unless its `Host` is a loopback name and its `Origin`, when it has one,
+/// is a loopback origin (`http` or `https`, `localhost`, `127.0.0.1` or `[::1]`, any port).
 ///
 /// # Errors
 /// [`ServeError::Session`] when the listener cannot be used or accepting fails.
@@ -128,7 +133,9 @@ pub async fn serve_http(
     };
 
     let cancel = tokio_util::sync::CancellationToken::new();
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.clone());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(LOOPBACK_ORIGINS.iter().copied())
+        .with_cancellation_token(cancel.clone());
     let service: StreamableHttpService<Proxy, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(Proxy::new(governor.clone())),
         Arc::new(LocalSessionManager::default()),
@@ -152,6 +159,17 @@ pub async fn serve_http(
     cancel.cancel();
     Ok(())
 }
+
+/// The browser origins `serve_http` accepts: pages served from this machine, on any port.
+/// A request without an `Origin` (not from a browser) is not refused for it.
+const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
 
 /// The MCP handler of one client session.
 struct Proxy {
@@ -231,6 +249,7 @@ fn mcp_result(output: Value) -> CallToolResult {
 impl ServerHandler for Proxy {
     fn get_info(&self) -> McpServerConfig {
         McpServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(crate::implementation())
     }
 
     async fn list_tools(
