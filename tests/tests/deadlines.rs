@@ -1,7 +1,8 @@
 //! Deadlines: a run's `time` budget on the engine's clock. No step starts after it, a tool
 //! call in flight gets only the time that remains, the run fails as `DeadlineExceeded`
 //! (recorded), and time spent paused for a human does not count unless configured. A zero,
-//! absurd or past deadline is refused before anything runs.
+//! absurd or past deadline is refused before anything runs. Every call of a batch is cut
+//! off at the deadline like a single call, and a child run ends at its parent's.
 
 mod support;
 

@@ -2,7 +2,9 @@
 //! parent's. The child cannot spend more than it was given, delegation stops at the depth
 //! limit, an abort of the parent reaches the child's tools, a child's question pauses the
 //! whole tree (with the child's carve set aside in the parent's budget while it waits), and
-//! a tree of three levels survives a restart and verifies as a tree.
+//! a tree of three levels survives a restart and verifies as a tree. A tree as deep as
+//! `MAX_DEPTH_CEILING` runs, pauses and resumes on an ordinary stack, a deeper limit is not
+//! built, and ledgers made by hand into a loop of runs are refused at the ceiling.
 
 mod support;
 
@@ -743,4 +745,73 @@ async fn a_tree_as_deep_as_the_ceiling_runs_pauses_and_resumes() {
             if e.to_string().contains("at most 32")),
         "{built:?}"
     );
+}
+
+#[tokio::test]
+async fn runs_naming_each_other_as_children_are_refused_at_the_ceiling() {
+    // Two ledgers assembled by hand, each naming the other as its child (and each linked
+    // to the other's `child_started` entry): verification used to follow the loop forever.
+    let dir = tempfile::tempdir().expect("dir");
+    let engine = Engine::builder()
+        .planner(explore_script(Vec::new(), "root"))
+        .filesystem(dir.path())
+        .build()
+        .expect("engine");
+    let borrowed = engine.run("A run to borrow from").await.expect("run");
+    let first = engine
+        .ledger(borrowed.id())
+        .await
+        .expect("ledger")
+        .entries()[0]
+        .clone();
+    let (a, b) = (
+        RunId::new("loop-a").expect("an id"),
+        RunId::new("loop-b").expect("an id"),
+    );
+    let started = |child: &RunId| EntryKind::ChildStarted {
+        child: child.clone(),
+        goal: "the other".into(),
+        carved: rein::Spend::new(),
+        planner: None,
+    };
+    let mut ledgers = [Ledger::new(a.clone()), Ledger::new(b.clone())];
+    let mut heads = Vec::new();
+    for (ledger, child) in ledgers.iter_mut().zip([&b, &a]) {
+        ledger.append(first.at(), State::Intake, first.event().clone());
+        heads.push(
+            ledger
+                .append(first.at(), State::Intake, started(child))
+                .head(),
+        );
+    }
+    for (ledger, (parent, head)) in ledgers.iter_mut().zip([(&b, heads[1]), (&a, heads[0])]) {
+        let link = EntryKind::ChildOf {
+            parent: parent.clone(),
+            parent_head: head,
+            depth: 1,
+            planner: None,
+        };
+        ledger.append(first.at(), State::Intake, link);
+        let lines: Vec<u8> = ledger
+            .entries()
+            .iter()
+            .flat_map(|e| e.json_line().iter().copied())
+            .collect();
+        let path = rein::FsLayout::new(dir.path()).ledger(ledger.run_id());
+        std::fs::write(path, lines).expect("write the ledger");
+    }
+    let err = engine.verify_tree(&a).await.expect_err("a loop is no tree");
+    assert!(
+        matches!(
+            &err,
+            rein::EngineError::TreeBroken {
+                reason: rein::TreeError::TooDeep {
+                    ceiling: MAX_DEPTH_CEILING
+                },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("by hand"), "{err}");
 }

@@ -39,6 +39,7 @@ mod batch;
 mod builder;
 mod call;
 mod charge;
+mod child_task;
 mod children;
 mod clock;
 mod config;

@@ -18,7 +18,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rein_ledger::{EntryKind, InterruptKind};
@@ -28,8 +27,8 @@ use rein_run::{
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tracing::Instrument as _;
 
+use crate::child_task::ChildTask;
 use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
@@ -69,51 +68,6 @@ fn approval_question(pending: &PendingApproval) -> String {
         step = pending.step,
         hash = pending.input_hash,
     )
-}
-
-/// A child run driven on a task of its own. Dropped, it aborts the task, as dropping the
-/// child's future would have: a parent that stops waiting leaves no child running.
-struct ChildTask {
-    id: RunId,
-    task: tokio::task::JoinHandle<Result<Run, EngineError>>,
-}
-
-impl ChildTask {
-    /// Drives `child` on a new task, which holds the child's guard until the drive ends.
-    fn spawn(child: Driver, guard: ActiveGuard) -> Self {
-        let id = child.run().id().clone();
-        let drive = async move {
-            let _guard = guard;
-            child.drive().await
-        };
-        Self {
-            id,
-            task: tokio::spawn(drive.instrument(tracing::Span::current())),
-        }
-    }
-}
-
-impl Future for ChildTask {
-    type Output = Result<Run, EngineError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let joined = std::task::ready!(Pin::new(&mut self.task).poll(cx));
-        Poll::Ready(match joined {
-            Ok(result) => result,
-            // A panic in the child's drive goes on up, as it did through a nested future.
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(EngineError::TaskFailed {
-                id: self.id.clone(),
-                source: Box::new(e),
-            }),
-        })
-    }
-}
-
-impl Drop for ChildTask {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl Driver {

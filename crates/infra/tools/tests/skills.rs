@@ -178,3 +178,19 @@ fn skills_linked_out_of_their_folder_are_refused_and_links_inside_are_followed()
         "{e:?}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_named_skill_md_is_skipped_not_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(dir.path(), "review", REVIEW);
+    std::fs::create_dir_all(dir.path().join("pipe")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe/SKILL.md"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening it would block until a writer came; it is no file, so it is no skill.
+    let skills = load_skills(dir.path()).unwrap();
+    assert_eq!(skills.len(), 1);
+}
