@@ -116,14 +116,9 @@ async fn the_model_lists_reads_is_corrected_and_finishes() {
     // Charged from the reported usage: six calls of 100 + 20 tokens.
     assert_eq!(run.usage().used(&BudgetName::TOKENS), 720);
     // The correction reached the model: the prompt after the refusal says so.
-    let prompt = received[3].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        prompt.contains("rein refused your last decision"),
-        "{prompt}"
-    );
+    // It answers the model's call of `fs_write`, in the model's own dialogue.
+    let prompt = received[3].told_since_last_turn();
+    assert!(prompt.contains("rein refused this call"), "{prompt}");
     assert!(prompt.contains("fs.write"), "{prompt}");
     // And only the eligible tools were offered in explore (and `delegate`: a root run may).
     let offered: Vec<String> = received[1].json()["tools"]
@@ -234,6 +229,9 @@ impl Planner for Thrifty {
             cost: 0,
             latency_ms: 0,
             finish_reason: None,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reply: None,
         });
         let answered = request
             .evidence()
@@ -630,12 +628,7 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
         run.failure().map(|f| f.kind),
         Some(FailureKind::PlannerGaveUp)
     );
-    let system = |n: usize| {
-        server.requests()[n].json()["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let system = |n: usize| server.requests()[n].told();
     // Every skill is listed; only the triggered one's body is in, with its checksum.
     let first = system(0);
     for skill in [&notes, &migrations] {
@@ -745,12 +738,7 @@ async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() 
         Some(FailureKind::PlannerGaveUp),
         "{run:?}"
     );
-    let system = |n: usize| {
-        server.requests()[n].json()["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let system = |n: usize| server.requests()[n].told();
     assert!(!system(1).contains("Never drop a column"), "{}", system(1));
     assert!(system(2).contains("Never drop a column"), "{}", system(2));
     assert!(system(3).contains("Never drop a column"), "{}", system(3));
@@ -834,6 +822,9 @@ impl Planner for Careful {
                 cost: 0,
                 latency_ms: 0,
                 finish_reason: Some("stop".into()),
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reply: None,
             })
             .await?;
         Ok(Decision::fail("stopping here"))

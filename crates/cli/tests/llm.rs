@@ -74,10 +74,7 @@ async fn a_model_reads_a_file_and_finishes() {
     ]);
     assert_eq!(server.requests().len(), 4);
     // The tool result reached the model in the next prompt.
-    let prompt = server.requests()[2].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let prompt = server.requests()[2].told();
     assert!(prompt.contains("fs.read"), "{prompt}");
 }
 

@@ -66,7 +66,9 @@ impl Engine {
         )
         .with_interrupted(interrupted)
         .with_next_states(&next)
-        .with_skills(&self.shared.config.skills);
+        .with_skills(&self.shared.config.skills)
+        .with_dialogue(&proj.dialogue)
+        .with_rules(&policy.rules);
         if let Some(delegation) = self.shared.delegation_at(proj.tree.depth()) {
             request = request.with_delegation(delegation);
         }

@@ -3,6 +3,13 @@
 //! `Retry-After`, 401, 500, a hung connection, "context length exceeded", SSE cut mid-UTF-8
 //! and mid-JSON). It listens on `127.0.0.1:0` only.
 //!
+//! It is as strict as the real APIs: a request they would refuse (a call without its
+//! result, an empty turn, Anthropic roles out of turn or no `max_tokens`, a function name
+//! they do not accept) gets their `400` and its error shape, and uses up no scripted reply.
+//! Started with [`FakeServer::start_caching`], it also reports cached prompt tokens the way
+//! a provider's prefix cache would, roughly: the longest prefix shared with the previous
+//! request.
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! use rein_llm::fake::{FakeServer, Reply};
@@ -34,6 +41,10 @@ use axum::serve::ListenerExt as _;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+
+mod strict;
+
+use strict::Wire;
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -81,6 +92,51 @@ impl Received {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
+
+    /// Everything the request says to the model besides its own turns, in order, one piece a
+    /// line: the system prompt, user text and tool results (either API).
+    #[must_use]
+    pub fn told(&self) -> String {
+        let body = self.json();
+        let mut out = vec![text_of(&body["system"])];
+        for m in body["messages"].as_array().into_iter().flatten() {
+            if m["role"] != "assistant" {
+                out.push(text_of(&m["content"]));
+            }
+        }
+        out.join("\n")
+    }
+
+    /// What the request says to the model after its last turn (everything but the system
+    /// prompt when it has had none): user text and tool results (either API).
+    #[must_use]
+    pub fn told_since_last_turn(&self) -> String {
+        let body = self.json();
+        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+        let start = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .map_or(0, |i| i + 1);
+        messages[start..]
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| text_of(&m["content"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The text of a message's content: a string, or the text and tool results of its blocks.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().or_else(|| b["content"].as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// A running fake server. Dropping it stops it.
@@ -97,6 +153,10 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     /// Answered forever once the script is used up, recording nothing (benchmarks).
     repeat: Option<Reply>,
+    /// Whether replies report cached prompt tokens.
+    caching: bool,
+    /// The previous request's cache key (tools, system, messages), when caching.
+    previous: Mutex<Option<String>>,
 }
 
 impl FakeServer {
@@ -108,6 +168,23 @@ impl FakeServer {
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
         Self::serve(Shared {
             script: Mutex::new(replies.into_iter().collect()),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// [`FakeServer::start`], reporting in each JSON or SSE reply's usage the prompt tokens
+    /// a provider's prefix cache would have served: a quarter of the bytes the request
+    /// shares, from its start (tools, system prompt, messages), with the previous one
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`).
+    ///
+    /// # Errors
+    /// When the loopback socket cannot be bound.
+    pub async fn start_caching(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
+        Self::serve(Shared {
+            script: Mutex::new(replies.into_iter().collect()),
+            caching: true,
             ..Shared::default()
         })
         .await
@@ -190,9 +267,28 @@ async fn answer(
             body: body.to_vec(),
         });
     }
-    let reply = lock(&shared.script)
+    let wire = Wire::of(uri.path());
+    let json: Option<Value> = serde_json::from_slice(&body).ok();
+    if let (Some(wire), Some(json)) = (wire, &json)
+        && let Err(message) = strict::check(wire, json)
+    {
+        return Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .header("content-type", "application/json")
+            .body(Body::from(wire.error_body(&message)))
+            .unwrap_or_else(|_| Response::new(Body::empty()));
+    }
+    let mut reply = lock(&shared.script)
         .pop_front()
         .or_else(|| shared.repeat.clone());
+    if shared.caching
+        && let (Some(wire), Some(json), Some(r)) = (wire, &json, reply.as_mut())
+    {
+        let mut previous = lock(&shared.previous);
+        let (key, cached) = strict::cached_tokens(previous.as_deref(), json);
+        *previous = Some(key);
+        r.report_cached(wire, cached);
+    }
     let mut response = Response::builder();
     match reply {
         None => response
@@ -441,6 +537,45 @@ impl Reply {
             body: json!({"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
                 "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens."}})
                 .to_string(),
+        }
+    }
+}
+
+impl Reply {
+    /// Says in the reply's usage that `cached` prompt tokens came from the cache.
+    fn report_cached(&mut self, wire: Wire, cached: u64) {
+        match self {
+            Self::Json(v) => {
+                if let Some(usage) = v.get_mut("usage").and_then(Value::as_object_mut) {
+                    match wire {
+                        Wire::OpenAi => {
+                            usage.insert(
+                                "prompt_tokens_details".into(),
+                                json!({"cached_tokens": cached}),
+                            );
+                        }
+                        Wire::Anthropic => {
+                            usage.insert("cache_read_input_tokens".into(), json!(cached));
+                        }
+                    }
+                }
+            }
+            Self::Sse { chunks, .. } => {
+                let piece = chunks.first().map_or(1, Vec::len);
+                let Ok(text) = String::from_utf8(chunks.concat()) else {
+                    return;
+                };
+                // The first usage object: OpenAI's last chunk, Anthropic's `message_start`.
+                let insert = match wire {
+                    Wire::OpenAi => {
+                        format!("\"usage\":{{\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}},")
+                    }
+                    Wire::Anthropic => format!("\"usage\":{{\"cache_read_input_tokens\":{cached},"),
+                };
+                let text = text.replacen("\"usage\":{", &insert, 1);
+                *chunks = text.as_bytes().chunks(piece.max(1)).map(<[u8]>::to_vec).collect();
+            }
+            _ => {}
         }
     }
 }

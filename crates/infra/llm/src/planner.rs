@@ -10,10 +10,12 @@ use rein_run::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{ChatRequest, Message};
-use crate::error::{LlmError, excerpt};
+use crate::chat::{ChatRequest, ChatResponse};
+use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
-use crate::prompt::{PromptConfig, build_request, build_request_with_skills, estimate_tokens};
+use crate::prompt::{
+    PromptConfig, StepSoFar, build_request, build_request_with_skills, estimate_tokens, record,
+};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 mod reply;
@@ -241,6 +243,10 @@ impl LlmPlanner {
                     cost: cost(usage.input_tokens, usage.output_tokens),
                     latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
                     finish_reason: c.response.finish_reason.clone(),
+                    cache_read_tokens: usage.cache_read_tokens,
+                    cache_write_tokens: usage.cache_write_tokens,
+                    // What the next requests show the model as its own turn.
+                    reply: Some(record(&c.response, self.config.max_argument_bytes)),
                 })
                 .await?;
         }
@@ -294,9 +300,13 @@ impl Planner for LlmPlanner {
         if let Some(decision) = self.take_queued(&request) {
             return Ok(decision);
         }
-        let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
+        // Offered: the run's tools every step when the engine says what they are.
+        let tools = request.rules().map_or(request.tools(), |r| r.run_tools());
+        let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
-        let (mut chat, skills) = build_request_with_skills(&self.config.prompt, &request, false);
+        let mut so_far = StepSoFar::default();
+        let (mut chat, skills) =
+            build_request_with_skills(&self.config.prompt, &request, &so_far, false);
         // On the record before the call that carries them (the engine keeps the first).
         if let Some(meter) = request.meter() {
             for skill in skills {
@@ -310,14 +320,18 @@ impl Planner for LlmPlanner {
                 Ok(c) => c,
                 Err(LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;
-                    let extra = chat.messages.split_off(1.min(chat.messages.len()));
-                    chat = build_request(&self.config.prompt, &request, true);
-                    chat.messages.extend(extra);
+                    chat = build_request_with_skills(&self.config.prompt, &request, &so_far, true)
+                        .0;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
             };
-            match self.interpret(&completion.response, &offered, request.delegation()) {
+            let interpreted = match cut_short(&completion.response, self.provider.max_output_tokens())
+            {
+                Some(correction) => Err(correction),
+                None => self.interpret(&completion.response, &offered, request.delegation()),
+            };
+            match interpreted {
                 Ok(mut decisions) => {
                     let first = decisions.remove(0);
                     if !decisions.is_empty() {
@@ -334,19 +348,31 @@ impl Planner for LlmPlanner {
                     return Ok(first);
                 }
                 Err(correction) if corrections < self.config.max_corrections => {
+                    let correction = format!("{correction} Call one of the offered functions.");
                     // On the record, and one unit of `violations`: a model that never gets
                     // it right ends the run by policy.
                     if let Some(meter) = request.meter() {
                         meter.correction(correction.clone()).await?;
                     }
                     corrections += 1;
-                    chat.messages.push(Message::Assistant {
-                        text: excerpt(&completion.response.text),
-                        calls: Vec::new(),
+                    // The reply and the correction, as the engine records them: the next
+                    // request extends this one, as the next step's will.
+                    so_far.turns.push(rein_run::Turn {
+                        step: request.step(),
+                        state: request.state(),
+                        after: request.evidence().len() + so_far.evidence.len(),
+                        reply: Arc::new(record(
+                            &completion.response,
+                            self.config.max_argument_bytes,
+                        )),
                     });
-                    chat.messages.push(Message::User {
-                        text: format!("{correction} Call exactly one of the offered functions."),
-                    });
+                    so_far.evidence.push(rein_run::Evidence::new(
+                        request.step(),
+                        rein_run::EvidenceKind::note(rein_run::NoteSource::Violation, correction),
+                    ));
+                    chat =
+                        build_request_with_skills(&self.config.prompt, &request, &so_far, compacted)
+                            .0;
                 }
                 Err(correction) => {
                     return Err(PlannerError::failed(format!(
@@ -356,6 +382,19 @@ impl Planner for LlmPlanner {
             }
         }
     }
+}
+
+/// The correction for a reply the output limit cut short (`max_tokens` on Anthropic,
+/// `length` on OpenAI): its calls may be incomplete (Anthropic then sends `input: {}`), so
+/// none of them is run.
+fn cut_short(reply: &ChatResponse, max_output_tokens: u32) -> Option<String> {
+    matches!(reply.finish_reason.as_deref(), Some("max_tokens" | "length")).then(|| {
+        format!(
+            "Your reply was cut at the output limit of {max_output_tokens} tokens before it \
+             was complete, so none of its calls was run; reply more briefly (shorter \
+             arguments, fewer calls)."
+        )
+    })
 }
 
 fn failed(message: String, source: impl std::error::Error + Send + Sync + 'static) -> PlannerError {
