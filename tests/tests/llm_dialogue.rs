@@ -223,10 +223,9 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
             assert!(call.cache_read_tokens > 0, "{mode}: {call:?}");
             assert!(call.input_tokens >= call.cache_read_tokens, "{mode}");
         }
-        if api == Api::Anthropic {
-            // Anthropic reports cache reads apart from `input_tokens`: rein counts them in.
-            assert_eq!(calls[1].input_tokens, 100 + calls[1].cache_read_tokens);
-        }
+        // The fake's 100 prompt tokens are the uncached ones (Anthropic reports cache reads
+        // apart from `input_tokens`, OpenAI within `prompt_tokens`): rein counts them in.
+        assert_eq!(calls[1].input_tokens, 100 + calls[1].cache_read_tokens, "{mode}");
         let total: u64 = calls.iter().map(PlannerCall::tokens).sum();
         assert_eq!(run.usage().used(&BudgetName::TOKENS), total, "{mode}");
 

@@ -73,9 +73,9 @@ async fn a_model_reads_a_file_and_finishes() {
         "tokens 400/100000",
     ]);
     assert_eq!(server.requests().len(), 4);
-    // The tool result reached the model in the next prompt.
-    let prompt = server.requests()[2].told();
-    assert!(prompt.contains("fs.read"), "{prompt}");
+    // The tool result reached the model in the next prompt, answering its call.
+    let prompt = server.requests()[2].told_since_last_turn();
+    assert!(prompt.contains("notes.txt"), "{prompt}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -542,22 +542,13 @@ impl Reply {
 }
 
 impl Reply {
-    /// Says in the reply's usage that `cached` prompt tokens came from the cache.
+    /// Says in the reply's usage that `cached` more prompt tokens were read from the cache
+    /// (the scripted prompt tokens being those that were not).
     fn report_cached(&mut self, wire: Wire, cached: u64) {
         match self {
             Self::Json(v) => {
                 if let Some(usage) = v.get_mut("usage").and_then(Value::as_object_mut) {
-                    match wire {
-                        Wire::OpenAi => {
-                            usage.insert(
-                                "prompt_tokens_details".into(),
-                                json!({"cached_tokens": cached}),
-                            );
-                        }
-                        Wire::Anthropic => {
-                            usage.insert("cache_read_input_tokens".into(), json!(cached));
-                        }
-                    }
+                    add_cached(wire, usage, cached);
                 }
             }
             Self::Sse { chunks, .. } => {
@@ -565,17 +556,54 @@ impl Reply {
                 let Ok(text) = String::from_utf8(chunks.concat()) else {
                     return;
                 };
-                // The first usage object: OpenAI's last chunk, Anthropic's `message_start`.
-                let insert = match wire {
-                    Wire::OpenAi => {
-                        format!("\"usage\":{{\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}},")
-                    }
-                    Wire::Anthropic => format!("\"usage\":{{\"cache_read_input_tokens\":{cached},"),
-                };
-                let text = text.replacen("\"usage\":{", &insert, 1);
+                // The first usage: OpenAI's last chunk, Anthropic's `message_start`.
+                let mut done = false;
+                let lines: Vec<String> = text
+                    .split('\n')
+                    .map(|line| {
+                        let Some(mut event) = line
+                            .strip_prefix("data: ")
+                            .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                            .filter(|_| !done)
+                        else {
+                            return line.to_owned();
+                        };
+                        let usage = match wire {
+                            Wire::OpenAi => event.get_mut("usage"),
+                            Wire::Anthropic => event.pointer_mut("/message/usage"),
+                        };
+                        match usage.and_then(Value::as_object_mut) {
+                            Some(usage) => {
+                                add_cached(wire, usage, cached);
+                                done = true;
+                                format!("data: {event}")
+                            }
+                            None => line.to_owned(),
+                        }
+                    })
+                    .collect();
+                let text = lines.join("\n");
                 *chunks = text.as_bytes().chunks(piece.max(1)).map(<[u8]>::to_vec).collect();
             }
             _ => {}
+        }
+    }
+}
+
+/// Adds `cached` prompt tokens read from the cache to a usage object, as `wire` reports them.
+fn add_cached(wire: Wire, usage: &mut serde_json::Map<String, Value>, cached: u64) {
+    match wire {
+        Wire::OpenAi => {
+            // OpenAI's `prompt_tokens` include the cached ones.
+            let prompt = usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
+            usage.insert("prompt_tokens".into(), json!(prompt + cached));
+            usage.insert(
+                "prompt_tokens_details".into(),
+                json!({"cached_tokens": cached}),
+            );
+        }
+        Wire::Anthropic => {
+            usage.insert("cache_read_input_tokens".into(), json!(cached));
         }
     }
 }
