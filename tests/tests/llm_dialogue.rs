@@ -175,7 +175,10 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
         );
         let received = server.requests();
         assert_eq!(received.len(), 5, "{mode}");
-        let bodies: Vec<Value> = received.iter().map(rein_llm::fake::Received::json).collect();
+        let bodies: Vec<Value> = received
+            .iter()
+            .map(rein_llm::fake::Received::json)
+            .collect();
 
         // Step 3's request holds steps 1 and 2 as the model's turns, each call answered.
         let turns = turns_with_results(api, &bodies[2]);
@@ -188,7 +191,10 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
         let turns = turns_with_results(api, &bodies[3]);
         assert_eq!(turns[2].len(), 2, "{mode}");
         let told = received[3].told_since_last_turn();
-        assert!(told.contains("a.txt") && told.contains("b.txt"), "{mode}: {told}");
+        assert!(
+            told.contains("a.txt") && told.contains("b.txt"),
+            "{mode}: {told}"
+        );
 
         // Each request extends the one before: the tools and the system prompt do not
         // change, and the messages sent before come back unchanged, first.
@@ -225,7 +231,11 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
         }
         // The fake's 100 prompt tokens are the uncached ones (Anthropic reports cache reads
         // apart from `input_tokens`, OpenAI within `prompt_tokens`): rein counts them in.
-        assert_eq!(calls[1].input_tokens, 100 + calls[1].cache_read_tokens, "{mode}");
+        assert_eq!(
+            calls[1].input_tokens,
+            100 + calls[1].cache_read_tokens,
+            "{mode}"
+        );
         let total: u64 = calls.iter().map(PlannerCall::tokens).sum();
         assert_eq!(run.usage().used(&BudgetName::TOKENS), total, "{mode}");
 
@@ -238,7 +248,11 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
                 .unwrap()
                 .expect("the step was planned");
             let body = rein::llm::request_body(&provider, &chat);
-            assert_eq!(Digest::of_bytes(&body), call.request_hash, "{mode}: step {step}");
+            assert_eq!(
+                Digest::of_bytes(&body),
+                call.request_hash,
+                "{mode}: step {step}"
+            );
             assert_eq!(body, received[step].body, "{mode}: step {step}");
         }
     }

@@ -154,16 +154,16 @@ pub use rein_run::{
     State, Timestamp,
 };
 
+/// The model's own dialogue, as the ledger records it: its replies (kept with each
+/// `planner_call`), where they fall among the evidence, and what each state allows.
+#[doc(inline)]
+pub use rein_run::{ModelCall, ModelReply, StateRules, Turn};
 /// How planners put each model call on the record before sending it.
 #[doc(inline)]
 pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};
 /// How planners declare and report model calls (the engine charges `tokens` and `cost`).
 #[doc(inline)]
 pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
-/// The model's own dialogue, as the ledger records it: its replies (kept with each
-/// `planner_call`), where they fall among the evidence, and what each state allows.
-#[doc(inline)]
-pub use rein_run::{ModelCall, ModelReply, StateRules, Turn};
 
 /// What a plan request says a planner may delegate to (sub-runs).
 #[doc(inline)]

@@ -55,7 +55,9 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         }
     }
     if config.prompt_cache
-        && let Some(last) = messages.last_mut().and_then(|(_, blocks)| blocks.last_mut())
+        && let Some(last) = messages
+            .last_mut()
+            .and_then(|(_, blocks)| blocks.last_mut())
     {
         // The conversation so far: the next step's request starts with it and reads it back.
         last["cache_control"] = json!({"type": "ephemeral"});
@@ -142,7 +144,9 @@ impl WireUsage {
         Self {
             input_tokens: later.input_tokens.or(self.input_tokens),
             output_tokens: later.output_tokens.or(self.output_tokens),
-            cache_read_input_tokens: later.cache_read_input_tokens.or(self.cache_read_input_tokens),
+            cache_read_input_tokens: later
+                .cache_read_input_tokens
+                .or(self.cache_read_input_tokens),
             cache_creation_input_tokens: later
                 .cache_creation_input_tokens
                 .or(self.cache_creation_input_tokens),

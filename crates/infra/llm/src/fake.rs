@@ -583,7 +583,11 @@ impl Reply {
                     })
                     .collect();
                 let text = lines.join("\n");
-                *chunks = text.as_bytes().chunks(piece.max(1)).map(<[u8]>::to_vec).collect();
+                *chunks = text
+                    .as_bytes()
+                    .chunks(piece.max(1))
+                    .map(<[u8]>::to_vec)
+                    .collect();
             }
             _ => {}
         }
@@ -595,7 +599,10 @@ fn add_cached(wire: Wire, usage: &mut serde_json::Map<String, Value>, cached: u6
     match wire {
         Wire::OpenAi => {
             // OpenAI's `prompt_tokens` include the cached ones.
-            let prompt = usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
+            let prompt = usage
+                .get("prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
             usage.insert("prompt_tokens".into(), json!(prompt + cached));
             usage.insert(
                 "prompt_tokens_details".into(),

@@ -320,17 +320,17 @@ impl Planner for LlmPlanner {
                 Ok(c) => c,
                 Err(LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;
-                    chat = build_request_with_skills(&self.config.prompt, &request, &so_far, true)
-                        .0;
+                    chat =
+                        build_request_with_skills(&self.config.prompt, &request, &so_far, true).0;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
             };
-            let interpreted = match cut_short(&completion.response, self.provider.max_output_tokens())
-            {
-                Some(correction) => Err(correction),
-                None => self.interpret(&completion.response, &offered, request.delegation()),
-            };
+            let interpreted =
+                match cut_short(&completion.response, self.provider.max_output_tokens()) {
+                    Some(correction) => Err(correction),
+                    None => self.interpret(&completion.response, &offered, request.delegation()),
+                };
             match interpreted {
                 Ok(mut decisions) => {
                     let first = decisions.remove(0);
@@ -370,9 +370,13 @@ impl Planner for LlmPlanner {
                         request.step(),
                         rein_run::EvidenceKind::note(rein_run::NoteSource::Violation, correction),
                     ));
-                    chat =
-                        build_request_with_skills(&self.config.prompt, &request, &so_far, compacted)
-                            .0;
+                    chat = build_request_with_skills(
+                        &self.config.prompt,
+                        &request,
+                        &so_far,
+                        compacted,
+                    )
+                    .0;
                 }
                 Err(correction) => {
                     return Err(PlannerError::failed(format!(
@@ -388,7 +392,11 @@ impl Planner for LlmPlanner {
 /// `length` on OpenAI): its calls may be incomplete (Anthropic then sends `input: {}`), so
 /// none of them is run.
 fn cut_short(reply: &ChatResponse, max_output_tokens: u32) -> Option<String> {
-    matches!(reply.finish_reason.as_deref(), Some("max_tokens" | "length")).then(|| {
+    matches!(
+        reply.finish_reason.as_deref(),
+        Some("max_tokens" | "length")
+    )
+    .then(|| {
         format!(
             "Your reply was cut at the output limit of {max_output_tokens} tokens before it \
              was complete, so none of its calls was run; reply more briefly (shorter \

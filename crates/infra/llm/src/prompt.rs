@@ -191,7 +191,10 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
         Some(rules) => {
             let mut next: Vec<State> = Vec::new();
             for to in State::ALL {
-                if State::ALL.iter().any(|from| rules.next(*from).contains(&to)) {
+                if State::ALL
+                    .iter()
+                    .any(|from| rules.next(*from).contains(&to))
+                {
                     next.push(to);
                 }
             }

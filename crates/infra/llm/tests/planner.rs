@@ -259,7 +259,11 @@ async fn hostile_arguments_are_corrections_not_panics() {
     let e = out.decisions[0].as_ref().unwrap_err();
     assert!(e.to_string().contains("no such state"), "{e}");
     assert!(e.to_string().len() < 1000, "bounded: {e}");
-    assert!(out.received[1].told_since_last_turn().contains("nest deeper"));
+    assert!(
+        out.received[1]
+            .told_since_last_turn()
+            .contains("nest deeper")
+    );
     assert!(
         out.received[2]
             .told_since_last_turn()
@@ -308,7 +312,9 @@ async fn an_unknown_function_is_corrected_with_the_function_names_offered() {
     // The names the model can call, not rein's dotted ones.
     let told = out.received[1].told_since_last_turn();
     assert!(
-        told.contains("There is no function `rm_rf`; the functions offered are: fs_list, fs_read, transition"),
+        told.contains(
+            "There is no function `rm_rf`; the functions offered are: fs_list, fs_read, transition"
+        ),
         "{told}"
     );
     assert!(!told.contains("fs.read"), "{told}");

@@ -94,9 +94,7 @@ fn openai(messages: &[Value]) -> Result<(), String> {
         let role = m["role"].as_str().unwrap_or("");
         if role != "tool" && !open.is_empty() {
             return Err(format!(
-                "An assistant message with 'tool_calls' must be followed by tool messages \
-                 responding to each 'tool_call_id'. The following tool_call_ids did not have \
-                 response messages: {}",
+                "Invalid parameter: tool_call_ids did not have response messages: {}",
                 open.join(", ")
             ));
         }
@@ -133,9 +131,7 @@ fn openai(messages: &[Value]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "An assistant message with 'tool_calls' must be followed by tool messages \
-             responding to each 'tool_call_id'. The following tool_call_ids did not have \
-             response messages: {}",
+            "Invalid parameter: tool_call_ids did not have response messages: {}",
             open.join(", ")
         ))
     }

@@ -24,7 +24,15 @@ const NOT_COMPLETED: &str = "not completed: rein did not run this call";
 /// function name made one a provider accepts, each id unique within the reply.
 pub(crate) fn record(reply: &ChatResponse, max_bytes: usize) -> ModelReply {
     let mut calls: Vec<ModelCall> = Vec::with_capacity(reply.calls.len());
-    for (i, FunctionCall { id, name, arguments }) in reply.calls.iter().enumerate() {
+    for (
+        i,
+        FunctionCall {
+            id,
+            name,
+            arguments,
+        },
+    ) in reply.calls.iter().enumerate()
+    {
         let mut id = safe_name(id, "call");
         if calls.iter().any(|c| c.id == id) {
             id = format!("{id}_{i}");
@@ -212,7 +220,8 @@ impl Builder<'_, '_> {
             if !self.consumed[i] {
                 let kind = &self.evidence[i].kind;
                 match kind {
-                    EvidenceKind::ToolResult { tool, .. } | EvidenceKind::ToolFailure { tool, .. }
+                    EvidenceKind::ToolResult { tool, .. }
+                    | EvidenceKind::ToolFailure { tool, .. }
                         if i < self.cut =>
                     {
                         *self.compacted.entry(tool.to_string()).or_default() += 1;
@@ -356,7 +365,10 @@ fn skill_entries<'a>(
     if skills.is_empty() {
         return Vec::new();
     }
-    let texts: Vec<String> = evidence.iter().map(|e| render::fact(&e.kind, max)).collect();
+    let texts: Vec<String> = evidence
+        .iter()
+        .map(|e| render::fact(&e.kind, max))
+        .collect();
     skills
         .iter()
         .filter_map(|skill| {
