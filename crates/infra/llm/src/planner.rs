@@ -93,23 +93,28 @@ const fn default_max_depth() -> usize {
 
 /// A planner backed by a model.
 ///
-/// Each step offers the model exactly the tools eligible in the current state (their specs'
-/// schemas, under provider-safe names) plus the control functions `transition` (only to the
-/// states the table allows from here), `finish`, `fail` and `ask_human`, and `delegate`
+/// Each step offers the model the run's tools ([`PlanRequest::rules`]; without rules, the
+/// tools eligible in the current state), their specs' schemas under provider-safe names,
+/// plus the control functions `transition`, `finish`, `fail` and `ask_human`, and `delegate`
 /// when the request says the run may delegate ([`PlanRequest::delegation`]): a child run
 /// with its own ledger and a budget carved out of this run's, whose summary and result come
 /// back as evidence. `delegate` takes `goal`, `reason`, `budget` (budget names to
 /// non-negative integers) and `planner` (one of the engine's named planners; none: this
 /// run's) and becomes a [`Decision::Delegate`] (rein's engine says so to every run shallower
 /// than its `max_depth`; a `max_depth` of 0 keeps `delegate` out of every prompt). One reply becomes
-/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); further
+/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); the
+/// request shows the model its earlier replies ([`PlanRequest::dialogue`], recorded with
+/// each `planner_call`) with their results, and which tools run in the current state;
+/// further
 /// decisions in the same reply are kept, in order, for the following steps, and each still
 /// passes every policy check. A reply without a usable call (prose,
 /// arguments that are not JSON, too large or too deep) is handed back to the model as a
 /// correction, at most [`LlmConfig::max_corrections`] times, and so is a control function
 /// called with bad arguments (a `delegate` without a goal, a budget that is not a
-/// non-negative integer, a planner the request does not name); a call of a function that is
-/// not offered becomes the decision it names, which the engine refuses and records. Each
+/// non-negative integer, a planner the request does not name), a reply the output limit cut
+/// short, and a call of a function no one offered (the correction names the functions
+/// offered); a call of a known tool not eligible here becomes the decision it names, which
+/// the engine refuses and records. Each
 /// skill body the request carries is announced to the step's meter before the call
 /// ([`PlanMeter::skill_entered`]): the ledger shows which skill entered at which step.
 ///
