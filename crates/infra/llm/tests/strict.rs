@@ -159,3 +159,87 @@ async fn a_call_that_never_got_a_result_is_answered_as_not_completed() {
         );
     }
 }
+
+#[tokio::test]
+async fn compaction_drops_a_reply_with_its_results_and_the_dialogue_stays_valid() {
+    let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+    let mut run = Run::new(
+        "run-1".parse().unwrap(),
+        "g",
+        Default::default(),
+        json!({}),
+        t0,
+    );
+    run.enter(State::Explore, t0).unwrap();
+    // Six steps, each a read whose result follows it.
+    let mut dialogue = Vec::new();
+    for step in 0..6 {
+        dialogue.push(Turn {
+            step,
+            state: State::Explore,
+            after: run.evidence().len(),
+            reply: Arc::new(ModelReply {
+                text: String::new(),
+                calls: vec![ModelCall {
+                    id: format!("call_{step}"),
+                    name: "fs_read".into(),
+                    arguments: format!(r#"{{"path":"file{step}.txt"}}"#),
+                }],
+            }),
+        });
+        run.count_step(t0).unwrap();
+        run.add_evidence(
+            rein_run::EvidenceKind::ToolResult {
+                tool: rein_run::ToolName::new("fs.read").unwrap(),
+                input: json!({"path": format!("file{step}.txt")}),
+                output: rein_run::Payload::Inline(json!({"text": "x".repeat(400)})),
+                cached: false,
+            },
+            t0,
+        )
+        .unwrap();
+    }
+    let config = LlmConfig {
+        prompt: rein_llm::PromptConfig {
+            max_prompt_tokens: Some(800),
+            keep_last: 2,
+            ..Default::default()
+        },
+        ..LlmConfig::default()
+    };
+    for api in [Api::OpenAi, Api::Anthropic] {
+        let server = FakeServer::start([match api {
+            Api::OpenAi => {
+                Reply::openai_calls(&[Call::new("fail", &json!({"reason": "r"}))], (1, 1))
+            }
+            _ => Reply::anthropic("", &[Call::new("fail", &json!({"reason": "r"}))], (1, 1)),
+        }])
+        .await
+        .unwrap();
+        let provider =
+            HttpProvider::with_key(ProviderConfig::new(api, server.base_url(), "m"), None).unwrap();
+        let planner = LlmPlanner::new(provider, config.clone());
+        let (limits, usage) = (BTreeMap::new(), BudgetUsage::default());
+        let next = [State::Decide, State::Failed];
+        let request = PlanRequest::new(&run, &[], BudgetSnapshot::new(&limits, &usage))
+            .with_next_states(&next)
+            .with_dialogue(&dialogue);
+        // The strict server took the compacted dialogue.
+        assert!(planner.plan(request).await.is_ok(), "{api:?}");
+        let received = &server.requests()[0];
+        let told = received.told();
+        assert!(
+            told.contains("[compacted] earlier tool results omitted to fit the context: fs.read ×4; 4 of your earlier replies with them"),
+            "{api:?}: {told}"
+        );
+        let text = received.json().to_string();
+        for kept in ["call_4", "call_5", "file4.txt", "file5.txt"] {
+            assert!(text.contains(kept), "{api:?}: {kept} is kept");
+        }
+        assert!(
+            !text.contains("call_3"),
+            "{api:?}: the older replies are gone"
+        );
+        assert!(told.contains("Goal: g"), "{api:?}: the goal stays");
+    }
+}
