@@ -116,32 +116,40 @@ async fn the_model_lists_reads_is_corrected_and_finishes() {
     // Charged from the reported usage: six calls of 100 + 20 tokens.
     assert_eq!(run.usage().used(&BudgetName::TOKENS), 720);
     // The correction reached the model: the prompt after the refusal says so.
-    let prompt = received[3].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        prompt.contains("rein refused your last decision"),
-        "{prompt}"
-    );
+    // It answers the model's call of `fs_write`, in the model's own dialogue.
+    let prompt = received[3].told_since_last_turn();
+    assert!(prompt.contains("rein refused this call"), "{prompt}");
     assert!(prompt.contains("fs.write"), "{prompt}");
-    // And only the eligible tools were offered in explore (and `delegate`: a root run may).
-    let offered: Vec<String> = received[1].json()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    // Every step offers the run's tools and control functions, the same list (the latest
+    // message says which tools run in the current state; rein refuses the others).
+    let offered = |r: &rein_llm::fake::Received| -> Vec<String> {
+        r.json()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
     assert_eq!(
-        offered,
+        offered(&received[1]),
         [
             "fs_list",
             "fs_read",
+            "fs_write",
             "transition",
+            "finish",
             "fail",
             "ask_human",
             "delegate"
         ]
+    );
+    assert!(received.iter().all(|r| offered(r) == offered(&received[0])));
+    assert!(
+        received[2]
+            .told_since_last_turn()
+            .contains("Tools that run in this state: fs_list, fs_read."),
+        "{}",
+        received[2].told_since_last_turn()
     );
 }
 
@@ -173,28 +181,7 @@ async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
     // 1 micro-unit per token both ways: a call costs its tokens. The limit leaves room for
     // the first call's worst case (its prompt estimate + 256) and 60 more: after the first
     // call (120 charged) the second, whose prompt is no shorter, does not fit.
-    let first = {
-        let run = rein::Run::new(
-            "r".parse().unwrap(),
-            "spend",
-            Default::default(),
-            json!({}),
-            rein::Timestamp::from_unix_millis(0),
-        );
-        let (limits, usage) = (Default::default(), rein::BudgetUsage::default());
-        let next = [State::Explore, State::Failed];
-        // As the engine asks: a root run may delegate, and it has no named planners.
-        let delegation = rein::Delegation::default();
-        let request = PlanRequest::new(&run, &[], rein::BudgetSnapshot::new(&limits, &usage))
-            .with_next_states(&next)
-            .with_delegation(&delegation);
-        rein::llm::estimate_tokens(&rein::llm::build_request(
-            &Default::default(),
-            &request,
-            false,
-        )) + 256
-    };
-    let limit = first + 60;
+    // The first call's worst cost, as the engine declares it for this goal and these tools.
     let config = LlmConfig {
         prices: Some(Prices {
             input_per_million: 1_000_000,
@@ -202,6 +189,23 @@ async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
         }),
         ..LlmConfig::default()
     };
+    let first = {
+        let probe = FakeServer::start([call("fail", &json!({"reason": "probe"}))])
+            .await
+            .unwrap();
+        let engine = engine(planner(&probe, config.clone()), &[("cost", 1_000_000)]);
+        let run = engine.run("spend").await.expect("run");
+        let ledger = engine.ledger(run.id()).await.unwrap();
+        ledger
+            .entries()
+            .iter()
+            .find_map(|e| match e.event() {
+                EntryKind::PlannerAttempt { attempt, .. } => Some(attempt.worst_cost),
+                _ => None,
+            })
+            .expect("the probe's first call")
+    };
+    let limit = first + 60;
     let engine = engine(planner(&server, config), &[("cost", limit)]);
     let run = engine.run("spend").await.expect("run");
     assert_eq!(
@@ -234,6 +238,9 @@ impl Planner for Thrifty {
             cost: 0,
             latency_ms: 0,
             finish_reason: None,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reply: None,
         });
         let answered = request
             .evidence()
@@ -630,12 +637,7 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
         run.failure().map(|f| f.kind),
         Some(FailureKind::PlannerGaveUp)
     );
-    let system = |n: usize| {
-        server.requests()[n].json()["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let system = |n: usize| server.requests()[n].told();
     // Every skill is listed; only the triggered one's body is in, with its checksum.
     let first = system(0);
     for skill in [&notes, &migrations] {
@@ -745,12 +747,7 @@ async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() 
         Some(FailureKind::PlannerGaveUp),
         "{run:?}"
     );
-    let system = |n: usize| {
-        server.requests()[n].json()["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let system = |n: usize| server.requests()[n].told();
     assert!(!system(1).contains("Never drop a column"), "{}", system(1));
     assert!(system(2).contains("Never drop a column"), "{}", system(2));
     assert!(system(3).contains("Never drop a column"), "{}", system(3));
@@ -834,6 +831,9 @@ impl Planner for Careful {
                 cost: 0,
                 latency_ms: 0,
                 finish_reason: Some("stop".into()),
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reply: None,
             })
             .await?;
         Ok(Decision::fail("stopping here"))

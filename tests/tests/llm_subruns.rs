@@ -55,18 +55,9 @@ fn functions(r: &Received) -> Vec<String> {
         .collect()
 }
 
-/// The text of the last user message of a request.
+/// What the request says to the model since its last turn.
 fn last_user_text(r: &Received) -> String {
-    let body = r.json();
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
+    r.told_since_last_turn()
 }
 
 #[tokio::test]
@@ -120,7 +111,7 @@ async fn an_llm_planned_parent_delegates_to_an_llm_planned_child_and_uses_its_re
     assert_eq!(offered.last().map(String::as_str), Some("delegate"));
     let delegate = &asked[1].json()["tools"][offered.len() - 1]["function"]["parameters"];
     assert_eq!(delegate["properties"]["planner"]["enum"], json!(["reader"]));
-    assert!(last_user_text(&asked[1]).contains("You may delegate a sub-task"));
+    assert!(asked[1].told().contains("You may delegate a sub-task"));
     // The unknown planner was handed back to the model as a correction.
     let correction = last_user_text(&asked[2]);
     assert!(
@@ -182,7 +173,7 @@ async fn an_llm_planned_parent_delegates_to_an_llm_planned_child_and_uses_its_re
     assert_eq!(child_asked.len(), 4);
     for r in &child_asked {
         assert!(!functions(r).contains(&"delegate".to_owned()));
-        assert!(!last_user_text(r).contains("delegate"));
+        assert!(!r.told().contains("delegate"));
     }
     // The prompts are projections of the ledgers, depth (and so delegation) included: the
     // child's steps and the parent's step after the child rebuild to the bytes sent.
@@ -239,8 +230,6 @@ async fn a_model_at_the_depth_limit_that_delegates_anyway_is_refused_on_the_reco
     assert_eq!(count(&ledger, "child_started"), 0);
     assert!(child.requests().is_empty());
     let refusal = last_user_text(&asked[2]);
-    assert!(
-        refusal.contains("rein refused your last decision"),
-        "{refusal}"
-    );
+    // The refusal answers the model's `delegate` call.
+    assert!(refusal.contains("rein refused this call"), "{refusal}");
 }

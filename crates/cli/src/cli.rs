@@ -381,6 +381,10 @@ pub(crate) struct InspectArgs {
     /// and checked against the hash it recorded.
     #[arg(long, value_name = "STEP")]
     pub(crate) prompt: Option<u32>,
+    /// With --prompt: the step's model call to print, from 1 (a call after a correction
+    /// shows the model's rejected reply and the correction at its end).
+    #[arg(long, value_name = "N", requires = "prompt", default_value_t = 1)]
+    pub(crate) call: u32,
     /// The scenario file the run was started from (its planner configuration); default: the
     /// copy `rein run` saved in the data directory.
     #[arg(long, value_name = "SCENARIO", requires = "prompt")]

@@ -73,12 +73,9 @@ async fn a_model_reads_a_file_and_finishes() {
         "tokens 400/100000",
     ]);
     assert_eq!(server.requests().len(), 4);
-    // The tool result reached the model in the next prompt.
-    let prompt = server.requests()[2].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(prompt.contains("fs.read"), "{prompt}");
+    // The tool result reached the model in the next prompt, answering its call.
+    let prompt = server.requests()[2].told_since_last_turn();
+    assert!(prompt.contains("notes.txt"), "{prompt}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -139,7 +136,8 @@ fn the_example_llm_scenario_is_valid() {
     );
 }
 
-/// `rein inspect RUN --prompt STEP [--scenario FILE]` in `scratch`, off the async runtime.
+/// `rein inspect RUN --prompt STEP [--scenario FILE]` in `scratch`, off the async runtime
+/// (`step` may carry more arguments: `"1 --call 2"`).
 async fn inspect_prompt(
     scratch: &Scratch,
     id: &str,
@@ -154,7 +152,9 @@ async fn inspect_prompt(
     );
     tokio::task::spawn_blocking(move || {
         let mut command = rein();
-        command.args(["inspect", &id, "--prompt", &step]);
+        command
+            .args(["inspect", &id, "--prompt"])
+            .args(step.split_whitespace());
         if let Some(file) = file {
             command.arg("--scenario").arg(file);
         }
@@ -214,6 +214,35 @@ async fn inspect_prompt_rebuilds_the_exact_request_a_step_sent() {
         .await
         .expect_code(2)
         .stderr_has(&["never planned step 9"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspect_prompt_rebuilds_a_call_after_a_correction() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        // Prose: handed back; the step's second call carries the reply and the correction.
+        Reply::openai_sse("I would read the notes.", &[], (90, 10), 5),
+        call("fs_read", &json!({"path": "notes.txt"})),
+        call("fail", &json!({"reason": "enough"})),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(&server.base_url(), &json!({"stream": true}));
+    run(&scratch, &text).await.expect_code(1);
+    let id = scratch.new_run_id(&[]);
+    let file = scratch.write("llm.json", &text);
+    for (args, request) in [("1", 1), ("1 --call 1", 1), ("1 --call 2", 2), ("2", 3)] {
+        let outcome = inspect_prompt(&scratch, &id, args, Some(&file)).await;
+        outcome.expect_code(0).stdout_has(&["matches the ledger"]);
+        let printed = outcome.stdout.rsplit_once("\nrequest sha256").unwrap().0;
+        let printed: Value = serde_json::from_str(printed).unwrap();
+        assert_eq!(printed, server.requests()[request].json(), "{args}");
+    }
+    inspect_prompt(&scratch, &id, "1 --call 3", Some(&file))
+        .await
+        .expect_code(2)
+        .stderr_has(&["step 1 made 2 model call(s), not 3"]);
 }
 
 #[test]

@@ -44,6 +44,9 @@ impl Driver {
                     cost: attempt.worst_cost,
                     latency_ms: 0,
                     finish_reason: Some(IN_DOUBT_REASON.to_owned()),
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                    reply: None,
                 };
                 self.rec
                     .record(EntryKind::PlannerCall { step, call })

@@ -42,7 +42,9 @@ impl Driver {
         .with_interrupted(self.interrupting)
         .with_next_states(&next[..count])
         .with_meter(meter)
-        .with_skills(&self.shared.config.skills);
+        .with_skills(&self.shared.config.skills)
+        .with_dialogue(&self.rec.proj.dialogue)
+        .with_rules(&self.policy.rules);
         // Delegation is offered while the run is shallower than the limit (the engine's
         // one list of planner names, lent: nothing allocated per step).
         if let Some(delegation) = self.shared.delegation_at(self.rec.proj.tree.depth()) {

@@ -47,6 +47,9 @@ pub(crate) struct Projection {
     /// The skills whose bodies entered the planner's context (name, checksum): each is
     /// recorded once per run and version.
     pub(crate) skills_entered: Vec<(String, Digest)>,
+    /// The model replies the ledger records, in order, and where each falls among the
+    /// evidence: the planner's dialogue.
+    pub(crate) dialogue: Vec<rein_run::Turn>,
     /// The approvals (tool, input hash) granted since the last decision: verdicts on this
     /// step's calls, given while the run was paused.
     pub(crate) granted: Vec<(ToolName, Digest)>,
@@ -82,6 +85,7 @@ impl Projection {
             batch: None,
             tree: crate::children::Tree::default(),
             skills_entered: Vec::new(),
+            dialogue: Vec::new(),
             granted: Vec::new(),
             rebuilding: false,
         })
@@ -153,6 +157,16 @@ impl Projection {
                 tool, input_hash, ..
             } => self.granted.push((tool.clone(), *input_hash)),
             EntryKind::Decision { .. } => self.granted.clear(),
+            EntryKind::PlannerCall { step, call } => {
+                if let Some(reply) = &call.reply {
+                    self.dialogue.push(rein_run::Turn {
+                        step: *step,
+                        state: self.run.state(),
+                        after: self.run.evidence().len(),
+                        reply: Arc::new(reply.clone()),
+                    });
+                }
+            }
             _ => {}
         }
     }

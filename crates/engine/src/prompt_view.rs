@@ -29,15 +29,48 @@ impl Engine {
         step: u32,
         view: impl FnOnce(PlanRequest<'_>) -> R,
     ) -> Result<Option<R>, EngineError> {
+        self.plan_request_at_call(ledger, step, 0, view)
+    }
+
+    /// [`Engine::plan_request_at`] for the model call `call` (from 0) of step `step`: the
+    /// run projected from the entries before that call's first attempt, so the step's
+    /// earlier replies and the corrections handed back for them are in the request's
+    /// dialogue and evidence, as they were in the request the call sent. `None` when the
+    /// ledger shows no such call.
+    ///
+    /// # Errors
+    /// As [`Engine::plan_request_at`].
+    pub fn plan_request_at_call<R>(
+        &self,
+        ledger: &Ledger,
+        step: u32,
+        call: u32,
+        view: impl FnOnce(PlanRequest<'_>) -> R,
+    ) -> Result<Option<R>, EngineError> {
         let entries = ledger.entries();
-        let Some(cut) = entries.iter().position(|e| match e.event() {
+        let first_of_step = |e: &rein_ledger::Entry| match e.event() {
             EntryKind::Decision { step: s, .. }
             | EntryKind::PlannerAttempt { step: s, .. }
             | EntryKind::PlannerCall { step: s, .. }
             | EntryKind::PlannerAttemptFailed { step: s, .. }
             | EntryKind::SkillEntered { step: s, .. } => *s == step,
             _ => false,
-        }) else {
+        };
+        let cut = if call == 0 {
+            entries.iter().position(first_of_step)
+        } else {
+            // A call starts with its first attempt; a retry is the same request again.
+            entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| {
+                    matches!(e.event(), EntryKind::PlannerAttempt { step: s, attempt }
+                        if *s == step && attempt.attempt == 1)
+                })
+                .nth(usize::try_from(call).unwrap_or(usize::MAX))
+                .map(|(at, _)| at)
+        };
+        let Some(cut) = cut else {
             return Ok(None);
         };
         let (id, prefix) = (ledger.run_id(), &entries[..cut]);
@@ -66,7 +99,9 @@ impl Engine {
         )
         .with_interrupted(interrupted)
         .with_next_states(&next)
-        .with_skills(&self.shared.config.skills);
+        .with_skills(&self.shared.config.skills)
+        .with_dialogue(&proj.dialogue)
+        .with_rules(&policy.rules);
         if let Some(delegation) = self.shared.delegation_at(proj.tree.depth()) {
             request = request.with_delegation(delegation);
         }

@@ -25,6 +25,8 @@ pub(crate) struct RunPolicy {
     pub(crate) value: Arc<Value>,
     pub(crate) eligibility: Eligibility,
     pub(crate) allowed: AllowedSpecs,
+    /// The tools and next states of every state, as plan requests lend them to planners.
+    pub(crate) rules: rein_run::StateRules,
     /// The budgets that guard the way into `act`: every limit but `violations`, which counts
     /// rejections handed back to the planner, not spending — a planner that used its
     /// allowance of mistakes and then corrected itself may still act.
@@ -38,6 +40,11 @@ impl RunPolicy {
     ) -> Result<Self, EligibilityError> {
         let eligibility = Eligibility::new(snapshot.eligibility.clone(), specs)?;
         let allowed = AllowedSpecs::new(&eligibility, specs);
+        let mut rules = rein_run::StateRules::default();
+        for state in rein_run::State::ALL {
+            let next = snapshot.transitions.targets(state).collect();
+            rules.set(state, allowed.in_state(state).to_vec(), next);
+        }
         let act_guard = snapshot
             .budget
             .limits()
@@ -51,6 +58,7 @@ impl RunPolicy {
             snapshot,
             eligibility,
             allowed,
+            rules,
             act_guard,
         })
     }

@@ -154,6 +154,10 @@ pub use rein_run::{
     State, Timestamp,
 };
 
+/// The model's own dialogue, as the ledger records it: its replies (kept with each
+/// `planner_call`), where they fall among the evidence, and what each state allows.
+#[doc(inline)]
+pub use rein_run::{ModelCall, ModelReply, StateRules, Turn};
 /// How planners put each model call on the record before sending it.
 #[doc(inline)]
 pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};

@@ -58,7 +58,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
                 "--prompt needs the scenario the run was started from: the data directory has no copy of it, so give --scenario FILE",
             ));
         };
-        return super::prompt::prompt(step, &scenario, file.entries);
+        return super::prompt::prompt(step, args.call, &scenario, file.entries);
     }
     print!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)

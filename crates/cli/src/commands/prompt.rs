@@ -1,6 +1,6 @@
-//! `rein inspect RUN --prompt STEP --scenario FILE`: the exact request body a step's model
-//! call sent, rebuilt from the ledger and the scenario's planner configuration, and checked
-//! against the hash the ledger recorded.
+//! `rein inspect RUN --prompt STEP [--call N] --scenario FILE`: the exact request body a
+//! step's model call sent, rebuilt from the ledger and the scenario's planner configuration,
+//! and checked against the hash the ledger recorded.
 
 use rein::llm::{build_request, request_body};
 use rein::tool::Digest;
@@ -9,8 +9,13 @@ use rein::{Entry, EntryKind, Ledger, ScriptedPlanner};
 use crate::exit::{CliError, CliResult, Exit};
 use crate::scenario::{self, PlannerDef, Setup};
 
-/// Prints the request body of step `step`'s first model call.
-pub(crate) fn prompt(step: u32, scenario_file: &std::path::Path, entries: Vec<Entry>) -> CliResult {
+/// Prints the request body of step `step`'s model call `call` (from 1).
+pub(crate) fn prompt(
+    step: u32,
+    call: u32,
+    scenario_file: &std::path::Path,
+    entries: Vec<Entry>,
+) -> CliResult {
     let loaded = scenario::load(scenario_file)?;
     let checked = scenario::check(&loaded, &Setup::default())?;
     let PlannerDef::Llm(def) = &checked.scenario.planner else {
@@ -29,13 +34,44 @@ pub(crate) fn prompt(step: u32, scenario_file: &std::path::Path, entries: Vec<En
     };
     let ledger = Ledger::from_entries(id, entries)
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?;
-    let recorded = ledger.entries().iter().find_map(|e| match e.event() {
-        EntryKind::PlannerAttempt { step: s, attempt } if *s == step => Some(attempt.request_hash),
-        EntryKind::PlannerCall { step: s, call } if *s == step => Some(call.request_hash),
-        _ => None,
-    });
+    let Some(index) = call.checked_sub(1) else {
+        return Err(CliError::bad_input(
+            "--call counts a step's model calls from 1: give 1 or more",
+        ));
+    };
+    // The hash of that call's first attempt (an old ledger may hold outcomes only).
+    let attempts: Vec<Digest> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::PlannerAttempt { step: s, attempt }
+                if *s == step && attempt.attempt == 1 =>
+            {
+                Some(attempt.request_hash)
+            }
+            _ => None,
+        })
+        .collect();
+    let recorded = if attempts.is_empty() {
+        ledger.entries().iter().find_map(|e| match e.event() {
+            EntryKind::PlannerCall { step: s, call } if *s == step && index == 0 => {
+                Some(call.request_hash)
+            }
+            _ => None,
+        })
+    } else {
+        attempts
+            .get(usize::try_from(index).unwrap_or(usize::MAX))
+            .copied()
+    };
+    if index > 0 && recorded.is_none() {
+        return Err(CliError::bad_input(format!(
+            "step {step} made {} model call(s), not {call}: give --call between 1 and that",
+            attempts.len()
+        )));
+    }
     let chat = engine
-        .plan_request_at(&ledger, step, |request| {
+        .plan_request_at_call(&ledger, step, index, |request| {
             build_request(&def.planner.prompt, &request, false)
         })
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?

@@ -243,6 +243,11 @@ fn every_kind() -> Ledger {
                 cost: 4_321,
                 latency_ms: 950,
                 finish_reason: Some("tool_calls".into()),
+                // Added later, and left out of the entry when empty: this vector is the
+                // entry every earlier version wrote.
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reply: None,
             },
         },
     );

@@ -28,6 +28,7 @@
 mod approval;
 mod budget;
 mod decision;
+mod dialogue;
 mod error;
 mod evidence;
 mod head;
@@ -46,6 +47,7 @@ pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
 pub use decision::{Decision, ProposedCall};
+pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};
 pub use head::LedgerHead;

@@ -6,10 +6,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, PlannerError, Skill};
+use crate::{
+    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, ModelReply, PlannerError, Skill,
+};
 
 /// One model call, as the planner reports it. The engine records it as a `planner_call`
 /// ledger entry and charges `tokens` (input + output) and `cost`.
+///
+/// The fields added after the first version (`cache_read_tokens`, `cache_write_tokens`,
+/// `reply`) are left out of the entry when zero or absent, so every earlier ledger encodes
+/// and verifies as it did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlannerCall {
@@ -19,7 +25,8 @@ pub struct PlannerCall {
     pub model: String,
     /// The SHA-256 of the exact request body sent.
     pub request_hash: Digest,
-    /// Prompt tokens, as the provider reported them.
+    /// Prompt tokens, as the provider reported them, those read from or written to the
+    /// provider's prompt cache included.
     pub input_tokens: u64,
     /// Generated tokens, as the provider reported them.
     pub output_tokens: u64,
@@ -29,6 +36,21 @@ pub struct PlannerCall {
     pub latency_ms: u64,
     /// Why the model stopped, as the provider said.
     pub finish_reason: Option<String>,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// What the model answered, as the planner shows it to the model in later steps: the
+    /// prompt is a projection of the ledger, so its replies are on the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<ModelReply>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PlannerCall {
@@ -133,6 +155,7 @@ pub trait PlanSink: Send + Sync + fmt::Debug {
 /// meter.report(PlannerCall {
 ///     provider: "openai".into(), model: "m".into(), request_hash: Digest::of_bytes(b"{}"),
 ///     input_tokens: 300, output_tokens: 200, cost: 0, latency_ms: 12, finish_reason: None,
+///     cache_read_tokens: 0, cache_write_tokens: 0, reply: None,
 /// });
 /// // 500 are spent in this step: a call that could spend 600 more does not fit.
 /// assert!(meter.declare(WorstCase { tokens: 600, cost: 0 }).is_err());
@@ -412,6 +435,9 @@ mod tests {
             cost: 0,
             latency_ms: 0,
             finish_reason: None,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reply: None,
         }
     }
 

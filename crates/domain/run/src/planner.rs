@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, Evidence, PlanMeter, Run, Skill, State,
-    ToolSpec,
+    StateRules, ToolSpec, Turn,
 };
 
 /// What a planner sees when asked for the next decision. Borrowed from the engine: building
@@ -21,6 +21,8 @@ pub struct PlanRequest<'a> {
     meter: Option<&'a PlanMeter>,
     skills: &'a [Skill],
     delegation: Option<&'a Delegation>,
+    dialogue: &'a [Turn],
+    rules: Option<&'a StateRules>,
 }
 
 /// What a planner may delegate to, when the run may delegate at all: the run is less deep
@@ -95,7 +97,40 @@ impl<'a> PlanRequest<'a> {
             next_states: None,
             meter: None,
             delegation: None,
+            dialogue: &[],
+            rules: None,
         }
+    }
+
+    /// The same request, with the model replies the run's ledger records so far, in order
+    /// ([`Turn`]): what a planner shows its model as its own earlier turns.
+    #[must_use]
+    pub const fn with_dialogue(mut self, dialogue: &'a [Turn]) -> Self {
+        self.dialogue = dialogue;
+        self
+    }
+
+    /// The model replies the run's ledger records so far, oldest first; empty when the
+    /// engine did not say.
+    #[must_use]
+    pub const fn dialogue(&self) -> &'a [Turn] {
+        self.dialogue
+    }
+
+    /// The same request, saying what the run's policy allows in every state
+    /// ([`StateRules`]).
+    #[must_use]
+    pub const fn with_rules(mut self, rules: &'a StateRules) -> Self {
+        self.rules = Some(rules);
+        self
+    }
+
+    /// What the run's policy allows in every state, when the engine said; `None` when it
+    /// did not (then only [`tools`](Self::tools) and [`next_states`](Self::next_states)
+    /// are known).
+    #[must_use]
+    pub const fn rules(&self) -> Option<&'a StateRules> {
+        self.rules
     }
 
     /// The same request, marked as the last step of a run interrupted gracefully (see

@@ -1,5 +1,6 @@
-//! Anthropic Messages: the request body (`tool_use`/`tool_result` blocks, alternating roles),
-//! the reply, and its SSE events (`message_start`, `content_block_*`, `message_delta`, …).
+//! Anthropic Messages: the request body (`tool_use`/`tool_result` blocks, alternating roles,
+//! `cache_control` breakpoints on the stable prefix), the reply, and its SSE events
+//! (`message_start`, `content_block_*`, `message_delta`, …).
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -15,10 +16,18 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
     for message in &request.messages {
         let (role, blocks) = match message {
             Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
-            Message::ToolResult { call_id, content } => (
-                "user",
-                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
-            ),
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => {
+                let mut block =
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
             Message::Assistant { text, calls } => {
                 let mut blocks = Vec::new();
                 if !text.is_empty() {
@@ -36,18 +45,37 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
                 ("assistant", blocks)
             }
         };
+        // The API refuses a message without content: an empty turn is left out.
+        if blocks.is_empty() {
+            continue;
+        }
         match messages.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(blocks),
             _ => messages.push((role, blocks)),
         }
     }
+    if config.prompt_cache
+        && let Some(last) = messages
+            .last_mut()
+            .and_then(|(_, blocks)| blocks.last_mut())
+    {
+        // The conversation so far: the next step's request starts with it and reads it back.
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
+    // The tools and the system prompt stay the same through a run: cached once, read by
+    // every step.
+    let system = if config.prompt_cache && !request.system.is_empty() {
+        json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}])
+    } else {
+        json!(request.system)
+    };
     let mut body = json!({
         "model": config.model,
-        "system": request.system,
+        "system": system,
         "messages": messages,
         "max_tokens": config.max_output_tokens,
         "stream": config.stream,
@@ -95,12 +123,53 @@ enum Block {
     Other,
 }
 
-#[derive(Deserialize, Clone, Copy, Default)]
+#[derive(Debug, Deserialize, Clone, Copy, Default)]
 struct WireUsage {
     #[serde(default)]
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    /// Read from the prompt cache; not part of `input_tokens`.
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    /// Written to the prompt cache; not part of `input_tokens`.
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// `self`, with every field `later` reports replaced (a stream's `message_delta`
+    /// repeats or completes what `message_start` said).
+    fn updated(self, later: Self) -> Self {
+        Self {
+            input_tokens: later.input_tokens.or(self.input_tokens),
+            output_tokens: later.output_tokens.or(self.output_tokens),
+            cache_read_input_tokens: later
+                .cache_read_input_tokens
+                .or(self.cache_read_input_tokens),
+            cache_creation_input_tokens: later
+                .cache_creation_input_tokens
+                .or(self.cache_creation_input_tokens),
+        }
+    }
+}
+
+impl From<WireUsage> for Usage {
+    /// Anthropic counts cached prompt tokens apart from `input_tokens`; rein counts them in.
+    fn from(u: WireUsage) -> Self {
+        let read = u.cache_read_input_tokens.unwrap_or(0);
+        let write = u.cache_creation_input_tokens.unwrap_or(0);
+        Self {
+            input_tokens: u
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(read)
+                .saturating_add(write),
+            output_tokens: u.output_tokens.unwrap_or(0),
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+        }
+    }
 }
 
 /// A non-streamed reply.
@@ -112,10 +181,7 @@ pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
         ..ChatResponse::default()
     };
     if let Some(u) = reply.usage {
-        out.usage = Usage {
-            input_tokens: u.input_tokens.unwrap_or(0),
-            output_tokens: u.output_tokens.unwrap_or(0),
-        };
+        out.usage = u.into();
     }
     for block in reply.content {
         match block {
@@ -210,7 +276,7 @@ struct OpenCall {
 pub(crate) struct Stream {
     text: String,
     calls: Vec<OpenCall>,
-    usage: Usage,
+    usage: WireUsage,
     finish_reason: Option<String>,
     done: bool,
 }
@@ -223,8 +289,7 @@ impl Stream {
         match event {
             Event::MessageStart { message } => {
                 if let Some(u) = message.and_then(|m| m.usage) {
-                    self.usage.input_tokens = u.input_tokens.unwrap_or(0);
-                    self.usage.output_tokens = u.output_tokens.unwrap_or(0);
+                    self.usage = self.usage.updated(u);
                 }
             }
             Event::ContentBlockStart {
@@ -259,12 +324,7 @@ impl Stream {
                     self.finish_reason = Some(reason);
                 }
                 if let Some(u) = usage {
-                    if let Some(i) = u.input_tokens {
-                        self.usage.input_tokens = i;
-                    }
-                    if let Some(o) = u.output_tokens {
-                        self.usage.output_tokens = o;
-                    }
+                    self.usage = self.usage.updated(u);
                 }
             }
             Event::MessageStop {} => {
@@ -315,7 +375,7 @@ impl Stream {
         Ok(ChatResponse {
             text: self.text,
             calls,
-            usage: self.usage,
+            usage: self.usage.into(),
             finish_reason: self.finish_reason,
         })
     }
@@ -351,7 +411,8 @@ mod tests {
             r.usage,
             Usage {
                 input_tokens: 30,
-                output_tokens: 9
+                output_tokens: 9,
+                ..Usage::default()
             }
         );
         assert_eq!(r.finish_reason.as_deref(), Some("tool_use"));
@@ -377,6 +438,7 @@ mod tests {
                 Message::ToolResult {
                     call_id: "1".into(),
                     content: "ok".into(),
+                    is_error: false,
                 },
                 Message::User {
                     text: "next".into(),

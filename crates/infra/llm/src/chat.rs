@@ -37,6 +37,10 @@ pub enum Message {
         call_id: String,
         /// The result, as text (usually JSON).
         content: String,
+        /// Whether the call failed, was refused or never completed (Anthropic's
+        /// `is_error`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
     },
 }
 
@@ -63,12 +67,23 @@ pub struct FunctionCall {
 }
 
 /// Tokens a call used, as the provider reported them.
+///
+/// `input_tokens` counts every prompt token, whatever the provider's prompt cache did with
+/// it: OpenAI's `prompt_tokens` (which includes its `cached_tokens`), Anthropic's
+/// `input_tokens` plus its `cache_read_input_tokens` and `cache_creation_input_tokens`
+/// (which it reports apart).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, cached ones included.
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {

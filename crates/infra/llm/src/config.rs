@@ -85,12 +85,18 @@ pub struct ProviderConfig {
     /// more fails the call instead of stalling it.
     #[serde(default = "default_max_retry_after", with = "millis")]
     pub max_retry_after: Duration,
+    /// Whether Anthropic requests mark their stable prefix for the prompt cache
+    /// (`cache_control` on the system prompt, which caches the tools with it, and on the
+    /// last message); OpenAI caches prefixes by itself.
+    #[serde(default = "default_prompt_cache")]
+    pub prompt_cache: bool,
 }
 
 impl ProviderConfig {
     /// A configuration with the defaults: 1024 output tokens, 120 s timeout, no streaming,
     /// 2 retries from 500 ms, a breaker opening after 3 failed calls for 30 s, 4 MiB replies,
-    /// a `Retry-After` honoured up to [`MAX_RETRY_AFTER`](crate::MAX_RETRY_AFTER).
+    /// a `Retry-After` honoured up to [`MAX_RETRY_AFTER`](crate::MAX_RETRY_AFTER), prompt-cache
+    /// breakpoints on.
     #[must_use]
     pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
@@ -109,7 +115,15 @@ impl ProviderConfig {
             breaker_open_for: default_breaker_open(),
             max_reply_bytes: default_max_reply_bytes(),
             max_retry_after: default_max_retry_after(),
+            prompt_cache: default_prompt_cache(),
         }
+    }
+
+    /// The same, marking Anthropic's prompt-cache breakpoints or not.
+    #[must_use]
+    pub const fn with_prompt_cache(mut self, on: bool) -> Self {
+        self.prompt_cache = on;
+        self
     }
 
     /// The same, honouring a `Retry-After` of at most `max`.
@@ -175,6 +189,9 @@ const fn default_breaker_open() -> Duration {
 }
 const fn default_max_reply_bytes() -> usize {
     4 << 20
+}
+const fn default_prompt_cache() -> bool {
+    true
 }
 const fn default_max_retry_after() -> Duration {
     crate::http::MAX_RETRY_AFTER

@@ -3,6 +3,13 @@
 //! `Retry-After`, 401, 500, a hung connection, "context length exceeded", SSE cut mid-UTF-8
 //! and mid-JSON). It listens on `127.0.0.1:0` only.
 //!
+//! It is as strict as the real APIs: a request they would refuse (a call without its
+//! result, an empty turn, Anthropic roles out of turn or no `max_tokens`, a function name
+//! they do not accept) gets their `400` and its error shape, and uses up no scripted reply.
+//! Started with [`FakeServer::start_caching`], it also reports cached prompt tokens the way
+//! a provider's prefix cache would, roughly: the longest prefix shared with the previous
+//! request.
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! use rein_llm::fake::{FakeServer, Reply};
@@ -34,6 +41,12 @@ use axum::serve::ListenerExt as _;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+
+mod script;
+mod strict;
+
+pub use script::Call;
+use strict::Wire;
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -81,6 +94,51 @@ impl Received {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
+
+    /// Everything the request says to the model besides its own turns, in order, one piece a
+    /// line: the system prompt, user text and tool results (either API).
+    #[must_use]
+    pub fn told(&self) -> String {
+        let body = self.json();
+        let mut out = vec![text_of(&body["system"])];
+        for m in body["messages"].as_array().into_iter().flatten() {
+            if m["role"] != "assistant" {
+                out.push(text_of(&m["content"]));
+            }
+        }
+        out.join("\n")
+    }
+
+    /// What the request says to the model after its last turn (everything but the system
+    /// prompt when it has had none): user text and tool results (either API).
+    #[must_use]
+    pub fn told_since_last_turn(&self) -> String {
+        let body = self.json();
+        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+        let start = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .map_or(0, |i| i + 1);
+        messages[start..]
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| text_of(&m["content"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The text of a message's content: a string, or the text and tool results of its blocks.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().or_else(|| b["content"].as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// A running fake server. Dropping it stops it.
@@ -97,6 +155,10 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     /// Answered forever once the script is used up, recording nothing (benchmarks).
     repeat: Option<Reply>,
+    /// Whether replies report cached prompt tokens.
+    caching: bool,
+    /// The previous request's cache key (tools, system, messages), when caching.
+    previous: Mutex<Option<String>>,
 }
 
 impl FakeServer {
@@ -108,6 +170,23 @@ impl FakeServer {
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
         Self::serve(Shared {
             script: Mutex::new(replies.into_iter().collect()),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// [`FakeServer::start`], reporting in each JSON or SSE reply's usage the prompt tokens
+    /// a provider's prefix cache would have served: a quarter of the bytes the request
+    /// shares, from its start (tools, system prompt, messages), with the previous one
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`).
+    ///
+    /// # Errors
+    /// When the loopback socket cannot be bound.
+    pub async fn start_caching(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
+        Self::serve(Shared {
+            script: Mutex::new(replies.into_iter().collect()),
+            caching: true,
             ..Shared::default()
         })
         .await
@@ -190,9 +269,28 @@ async fn answer(
             body: body.to_vec(),
         });
     }
-    let reply = lock(&shared.script)
+    let wire = Wire::of(uri.path());
+    let json: Option<Value> = serde_json::from_slice(&body).ok();
+    if let (Some(wire), Some(json)) = (wire, &json)
+        && let Err(message) = strict::check(wire, json)
+    {
+        return Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .header("content-type", "application/json")
+            .body(Body::from(wire.error_body(&message)))
+            .unwrap_or_else(|_| Response::new(Body::empty()));
+    }
+    let mut reply = lock(&shared.script)
         .pop_front()
         .or_else(|| shared.repeat.clone());
+    if shared.caching
+        && let (Some(wire), Some(json), Some(r)) = (wire, &json, reply.as_mut())
+    {
+        let mut previous = lock(&shared.previous);
+        let (key, cached) = strict::cached_tokens(previous.as_deref(), json);
+        *previous = Some(key);
+        r.report_cached(wire, cached);
+    }
     let mut response = Response::builder();
     match reply {
         None => response
@@ -235,221 +333,76 @@ async fn answer(
     .unwrap_or_else(|_| Response::new(Body::from("fake server: bad scripted reply")))
 }
 
-/// A function call in a scripted reply: provider name and arguments (JSON text, so invalid
-/// arguments can be scripted too).
-#[derive(Debug, Clone)]
-pub struct Call {
-    /// The function's (provider) name.
-    pub name: String,
-    /// The arguments, raw.
-    pub arguments: String,
-}
-
-impl Call {
-    /// A call of `name` with `arguments`.
-    #[must_use]
-    pub fn new(name: impl Into<String>, arguments: &Value) -> Self {
-        Self {
-            name: name.into(),
-            arguments: arguments.to_string(),
-        }
-    }
-
-    /// A call whose arguments are exactly `raw` (need not be JSON).
-    #[must_use]
-    pub fn raw(name: impl Into<String>, raw: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            arguments: raw.into(),
-        }
-    }
-}
-
 impl Reply {
-    /// An OpenAI reply calling `calls`, using `usage` (input, output) tokens.
-    #[must_use]
-    pub fn openai_calls(calls: &[Call], usage: (u64, u64)) -> Self {
-        let tool_calls: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                json!({"id": format!("call_{i}"), "type": "function",
-                                  "function": {"name": c.name, "arguments": c.arguments}})
-            })
-            .collect();
-        Self::Json(json!({
-            "id": "chatcmpl-fake", "object": "chat.completion",
-            "choices": [{"index": 0, "finish_reason": "tool_calls",
-                         "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}],
-            "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}
-        }))
-    }
-
-    /// An OpenAI reply in prose.
-    #[must_use]
-    pub fn openai_text(text: &str) -> Self {
-        Self::Json(json!({
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-        }))
-    }
-
-    /// An Anthropic reply: `text` (may be empty), then `calls`.
-    #[must_use]
-    pub fn anthropic(text: &str, calls: &[Call], usage: (u64, u64)) -> Self {
-        let mut content = Vec::new();
-        if !text.is_empty() {
-            content.push(json!({"type": "text", "text": text}));
-        }
-        for (i, c) in calls.iter().enumerate() {
-            let input: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
-            content.push(json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": c.name, "input": input}));
-        }
-        Self::Json(json!({
-            "id": "msg_fake", "type": "message", "role": "assistant", "content": content,
-            "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-            "usage": {"input_tokens": usage.0, "output_tokens": usage.1}
-        }))
-    }
-
-    /// The OpenAI SSE events for `text` and `calls` (arguments streamed in two halves,
-    /// usage in a final chunk), written in pieces of `piece` bytes.
-    #[must_use]
-    pub fn openai_sse(text: &str, calls: &[Call], usage: (u64, u64), piece: usize) -> Self {
-        let mut events = Vec::new();
-        let chunk = |delta: Value, finish: Value| json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        events.push(chunk(
-            json!({"role": "assistant", "content": ""}),
-            Value::Null,
-        ));
-        if !text.is_empty() {
-            let (a, b) = split_str(text);
-            events.push(chunk(json!({"content": a}), Value::Null));
-            events.push(chunk(json!({"content": b}), Value::Null));
-        }
-        for (i, c) in calls.iter().enumerate() {
-            let (a, b) = split_str(&c.arguments);
-            events.push(chunk(
-                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": c.name, "arguments": a}}]}),
-                Value::Null,
-            ));
-            events.push(chunk(
-                json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}),
-                Value::Null,
-            ));
-        }
-        let finish = if calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        events.push(chunk(json!({}), json!(finish)));
-        events.push(json!({"id": "c", "choices": [], "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1}}));
-        let mut text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        text.push_str("data: [DONE]\n\n");
-        Self::sse_pieces(text.as_bytes(), piece)
-    }
-
-    /// The Anthropic SSE events for `text` and `calls` (a `tool_use` start without `input`,
-    /// then `input_json_delta`s), written in pieces of `piece` bytes.
-    #[must_use]
-    pub fn anthropic_sse(text: &str, calls: &[Call], usage: (u64, u64), piece: usize) -> Self {
-        let mut events = vec![(
-            "message_start",
-            json!({"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "content": [],
-                   "usage": {"input_tokens": usage.0, "output_tokens": 1}}}),
-        )];
-        let mut index = 0;
-        if !text.is_empty() {
-            let (a, b) = split_str(text);
-            events.push(("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})));
-            for part in [a, b] {
-                events.push(("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}})));
+    /// Says in the reply's usage that `cached` more prompt tokens were read from the cache
+    /// (the scripted prompt tokens being those that were not).
+    fn report_cached(&mut self, wire: Wire, cached: u64) {
+        match self {
+            Self::Json(v) => {
+                if let Some(usage) = v.get_mut("usage").and_then(Value::as_object_mut) {
+                    add_cached(wire, usage, cached);
+                }
             }
-            events.push((
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            ));
-            index = 1;
-        }
-        for (i, c) in calls.iter().enumerate() {
-            let at = index + i;
-            let (a, b) = split_str(&c.arguments);
-            events.push((
-                "content_block_start",
-                json!({"type": "content_block_start", "index": at,
-                "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": c.name}}),
-            ));
-            events.push(("ping", json!({"type": "ping"})));
-            for part in [a, b] {
-                events.push(("content_block_delta", json!({"type": "content_block_delta", "index": at, "delta": {"type": "input_json_delta", "partial_json": part}})));
+            Self::Sse { chunks, .. } => {
+                let piece = chunks.first().map_or(1, Vec::len);
+                let Ok(text) = String::from_utf8(chunks.concat()) else {
+                    return;
+                };
+                // The first usage: OpenAI's last chunk, Anthropic's `message_start`.
+                let mut done = false;
+                let lines: Vec<String> = text
+                    .split('\n')
+                    .map(|line| {
+                        let Some(mut event) = line
+                            .strip_prefix("data: ")
+                            .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                            .filter(|_| !done)
+                        else {
+                            return line.to_owned();
+                        };
+                        let usage = match wire {
+                            Wire::OpenAi => event.get_mut("usage"),
+                            Wire::Anthropic => event.pointer_mut("/message/usage"),
+                        };
+                        match usage.and_then(Value::as_object_mut) {
+                            Some(usage) => {
+                                add_cached(wire, usage, cached);
+                                done = true;
+                                format!("data: {event}")
+                            }
+                            None => line.to_owned(),
+                        }
+                    })
+                    .collect();
+                let text = lines.join("\n");
+                *chunks = text
+                    .as_bytes()
+                    .chunks(piece.max(1))
+                    .map(<[u8]>::to_vec)
+                    .collect();
             }
-            events.push((
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": at}),
-            ));
-        }
-        let stop = if calls.is_empty() {
-            "end_turn"
-        } else {
-            "tool_use"
-        };
-        events.push(("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": usage.1}})));
-        events.push(("message_stop", json!({"type": "message_stop"})));
-        let text: String = events
-            .iter()
-            .map(|(name, e)| format!("event: {name}\ndata: {e}\n\n"))
-            .collect();
-        Self::sse_pieces(text.as_bytes(), piece)
-    }
-
-    /// `bytes` as an event stream written in pieces of `piece` bytes (cutting anywhere).
-    #[must_use]
-    pub fn sse_pieces(bytes: &[u8], piece: usize) -> Self {
-        Self::Sse {
-            chunks: bytes.chunks(piece.max(1)).map(<[u8]>::to_vec).collect(),
-            hang: false,
-        }
-    }
-
-    /// `429 Too Many Requests` asking to wait `seconds`.
-    #[must_use]
-    pub fn rate_limited(seconds: u64) -> Self {
-        Self::Status {
-            status: 429,
-            headers: vec![("retry-after".into(), seconds.to_string())],
-            body: r#"{"error":{"message":"rate limited"}}"#.into(),
-        }
-    }
-
-    /// An error status with a short JSON body.
-    #[must_use]
-    pub fn status(status: u16, message: &str) -> Self {
-        Self::Status {
-            status,
-            headers: Vec::new(),
-            body: json!({"error": {"message": message}}).to_string(),
-        }
-    }
-
-    /// OpenAI's `400` for a prompt over the context window.
-    #[must_use]
-    pub fn context_too_long() -> Self {
-        Self::Status {
-            status: 400,
-            headers: Vec::new(),
-            body: json!({"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
-                "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens."}})
-                .to_string(),
+            _ => {}
         }
     }
 }
 
-/// `s` cut in two near the middle, on a char boundary.
-fn split_str(s: &str) -> (&str, &str) {
-    let mut at = s.len() / 2;
-    while !s.is_char_boundary(at) {
-        at += 1;
+/// Adds `cached` prompt tokens read from the cache to a usage object, as `wire` reports them.
+fn add_cached(wire: Wire, usage: &mut serde_json::Map<String, Value>, cached: u64) {
+    match wire {
+        Wire::OpenAi => {
+            // OpenAI's `prompt_tokens` include the cached ones.
+            let prompt = usage
+                .get("prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            usage.insert("prompt_tokens".into(), json!(prompt + cached));
+            usage.insert(
+                "prompt_tokens_details".into(),
+                json!({"cached_tokens": cached}),
+            );
+        }
+        Wire::Anthropic => {
+            usage.insert("cache_read_input_tokens".into(), json!(cached));
+        }
     }
-    s.split_at(at)
 }

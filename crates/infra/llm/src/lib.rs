@@ -7,12 +7,15 @@
 //! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
 //! from the environment variable the configuration names and never shown.
 //!
-//! [`LlmPlanner`] turns a model into a rein planner: each step offers the eligible tools and
-//! the allowed control functions, and one reply becomes one decision that the engine checks
-//! like any other. Before each call it declares the call's worst case to the step's
+//! [`LlmPlanner`] turns a model into a rein planner: each step offers the run's tools and
+//! control functions (the same list every step), shows the model its own earlier turns
+//! with their results, and one reply becomes one decision that the engine checks like any
+//! other. Before each call it declares the call's worst case to the step's
 //! [`PlanMeter`](rein_run::PlanMeter) and reports the usage after, so the engine charges
 //! `tokens` and `cost` and refuses a call that could exceed them. [`build_request`] is the
-//! one function that builds a step's messages from the run's history. [`Recorder`] and
+//! one function that builds a step's messages from the run's history: the model's own
+//! dialogue, projected from the ledger, which only grows at its end so a provider can
+//! cache its prefix. [`Recorder`] and
 //! [`Replayer`] record calls to a cassette and serve them back without a network.
 
 mod anthropic;

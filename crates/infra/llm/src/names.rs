@@ -87,6 +87,11 @@ impl NameMap {
         Ok(Self { to_tool })
     }
 
+    /// The function names, sorted.
+    pub fn functions(&self) -> impl Iterator<Item = &str> {
+        self.to_tool.keys().map(String::as_str)
+    }
+
     /// The rein tool a function name stands for.
     #[must_use]
     pub fn tool(&self, function: &str) -> Option<&ToolName> {

@@ -15,7 +15,13 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
         messages.push(match message {
             Message::User { text } => json!({"role": "user", "content": text}),
             Message::Assistant { text, calls } => {
-                let mut m = json!({"role": "assistant", "content": text});
+                // No text beside calls is `null`, as OpenAI itself writes it.
+                let content = if text.is_empty() && !calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                let mut m = json!({"role": "assistant", "content": content});
                 if !calls.is_empty() {
                     m["tool_calls"] = calls
                         .iter()
@@ -27,7 +33,9 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
                 }
                 m
             }
-            Message::ToolResult { call_id, content } => {
+            Message::ToolResult {
+                call_id, content, ..
+            } => {
                 json!({"role": "tool", "tool_call_id": call_id, "content": content})
             }
         });
@@ -108,6 +116,15 @@ struct WireUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    /// Of `prompt_tokens`, those served from the prompt cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
@@ -115,6 +132,11 @@ impl From<WireUsage> for Usage {
         Self {
             input_tokens: u.prompt_tokens,
             output_tokens: u.completion_tokens,
+            cache_read_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_write_tokens: 0,
         }
     }
 }

@@ -10,10 +10,12 @@ use rein_run::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{ChatRequest, Message};
-use crate::error::{LlmError, excerpt};
+use crate::chat::{ChatRequest, ChatResponse};
+use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
-use crate::prompt::{PromptConfig, build_request, build_request_with_skills, estimate_tokens};
+use crate::prompt::{
+    PromptConfig, StepSoFar, build_request, build_request_with_skills, estimate_tokens, record,
+};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 mod reply;
@@ -91,23 +93,28 @@ const fn default_max_depth() -> usize {
 
 /// A planner backed by a model.
 ///
-/// Each step offers the model exactly the tools eligible in the current state (their specs'
-/// schemas, under provider-safe names) plus the control functions `transition` (only to the
-/// states the table allows from here), `finish`, `fail` and `ask_human`, and `delegate`
+/// Each step offers the model the run's tools ([`PlanRequest::rules`]; without rules, the
+/// tools eligible in the current state), their specs' schemas under provider-safe names,
+/// plus the control functions `transition`, `finish`, `fail` and `ask_human`, and `delegate`
 /// when the request says the run may delegate ([`PlanRequest::delegation`]): a child run
 /// with its own ledger and a budget carved out of this run's, whose summary and result come
 /// back as evidence. `delegate` takes `goal`, `reason`, `budget` (budget names to
 /// non-negative integers) and `planner` (one of the engine's named planners; none: this
 /// run's) and becomes a [`Decision::Delegate`] (rein's engine says so to every run shallower
 /// than its `max_depth`; a `max_depth` of 0 keeps `delegate` out of every prompt). One reply becomes
-/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); further
+/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); the
+/// request shows the model its earlier replies ([`PlanRequest::dialogue`], recorded with
+/// each `planner_call`) with their results, and which tools run in the current state;
+/// further
 /// decisions in the same reply are kept, in order, for the following steps, and each still
 /// passes every policy check. A reply without a usable call (prose,
 /// arguments that are not JSON, too large or too deep) is handed back to the model as a
 /// correction, at most [`LlmConfig::max_corrections`] times, and so is a control function
 /// called with bad arguments (a `delegate` without a goal, a budget that is not a
-/// non-negative integer, a planner the request does not name); a call of a function that is
-/// not offered becomes the decision it names, which the engine refuses and records. Each
+/// non-negative integer, a planner the request does not name), a reply the output limit cut
+/// short, and a call of a function no one offered (the correction names the functions
+/// offered); a call of a known tool not eligible here becomes the decision it names, which
+/// the engine refuses and records. Each
 /// skill body the request carries is announced to the step's meter before the call
 /// ([`PlanMeter::skill_entered`]): the ledger shows which skill entered at which step.
 ///
@@ -241,6 +248,10 @@ impl LlmPlanner {
                     cost: cost(usage.input_tokens, usage.output_tokens),
                     latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
                     finish_reason: c.response.finish_reason.clone(),
+                    cache_read_tokens: usage.cache_read_tokens,
+                    cache_write_tokens: usage.cache_write_tokens,
+                    // What the next requests show the model as its own turn.
+                    reply: Some(record(&c.response, self.config.max_argument_bytes)),
                 })
                 .await?;
         }
@@ -294,9 +305,13 @@ impl Planner for LlmPlanner {
         if let Some(decision) = self.take_queued(&request) {
             return Ok(decision);
         }
-        let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
+        // Offered: the run's tools every step when the engine says what they are.
+        let tools = request.rules().map_or(request.tools(), |r| r.run_tools());
+        let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
-        let (mut chat, skills) = build_request_with_skills(&self.config.prompt, &request, false);
+        let mut so_far = StepSoFar::default();
+        let (mut chat, skills) =
+            build_request_with_skills(&self.config.prompt, &request, &so_far, false);
         // On the record before the call that carries them (the engine keeps the first).
         if let Some(meter) = request.meter() {
             for skill in skills {
@@ -310,14 +325,18 @@ impl Planner for LlmPlanner {
                 Ok(c) => c,
                 Err(LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;
-                    let extra = chat.messages.split_off(1.min(chat.messages.len()));
-                    chat = build_request(&self.config.prompt, &request, true);
-                    chat.messages.extend(extra);
+                    chat =
+                        build_request_with_skills(&self.config.prompt, &request, &so_far, true).0;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
             };
-            match self.interpret(&completion.response, &offered, request.delegation()) {
+            let interpreted =
+                match cut_short(&completion.response, self.provider.max_output_tokens()) {
+                    Some(correction) => Err(correction),
+                    None => self.interpret(&completion.response, &offered, request.delegation()),
+                };
+            match interpreted {
                 Ok(mut decisions) => {
                     let first = decisions.remove(0);
                     if !decisions.is_empty() {
@@ -334,19 +353,35 @@ impl Planner for LlmPlanner {
                     return Ok(first);
                 }
                 Err(correction) if corrections < self.config.max_corrections => {
+                    let correction = format!("{correction} Call one of the offered functions.");
                     // On the record, and one unit of `violations`: a model that never gets
                     // it right ends the run by policy.
                     if let Some(meter) = request.meter() {
                         meter.correction(correction.clone()).await?;
                     }
                     corrections += 1;
-                    chat.messages.push(Message::Assistant {
-                        text: excerpt(&completion.response.text),
-                        calls: Vec::new(),
+                    // The reply and the correction, as the engine records them: the next
+                    // request extends this one, as the next step's will.
+                    so_far.turns.push(rein_run::Turn {
+                        step: request.step(),
+                        state: request.state(),
+                        after: request.evidence().len() + so_far.evidence.len(),
+                        reply: Arc::new(record(
+                            &completion.response,
+                            self.config.max_argument_bytes,
+                        )),
                     });
-                    chat.messages.push(Message::User {
-                        text: format!("{correction} Call exactly one of the offered functions."),
-                    });
+                    so_far.evidence.push(rein_run::Evidence::new(
+                        request.step(),
+                        rein_run::EvidenceKind::note(rein_run::NoteSource::Violation, correction),
+                    ));
+                    chat = build_request_with_skills(
+                        &self.config.prompt,
+                        &request,
+                        &so_far,
+                        compacted,
+                    )
+                    .0;
                 }
                 Err(correction) => {
                     return Err(PlannerError::failed(format!(
@@ -356,6 +391,23 @@ impl Planner for LlmPlanner {
             }
         }
     }
+}
+
+/// The correction for a reply the output limit cut short (`max_tokens` on Anthropic,
+/// `length` on OpenAI): its calls may be incomplete (Anthropic then sends `input: {}`), so
+/// none of them is run.
+fn cut_short(reply: &ChatResponse, max_output_tokens: u32) -> Option<String> {
+    matches!(
+        reply.finish_reason.as_deref(),
+        Some("max_tokens" | "length")
+    )
+    .then(|| {
+        format!(
+            "Your reply was cut at the output limit of {max_output_tokens} tokens before it \
+             was complete, so none of its calls was run; reply more briefly (shorter \
+             arguments, fewer calls)."
+        )
+    })
 }
 
 fn failed(message: String, source: impl std::error::Error + Send + Sync + 'static) -> PlannerError {

@@ -1,16 +1,24 @@
 //! The one function that builds what a step sends: a pure function of the run's recorded
-//! history (goal, state, evidence, handed-back rejections, human answers), the skills the
-//! request offers and the prompt configuration, so replay and inspection rebuild exactly
-//! what was sent.
+//! history (goal, the model's earlier replies, evidence, handed-back rejections, human
+//! answers), the skills the request offers and the prompt configuration, so replay and
+//! inspection rebuild exactly what was sent.
+//!
+//! The request is the model's own dialogue: the goal first, each earlier reply as the
+//! assistant turn it was, its calls answered by their results, then what else happened as
+//! short user messages appended at the end. The system prompt and the functions offered
+//! stay the same from one step to the next, so a provider can reuse its cached prefix.
 
-use std::collections::BTreeMap;
-
-use rein_run::{ChildOutcome, EvidenceKind, NoteSource, Payload, PlanRequest, Skill, State};
+use rein_run::{Evidence, PlanRequest, Skill, State, Turn};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::chat::{ChatRequest, FunctionDef, Message};
+use crate::chat::{ChatRequest, FunctionDef};
 use crate::names::function_name;
+
+mod dialogue;
+mod render;
+
+pub(crate) use dialogue::record;
 
 /// The default system prompt.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are the planner of an agent run governed by rein. \
@@ -83,142 +91,72 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
 }
 
 /// The name of the built-in tool that loads a skill's body.
-const SKILL_LOAD: &str = "skill.load";
+pub(crate) const SKILL_LOAD: &str = "skill.load";
 
-/// Builds the request for the step in `request`.
+/// What a step added to the run's history while it planned, before the engine applies it:
+/// the replies the model gave and the corrections handed back to it.
+#[derive(Debug, Default)]
+pub(crate) struct StepSoFar {
+    /// The model's replies in this step, in order.
+    pub(crate) turns: Vec<Turn>,
+    /// The corrections handed back, as the engine will record them (violation notes).
+    pub(crate) evidence: Vec<Evidence>,
+}
+
+/// Builds the request for the step in `request` (its first model call).
 ///
 /// The system prompt is [`PromptConfig::system`], followed, when the request offers skills,
-/// by a list of their names and descriptions, and the body (with its checksum) of every
-/// skill whose triggers occur in the goal or the evidence, or that a `skill.load` call in
-/// the evidence loaded. With `compact`, or when the estimate
-/// exceeds [`PromptConfig::max_prompt_tokens`], tool results and failures older than the
-/// last [`PromptConfig::keep_last`] evidence items are replaced by one summary note (human
-/// answers and notes stay).
+/// by a list of their names and descriptions. The messages are the model's dialogue: the
+/// goal (with the body of every skill the goal triggers), then each reply the request's
+/// [`dialogue`](PlanRequest::dialogue) records as an assistant turn, its calls answered
+/// in order by what they led to (a tool's result or failure, rein's refusal, a human's
+/// answer, a child run's outcome; a call that never completed says so), then the rest of
+/// the evidence, the body (with its checksum) of each skill the evidence triggers or a
+/// `skill.load` call loaded, and before each step's first reply the state the run was in
+/// and what that state allows. With `compact`, or when the estimate exceeds
+/// [`PromptConfig::max_prompt_tokens`], the replies and tool results older than the last
+/// [`PromptConfig::keep_last`] evidence items are replaced, together, by one summary note
+/// (the goal, human answers and notes stay).
 #[must_use]
 pub fn build_request(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
     compact: bool,
 ) -> ChatRequest {
-    build_request_with_skills(config, request, compact).0
+    build_request_with_skills(config, request, &StepSoFar::default(), compact).0
 }
 
-/// [`build_request`], and the skills whose body the request carries, in the order it
-/// holds them: what the planner reports to its meter as having entered the context.
+/// [`build_request`], with what the step added so far, and the skills whose body the
+/// request carries, in the order it holds them: what the planner reports to its meter as
+/// having entered the context.
 pub(crate) fn build_request_with_skills<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
+    so_far: &StepSoFar,
     compact: bool,
 ) -> (ChatRequest, Vec<&'a Skill>) {
     let functions = functions(request);
-    let bodies = skills_in_context(request, config.max_item_chars);
-    let full = assemble(config, request, &functions, &bodies, false);
+    let system = with_skills(&config.system, request.skills());
+    let (messages, bodies) = dialogue::messages(config, request, so_far, false);
+    let full = ChatRequest {
+        system,
+        messages,
+        functions,
+    };
     let over = config
         .max_prompt_tokens
         .is_some_and(|limit| estimate_tokens(&full) > limit);
     if compact || over {
-        let compacted = assemble(config, request, &functions, &bodies, true);
-        (compacted, bodies)
+        let (messages, bodies) = dialogue::messages(config, request, so_far, true);
+        (ChatRequest { messages, ..full }, bodies)
     } else {
         (full, bodies)
     }
 }
 
-fn assemble(
-    config: &PromptConfig,
-    request: &PlanRequest<'_>,
-    functions: &[FunctionDef],
-    bodies: &[&Skill],
-    compact: bool,
-) -> ChatRequest {
-    let state = request.state();
-    let mut text = format!("Goal: {}\n\n", request.goal());
-    text.push_str(&format!(
-        "Current state: {} ({}). Step {}.\n",
-        state,
-        state_guidance(state),
-        request.step()
-    ));
-    let next = next_states(request);
-    let names: Vec<&str> = next.iter().map(|s| s.as_str()).collect();
-    text.push_str(&format!(
-        "From here the run may move to: {}.\n",
-        names.join(", ")
-    ));
-    if request.tools().is_empty() {
-        text.push_str("No tools are available in this state.\n");
-    } else {
-        text.push_str("Tools available in this state:\n");
-        for spec in request.tools() {
-            text.push_str(&format!(
-                "- {} (rein tool `{}`): {}\n",
-                function_name(spec.name()),
-                spec.name(),
-                spec.description()
-            ));
-        }
-    }
-    if let Some(delegation) = request.delegation() {
-        text.push_str(
-            "You may delegate a sub-task with `delegate`: it starts a child run with its own \
-             ledger and a budget carved out of this run's; when it ends, its summary and \
-             result (or why it failed) come back to you as evidence.",
-        );
-        if delegation.planners().is_empty() {
-            text.push('\n');
-        } else {
-            text.push_str(&format!(
-                " Planners a child may use: {} (none named: this run's planner).\n",
-                delegation.planners().join(", ")
-            ));
-        }
-    }
-    let evidence = request.evidence();
-    if evidence.is_empty() {
-        text.push_str("\nNo evidence yet.\n");
-    } else {
-        text.push_str("\nEvidence so far, oldest first:\n");
-        let cut = if compact {
-            evidence.len().saturating_sub(config.keep_last)
-        } else {
-            0
-        };
-        let mut compacted: BTreeMap<String, u32> = BTreeMap::new();
-        for (i, item) in evidence.iter().enumerate() {
-            let tool_io = matches!(
-                item.kind,
-                EvidenceKind::ToolResult { .. } | EvidenceKind::ToolFailure { .. }
-            );
-            if i < cut && tool_io {
-                let name = match &item.kind {
-                    EvidenceKind::ToolResult { tool, .. }
-                    | EvidenceKind::ToolFailure { tool, .. } => tool.to_string(),
-                    _ => String::new(),
-                };
-                *compacted.entry(name).or_default() += 1;
-                continue;
-            }
-            if !compacted.is_empty() {
-                text.push_str(&compaction_note(&compacted));
-                compacted.clear();
-            }
-            let line = render(&item.kind, config.max_item_chars);
-            text.push_str(&format!("[{}] (step {}) {}\n", i + 1, item.step, line));
-        }
-        if !compacted.is_empty() {
-            text.push_str(&compaction_note(&compacted));
-        }
-    }
-    text.push_str("\nCall exactly one function now.");
-    ChatRequest {
-        system: with_skills(&config.system, request.skills(), bodies),
-        messages: vec![Message::User { text }],
-        functions: functions.to_vec(),
-    }
-}
-
-/// `system`, then the skills offered: every one listed; then the `bodies` in context.
-fn with_skills(system: &str, skills: &[Skill], bodies: &[&Skill]) -> String {
+/// `system`, then the skills offered, every one listed (their bodies enter the dialogue
+/// where they are triggered, so this stays the same through a run).
+fn with_skills(system: &str, skills: &[Skill]) -> String {
     if skills.is_empty() {
         return system.to_owned();
     }
@@ -229,136 +167,42 @@ fn with_skills(system: &str, skills: &[Skill], bodies: &[&Skill]) -> String {
     for skill in skills {
         out.push_str(&format!("- {}: {}\n", skill.name(), skill.description()));
     }
-    for skill in bodies {
-        out.push_str(&format!(
-            "\nSkill `{}` (sha256 {}):\n{}\n",
-            skill.name(),
-            skill.checksum(),
-            skill.body().trim_end()
-        ));
-    }
     out
 }
 
-/// The skills `request` offers whose body belongs in its context: those the goal or the
-/// evidence triggers, or a `skill.load` call loaded, in the order they are offered.
-fn skills_in_context<'a>(request: &PlanRequest<'a>, max: usize) -> Vec<&'a Skill> {
-    let skills = request.skills();
-    if skills.is_empty() {
-        return Vec::new();
+/// The states the engine allows from `state`: from the request's rules when it has them,
+/// else (the current state) the request's next states, else every state but `state`.
+pub(crate) fn next_states(request: &PlanRequest<'_>, state: State) -> Vec<State> {
+    if let Some(rules) = request.rules() {
+        return rules.next(state).to_vec();
     }
-    let texts: Vec<String> = request
-        .evidence()
-        .iter()
-        .map(|e| render(&e.kind, max))
-        .collect();
-    skills
-        .iter()
-        .filter(|s| in_context(s, request, &texts))
-        .collect()
-}
-
-/// Whether `skill`'s body belongs in the context: a trigger occurs in the goal or the
-/// evidence, or a `skill.load` call loaded it.
-fn in_context(skill: &Skill, request: &PlanRequest<'_>, evidence: &[String]) -> bool {
-    let loaded = request.evidence().iter().any(|e| {
-        matches!(&e.kind, EvidenceKind::ToolResult { tool, input, .. }
-            if tool.as_str() == SKILL_LOAD
-                && input.get("name").and_then(Value::as_str) == Some(skill.name()))
-    });
-    loaded
-        || skill.is_triggered_by(request.goal())
-        || evidence.iter().any(|t| skill.is_triggered_by(t))
-}
-
-fn compaction_note(counts: &BTreeMap<String, u32>) -> String {
-    let parts: Vec<String> = counts.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
-    format!(
-        "[compacted] earlier tool results omitted to fit the context: {}\n",
-        parts.join(", ")
-    )
-}
-
-/// The states the engine allows from here, or every state but the current one when it did
-/// not say.
-fn next_states(request: &PlanRequest<'_>) -> Vec<State> {
     request.next_states().map_or_else(
-        || {
-            State::ALL
-                .into_iter()
-                .filter(|s| *s != request.state())
-                .collect()
-        },
+        || State::ALL.into_iter().filter(|s| *s != state).collect(),
         <[State]>::to_vec,
     )
 }
 
-fn render(kind: &EvidenceKind, max: usize) -> String {
-    let line = match kind {
-        EvidenceKind::ToolResult {
-            tool,
-            input,
-            output,
-            ..
-        } => match output {
-            Payload::Inline(value) => format!("tool {tool}({input}) returned: {value}"),
-            Payload::Artifact(link) => format!(
-                "tool {tool}({input}) returned {} bytes of {}, stored as artifact {}",
-                link.size, link.content_type, link.id
-            ),
-        },
-        EvidenceKind::ToolFailure { tool, input, error } => {
-            format!("tool {tool}({input}) failed: {error}")
-        }
-        EvidenceKind::HumanInput { question, answer } => {
-            format!("a human answered {answer:?} to {question:?}")
-        }
-        EvidenceKind::SystemNote { source, note } => match source {
-            NoteSource::Violation => format!("rein refused your last decision: {note}"),
-            NoteSource::Steering => format!("a person steering the run says: {note}"),
-            _ => format!("rein notes: {note}"),
-        },
-        EvidenceKind::Child {
-            child,
-            outcome,
-            spent,
-        } => {
-            let spent: Vec<String> = spent.iter().map(|(n, a)| format!("{n} {a}")).collect();
-            let spent = if spent.is_empty() {
-                "nothing".to_owned()
-            } else {
-                spent.join(", ")
-            };
-            match outcome {
-                ChildOutcome::Completed { summary, result } => format!(
-                    "child run {child} completed: {summary:?}, result: {result} (spent {spent})"
-                ),
-                ChildOutcome::Failed { failure } => format!(
-                    "child run {child} failed ({:?}): {} (spent {spent})",
-                    failure.kind, failure.message
-                ),
-                other => format!("child run {child} ended: {other:?} (spent {spent})"),
-            }
-        }
-        other => format!("{other:?}"),
-    };
-    cut(line, max)
-}
-
-fn cut(mut s: String, max: usize) -> String {
-    if let Some((at, _)) = s.char_indices().nth(max) {
-        let total = s.len();
-        s.truncate(at);
-        s.push_str(&format!("… (cut, {total} bytes in all)"));
-    }
-    s
-}
-
-/// The functions offered: the eligible tools, then the control functions the transition
-/// table allows from here.
+/// The functions offered. With the run's rules ([`PlanRequest::rules`]): every tool of the
+/// run and the control functions some state allows, the same at every step (the state's
+/// eligibility is told in the dialogue; rein refuses an ineligible call). Without: the
+/// eligible tools, then the control functions the transition table allows from here.
 fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
-    let mut out: Vec<FunctionDef> = request
-        .tools()
+    let (tools, next) = match request.rules() {
+        Some(rules) => {
+            let mut next: Vec<State> = Vec::new();
+            for to in State::ALL {
+                if State::ALL
+                    .iter()
+                    .any(|from| rules.next(*from).contains(&to))
+                {
+                    next.push(to);
+                }
+            }
+            (rules.run_tools(), next)
+        }
+        None => (request.tools(), next_states(request, request.state())),
+    };
+    let mut out: Vec<FunctionDef> = tools
         .iter()
         .map(|spec| FunctionDef {
             name: function_name(spec.name()),
@@ -366,7 +210,6 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
             parameters: object_schema(spec.input_schema()),
         })
         .collect();
-    let next = next_states(request);
     let working: Vec<&str> = next
         .iter()
         .filter(|s| !s.is_terminal())

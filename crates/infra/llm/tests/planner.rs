@@ -201,16 +201,13 @@ async fn prose_and_invalid_arguments_are_handed_back_as_corrections() {
         &Decision::call_tool("fs.read", json!({"path": "a"}), "")
     );
     assert_eq!(out.received.len(), 3);
-    assert!(
-        user_text(&out.received[1], 1).contains("called no function"),
-        "{}",
-        user_text(&out.received[1], 1)
-    );
-    assert!(
-        user_text(&out.received[2], 2).contains("not valid JSON"),
-        "{}",
-        user_text(&out.received[2], 2)
-    );
+    // Prose: the correction follows the model's turn; a bad call: it answers the call.
+    let told = |n: usize| out.received[n].told_since_last_turn();
+    assert!(told(1).contains("called no function"), "{}", told(1));
+    assert!(told(2).contains("not valid JSON"), "{}", told(2));
+    let body = out.received[2].json();
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool", "{last}");
 }
 
 #[tokio::test]
@@ -262,20 +259,30 @@ async fn hostile_arguments_are_corrections_not_panics() {
     let e = out.decisions[0].as_ref().unwrap_err();
     assert!(e.to_string().contains("no such state"), "{e}");
     assert!(e.to_string().len() < 1000, "bounded: {e}");
-    assert!(user_text(&out.received[1], 1).contains("nest deeper"));
-    assert!(user_text(&out.received[2], 2).contains("over the limit"));
+    assert!(
+        out.received[1]
+            .told_since_last_turn()
+            .contains("nest deeper")
+    );
+    assert!(
+        out.received[2]
+            .told_since_last_turn()
+            .contains("over the limit")
+    );
+    // The over-long arguments are not echoed back to the model.
+    assert!(out.received[2].body.len() < 100_000);
 }
 
 #[tokio::test]
-async fn ineligible_and_unknown_functions_become_decisions_the_engine_refuses() {
+async fn ineligible_functions_become_decisions_the_engine_refuses() {
     let out = check(
         &run_in(State::Explore, 0),
         &[State::Decide],
-        vec![
-            Reply::openai_calls(&[Call::new("fs_write", &json!({"path": "a"}))], (1, 1)),
-            Reply::openai_calls(&[Call::new("rm_rf", &json!({}))], (1, 1)),
-        ],
-        2,
+        vec![Reply::openai_calls(
+            &[Call::new("fs_write", &json!({"path": "a"}))],
+            (1, 1),
+        )],
+        1,
         LlmConfig::default(),
     )
     .await;
@@ -283,10 +290,34 @@ async fn ineligible_and_unknown_functions_become_decisions_the_engine_refuses() 
         out.decisions[0].as_ref().unwrap(),
         &Decision::call_tool("fs.write", json!({"path": "a"}), "")
     );
+}
+
+#[tokio::test]
+async fn an_unknown_function_is_corrected_with_the_function_names_offered() {
+    let out = check(
+        &run_in(State::Explore, 0),
+        &[State::Decide],
+        vec![
+            Reply::openai_calls(&[Call::new("rm_rf", &json!({}))], (1, 1)),
+            Reply::openai_calls(&[Call::new("fs_read", &json!({"path": "a"}))], (1, 1)),
+        ],
+        1,
+        LlmConfig::default(),
+    )
+    .await;
     assert_eq!(
-        out.decisions[1].as_ref().unwrap(),
-        &Decision::call_tool("rm_rf", json!({}), "")
+        out.decisions[0].as_ref().unwrap(),
+        &Decision::call_tool("fs.read", json!({"path": "a"}), "")
     );
+    // The names the model can call, not rein's dotted ones.
+    let told = out.received[1].told_since_last_turn();
+    assert!(
+        told.contains(
+            "There is no function `rm_rf`; the functions offered are: fs_list, fs_read, transition"
+        ),
+        "{told}"
+    );
+    assert!(!told.contains("fs.read"), "{told}");
 }
 
 #[tokio::test]

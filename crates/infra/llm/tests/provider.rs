@@ -69,7 +69,8 @@ async fn openai_parallel_calls_non_streamed() {
         c.response.usage,
         Usage {
             input_tokens: 40,
-            output_tokens: 12
+            output_tokens: 12,
+            ..Usage::default()
         }
     );
     assert_eq!(received[0].path, "/v1/chat/completions");
@@ -101,7 +102,10 @@ async fn anthropic_parallel_calls_non_streamed() {
     );
     assert_eq!(c.response.finish_reason.as_deref(), Some("tool_use"));
     assert_eq!(received[0].path, "/v1/messages");
-    assert_eq!(received[0].json()["system"], "you are terse");
+    // The system prompt is a block marked for the prompt cache (with the tools before it).
+    let body = received[0].json();
+    assert_eq!(body["system"][0]["text"], "you are terse");
+    assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
 }
 
 #[tokio::test]
@@ -125,7 +129,8 @@ async fn sse_cut_mid_utf8_and_mid_json_reassembles_for_both_apis() {
             c.response.usage,
             Usage {
                 input_tokens: 21,
-                output_tokens: 8
+                output_tokens: 8,
+                ..Usage::default()
             },
             "the final usage chunk"
         );
@@ -148,7 +153,8 @@ async fn sse_cut_mid_utf8_and_mid_json_reassembles_for_both_apis() {
             c.response.usage,
             Usage {
                 input_tokens: 33,
-                output_tokens: 4
+                output_tokens: 4,
+                ..Usage::default()
             }
         );
     }

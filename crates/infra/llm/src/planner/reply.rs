@@ -4,7 +4,7 @@
 //! wrong is worded as a correction to hand back to the model.
 
 use rein_run::ProposedCall;
-use rein_run::{BudgetName, Decision, Delegation, Spend, State, ToolName};
+use rein_run::{BudgetName, Decision, Delegation, Spend, State};
 use serde_json::Value;
 
 use super::LlmPlanner;
@@ -86,15 +86,13 @@ impl LlmPlanner {
             }
             "delegate" => delegate(&args, delegation),
             name => {
-                // Offered, known to the engine but not eligible here, or unknown: the engine
-                // decides, refuses what it must and records it.
-                let tool = offered
-                    .tool(name)
-                    .or_else(|| self.known.tool(name))
-                    .map_or_else(
-                        || name.chars().take(ToolName::MAX_LEN).collect(),
-                        ToString::to_string,
-                    );
+                // Offered, or known to the engine but not eligible here: the engine decides,
+                // refuses what it must and records it. Unknown: the model is told the
+                // functions it was offered, by the names it can call.
+                let Some(tool) = offered.tool(name).or_else(|| self.known.tool(name)) else {
+                    return Err(unknown_function(name, offered, delegation.is_some()));
+                };
+                let tool = tool.to_string();
                 let reason: String = text.chars().take(500).collect();
                 Ok(Decision::call_tool(tool, args, reason))
             }
@@ -202,6 +200,21 @@ fn delegate(args: &Value, delegation: Option<&Delegation>) -> Result<Decision, S
         planner,
         reason: reason.to_owned(),
     })
+}
+
+/// The correction for a call of `name`, which is no function the model was offered: the
+/// functions it may call, as it was offered them.
+fn unknown_function(name: &str, offered: &NameMap, delegate: bool) -> String {
+    let controls = ["transition", "finish", "fail", "ask_human"];
+    let mut names: Vec<&str> = offered.functions().chain(controls).collect();
+    if delegate {
+        names.push("delegate");
+    }
+    format!(
+        "There is no function `{}`; the functions offered are: {}.",
+        excerpt(name),
+        names.join(", ")
+    )
 }
 
 /// Folds each run of two or more consecutive tool calls into one `call_tools` batch, which
