@@ -168,7 +168,7 @@ impl fmt::Debug for Transport {
 
 impl fmt::Display for Transport {
     /// The command line or the URL, without environment or header values, nor the URL's
-    /// user information or query ([`redacted_url`]).
+    /// user information or query.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Stdio { command, .. } => write!(f, "`{}`", command.join(" ")),
