@@ -188,6 +188,18 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
         EntryKind::SkillEntered { name, checksum, .. } => {
             format!("skill `{name}` entered the context (sha256 {checksum})")
         }
+        EntryKind::SequenceMember { index, kind, .. } => {
+            format!("sequence member {index}: {}", kind.replace('_', " "))
+        }
+        EntryKind::SequenceStopped {
+            not_run, reason, ..
+        } => {
+            let members: Vec<String> = not_run.iter().map(u32::to_string).collect();
+            format!(
+                "sequence stopped, members {} not run: {reason}",
+                members.join(", ")
+            )
+        }
         other => other.name().replace('_', " "),
     }
 }
@@ -222,6 +234,15 @@ pub(crate) fn describe_decision(decision: &Decision) -> String {
                 "call {} tools as one batch: {}{}",
                 calls.len(),
                 short_json(&serde_json::json!(tools), 70),
+                because(reason)
+            )
+        }
+        Decision::Sequence { decisions, reason } => {
+            let kinds: Vec<&str> = decisions.iter().map(Decision::kind).collect();
+            format!(
+                "a sequence of {}: {}{}",
+                decisions.len(),
+                kinds.join(", ").replace('_', " "),
                 because(reason)
             )
         }

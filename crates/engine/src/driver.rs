@@ -169,6 +169,8 @@ impl Driver {
         let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
         let result = async {
             self.resume_open_child().await?;
+            // A sequence a stop cut short goes on with its next member.
+            self.continue_sequence().await?;
             while self.rec.proj.run.status() == RunStatus::Running {
                 let step = self.rec.proj.run.steps();
                 let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
@@ -188,9 +190,7 @@ impl Driver {
     }
 
     async fn step(&mut self) -> Result<Flow, EngineError> {
-        if let Flow::Stop = self.drain_controls().await? {
-            return Ok(Flow::Stop);
-        }
+        self.drain_controls().await?;
         if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
             self.abort().await?;
             return Ok(Flow::Stop);
@@ -282,13 +282,13 @@ impl Driver {
         Ok(Flow::Continue)
     }
 
-    async fn drain_controls(&mut self) -> Result<Flow, EngineError> {
+    pub(crate) async fn drain_controls(&mut self) -> Result<(), EngineError> {
         loop {
             let Some(controls) = self.inbox.as_mut() else {
-                return Ok(Flow::Continue);
+                return Ok(());
             };
             let Ok(control) = controls.rx.try_recv() else {
-                return Ok(Flow::Continue);
+                return Ok(());
             };
             match control {
                 Control::Steer(note) => self.rec.record(EntryKind::Steering { note }).await?,
@@ -357,8 +357,19 @@ pub(crate) fn unsettled_decision(
     ledger: &Ledger,
     step: &crate::progress::Unsettled,
 ) -> Option<Decision> {
-    match ledger.entries().get(step.decision_at).map(Entry::event) {
-        Some(EntryKind::Decision { decision, .. }) => Some(decision.clone()),
+    match (
+        ledger.entries().get(step.decision_at).map(Entry::event),
+        step.member,
+    ) {
+        (Some(EntryKind::Decision { decision, .. }), None) => Some(decision.clone()),
+        // A member of a sequence was being applied: the member is what is unsettled.
+        (
+            Some(EntryKind::Decision {
+                decision: Decision::Sequence { decisions, .. },
+                ..
+            }),
+            Some(member),
+        ) => decisions.get(member).cloned(),
         _ => None,
     }
 }

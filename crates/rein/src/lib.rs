@@ -167,6 +167,9 @@ pub use rein_run::Delegation;
 /// One call of a [`Decision::CallTools`] batch.
 #[doc(inline)]
 pub use rein_run::ProposedCall;
+/// Why a list of decisions cannot be a [`Decision::Sequence`].
+#[doc(inline)]
+pub use rein_run::SequenceError;
 /// How a child run ended and what it spent (sub-runs).
 #[doc(inline)]
 pub use rein_run::{ChildOutcome, Spend};

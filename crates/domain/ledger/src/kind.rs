@@ -315,6 +315,27 @@ pub enum EntryKind {
         /// The SHA-256 of the skill's canonical JSON: exactly which text entered.
         checksum: Digest,
     },
+    /// A member of the step's `sequence` decision is about to be applied: the entries that
+    /// follow, up to the next `sequence_member` or `sequence_stopped`, are its own.
+    SequenceMember {
+        /// The step whose decision the sequence is.
+        step: u32,
+        /// The member's index in the sequence, from 0.
+        index: u32,
+        /// The member's kind, as in its `type` tag (for readers of the ledger).
+        kind: String,
+    },
+    /// A `sequence` decision stopped before its last member: the member before these did
+    /// not take effect (refused, its call failed) or the run was interrupted, so these
+    /// members were not run.
+    SequenceStopped {
+        /// The step whose decision the sequence is.
+        step: u32,
+        /// The indexes of the members not run, from 0.
+        not_run: Vec<u32>,
+        /// Why the sequence stopped.
+        reason: String,
+    },
 }
 
 impl EntryKind {
@@ -353,6 +374,8 @@ impl EntryKind {
             Self::ChildEnded { .. } => "child_ended",
             Self::ChildOf { .. } => "child_of",
             Self::SkillEntered { .. } => "skill_entered",
+            Self::SequenceMember { .. } => "sequence_member",
+            Self::SequenceStopped { .. } => "sequence_stopped",
         }
     }
 }

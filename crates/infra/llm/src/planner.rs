@@ -1,12 +1,11 @@
 //! `LlmPlanner`: a model proposes rein decisions through function calls.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
     BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
-    PlannerError, RunId, State, ToolName,
+    PlannerError, ToolName,
 };
 use serde::{Deserialize, Serialize};
 
@@ -100,12 +99,15 @@ const fn default_max_depth() -> usize {
 /// non-negative integers) and `planner` (one of the engine's named planners; none: this
 /// run's) and becomes a [`Decision::Delegate`] (rein's engine says so to every run shallower
 /// than its `max_depth`; a `max_depth` of 0 keeps `delegate` out of every prompt). One reply becomes
-/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); further
-/// decisions in the same reply are kept, in order, for the following steps, and each still
-/// passes every policy check. A reply without a usable call (prose,
-/// arguments that are not JSON, too large or too deep) is handed back to the model as a
-/// correction, at most [`LlmConfig::max_corrections`] times, and so is a control function
-/// called with bad arguments (a `delegate` without a goal, a budget that is not a
+/// one [`Decision`]: consecutive tool calls in it become one `call_tools` batch, and a reply
+/// asking for more than one thing (a transition, then calls; calls, then `finish`) becomes
+/// one [`Decision::Sequence`], which the engine applies member by member, each checked,
+/// stopping at the first it refuses. The planner keeps nothing between steps: what a reply
+/// asked for is in the ledger, and nothing of it is dropped silently. A reply without a
+/// usable call (prose, arguments that are not JSON, too large or too deep, any call of it
+/// malformed, or `finish`, `fail` or `ask_human` before another call) is handed back to the
+/// model as a correction, at most [`LlmConfig::max_corrections`] times, and so is a control
+/// function called with bad arguments (a `delegate` without a goal, a budget that is not a
 /// non-negative integer, a planner the request does not name); a call of a function that is
 /// not offered becomes the decision it names, which the engine refuses and records. Each
 /// skill body the request carries is announced to the step's meter before the call
@@ -121,15 +123,6 @@ pub struct LlmPlanner {
     provider: Arc<dyn DynProvider>,
     config: LlmConfig,
     known: NameMap,
-    queued: Mutex<HashMap<RunId, Queued>>,
-}
-
-/// Calls from one reply waiting for their step.
-#[derive(Debug)]
-struct Queued {
-    step: u32,
-    state: State,
-    decisions: VecDeque<Decision>,
 }
 
 impl fmt::Debug for LlmPlanner {
@@ -150,7 +143,6 @@ impl LlmPlanner {
             provider: Arc::new(provider),
             config,
             known: NameMap::default(),
-            queued: Mutex::default(),
         }
     }
 
@@ -180,22 +172,6 @@ impl LlmPlanner {
     #[must_use]
     pub fn prompt(&self, request: &PlanRequest<'_>) -> ChatRequest {
         build_request(&self.config.prompt, request, false)
-    }
-
-    fn take_queued(&self, request: &PlanRequest<'_>) -> Option<Decision> {
-        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = request.run().id();
-        let entry = queued.get_mut(id)?;
-        if entry.step != request.step() || entry.state != request.state() {
-            queued.remove(id);
-            return None;
-        }
-        let decision = entry.decisions.pop_front();
-        entry.step += 1;
-        if entry.decisions.is_empty() {
-            queued.remove(id);
-        }
-        decision
     }
 
     /// One model call: every attempt announced to the engine's meter with its worst case
@@ -291,9 +267,6 @@ impl AttemptHook for MeterHook<'_> {
 
 impl Planner for LlmPlanner {
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
-        if let Some(decision) = self.take_queued(&request) {
-            return Ok(decision);
-        }
         let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
         let (mut chat, skills) = build_request_with_skills(&self.config.prompt, &request, false);
@@ -318,21 +291,7 @@ impl Planner for LlmPlanner {
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
             };
             match self.interpret(&completion.response, &offered, request.delegation()) {
-                Ok(mut decisions) => {
-                    let first = decisions.remove(0);
-                    if !decisions.is_empty() {
-                        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-                        queued.insert(
-                            request.run().id().clone(),
-                            Queued {
-                                step: request.step() + 1,
-                                state: request.state(),
-                                decisions: decisions.into(),
-                            },
-                        );
-                    }
-                    return Ok(first);
-                }
+                Ok(decision) => return Ok(decision),
                 Err(correction) if corrections < self.config.max_corrections => {
                     // On the record, and one unit of `violations`: a model that never gets
                     // it right ends the run by policy.
