@@ -1,6 +1,7 @@
 //! `LlmPlanner`: a model proposes rein decisions through function calls.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
@@ -177,10 +178,15 @@ impl LlmPlanner {
     /// One model call: every attempt announced to the engine's meter with its worst case
     /// before it is sent (refused when it does not fit) and ended there (what it used, or
     /// how it failed) after.
+    ///
+    /// `attempts` counts the attempts this step announced so far: a call after a
+    /// correction or a compaction goes on from there, so each attempt of a step has its
+    /// own number on the record.
     async fn call(
         &self,
         chat: &ChatRequest,
         meter: Option<&PlanMeter>,
+        attempts: &mut u32,
     ) -> Result<Result<Completion, LlmError>, PlannerError> {
         let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
         let Some(meter) = meter else {
@@ -195,8 +201,11 @@ impl LlmPlanner {
             worst_tokens: input.saturating_add(output),
             worst_cost: cost(input, output),
             refused: Mutex::new(None),
+            offset: *attempts,
+            last: AtomicU32::new(0),
         };
         let outcome = self.provider.complete_with_boxed(chat, &hook).await;
+        *attempts = attempts.saturating_add(hook.last.load(Ordering::Relaxed));
         if let Some(refused) = hook
             .refused
             .lock()
@@ -233,10 +242,16 @@ struct MeterHook<'a> {
     worst_cost: u64,
     /// Why the meter refused an attempt, for `plan` to return as is.
     refused: Mutex<Option<PlannerError>>,
+    /// The attempts the step announced before this call: its attempts are numbered on.
+    offset: u32,
+    /// The provider's number of this call's last attempt announced.
+    last: AtomicU32,
 }
 
 impl AttemptHook for MeterHook<'_> {
     fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>> {
+        self.last.fetch_max(attempt, Ordering::Relaxed);
+        let attempt = self.offset.saturating_add(attempt);
         Box::pin(async move {
             let announced = self
                 .meter
@@ -258,10 +273,43 @@ impl AttemptHook for MeterHook<'_> {
     }
 
     fn failed<'a>(&'a self, attempt: u32, error: &'a LlmError) -> BoxFuture<'a, ()> {
+        let attempt = self.offset.saturating_add(attempt);
         Box::pin(async move {
             // An engine that stopped recording stops the planner at the next `before`.
             let _ = self.meter.failed(attempt, error.to_string()).await;
         })
+    }
+}
+
+impl LlmPlanner {
+    /// `sent`, compacted after the provider said it does not fit the model's context: the
+    /// prompt rebuilt compacted (older tool results summarised), and compacted harder (half
+    /// the items kept, each cut to half the length) when that is no shorter than what was
+    /// sent; the corrections after the prompt's `base` messages kept. `Err(sent)` when
+    /// nothing shortens it: sending the same bytes again would fail the same way.
+    fn compacted(
+        &self,
+        request: &PlanRequest<'_>,
+        mut sent: ChatRequest,
+        base: usize,
+    ) -> Result<ChatRequest, ChatRequest> {
+        let before = estimate_tokens(&sent);
+        let corrections = sent.messages.split_off(base.min(sent.messages.len()));
+        let prompt = &self.config.prompt;
+        let harder = PromptConfig {
+            keep_last: prompt.keep_last / 2,
+            max_item_chars: (prompt.max_item_chars / 2).max(1),
+            ..prompt.clone()
+        };
+        for config in [prompt, &harder] {
+            let mut candidate = build_request(config, request, true);
+            candidate.messages.extend(corrections.iter().cloned());
+            if estimate_tokens(&candidate) < before {
+                return Ok(candidate);
+            }
+        }
+        sent.messages.extend(corrections);
+        Err(sent)
     }
 }
 
@@ -276,16 +324,27 @@ impl Planner for LlmPlanner {
                 meter.skill_entered(skill).await?;
             }
         }
+        // The prompt's own messages; corrections are appended after them.
+        let base = chat.messages.len();
         let mut compacted = false;
         let mut corrections = 0;
+        let mut attempts = 0;
         loop {
-            let completion = match self.call(&chat, request.meter()).await? {
+            let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
-                Err(LlmError::ContextTooLong { .. }) if !compacted => {
+                Err(e @ LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;
-                    let extra = chat.messages.split_off(1.min(chat.messages.len()));
-                    chat = build_request(&self.config.prompt, &request, true);
-                    chat.messages.extend(extra);
+                    chat = self.compacted(&request, chat, base).map_err(|_| {
+                        failed(
+                            format!(
+                                "the model call failed: {e}; compacting the prompt does not \
+                                 make it any shorter, so it was not sent again; lower \
+                                 `keep_last` or `max_item_chars`, or use a model with a \
+                                 larger context"
+                            ),
+                            e,
+                        )
+                    })?;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
