@@ -977,3 +977,53 @@ async fn a_finish_after_a_refused_call_in_one_reply_is_not_run() {
     assert_eq!(support::count(&ledger, "sequence_stopped"), 1);
     assert_eq!(server.requests().len(), 3, "the model was asked again");
 }
+
+#[tokio::test]
+async fn a_provider_reporting_more_than_the_budget_left_is_charged_in_full_and_stops_the_run() {
+    // The model declares at most ~1,300 tokens; the provider reports 50,019.
+    let server = FakeServer::start([Reply::openai_calls(
+        &[Call::new(
+            "transition",
+            &json!({"to": "explore", "reason": "go"}),
+        )],
+        (50_000, 19),
+    )])
+    .await
+    .unwrap();
+    let engine = engine(
+        planner(&server, LlmConfig::default()),
+        &[("tokens", 20_000)],
+    );
+    let run = engine.run("overrun").await.unwrap();
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    assert_eq!(planner_calls(&ledger)[0].tokens(), 50_019);
+    let overruns: Vec<(u64, u64, u64)> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::BudgetOverrun {
+                name,
+                amount,
+                used,
+                limit,
+            } if *name == BudgetName::TOKENS => Some((*amount, *used, *limit)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        overruns,
+        [(50_019, 50_019, 20_000)],
+        "the true usage, charged"
+    );
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 50_019);
+    assert_eq!(run.status(), RunStatus::Failed);
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::BudgetExhausted);
+    assert!(failure.message.contains("overrun"), "{}", failure.message);
+    assert_eq!(
+        support::count(&ledger, "decision"),
+        0,
+        "its reply is not applied"
+    );
+}

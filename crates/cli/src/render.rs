@@ -147,6 +147,15 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             used,
             requested,
         } => format!("budget {name} EXHAUSTED: {used}/{l} used, {requested} more requested"),
+        EntryKind::BudgetOverrun {
+            name,
+            amount,
+            used,
+            limit: l,
+        } => format!(
+            "budget {name} OVERRUN: {amount} reported and charged, {used}/{l} used, {} past the limit",
+            used.saturating_sub(*l)
+        ),
         EntryKind::HumanInputRequested { question, options } => {
             if options.is_empty() {
                 format!("question for a human: {question:?}")
@@ -274,6 +283,15 @@ impl Progress {
             } => {
                 self.budgets
                     .insert(name.to_string(), format!("{used}/{}", limit(*l)));
+                return None;
+            }
+            EntryKind::BudgetOverrun {
+                name,
+                used,
+                limit: l,
+                ..
+            } => {
+                self.budgets.insert(name.to_string(), format!("{used}/{l}"));
                 return None;
             }
             EntryKind::Transition { from, to, reason } if reason.is_empty() => {

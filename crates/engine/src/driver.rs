@@ -213,9 +213,15 @@ impl Driver {
             return Ok(Flow::Continue);
         }
 
+        if self.stop_on_overrun().await? {
+            return Ok(Flow::Stop);
+        }
         let meter = self.meter();
         let planned = self.plan(&meter).await?;
         self.settle_planner_calls(meter).await?;
+        if self.stop_on_overrun().await? {
+            return Ok(Flow::Stop);
+        }
         let decision = match planned {
             Some(Ok(decision)) => decision,
             Some(Err(rein_run::PlannerError::OverBudget(exhausted))) => {

@@ -79,7 +79,7 @@ impl ModelProgress {
                 self.due = Some((call.tokens(), call.cost));
             }
             EntryKind::PlannerAttemptFailed { .. } => self.open = None,
-            EntryKind::BudgetConsumed { name, .. } => {
+            EntryKind::BudgetConsumed { name, .. } | EntryKind::BudgetOverrun { name, .. } => {
                 if let Some((tokens, cost)) = &mut self.due {
                     if *name == BudgetName::TOKENS {
                         *tokens = 0;
@@ -219,20 +219,12 @@ impl Live<'_> {
         let usage = self.run.usage();
         let used = usage.used(&name).saturating_add(self.charged[at]);
         let reserved = usage.reserved(&name);
-        let amount = limit.map_or(amount, |limit| {
-            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
-        });
-        if amount == 0 {
+        let Some(entry) = crate::charge::reported_charge(name, amount, limit, used, reserved)
+        else {
             return Ok(());
-        }
+        };
         self.charged[at] = self.charged[at].saturating_add(amount);
-        self.append(EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used: used.saturating_add(amount),
-            limit,
-        })
-        .await
+        self.append(entry).await
     }
 
     async fn append(&mut self, kind: EntryKind) -> Result<(), EngineError> {

@@ -114,8 +114,9 @@ impl Driver {
         Ok(())
     }
 
-    /// Charges what a planner used. A provider may report more than the planner declared:
-    /// the charge then stops at the limit, which is reached, never passed.
+    /// Charges what a planner used. A provider may report more than the planner declared
+    /// and the budget had left: the true usage is charged all the same, recorded as a
+    /// `budget_overrun`, and the step stops the run ([`Driver::stop_on_overrun`]).
     pub(crate) async fn charge_reported(
         &mut self,
         name: BudgetName,
@@ -124,20 +125,41 @@ impl Driver {
         let limit = self.rec.proj.budget().limit(&name);
         let usage = self.rec.proj.run.usage();
         let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        let amount = limit.map_or(amount, |limit| {
-            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
-        });
-        if amount == 0 {
-            return Ok(());
+        match crate::charge::reported_charge(name, amount, limit, used, reserved) {
+            Some(entry) => self.rec.record(entry).await,
+            None => Ok(()),
         }
+    }
+
+    /// A budget used past its limit (a provider reported more than it had left): the run
+    /// stops, failed as over budget, and whatever the planner proposed with that call is
+    /// not applied. `true` when it stopped.
+    pub(crate) async fn stop_on_overrun(&mut self) -> Result<bool, EngineError> {
+        let usage = self.rec.proj.run.usage();
+        let over = self
+            .rec
+            .proj
+            .budget()
+            .limits()
+            .iter()
+            .find(|(name, limit)| usage.used(name) > **limit)
+            .map(|(name, &limit)| (name.clone(), limit, usage.used(name)));
+        let Some((name, limit, used)) = over else {
+            return Ok(false);
+        };
         self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount,
-                used: used.saturating_add(amount),
-                limit,
-            })
-            .await
+            .fail(
+                FailureKind::BudgetExhausted,
+                format!(
+                    "the `{name}` budget is overrun: the model provider reported a use that \
+                     brings it to {used}, {} past its limit of {limit}; the run stops and its \
+                     last model reply is not applied; raise the budget or lower the model's \
+                     max_output_tokens",
+                    used - limit
+                ),
+            )
+            .await?;
+        Ok(true)
     }
 
     /// The planner did not make a call that could have exceeded a budget, or hand back one

@@ -372,6 +372,12 @@ impl Projection {
                 let usage = run.usage_mut()?;
                 self.budget.charge(usage, name, *amount)?;
             }
+            EntryKind::BudgetOverrun { name, amount, .. } => {
+                // Past the limit: what a provider reported is charged whole.
+                let usage = run.usage_mut()?;
+                let spent = usage.reserve(name, *amount, None)?;
+                usage.commit(spent);
+            }
             EntryKind::ToolCall {
                 tool,
                 input,

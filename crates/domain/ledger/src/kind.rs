@@ -165,6 +165,19 @@ pub enum EntryKind {
         /// Its limit, if it has one.
         limit: Option<u64>,
     },
+    /// A provider reported more than a budget had left (a model call's usage, which no
+    /// rein-side check can bound): the true amount is charged all the same, past the limit,
+    /// and the run stops.
+    BudgetOverrun {
+        /// The budget.
+        name: BudgetName,
+        /// The amount charged: what the provider reported.
+        amount: u64,
+        /// What has been used of it after this charge (more than `limit`).
+        used: u64,
+        /// Its limit.
+        limit: u64,
+    },
     /// A charge was refused because it would exceed a budget's limit.
     BudgetExhausted {
         /// The budget.
@@ -358,6 +371,7 @@ impl EntryKind {
             Self::ApprovalDenied { .. } => "approval_denied",
             Self::BudgetConsumed { .. } => "budget_consumed",
             Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::BudgetOverrun { .. } => "budget_overrun",
             Self::HumanInputRequested { .. } => "human_input_requested",
             Self::HumanInputReceived { .. } => "human_input_received",
             Self::PolicyViolation { .. } => "policy_violation",
