@@ -355,3 +355,60 @@ async fn a_run_with_sequences_replays_to_the_same_end() {
     let report = engine.replay(&ledger).await.expect("replay");
     assert!(report.matches(), "{:?}", report.divergence());
 }
+
+#[tokio::test]
+async fn a_stop_lets_the_member_in_progress_finish_and_starts_no_other() {
+    let (slow, gate, slow_calls) = support::gated("slow", Annotations::read_only());
+    let (read, reads) = echo("read", Annotations::read_only());
+    let build = || {
+        Engine::builder()
+            .tool(slow.clone())
+            .tool(read.clone())
+            .planner(ScriptedPlanner::new([
+                ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
+                ScriptStep::expect(
+                    State::Explore,
+                    Decision::sequence(
+                        [
+                            Decision::call_tool("slow", json!({}), ""),
+                            Decision::call_tool("read", json!({}), ""),
+                        ],
+                        "",
+                    )
+                    .expect("a valid sequence"),
+                ),
+                ScriptStep::expect(State::Explore, Decision::fail("asked again after the stop")),
+            ]))
+            .build()
+            .expect("engine builds")
+    };
+    let engine = build();
+    let handle = engine.start("stop").await.expect("start");
+    gate.entered().await;
+    handle.stop();
+    gate.release();
+    let run = handle.await.expect("run");
+    assert_eq!(run.status(), RunStatus::Interrupted);
+    assert_eq!(slow_calls.calls(), 1);
+    assert_eq!(reads.calls(), 0, "nothing new started");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert_chain(&ledger);
+    let tail: Vec<&str> = kinds(&ledger).into_iter().rev().take(4).collect();
+    assert_eq!(
+        tail,
+        [
+            "run_interrupted",
+            "interrupt",
+            "sequence_stopped",
+            "tool_result"
+        ],
+        "the call finished and was recorded"
+    );
+    // Resumed, the planner is asked again (it was told what did not run).
+    let resumed = engine.resume(run.id()).await.expect("resume");
+    assert_eq!(
+        resumed.failure().map(|f| f.message.as_str()),
+        Some("asked again after the stop")
+    );
+    assert_eq!(reads.calls(), 0);
+}

@@ -255,3 +255,106 @@ fn the_planner_may_be_spelled_with_a_kind() {
             .stderr_has(&[says]);
     }
 }
+
+/// The `type` of every entry of run `id`'s ledger, and the entries themselves.
+fn ledger_entries(scratch: &Scratch, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(scratch.ledger(id))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_model_call_cancels_it_and_starts_nothing_new() {
+    // Before: Ctrl-C waited for the whole model call, then asked the model once more for a
+    // wrap-up step and threw that reply away (resume paid for it again).
+    let server = FakeServer::start([
+        Reply::Hang,
+        call("fail", &json!({"reason": "never asked before the resume"})),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(
+        &server.base_url(),
+        &json!({"timeout": 30_000, "stream": true}),
+    );
+    let file = scratch.write("llm.json", &text);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .arg("run")
+        .arg(file)
+        .arg("--data-dir")
+        .arg(scratch.data())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Polls (a guard, not a timing assertion) until the model call is in flight.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < give_up, "no model call");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let pid = child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::task::spawn_blocking(move || {
+        let _ = child.stdin.take();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let outcome = Outcome::of(&output);
+    outcome
+        .expect_code(130)
+        .stderr_has(&["interrupting run", "model call in flight is cancelled"]);
+    assert_eq!(server.requests().len(), 1, "no other model call started");
+    let id = scratch.new_run_id(&[]);
+    let entries = ledger_entries(&scratch, &id);
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds[kinds.len() - 4..],
+        [
+            "planner_call",
+            "budget_consumed",
+            "interrupt",
+            "run_interrupted"
+        ],
+        "{kinds:?}"
+    );
+    let charged = entries
+        .iter()
+        .find(|e| e["event"]["type"] == "planner_call")
+        .unwrap();
+    assert!(
+        charged["event"]["call"]["finish_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cancelled"),
+        "{charged}"
+    );
+    assert!(!kinds.contains(&"decision"), "{kinds:?}");
+
+    // The run resumes where it stopped, with the next model call.
+    let data = scratch.data();
+    let resumed = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .args(["resume", &id, "--data-dir"])
+                .arg(data)
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    resumed.stdout_has(&["never asked before the resume"]);
+    assert_eq!(server.requests().len(), 2);
+}

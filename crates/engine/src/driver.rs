@@ -22,6 +22,7 @@ use crate::error::NarrowingError;
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
+use crate::plan_link::Planned;
 use crate::project::Projection;
 use crate::recorder::Recorder;
 use crate::rejection::Rejection;
@@ -65,12 +66,18 @@ pub(crate) struct Driver {
 pub(crate) struct Inbox {
     pub(crate) rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) cancel: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
 fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender<RunEvent>>) {
     match controls {
-        Some(Controls { rx, cancel, events }) => (Some(Inbox { rx, cancel }), Some(events)),
+        Some(Controls {
+            rx,
+            cancel,
+            stop,
+            events,
+        }) => (Some(Inbox { rx, cancel, stop }), Some(events)),
         None => (None, None),
     }
 }
@@ -164,6 +171,13 @@ impl Driver {
         self.inbox.as_ref().map(|c| c.cancel.clone())
     }
 
+    /// Whether a stop was asked for through the run's handle ([`RunHandle::stop`]).
+    ///
+    /// [`RunHandle::stop`]: crate::RunHandle::stop
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.inbox.as_ref().is_some_and(|c| c.stop.is_cancelled())
+    }
+
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
@@ -195,6 +209,10 @@ impl Driver {
             self.abort().await?;
             return Ok(Flow::Stop);
         }
+        if self.stop_requested() {
+            self.halt().await?;
+            return Ok(Flow::Stop);
+        }
         if self.deadline_passed() {
             self.exceed_deadline().await?;
             return Ok(Flow::Stop);
@@ -223,23 +241,32 @@ impl Driver {
             return Ok(Flow::Stop);
         }
         let decision = match planned {
-            Some(Ok(decision)) => decision,
-            Some(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
+            Planned::Decided(Ok(decision)) => decision,
+            Planned::Decided(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
                 self.refuse_planner_call(exhausted).await?;
                 return Ok(Flow::Stop);
             }
-            Some(Err(_)) if self.deadline_passed() => {
+            Planned::Decided(Err(_)) if self.deadline_passed() => {
                 self.exceed_deadline().await?;
                 return Ok(Flow::Stop);
             }
-            Some(Err(e)) => {
+            Planned::Decided(Err(e)) => {
                 self.rec
                     .fail(FailureKind::PlannerError, e.to_string())
                     .await?;
                 return Ok(Flow::Stop);
             }
-            None => {
+            Planned::Aborted => {
                 self.abort().await?;
+                return Ok(Flow::Stop);
+            }
+            Planned::Stopped => {
+                // The model call in flight was cancelled: charged as the in-doubt rule
+                // charges a call whose outcome is unknown, then the run stops.
+                let model = std::mem::take(&mut self.rec.proj.model);
+                self.settle_model_calls(model, crate::plan_link::STOPPED_REASON)
+                    .await?;
+                self.halt().await?;
                 return Ok(Flow::Stop);
             }
         };
@@ -338,6 +365,26 @@ impl Driver {
             .await?;
         self.policy = Arc::new(policy);
         Ok(Ok(()))
+    }
+
+    /// Leaves the run interrupted after a stop ([`Driver::stop_requested`]): recorded as an
+    /// `interrupt` of kind `stop`, then `run_interrupted`.
+    pub(crate) fn halt(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.rec
+                .record(EntryKind::Interrupt {
+                    kind: InterruptKind::Stop,
+                })
+                .await?;
+            self.rec
+                .record(EntryKind::RunInterrupted {
+                    reason: "stopped through the run handle: nothing new was started; resume \
+                             continues the run"
+                        .into(),
+                })
+                .await
+        })
     }
 
     pub(crate) fn abort(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {

@@ -26,6 +26,23 @@ use crate::writer::LedgerWriter;
 /// stopped before its outcome was on record.
 pub(crate) const IN_DOUBT_REASON: &str = "in doubt: the process stopped before the reply was recorded; charged at the declared worst case";
 
+/// The `finish_reason` of a model call cancelled by a stop ([`RunHandle::stop`]), charged
+/// at its declared worst case: its outcome is unknown, as after a crash.
+///
+/// [`RunHandle::stop`]: crate::RunHandle::stop
+pub(crate) const STOPPED_REASON: &str = "cancelled: the run was stopped while the call was in flight; charged at the declared worst case";
+
+/// How asking the planner ended.
+#[derive(Debug)]
+pub(crate) enum Planned {
+    /// The planner answered.
+    Decided(Result<Decision, PlannerError>),
+    /// The run was aborted meanwhile; the plan was dropped.
+    Aborted,
+    /// The run was stopped meanwhile; the plan was dropped.
+    Stopped,
+}
+
 /// One event and the answer the planner waits for (sent once it is on record). Boxed: the
 /// channel's first block holds 32 messages and is allocated for every run, while most
 /// planners (scripts, a team's own) never send one; boxed, that block is 256 bytes.
@@ -114,31 +131,36 @@ pub(crate) struct Live<'a> {
 }
 
 impl Live<'_> {
-    /// Runs `plan`, recording what it announces; `None` when the run was aborted meanwhile.
+    /// Runs `plan`, recording what it announces, until it answers or the run is aborted
+    /// (`cancel`) or stopped (`stop`).
     pub(crate) async fn drive(
         mut self,
         plan: impl Future<Output = Result<Decision, PlannerError>>,
         cancel: Option<CancellationToken>,
-    ) -> Result<Option<Result<Decision, PlannerError>>, EngineError> {
+        stop: Option<CancellationToken>,
+    ) -> Result<Planned, EngineError> {
+        let signalled = |token: Option<CancellationToken>| async move {
+            match token {
+                Some(t) => t.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = {
             let mut plan = pin!(plan);
-            let mut cancelled = pin!(async {
-                match &cancel {
-                    Some(c) => c.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            });
+            let mut cancelled = pin!(signalled(cancel));
+            let mut stopped = pin!(signalled(stop));
             loop {
                 tokio::select! {
                     biased;
-                    () = &mut cancelled => break None,
+                    () = &mut cancelled => break Planned::Aborted,
+                    () = &mut stopped => break Planned::Stopped,
                     Some(message) = self.rx.recv() => {
                         let (event, reply) = *message;
                         self.write(event).await?;
                         // A planner that stopped waiting finds its event on record anyway.
                         let _ = reply.send(());
                     }
-                    decided = &mut plan => break Some(decided),
+                    decided = &mut plan => break Planned::Decided(decided),
                 }
             }
         };

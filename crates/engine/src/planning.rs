@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
-use rein_run::{BoxFuture, Decision, PlanRequest, State};
+use rein_run::{BoxFuture, PlanRequest, State};
 use tracing::Instrument as _;
 
 use rein_ledger::EntryKind;
@@ -18,13 +18,14 @@ use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
 
 impl Driver {
-    /// Asks the planner, recording what it announces meanwhile; `None` when the run was
-    /// aborted meanwhile.
+    /// Asks the planner, recording what it announces meanwhile, unless the run is aborted
+    /// or stopped meanwhile.
     pub(crate) async fn plan(
         &mut self,
         meter: &rein_run::PlanMeter,
-    ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
+    ) -> Result<crate::plan_link::Planned, EngineError> {
         let cancel = self.cancel_token();
+        let stop = self.inbox.as_ref().map(|c| c.stop.clone());
         let remaining = self.remaining();
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
@@ -85,7 +86,7 @@ impl Driver {
             budget: self.rec.proj.budget(),
             charged: [0; 2],
         }
-        .drive(plan, cancel)
+        .drive(plan, cancel, stop)
         .await;
         self.apply_planned()?;
         planned

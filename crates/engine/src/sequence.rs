@@ -24,6 +24,9 @@ use rein_run::{BoxFuture, Decision, RunStatus};
 use crate::driver::Driver;
 use crate::error::EngineError;
 
+/// Why a sequence stops when the run is stopped through its handle.
+const STOPPED: &str = "the run was stopped through its handle, so nothing new is started";
+
 /// Why a sequence stops before a member that calls a tool, after a graceful interrupt.
 const INTERRUPTED: &str = "the run was interrupted through its handle, so no further tool is \
      called";
@@ -51,6 +54,10 @@ impl Driver {
                 self.drain_controls().await?;
                 if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
                     return self.abort().await;
+                }
+                if self.stop_requested() {
+                    self.stop_sequence(STOPPED.to_owned()).await?;
+                    return self.halt().await;
                 }
                 if self.deadline_passed() {
                     return self.exceed_deadline().await;

@@ -160,8 +160,9 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
 
 /// Waits for the run behind `handle`, printing progress lines if asked.
 ///
-/// Ctrl-C interrupts the run gracefully through the engine: a tool call in progress
-/// finishes and is recorded, no other call starts, and the run is left `interrupted` for
+/// Ctrl-C stops the run through the engine (`RunControl::stop`): a model call in flight is
+/// cancelled at once (charged at its declared worst case), a tool call in progress
+/// finishes and is recorded, nothing new starts, and the run is left `interrupted` for
 /// `rein resume`. A second Ctrl-C aborts: the call in progress is dropped, its outcome is
 /// unknown, and the run fails as aborted. Either way the outcome is then printed as usual
 /// and `rein` exits with 130 unless the run completed anyway.
@@ -201,9 +202,10 @@ async fn drive(
             () = ctrl_c.recv(), if signals < 2 => {
                 signals += 1;
                 if signals == 1 {
-                    control.interrupt();
+                    control.stop();
                     eprintln!(
-                        "\ninterrupting run {id}: a tool call in progress finishes and is recorded, no other call starts; \
+                        "\ninterrupting run {id}: a model call in flight is cancelled (charged at its worst case), \
+                         a tool call in progress finishes and is recorded, no other call starts; \
                          press Ctrl-C again to abort instead (the call in progress is dropped, its outcome is unknown, and the run fails)"
                     );
                 } else {

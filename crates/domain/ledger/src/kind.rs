@@ -223,7 +223,7 @@ pub enum EntryKind {
     },
     /// The run was interrupted through its handle.
     Interrupt {
-        /// Graceful or abort.
+        /// Graceful, stop or abort.
         kind: InterruptKind,
     },
     /// The run's policy was narrowed while it was live: from this entry on, and after any
@@ -469,6 +469,10 @@ pub enum InterruptKind {
     Graceful,
     /// In-flight tool calls are dropped and the run fails as aborted.
     Abort,
+    /// A model call in flight is cancelled (charged at its declared worst case), a tool
+    /// call in progress finishes and is recorded, nothing new starts, and the run is left
+    /// interrupted, to be resumed.
+    Stop,
 }
 
 impl InterruptKind {
@@ -478,6 +482,7 @@ impl InterruptKind {
         match self {
             Self::Graceful => "graceful",
             Self::Abort => "abort",
+            Self::Stop => "stop",
         }
     }
 }

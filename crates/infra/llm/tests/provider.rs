@@ -299,11 +299,11 @@ async fn server_errors_are_retried_then_open_the_breaker() {
 #[tokio::test(start_paused = true)]
 async fn a_hung_server_times_out_streamed_or_not() {
     let (out, received) = check(Api::OpenAi, false, vec![Reply::Hang], |c| {
-        c.with_timeout(Duration::from_secs(5))
+        c.with_timeout(Duration::from_secs(5)).with_retries(0)
     })
     .await;
     assert_eq!(out.unwrap_err(), LlmError::Timeout(Duration::from_secs(5)));
-    assert_eq!(received.len(), 1, "a timeout is not retried");
+    assert_eq!(received.len(), 1);
 
     let Reply::Sse { chunks, .. } = Reply::openai_sse("partial", &[], (1, 1), 16) else {
         unreachable!()
@@ -316,10 +316,25 @@ async fn a_hung_server_times_out_streamed_or_not() {
             chunks: half,
             hang: true,
         }],
-        |c| c.with_timeout(Duration::from_secs(5)),
+        |c| c.with_timeout(Duration::from_secs(5)).with_retries(0),
     )
     .await;
     assert_eq!(out.unwrap_err(), LlmError::Timeout(Duration::from_secs(5)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_attempt_is_retried() {
+    // A timed-out attempt used nothing of its reply: safe to send again, and it is.
+    let (out, received) = check(
+        Api::OpenAi,
+        false,
+        vec![Reply::Hang, Reply::openai_text("ok")],
+        |c| c.with_timeout(Duration::from_secs(5)).with_retries(1),
+    )
+    .await;
+    assert_eq!(out.unwrap().response.text, "ok");
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[0].body, received[1].body, "the same request again");
 }
 
 #[tokio::test]
