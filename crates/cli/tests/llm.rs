@@ -358,3 +358,102 @@ async fn ctrl_c_during_a_model_call_cancels_it_and_starts_nothing_new() {
     resumed.stdout_has(&["never asked before the resume"]);
     assert_eq!(server.requests().len(), 2);
 }
+
+/// Every file under `dir`, read as text (lossy).
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn header_values_are_never_stored_and_may_come_from_the_environment() {
+    let server = FakeServer::start([call("fail", &json!({"reason": "checked the headers"}))])
+        .await
+        .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(
+        &server.base_url(),
+        &json!({
+            "stream": true,
+            "extra_headers": [
+                ["api-key", "s3cret-azure-key"],
+                ["x-api-key", {"from_env": "REIN_TEST_HEADER_KEY"}],
+            ]
+        }),
+    );
+    let file = scratch.write("llm.json", &text);
+    let data = scratch.data();
+    let outcome = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .env("REIN_TEST_HEADER_KEY", "s3cret-from-env")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    outcome.stdout_has(&["checked the headers"]);
+    assert!(
+        server.requests()[0].authorized,
+        "x-api-key sent, read from the environment"
+    );
+    for (path, text) in files_under(&scratch.data()) {
+        assert!(
+            !text.contains("s3cret"),
+            "{} holds a header value",
+            path.display()
+        );
+    }
+    // The stored copy still rebuilds the prompt: a request body carries no header.
+    let (id, data) = (scratch.new_run_id(&[]), scratch.data());
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .args(["inspect", &id, "--prompt", "0", "--data-dir"])
+                .arg(data)
+                .env("REIN_TEST_HEADER_KEY", "s3cret-from-env")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap()
+    .expect_code(0);
+
+    // Unset, the variable is named, and nothing runs.
+    let file = scratch.write("llm.json", &text);
+    let data = scratch.data();
+    let outcome = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .env_remove("REIN_TEST_HEADER_KEY")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    outcome
+        .expect_code(2)
+        .stderr_has(&["REIN_TEST_HEADER_KEY", "x-api-key"]);
+}

@@ -281,9 +281,9 @@ pub mod llm {
     #[doc(inline)]
     pub use rein_llm::{
         Api, ChatRequest, ChatResponse, Completion, DynProvider, FunctionCall, FunctionDef,
-        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices, ProgressFn,
-        PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer, StreamProgress,
-        Usage, build_request, estimate_tokens, function_name, request_body,
+        HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices,
+        ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer,
+        StreamProgress, Usage, build_request, estimate_tokens, function_name, request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).

@@ -46,7 +46,7 @@ pub(crate) fn prompt(step: u32, scenario_file: &std::path::Path, entries: Vec<En
         })?;
     let Some(recorded) = recorded else {
         return Err(CliError::bad_input(format!(
-            "step {step} made no model call: its decision came from an earlier reply"
+            "step {step} made no model call: give a step whose ledger shows a planner_attempt"
         )));
     };
     let body = request_body(&def.provider, &chat);

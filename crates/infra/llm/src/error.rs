@@ -19,6 +19,14 @@ pub enum LlmError {
         /// The variable's name.
         var: String,
     },
+    /// The environment variable meant to hold an extra header's value is not set.
+    #[error("the variable `{var}` that holds the value of header `{header}` is not set: export it")]
+    MissingHeaderValue {
+        /// The header.
+        header: String,
+        /// The variable's name.
+        var: String,
+    },
     /// The server refused the key (401/403).
     #[error("the model server refused the credentials (HTTP {status}): check the key in `{var}`")]
     Unauthorized {

@@ -15,7 +15,7 @@ use tower::ServiceExt as _;
 use tower::retry::Retry;
 
 use crate::chat::{ChatRequest, ChatResponse};
-use crate::config::{Api, ProviderConfig};
+use crate::config::{Api, HeaderSource, ProviderConfig};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
@@ -80,8 +80,9 @@ struct Inner {
     headers: HeaderMap,
     breaker: Breaker,
     progress: Option<ProgressFn>,
-    /// The key, only to scrub it from error text a server might echo it in.
-    secret: String,
+    /// The key and the extra headers' values, only to scrub them from error text a server
+    /// might echo them in.
+    secrets: Vec<String>,
 }
 
 impl fmt::Debug for HttpProvider {
@@ -157,13 +158,20 @@ impl HttpProvider {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        for (name, value) in &config.extra_headers {
+        let mut secrets: Vec<String> = key.map(str::to_owned).into_iter().collect();
+        for (name, source) in &config.extra_headers {
+            let text = header_value(name, source)?;
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
+            let mut value = HeaderValue::from_str(&text).map_err(|_| {
                 LlmError::Config(format!("the value of header `{name}` is invalid"))
             })?;
+            // Any header value may be a credential: kept out of logs, and of error texts.
+            value.set_sensitive(true);
             headers.insert(name, value);
+            if !text.trim().is_empty() {
+                secrets.push(text);
+            }
         }
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -178,7 +186,7 @@ impl HttpProvider {
                 headers,
                 breaker,
                 progress: None,
-                secret: key.unwrap_or_default().to_owned(),
+                secrets,
             }),
         })
     }
@@ -195,7 +203,7 @@ impl HttpProvider {
                 headers: inner.headers.clone(),
                 breaker: inner.breaker.clone(),
                 progress: Some(progress),
-                secret: inner.secret.clone(),
+                secrets: inner.secrets.clone(),
             }),
         }
     }
@@ -274,7 +282,7 @@ impl Inner {
         tokio::time::timeout(timeout, self.send(body))
             .await
             .map_err(|_| LlmError::Timeout(timeout))?
-            .map_err(|e| e.redact(&self.secret))
+            .map_err(|e| self.secrets.iter().fold(e, |e, s| e.redact(s)))
     }
 
     async fn send(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
@@ -410,6 +418,24 @@ impl Inner {
                 excerpt: excerpt(text),
             }),
         }
+    }
+}
+
+/// The text of extra header `name`: as written, or from the variable it names.
+fn header_value(name: &str, source: &HeaderSource) -> Result<String, LlmError> {
+    match source {
+        HeaderSource::Literal(value) => Ok(value.clone()),
+        HeaderSource::FromEnv { from_env } => std::env::var(from_env)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| LlmError::MissingHeaderValue {
+                header: name.to_owned(),
+                var: from_env.clone(),
+            }),
+        HeaderSource::Redacted { .. } => Err(LlmError::Config(format!(
+            "the value of header `{name}` was not stored with this copy of the configuration; \
+             give it again, or read it from a variable with {{\"from_env\": \"NAME\"}}"
+        ))),
     }
 }
 
