@@ -307,7 +307,7 @@ impl Inner {
         if !self.config.stream {
             let (text, cut) = read_bounded(response, self.config.max_reply_bytes)
                 .await
-                .map_err(|e| self.connection(&e))?;
+                .map_err(|(received, e)| self.cut(received, &e.to_string()))?;
             if cut {
                 return Err(LlmError::TooLarge {
                     limit: self.config.max_reply_bytes,
@@ -333,10 +333,12 @@ impl Inner {
         started: Instant,
     ) -> Result<ChatResponse, LlmError> {
         let limit = self.config.max_reply_bytes;
-        let mut seen = 0usize;
+        // How much of the reply arrived, for the error when the stream is cut.
+        let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&received);
         let bytes = response.bytes_stream().map(move |chunk| {
             let chunk = chunk.map_err(|e| e.to_string())?;
-            seen = seen.saturating_add(chunk.len());
+            let seen = counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit {
                 Err(TOO_LARGE.to_owned())
             } else {
@@ -353,10 +355,7 @@ impl Inner {
                     return Err(LlmError::TooLarge { limit });
                 }
                 Err(EventStreamError::Transport(e)) => {
-                    return Err(LlmError::Connection {
-                        url: self.url.clone(),
-                        message: e,
-                    });
+                    return Err(self.cut(received.load(Ordering::Relaxed), &e));
                 }
                 Err(EventStreamError::Utf8(_)) => {
                     return Err(LlmError::malformed("the event stream is not UTF-8", ""));
@@ -387,6 +386,16 @@ impl Inner {
         match self.config.api {
             Api::OpenAi => oa.finish(),
             Api::Anthropic => an.finish(),
+        }
+    }
+
+    /// The reply broke off after `received` bytes.
+    fn cut(&self, received: usize, message: &str) -> LlmError {
+        // reqwest's messages name the URL, never the headers.
+        LlmError::ReplyCut {
+            url: self.url.clone(),
+            received,
+            message: excerpt(message),
         }
     }
 
@@ -472,13 +481,14 @@ pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
     })
 }
 
-/// Reads at most `limit` bytes of the body; `true` when it was cut there.
+/// Reads at most `limit` bytes of the body; `true` when it was cut there. An error comes
+/// with how many bytes had arrived.
 async fn read_bounded(
     mut response: reqwest::Response,
     limit: usize,
-) -> Result<(Vec<u8>, bool), reqwest::Error> {
+) -> Result<(Vec<u8>, bool), (usize, reqwest::Error)> {
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| (out.len(), e))? {
         if out.len().saturating_add(chunk.len()) > limit {
             let room = limit - out.len();
             out.extend_from_slice(&chunk[..room]);
