@@ -63,7 +63,7 @@ pub(crate) fn prompt(step: u32, scenario_file: &std::path::Path, entries: Vec<En
     let pretty = serde_json::from_slice::<serde_json::Value>(&body)
         .and_then(|v| serde_json::to_string_pretty(&v))
         .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-    println!("{pretty}");
-    println!("request sha256 {hash}: matches the ledger");
+    outln!("{pretty}");
+    outln!("request sha256 {hash}: matches the ledger");
     Ok(Exit::Ok)
 }

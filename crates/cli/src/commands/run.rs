@@ -42,7 +42,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     };
     let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
     if progress {
-        println!("run {id}: {}", scenario.goal);
+        outln!("run {id}: {}", scenario.goal);
     }
     let mut driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let mut answers = scenario.answers.iter();
@@ -54,7 +54,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
                 .pending_question()
                 .map(|q| q.question.as_str())
                 .unwrap_or_default();
-            println!("  answering {question:?} with {answer:?} (scripted in the scenario)");
+            outln!("  answering {question:?} with {answer:?} (scripted in the scenario)");
         }
         let handle = engine
             .start_resume(&id, Some(answer))
@@ -84,7 +84,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         .map_err(|e| engine_error(e, &data))?;
     let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
     if progress {
-        println!("run {id}: resumed");
+        outln!("run {id}: resumed");
     }
     let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let result = finish(&driven, &data, args.json);
@@ -181,11 +181,11 @@ async fn drive(
                 match event {
                     RunEvent::Recorded(entry) => {
                         if let Some(line) = progress.line(&entry) {
-                            println!("{line}");
+                            outln!("{line}");
                         }
                     }
                     RunEvent::Missed(n) => {
-                        println!("  … {n} events not shown (the ledger has them all)")
+                        outln!("  … {n} events not shown (the ledger has them all)")
                     }
                     _ => {}
                 }
@@ -278,7 +278,7 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
     if json {
         let text = serde_json::to_string_pretty(run)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the run: {e}")))?;
-        println!("{text}");
+        outln!("{text}");
         if let Some(pending) = run.pending_question() {
             let answer = pending.options.first().map_or("ANSWER", String::as_str);
             eprintln!(
@@ -299,7 +299,7 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
             );
         }
     } else {
-        print!("{}", render::summary(run, &ledger, data.shown()));
+        out!("{}", render::summary(run, &ledger, data.shown()));
     }
     if let Err(broken) = &ledger.verdict {
         return Err(CliError::new(
