@@ -73,37 +73,6 @@ impl Driver {
     }
 }
 
-/// The entry that charges `amount` of `name`, which a planner reported it used, given the
-/// budget's `limit` and what is `used` and `reserved` of it: `budget_consumed` when it fits,
-/// `budget_overrun` when the provider reported more than was left (charged all the same:
-/// the tokens were spent); none for nothing.
-pub(crate) fn reported_charge(
-    name: BudgetName,
-    amount: u64,
-    limit: Option<u64>,
-    used: u64,
-    reserved: u64,
-) -> Option<EntryKind> {
-    if amount == 0 {
-        return None;
-    }
-    let after = used.saturating_add(amount);
-    Some(match limit {
-        Some(limit) if after.saturating_add(reserved) > limit => EntryKind::BudgetOverrun {
-            name,
-            amount,
-            used: after,
-            limit,
-        },
-        limit => EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used: after,
-            limit,
-        },
-    })
-}
-
 /// The `budget_exhausted` entry that records `exhausted`.
 pub(crate) fn exhausted_entry(exhausted: &rein_policy::BudgetExhausted) -> EntryKind {
     EntryKind::BudgetExhausted {

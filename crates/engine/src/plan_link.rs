@@ -241,8 +241,7 @@ impl Live<'_> {
         let usage = self.run.usage();
         let used = usage.used(&name).saturating_add(self.charged[at]);
         let reserved = usage.reserved(&name);
-        let Some(entry) = crate::charge::reported_charge(name, amount, limit, used, reserved)
-        else {
+        let Some(entry) = reported_charge(name, amount, limit, used, reserved) else {
             return Ok(());
         };
         self.charged[at] = self.charged[at].saturating_add(amount);
@@ -255,4 +254,35 @@ impl Live<'_> {
         self.appended.push(entry);
         Ok(())
     }
+}
+
+/// The entry that charges `amount` of `name`, which a planner reported it used, given the
+/// budget's `limit` and what is `used` and `reserved` of it: `budget_consumed` when it fits,
+/// `budget_overrun` when the provider reported more than was left (charged all the same:
+/// the tokens were spent); none for nothing.
+pub(crate) fn reported_charge(
+    name: BudgetName,
+    amount: u64,
+    limit: Option<u64>,
+    used: u64,
+    reserved: u64,
+) -> Option<EntryKind> {
+    if amount == 0 {
+        return None;
+    }
+    let after = used.saturating_add(amount);
+    Some(match limit {
+        Some(limit) if after.saturating_add(reserved) > limit => EntryKind::BudgetOverrun {
+            name,
+            amount,
+            used: after,
+            limit,
+        },
+        limit => EntryKind::BudgetConsumed {
+            name,
+            amount,
+            used: after,
+            limit,
+        },
+    })
 }

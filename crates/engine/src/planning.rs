@@ -126,7 +126,7 @@ impl Driver {
         let limit = self.rec.proj.budget().limit(&name);
         let usage = self.rec.proj.run.usage();
         let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        match crate::charge::reported_charge(name, amount, limit, used, reserved) {
+        match crate::plan_link::reported_charge(name, amount, limit, used, reserved) {
             Some(entry) => self.rec.record(entry).await,
             None => Ok(()),
         }

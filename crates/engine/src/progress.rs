@@ -55,6 +55,53 @@ pub(crate) struct SequenceTrack {
 }
 
 impl SequenceTrack {
+    /// Follows a `sequence` decision member by member through `kind`, recorded at ledger
+    /// index `at`: which member is next, and the first that did not take effect.
+    pub(crate) fn follow(sequence: &mut Option<Self>, kind: &EntryKind, at: usize) {
+        match kind {
+            EntryKind::Decision { step, decision } => {
+                *sequence = match decision {
+                    rein_run::Decision::Sequence { decisions, .. }
+                        if rein_run::check_sequence(decisions).is_ok() =>
+                    {
+                        Some(Self {
+                            step: *step,
+                            decision_at: at,
+                            members: decisions.clone(),
+                            next: 0,
+                            stopped: None,
+                        })
+                    }
+                    _ => None,
+                };
+            }
+            EntryKind::SequenceStopped { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. } => *sequence = None,
+            _ => {}
+        }
+        let Some(track) = sequence.as_mut() else {
+            return;
+        };
+        match kind {
+            EntryKind::SequenceMember { index, .. } => {
+                track.next = usize::try_from(*index).map_or(usize::MAX, |i| i.saturating_add(1));
+            }
+            EntryKind::PolicyViolation { message, .. } => {
+                track.stopped.get_or_insert_with(|| message.clone());
+            }
+            EntryKind::ToolError {
+                tool,
+                error,
+                will_retry: false,
+                ..
+            } => {
+                track.stopped.get_or_insert_with(|| error.about(tool));
+            }
+            _ => {}
+        }
+    }
+
     /// The indexes of the members not yet started.
     pub(crate) fn not_run(&self) -> Vec<u32> {
         (self.next..self.members.len())

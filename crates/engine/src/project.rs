@@ -131,7 +131,7 @@ impl Projection {
             self.track_step(kind);
             self.model.track(kind);
         }
-        self.track_sequence(kind);
+        SequenceTrack::follow(&mut self.sequence, kind, self.applied);
         self.track_records(kind);
         self.applied += 1;
         Ok(())
@@ -158,53 +158,6 @@ impl Projection {
                 tool, input_hash, ..
             } => self.granted.push((tool.clone(), *input_hash)),
             EntryKind::Decision { .. } => self.granted.clear(),
-            _ => {}
-        }
-    }
-
-    /// Follows a `sequence` decision member by member (see [`SequenceTrack`]): which
-    /// member is next, and the first that did not take effect.
-    fn track_sequence(&mut self, kind: &EntryKind) {
-        match kind {
-            EntryKind::Decision { step, decision } => {
-                self.sequence = match decision {
-                    rein_run::Decision::Sequence { decisions, .. }
-                        if rein_run::check_sequence(decisions).is_ok() =>
-                    {
-                        Some(SequenceTrack {
-                            step: *step,
-                            decision_at: self.applied,
-                            members: decisions.clone(),
-                            next: 0,
-                            stopped: None,
-                        })
-                    }
-                    _ => None,
-                };
-            }
-            EntryKind::SequenceStopped { .. }
-            | EntryKind::RunCompleted { .. }
-            | EntryKind::RunFailed { .. } => self.sequence = None,
-            _ => {}
-        }
-        let Some(track) = self.sequence.as_mut() else {
-            return;
-        };
-        match kind {
-            EntryKind::SequenceMember { index, .. } => {
-                track.next = usize::try_from(*index).map_or(usize::MAX, |i| i.saturating_add(1));
-            }
-            EntryKind::PolicyViolation { message, .. } => {
-                track.stopped.get_or_insert_with(|| message.clone());
-            }
-            EntryKind::ToolError {
-                tool,
-                error,
-                will_retry: false,
-                ..
-            } => {
-                track.stopped.get_or_insert_with(|| error.about(tool));
-            }
             _ => {}
         }
     }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::LlmError;
 use crate::provider::millis;
 
 /// Which wire protocol the server speaks.
@@ -56,6 +57,31 @@ pub enum HeaderSource {
         /// Always `true`.
         redacted: bool,
     },
+}
+
+impl HeaderSource {
+    /// The text of header `name`: as written, or read from the variable this names.
+    ///
+    /// # Errors
+    /// [`LlmError::MissingHeaderValue`] when the variable is not set (or blank);
+    /// [`LlmError::Config`] for a value a stored copy left out.
+    pub fn resolve(&self, name: &str) -> Result<String, LlmError> {
+        match self {
+            Self::Literal(value) => Ok(value.clone()),
+            Self::FromEnv { from_env } => std::env::var(from_env)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| LlmError::MissingHeaderValue {
+                    header: name.to_owned(),
+                    var: from_env.clone(),
+                }),
+            Self::Redacted { .. } => Err(LlmError::Config(format!(
+                "the value of header `{name}` was not stored with this copy of the \
+                 configuration; give it again, or read it from a variable with \
+                 {{\"from_env\": \"NAME\"}}"
+            ))),
+        }
+    }
 }
 
 impl From<&str> for HeaderSource {

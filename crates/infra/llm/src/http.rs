@@ -15,7 +15,7 @@ use tower::ServiceExt as _;
 use tower::retry::Retry;
 
 use crate::chat::{ChatRequest, ChatResponse};
-use crate::config::{Api, HeaderSource, ProviderConfig};
+use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
 use crate::provider::{AttemptHook, Completion, Provider};
 use crate::{anthropic, openai};
@@ -160,7 +160,7 @@ impl HttpProvider {
         }
         let mut secrets: Vec<String> = key.map(str::to_owned).into_iter().collect();
         for (name, source) in &config.extra_headers {
-            let text = header_value(name, source)?;
+            let text = source.resolve(name)?;
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
             let mut value = HeaderValue::from_str(&text).map_err(|_| {
@@ -427,24 +427,6 @@ impl Inner {
                 excerpt: excerpt(text),
             }),
         }
-    }
-}
-
-/// The text of extra header `name`: as written, or from the variable it names.
-fn header_value(name: &str, source: &HeaderSource) -> Result<String, LlmError> {
-    match source {
-        HeaderSource::Literal(value) => Ok(value.clone()),
-        HeaderSource::FromEnv { from_env } => std::env::var(from_env)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| LlmError::MissingHeaderValue {
-                header: name.to_owned(),
-                var: from_env.clone(),
-            }),
-        HeaderSource::Redacted { .. } => Err(LlmError::Config(format!(
-            "the value of header `{name}` was not stored with this copy of the configuration; \
-             give it again, or read it from a variable with {{\"from_env\": \"NAME\"}}"
-        ))),
     }
 }
 
