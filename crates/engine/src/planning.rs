@@ -152,10 +152,10 @@ impl Driver {
             .fail(
                 FailureKind::BudgetExhausted,
                 format!(
-                    "the `{name}` budget is overrun: the model provider reported a use that \
-                     brings it to {used}, {} past its limit of {limit}; the run stops and its \
-                     last model reply is not applied; raise the budget or lower the model's \
-                     max_output_tokens",
+                    "the `{name}` budget is overrun: {used} used, {} past its limit of {limit} \
+                     (a model provider reported more than the budget had left); the run stops, \
+                     and a model reply that brought it there is not applied; raise the budget \
+                     or lower the model's max_output_tokens",
                     used - limit
                 ),
             )
