@@ -412,3 +412,53 @@ async fn a_stop_lets_the_member_in_progress_finish_and_starts_no_other() {
     );
     assert_eq!(reads.calls(), 0);
 }
+
+#[tokio::test]
+async fn a_graceful_interrupt_mid_sequence_runs_no_further_call_and_grants_the_last_step() {
+    let (slow, gate, _) = support::gated("slow", Annotations::read_only());
+    let (read, reads) = echo("read", Annotations::read_only());
+    let engine = Engine::builder()
+        .tool(slow)
+        .tool(read)
+        .planner(ScriptedPlanner::new([
+            ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
+            ScriptStep::expect(
+                State::Explore,
+                Decision::sequence(
+                    [
+                        Decision::call_tool("slow", json!({}), ""),
+                        Decision::call_tool("read", json!({}), ""),
+                    ],
+                    "",
+                )
+                .expect("a valid sequence"),
+            ),
+            // The one last step an interrupt grants.
+            ScriptStep::expect(State::Explore, Decision::fail("wrapped up")),
+        ]))
+        .build()
+        .expect("engine builds");
+    let handle = engine.start("interrupt").await.expect("start");
+    gate.entered().await;
+    handle.interrupt();
+    gate.release();
+    let run = handle.await.expect("run");
+    assert_eq!(reads.calls(), 0, "no call after the interrupt");
+    assert_eq!(
+        run.failure().map(|f| f.message.as_str()),
+        Some("wrapped up")
+    );
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let stopped = entries(&ledger, "sequence_stopped");
+    let [stopped] = stopped.as_slice() else {
+        panic!("one sequence_stopped: {:?}", kinds(&ledger));
+    };
+    let EntryKind::SequenceStopped {
+        not_run, reason, ..
+    } = stopped.event()
+    else {
+        unreachable!()
+    };
+    assert_eq!(not_run, &[1]);
+    assert!(reason.contains("interrupted"), "{reason}");
+}
