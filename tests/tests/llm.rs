@@ -864,3 +864,166 @@ async fn a_downstream_planner_puts_its_calls_on_the_record_through_the_same_mete
     // The call went on the record once, not again after `plan` returned.
     assert_eq!(planner_calls(&ledger).len(), 1);
 }
+
+/// The `planner_attempt` numbers of step `step`, in order.
+fn attempts_at(ledger: &rein::Ledger, step: u32) -> Vec<u32> {
+    ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::PlannerAttempt { step: s, attempt } if *s == step => Some(attempt.attempt),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_context_error_is_compacted_before_it_is_sent_again_as_the_next_attempt() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        Reply::openai_calls(
+            &[
+                Call::new("fs_read", &json!({"path": "a.txt"})),
+                Call::new("fs_read", &json!({"path": "b.txt"})),
+            ],
+            (100, 20),
+        ),
+        Reply::context_too_long(),
+        call("fail", &json!({"reason": "enough"})),
+    ])
+    .await
+    .unwrap();
+    let config = LlmConfig {
+        prompt: rein::llm::PromptConfig {
+            keep_last: 1,
+            ..Default::default()
+        },
+        ..LlmConfig::default()
+    };
+    let engine = engine(planner(&server, config), &[("tokens", 100_000)]);
+    let run = engine.run("compact").await.unwrap();
+    assert_eq!(
+        run.failure().map(|f| f.message.as_str()),
+        Some("enough"),
+        "{:?}",
+        run.failure()
+    );
+    let sent = server.requests();
+    assert_eq!(sent.len(), 4);
+    assert_ne!(
+        sent[2].body, sent[3].body,
+        "compacted before it was sent again"
+    );
+    assert!(sent[3].body.len() < sent[2].body.len());
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert_eq!(
+        attempts_at(&ledger, 2),
+        [1, 2],
+        "the resend is the next attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_context_error_that_compaction_cannot_shorten_is_not_sent_again() {
+    let server = FakeServer::start([
+        Reply::context_too_long(),
+        call("fail", &json!({"reason": "never asked"})),
+    ])
+    .await
+    .unwrap();
+    let engine = engine(
+        planner(&server, LlmConfig::default()),
+        &[("tokens", 100_000)],
+    );
+    let run = engine.run("nothing to compact").await.unwrap();
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the same bytes are not sent twice"
+    );
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::PlannerError);
+    assert!(
+        failure.message.contains("not sent again"),
+        "{}",
+        failure.message
+    );
+}
+
+#[tokio::test]
+async fn a_finish_after_a_refused_call_in_one_reply_is_not_run() {
+    let server = FakeServer::start([
+        call("transition", &json!({"to": "explore", "reason": "look"})),
+        // `fs.write` is not eligible in explore: refused, so `finish` must not follow.
+        Reply::openai_calls(
+            &[
+                Call::new("fs_write", &json!({"path": "a.txt"})),
+                Call::new("finish", &json!({"summary": "wrote it"})),
+            ],
+            (100, 20),
+        ),
+        call("fail", &json!({"reason": "could not write"})),
+    ])
+    .await
+    .unwrap();
+    let engine = engine(planner(&server, LlmConfig::default()), &[]);
+    let run = engine.run("write").await.unwrap();
+    assert_eq!(run.status(), RunStatus::Failed);
+    assert_eq!(
+        run.failure().map(|f| f.message.as_str()),
+        Some("could not write")
+    );
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    assert_eq!(support::count(&ledger, "sequence_stopped"), 1);
+    assert_eq!(server.requests().len(), 3, "the model was asked again");
+}
+
+#[tokio::test]
+async fn a_provider_reporting_more_than_the_budget_left_is_charged_in_full_and_stops_the_run() {
+    // The model declares at most ~1,300 tokens; the provider reports 50,019.
+    let server = FakeServer::start([Reply::openai_calls(
+        &[Call::new(
+            "transition",
+            &json!({"to": "explore", "reason": "go"}),
+        )],
+        (50_000, 19),
+    )])
+    .await
+    .unwrap();
+    let engine = engine(
+        planner(&server, LlmConfig::default()),
+        &[("tokens", 20_000)],
+    );
+    let run = engine.run("overrun").await.unwrap();
+    let ledger = engine.ledger(run.id()).await.unwrap();
+    ledger.verify().unwrap();
+    assert_eq!(planner_calls(&ledger)[0].tokens(), 50_019);
+    let overruns: Vec<(u64, u64, u64)> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::BudgetOverrun {
+                name,
+                amount,
+                used,
+                limit,
+            } if *name == BudgetName::TOKENS => Some((*amount, *used, *limit)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        overruns,
+        [(50_019, 50_019, 20_000)],
+        "the true usage, charged"
+    );
+    assert_eq!(run.usage().used(&BudgetName::TOKENS), 50_019);
+    assert_eq!(run.status(), RunStatus::Failed);
+    let failure = run.failure().expect("failed");
+    assert_eq!(failure.kind, FailureKind::BudgetExhausted);
+    assert!(failure.message.contains("overrun"), "{}", failure.message);
+    assert_eq!(
+        support::count(&ledger, "decision"),
+        0,
+        "its reply is not applied"
+    );
+}

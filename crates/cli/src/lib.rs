@@ -28,6 +28,9 @@
 // A command line prints to stdout: that is its job.
 #![allow(clippy::print_stdout)]
 
+#[macro_use]
+mod output;
+
 mod approver;
 mod cli;
 mod commands;
@@ -78,12 +81,19 @@ pub fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    match runtime.block_on(commands::dispatch(cli.command)) {
-        Ok(exit) => exit.into(),
+    let exit = match runtime.block_on(commands::dispatch(cli.command)) {
+        Ok(exit) => exit,
         Err(e) => {
             eprintln!("error: {e}");
-            e.exit.into()
+            e.exit
         }
+    };
+    match output::failure() {
+        Some(why) if exit == Exit::Ok => {
+            eprintln!("error: cannot write to standard output: {why}");
+            Exit::Failed.into()
+        }
+        _ => exit.into(),
     }
 }
 

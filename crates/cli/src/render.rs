@@ -147,6 +147,15 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             used,
             requested,
         } => format!("budget {name} EXHAUSTED: {used}/{l} used, {requested} more requested"),
+        EntryKind::BudgetOverrun {
+            name,
+            amount,
+            used,
+            limit: l,
+        } => format!(
+            "budget {name} OVERRUN: {amount} reported and charged, {used}/{l} used, {} past the limit",
+            used.saturating_sub(*l)
+        ),
         EntryKind::HumanInputRequested { question, options } => {
             if options.is_empty() {
                 format!("question for a human: {question:?}")
@@ -189,6 +198,18 @@ pub(crate) fn describe(kind: &EntryKind) -> String {
             format!("skill `{name}` entered the context (sha256 {checksum})")
         }
         EntryKind::PolicyNarrowed { reason, .. } => format!("policy narrowed{}", colon(reason)),
+        EntryKind::SequenceMember { index, kind, .. } => {
+            format!("sequence member {index}: {}", kind.replace('_', " "))
+        }
+        EntryKind::SequenceStopped {
+            not_run, reason, ..
+        } => {
+            let members: Vec<String> = not_run.iter().map(u32::to_string).collect();
+            format!(
+                "sequence stopped, members {} not run: {reason}",
+                members.join(", ")
+            )
+        }
         other => other.name().replace('_', " "),
     }
 }
@@ -226,6 +247,15 @@ pub(crate) fn describe_decision(decision: &Decision) -> String {
                 because(reason)
             )
         }
+        Decision::Sequence { decisions, reason } => {
+            let kinds: Vec<&str> = decisions.iter().map(Decision::kind).collect();
+            format!(
+                "a sequence of {}: {}{}",
+                decisions.len(),
+                kinds.join(", ").replace('_', " "),
+                because(reason)
+            )
+        }
         other => short_json(&serde_json::to_value(other).unwrap_or_default(), 90),
     }
 }
@@ -254,6 +284,15 @@ impl Progress {
             } => {
                 self.budgets
                     .insert(name.to_string(), format!("{used}/{}", limit(*l)));
+                return None;
+            }
+            EntryKind::BudgetOverrun {
+                name,
+                used,
+                limit: l,
+                ..
+            } => {
+                self.budgets.insert(name.to_string(), format!("{used}/{l}"));
                 return None;
             }
             EntryKind::Transition { from, to, reason } if reason.is_empty() => {

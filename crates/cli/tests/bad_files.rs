@@ -270,3 +270,26 @@ fn validate_checks_each_call_of_a_batch() {
         "planner.scripted[1].decision.calls[1] calls `serach`, which no tool in the scenario provides",
     ]);
 }
+
+#[test]
+fn validate_checks_each_member_of_a_sequence() {
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "sequence.json",
+        r#"{
+  "goal": "look, then stop",
+  "tools": [{"fixture": "search", "annotations": {"read_only": true}, "behavior": "echo"}],
+  "planner": {"scripted": [
+    {"decision": {"type": "sequence", "decisions": [
+      {"type": "transition", "to": "explore"},
+      {"type": "call_tools", "calls": [{"tool": "search", "input": {"q": "a"}}, {"tool": "serach", "input": {"q": "b"}}]},
+      {"type": "fail", "reason": "stop"}
+    ]}}
+  ]}
+}"#,
+    );
+    let outcome = Outcome::of(&rein().arg("validate").arg(&file).output().unwrap());
+    outcome.expect_code(0).stderr_has(&[
+        "planner.scripted[0].decision.decisions[1].calls[1] calls `serach`, which no tool in the scenario provides",
+    ]);
+}

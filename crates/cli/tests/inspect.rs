@@ -101,3 +101,38 @@ fn inspect_needs_a_run_or_a_policy() {
     );
     outcome.expect_code(2).stderr_has(&["RUN_ID"]);
 }
+
+#[test]
+fn a_reader_that_closes_stdout_early_is_a_quiet_exit_for_every_printing_command() {
+    // `rein inspect RUN --prompt 1 | head -1` used to panic on the broken pipe (exit 101).
+    let scratch = Scratch::new();
+    scratch.run("happy-path.json", &[]).expect_code(0);
+    let id = scratch.new_run_id(&[]);
+    let data = scratch.data();
+    let data = data.to_str().unwrap();
+    let scenario = scratch.scenario("happy-path.json");
+    let scenario = scenario.to_str().unwrap();
+    for args in [
+        vec!["inspect", &id, "--data-dir", data],
+        vec!["inspect", &id, "--format", "json", "--data-dir", data],
+        vec!["ledger", "show", &id, "--data-dir", data],
+        vec!["ledger", "verify", &id, "--data-dir", data],
+        vec!["runs", "list", "--data-dir", data],
+        vec!["validate", scenario],
+        vec!["tools"],
+        vec!["run", scenario, "--data-dir", data],
+    ] {
+        // The reader is gone before `rein` writes a byte: every write meets a closed pipe.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

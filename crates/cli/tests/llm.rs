@@ -284,3 +284,205 @@ fn the_planner_may_be_spelled_with_a_kind() {
             .stderr_has(&[says]);
     }
 }
+
+/// The `type` of every entry of run `id`'s ledger, and the entries themselves.
+fn ledger_entries(scratch: &Scratch, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(scratch.ledger(id))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_model_call_cancels_it_and_starts_nothing_new() {
+    // Before: Ctrl-C waited for the whole model call, then asked the model once more for a
+    // wrap-up step and threw that reply away (resume paid for it again).
+    let server = FakeServer::start([
+        Reply::Hang,
+        call("fail", &json!({"reason": "never asked before the resume"})),
+    ])
+    .await
+    .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(
+        &server.base_url(),
+        &json!({"timeout": 30_000, "stream": true}),
+    );
+    let file = scratch.write("llm.json", &text);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .arg("run")
+        .arg(file)
+        .arg("--data-dir")
+        .arg(scratch.data())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Polls (a guard, not a timing assertion) until the model call is in flight.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < give_up, "no model call");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let pid = child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::task::spawn_blocking(move || {
+        let _ = child.stdin.take();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let outcome = Outcome::of(&output);
+    outcome
+        .expect_code(130)
+        .stderr_has(&["interrupting run", "model call in flight is cancelled"]);
+    assert_eq!(server.requests().len(), 1, "no other model call started");
+    let id = scratch.new_run_id(&[]);
+    let entries = ledger_entries(&scratch, &id);
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds[kinds.len() - 4..],
+        [
+            "planner_call",
+            "budget_consumed",
+            "interrupt",
+            "run_interrupted"
+        ],
+        "{kinds:?}"
+    );
+    let charged = entries
+        .iter()
+        .find(|e| e["event"]["type"] == "planner_call")
+        .unwrap();
+    assert!(
+        charged["event"]["call"]["finish_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cancelled"),
+        "{charged}"
+    );
+    assert!(!kinds.contains(&"decision"), "{kinds:?}");
+
+    // The run resumes where it stopped, with the next model call.
+    let data = scratch.data();
+    let resumed = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .args(["resume", &id, "--data-dir"])
+                .arg(data)
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    resumed.stdout_has(&["never asked before the resume"]);
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// Every file under `dir`, read as text (lossy).
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn header_values_are_never_stored_and_may_come_from_the_environment() {
+    let server = FakeServer::start([call("fail", &json!({"reason": "checked the headers"}))])
+        .await
+        .unwrap();
+    let scratch = Scratch::new();
+    let text = scenario(
+        &server.base_url(),
+        &json!({
+            "stream": true,
+            "extra_headers": [
+                ["api-key", "s3cret-azure-key"],
+                ["x-api-key", {"from_env": "REIN_TEST_HEADER_KEY"}],
+            ]
+        }),
+    );
+    let file = scratch.write("llm.json", &text);
+    let data = scratch.data();
+    let outcome = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .env("REIN_TEST_HEADER_KEY", "s3cret-from-env")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    outcome.stdout_has(&["checked the headers"]);
+    assert!(
+        server.requests()[0].authorized,
+        "x-api-key sent, read from the environment"
+    );
+    for (path, text) in files_under(&scratch.data()) {
+        assert!(
+            !text.contains("s3cret"),
+            "{} holds a header value",
+            path.display()
+        );
+    }
+    // The stored copy still rebuilds the prompt: a request body carries no header.
+    let (id, data) = (scratch.new_run_id(&[]), scratch.data());
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .args(["inspect", &id, "--prompt", "0", "--data-dir"])
+                .arg(data)
+                .env("REIN_TEST_HEADER_KEY", "s3cret-from-env")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap()
+    .expect_code(0);
+
+    // Unset, the variable is named, and nothing runs.
+    let file = scratch.write("llm.json", &text);
+    let data = scratch.data();
+    let outcome = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .arg("--data-dir")
+                .arg(data)
+                .env_remove("REIN_TEST_HEADER_KEY")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    outcome
+        .expect_code(2)
+        .stderr_has(&["REIN_TEST_HEADER_KEY", "x-api-key"]);
+}

@@ -1,5 +1,6 @@
 //! How each kind of decision is applied once the step has recorded it: a call, a move
-//! between states, a question, the run's end, a batch, a delegation; and how a decision a
+//! between states, a question, the run's end, a batch, a delegation, a sequence (its members
+//! in `sequence`); and how a decision a
 //! policy refuses is rejected (handed back to the planner, or ending the run).
 
 use rein_ledger::EntryKind;
@@ -56,6 +57,12 @@ impl Driver {
                 planner,
                 ..
             } => Box::pin(self.delegate(goal, &budget, planner)).await,
+            Decision::Sequence { decisions, .. } => match rein_run::check_sequence(&decisions) {
+                // The projection follows the sequence from its `decision` entry: the members
+                // are applied from there, as after a restart.
+                Ok(()) => self.continue_sequence().await,
+                Err(e) => self.reject(Rejection::InvalidSequence(e)).await,
+            },
             _ => self.reject(Rejection::UnsupportedDecision).await,
         }
     }

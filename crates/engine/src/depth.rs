@@ -34,14 +34,23 @@ pub(crate) fn too_deep(value: &Value) -> bool {
     deeper_than(value, MAX_JSON_DEPTH)
 }
 
-/// Whether any JSON value `decision` carries is [`too_deep`].
+/// Whether any JSON value `decision` carries is [`too_deep`]. A sequence's members are
+/// measured too; a sequence inside a sequence is measured (the engine then refuses it as
+/// nested), and one nested deeper still counts as too deep itself: no recursion without
+/// bound on a decision a planner made.
 pub(crate) fn decision_too_deep(decision: &Decision) -> bool {
-    match decision {
-        Decision::CallTool { input, .. } => too_deep(input),
-        Decision::Finish { result, .. } => too_deep(result),
-        Decision::CallTools { calls, .. } => calls.iter().any(|c| too_deep(&c.input)),
-        _ => false,
+    fn measured(decision: &Decision, sequences: usize) -> bool {
+        match decision {
+            Decision::CallTool { input, .. } => too_deep(input),
+            Decision::Finish { result, .. } => too_deep(result),
+            Decision::CallTools { calls, .. } => calls.iter().any(|c| too_deep(&c.input)),
+            Decision::Sequence { decisions, .. } => {
+                sequences == 0 || decisions.iter().any(|d| measured(d, sequences - 1))
+            }
+            _ => false,
+        }
     }
+    measured(decision, 2)
 }
 
 /// Drops `value` without recursion (serde_json's `Drop` recurses once per level).
@@ -56,13 +65,17 @@ pub(crate) fn dispose(value: Value) {
     }
 }
 
-/// Drops `decision` without recursion.
+/// Drops `decision` without recursion (a sequence's members included).
 pub(crate) fn dispose_decision(decision: Decision) {
-    match decision {
-        Decision::CallTool { input, .. } => dispose(input),
-        Decision::Finish { result, .. } => dispose(result),
-        Decision::CallTools { calls, .. } => calls.into_iter().for_each(|c| dispose(c.input)),
-        _ => {}
+    let mut stack = vec![decision];
+    while let Some(decision) = stack.pop() {
+        match decision {
+            Decision::CallTool { input, .. } => dispose(input),
+            Decision::Finish { result, .. } => dispose(result),
+            Decision::CallTools { calls, .. } => calls.into_iter().for_each(|c| dispose(c.input)),
+            Decision::Sequence { decisions, .. } => stack.extend(decisions),
+            _ => {}
+        }
     }
 }
 

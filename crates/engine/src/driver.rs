@@ -22,6 +22,7 @@ use crate::error::NarrowingError;
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
+use crate::plan_link::Planned;
 use crate::project::Projection;
 use crate::recorder::Recorder;
 use crate::rejection::Rejection;
@@ -65,12 +66,18 @@ pub(crate) struct Driver {
 pub(crate) struct Inbox {
     pub(crate) rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) cancel: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
 fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender<RunEvent>>) {
     match controls {
-        Some(Controls { rx, cancel, events }) => (Some(Inbox { rx, cancel }), Some(events)),
+        Some(Controls {
+            rx,
+            cancel,
+            stop,
+            events,
+        }) => (Some(Inbox { rx, cancel, stop }), Some(events)),
         None => (None, None),
     }
 }
@@ -164,11 +171,20 @@ impl Driver {
         self.inbox.as_ref().map(|c| c.cancel.clone())
     }
 
+    /// Whether a stop was asked for through the run's handle ([`RunHandle::stop`]).
+    ///
+    /// [`RunHandle::stop`]: crate::RunHandle::stop
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.inbox.as_ref().is_some_and(|c| c.stop.is_cancelled())
+    }
+
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
         let result = async {
             self.resume_open_child().await?;
+            // A sequence a stop cut short goes on with its next member.
+            self.continue_sequence().await?;
             while self.rec.proj.run.status() == RunStatus::Running {
                 let step = self.rec.proj.run.steps();
                 let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
@@ -188,11 +204,13 @@ impl Driver {
     }
 
     async fn step(&mut self) -> Result<Flow, EngineError> {
-        if let Flow::Stop = self.drain_controls().await? {
-            return Ok(Flow::Stop);
-        }
+        self.drain_controls().await?;
         if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
             self.abort().await?;
+            return Ok(Flow::Stop);
+        }
+        if self.stop_requested() {
+            self.halt().await?;
             return Ok(Flow::Stop);
         }
         if self.deadline_passed() {
@@ -213,27 +231,42 @@ impl Driver {
             return Ok(Flow::Continue);
         }
 
+        if self.stop_on_overrun().await? {
+            return Ok(Flow::Stop);
+        }
         let meter = self.meter();
         let planned = self.plan(&meter).await?;
         self.settle_planner_calls(meter).await?;
+        if self.stop_on_overrun().await? {
+            return Ok(Flow::Stop);
+        }
         let decision = match planned {
-            Some(Ok(decision)) => decision,
-            Some(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
+            Planned::Decided(Ok(decision)) => decision,
+            Planned::Decided(Err(rein_run::PlannerError::OverBudget(exhausted))) => {
                 self.refuse_planner_call(exhausted).await?;
                 return Ok(Flow::Stop);
             }
-            Some(Err(_)) if self.deadline_passed() => {
+            Planned::Decided(Err(_)) if self.deadline_passed() => {
                 self.exceed_deadline().await?;
                 return Ok(Flow::Stop);
             }
-            Some(Err(e)) => {
+            Planned::Decided(Err(e)) => {
                 self.rec
                     .fail(FailureKind::PlannerError, e.to_string())
                     .await?;
                 return Ok(Flow::Stop);
             }
-            None => {
+            Planned::Aborted => {
                 self.abort().await?;
+                return Ok(Flow::Stop);
+            }
+            Planned::Stopped => {
+                // The model call in flight was cancelled: charged as the in-doubt rule
+                // charges a call whose outcome is unknown, then the run stops.
+                let model = std::mem::take(&mut self.rec.proj.model);
+                self.settle_model_calls(model, crate::plan_link::STOPPED_REASON)
+                    .await?;
+                self.halt().await?;
                 return Ok(Flow::Stop);
             }
         };
@@ -282,13 +315,13 @@ impl Driver {
         Ok(Flow::Continue)
     }
 
-    async fn drain_controls(&mut self) -> Result<Flow, EngineError> {
+    pub(crate) async fn drain_controls(&mut self) -> Result<(), EngineError> {
         loop {
             let Some(controls) = self.inbox.as_mut() else {
-                return Ok(Flow::Continue);
+                return Ok(());
             };
             let Ok(control) = controls.rx.try_recv() else {
-                return Ok(Flow::Continue);
+                return Ok(());
             };
             match control {
                 Control::Steer(note) => self.rec.record(EntryKind::Steering { note }).await?,
@@ -334,6 +367,26 @@ impl Driver {
         Ok(Ok(()))
     }
 
+    /// Leaves the run interrupted after a stop ([`Driver::stop_requested`]): recorded as an
+    /// `interrupt` of kind `stop`, then `run_interrupted`.
+    pub(crate) fn halt(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a rare path, kept out of the futures of every step that might take it.
+        Box::pin(async move {
+            self.rec
+                .record(EntryKind::Interrupt {
+                    kind: InterruptKind::Stop,
+                })
+                .await?;
+            self.rec
+                .record(EntryKind::RunInterrupted {
+                    reason: "stopped through the run handle: nothing new was started; resume \
+                             continues the run"
+                        .into(),
+                })
+                .await
+        })
+    }
+
     pub(crate) fn abort(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
@@ -357,8 +410,19 @@ pub(crate) fn unsettled_decision(
     ledger: &Ledger,
     step: &crate::progress::Unsettled,
 ) -> Option<Decision> {
-    match ledger.entries().get(step.decision_at).map(Entry::event) {
-        Some(EntryKind::Decision { decision, .. }) => Some(decision.clone()),
+    match (
+        ledger.entries().get(step.decision_at).map(Entry::event),
+        step.member,
+    ) {
+        (Some(EntryKind::Decision { decision, .. }), None) => Some(decision.clone()),
+        // A member of a sequence was being applied: the member is what is unsettled.
+        (
+            Some(EntryKind::Decision {
+                decision: Decision::Sequence { decisions, .. },
+                ..
+            }),
+            Some(member),
+        ) => decisions.get(member).cloned(),
         _ => None,
     }
 }

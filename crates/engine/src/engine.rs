@@ -222,10 +222,12 @@ impl Engine {
     fn controls(&self) -> (Controls, HandleParts) {
         let (tx, rx) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
+        let stop = CancellationToken::new();
         let (events, first) = broadcast::channel(self.shared.config.event_capacity.max(1));
         let controls = Controls {
             rx,
             cancel: cancel.clone(),
+            stop: stop.clone(),
             events: events.clone(),
         };
         (
@@ -233,6 +235,7 @@ impl Engine {
             HandleParts {
                 tx,
                 cancel,
+                stop,
                 events,
                 first,
             },
@@ -245,7 +248,8 @@ impl Engine {
             let _guard = guard;
             driver.drive().await
         });
-        RunHandle::new(id, parts.tx, parts.cancel, parts.events, parts.first, task)
+        let tokens = [parts.cancel, parts.stop];
+        RunHandle::new(id, parts.tx, tokens, parts.events, parts.first, task)
     }
 }
 
@@ -253,6 +257,7 @@ impl Engine {
 struct HandleParts {
     tx: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
+    stop: CancellationToken,
     events: broadcast::Sender<RunEvent>,
     first: broadcast::Receiver<RunEvent>,
 }

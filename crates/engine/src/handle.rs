@@ -28,6 +28,8 @@ pub(crate) enum Control {
 pub(crate) struct Controls {
     pub(crate) rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) cancel: CancellationToken,
+    /// A stop: see [`RunHandle::stop`].
+    pub(crate) stop: CancellationToken,
     pub(crate) events: broadcast::Sender<RunEvent>,
 }
 
@@ -41,6 +43,7 @@ pub struct RunHandle {
     id: RunId,
     control: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
+    stop: CancellationToken,
     events: broadcast::Sender<RunEvent>,
     first: Mutex<Option<broadcast::Receiver<RunEvent>>>,
     task: JoinHandle<Result<Run, EngineError>>,
@@ -50,7 +53,7 @@ impl RunHandle {
     pub(crate) fn new(
         id: RunId,
         control: mpsc::UnboundedSender<Control>,
-        cancel: CancellationToken,
+        [cancel, stop]: [CancellationToken; 2],
         events: broadcast::Sender<RunEvent>,
         first: broadcast::Receiver<RunEvent>,
         task: JoinHandle<Result<Run, EngineError>>,
@@ -59,6 +62,7 @@ impl RunHandle {
             id,
             control,
             cancel,
+            stop,
             events,
             first: Mutex::new(Some(first)),
             task,
@@ -81,6 +85,16 @@ impl RunHandle {
     /// as aborted.
     pub fn abort(&self) {
         self.control().abort();
+    }
+
+    /// Stops the run without a wrap-up step (what `rein run` does on Ctrl-C): a model call
+    /// in flight is cancelled at once and charged at its declared worst case (its outcome
+    /// is unknown, as after a crash), a tool call in progress finishes and is recorded,
+    /// nothing new starts — no model call, no tool call, no further member of a sequence —
+    /// and the run is left `interrupted`, for [`Engine::resume`](crate::Engine::resume).
+    /// [`RunHandle::interrupt`] instead gives the planner one more step to finish or fail.
+    pub fn stop(&self) {
+        self.control().stop();
     }
 
     /// Adds a note for the planner, seen as evidence before its next decision. Steering is
@@ -120,6 +134,7 @@ impl RunHandle {
             id: self.id.clone(),
             control: self.control.clone(),
             cancel: self.cancel.clone(),
+            stop: self.stop.clone(),
         }
     }
 
@@ -157,6 +172,7 @@ pub struct RunControl {
     id: RunId,
     control: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
+    stop: CancellationToken,
 }
 
 impl RunControl {
@@ -168,6 +184,11 @@ impl RunControl {
     /// As [`RunHandle::abort`].
     pub fn abort(&self) {
         self.cancel.cancel();
+    }
+
+    /// As [`RunHandle::stop`].
+    pub fn stop(&self) {
+        self.stop.cancel();
     }
 
     /// As [`RunHandle::steer`].

@@ -66,6 +66,7 @@ mod recovery;
 mod rejection;
 mod replay;
 mod replay_serve;
+mod sequence;
 mod shared;
 mod spec;
 mod subrun;

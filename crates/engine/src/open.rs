@@ -267,7 +267,9 @@ pub(crate) async fn reopen(
     }
     driver.rec.record(EntryKind::RunResumed { note }).await?;
     // A model call the process stopped in is charged before anything else happens.
-    driver.settle_model_calls(model).await?;
+    driver
+        .settle_model_calls(model, crate::plan_link::IN_DOUBT_REASON)
+        .await?;
     if let Some((pending, timeout_ms)) = expired {
         driver.expire(&pending, timeout_ms).await?;
     } else if let Some(child) = driver.rec.proj.tree.open.clone() {

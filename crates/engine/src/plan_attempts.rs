@@ -7,7 +7,7 @@ use rein_run::{BudgetName, PlannerCall};
 
 use crate::driver::Driver;
 use crate::error::EngineError;
-use crate::plan_link::{IN_DOUBT_REASON, ModelProgress};
+use crate::plan_link::ModelProgress;
 
 impl Driver {
     /// Applies the entries appended while the planner planned to the projection, in ledger
@@ -26,12 +26,14 @@ impl Driver {
         Ok(())
     }
 
-    /// After a restart: charges the model call the ledger shows in progress. An attempt
-    /// without an outcome is charged at its declared worst case (recorded as a
-    /// `planner_call` saying so); a recorded call whose charges are missing is charged now.
+    /// After a restart or a stop: charges the model call the ledger shows in progress. An
+    /// attempt without an outcome is charged at its declared worst case (recorded as a
+    /// `planner_call` whose finish reason is `reason`); a recorded call whose charges are
+    /// missing is charged now.
     pub(crate) async fn settle_model_calls(
         &mut self,
         progress: ModelProgress,
+        reason: &str,
     ) -> Result<(), EngineError> {
         let (tokens, cost) = match (progress.open, progress.due) {
             (Some((step, attempt)), _) => {
@@ -43,7 +45,7 @@ impl Driver {
                     output_tokens: 0,
                     cost: attempt.worst_cost,
                     latency_ms: 0,
-                    finish_reason: Some(IN_DOUBT_REASON.to_owned()),
+                    finish_reason: Some(reason.to_owned()),
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
                     reply: None,

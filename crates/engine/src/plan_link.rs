@@ -26,6 +26,23 @@ use crate::writer::LedgerWriter;
 /// stopped before its outcome was on record.
 pub(crate) const IN_DOUBT_REASON: &str = "in doubt: the process stopped before the reply was recorded; charged at the declared worst case";
 
+/// The `finish_reason` of a model call cancelled by a stop ([`RunHandle::stop`]), charged
+/// at its declared worst case: its outcome is unknown, as after a crash.
+///
+/// [`RunHandle::stop`]: crate::RunHandle::stop
+pub(crate) const STOPPED_REASON: &str = "cancelled: the run was stopped while the call was in flight; charged at the declared worst case";
+
+/// How asking the planner ended.
+#[derive(Debug)]
+pub(crate) enum Planned {
+    /// The planner answered.
+    Decided(Result<Decision, PlannerError>),
+    /// The run was aborted meanwhile; the plan was dropped.
+    Aborted,
+    /// The run was stopped meanwhile; the plan was dropped.
+    Stopped,
+}
+
 /// One event and the answer the planner waits for (sent once it is on record). Boxed: the
 /// channel's first block holds 32 messages and is allocated for every run, while most
 /// planners (scripts, a team's own) never send one; boxed, that block is 256 bytes.
@@ -79,7 +96,7 @@ impl ModelProgress {
                 self.due = Some((call.tokens(), call.cost));
             }
             EntryKind::PlannerAttemptFailed { .. } => self.open = None,
-            EntryKind::BudgetConsumed { name, .. } => {
+            EntryKind::BudgetConsumed { name, .. } | EntryKind::BudgetOverrun { name, .. } => {
                 if let Some((tokens, cost)) = &mut self.due {
                     if *name == BudgetName::TOKENS {
                         *tokens = 0;
@@ -114,31 +131,36 @@ pub(crate) struct Live<'a> {
 }
 
 impl Live<'_> {
-    /// Runs `plan`, recording what it announces; `None` when the run was aborted meanwhile.
+    /// Runs `plan`, recording what it announces, until it answers or the run is aborted
+    /// (`cancel`) or stopped (`stop`).
     pub(crate) async fn drive(
         mut self,
         plan: impl Future<Output = Result<Decision, PlannerError>>,
         cancel: Option<CancellationToken>,
-    ) -> Result<Option<Result<Decision, PlannerError>>, EngineError> {
+        stop: Option<CancellationToken>,
+    ) -> Result<Planned, EngineError> {
+        let signalled = |token: Option<CancellationToken>| async move {
+            match token {
+                Some(t) => t.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = {
             let mut plan = pin!(plan);
-            let mut cancelled = pin!(async {
-                match &cancel {
-                    Some(c) => c.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            });
+            let mut cancelled = pin!(signalled(cancel));
+            let mut stopped = pin!(signalled(stop));
             loop {
                 tokio::select! {
                     biased;
-                    () = &mut cancelled => break None,
+                    () = &mut cancelled => break Planned::Aborted,
+                    () = &mut stopped => break Planned::Stopped,
                     Some(message) = self.rx.recv() => {
                         let (event, reply) = *message;
                         self.write(event).await?;
                         // A planner that stopped waiting finds its event on record anyway.
                         let _ = reply.send(());
                     }
-                    decided = &mut plan => break Some(decided),
+                    decided = &mut plan => break Planned::Decided(decided),
                 }
             }
         };
@@ -219,20 +241,11 @@ impl Live<'_> {
         let usage = self.run.usage();
         let used = usage.used(&name).saturating_add(self.charged[at]);
         let reserved = usage.reserved(&name);
-        let amount = limit.map_or(amount, |limit| {
-            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
-        });
-        if amount == 0 {
+        let Some(entry) = reported_charge(name, amount, limit, used, reserved) else {
             return Ok(());
-        }
+        };
         self.charged[at] = self.charged[at].saturating_add(amount);
-        self.append(EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used: used.saturating_add(amount),
-            limit,
-        })
-        .await
+        self.append(entry).await
     }
 
     async fn append(&mut self, kind: EntryKind) -> Result<(), EngineError> {
@@ -241,4 +254,35 @@ impl Live<'_> {
         self.appended.push(entry);
         Ok(())
     }
+}
+
+/// The entry that charges `amount` of `name`, which a planner reported it used, given the
+/// budget's `limit` and what is `used` and `reserved` of it: `budget_consumed` when it fits,
+/// `budget_overrun` when the provider reported more than was left (charged all the same:
+/// the tokens were spent); none for nothing.
+pub(crate) fn reported_charge(
+    name: BudgetName,
+    amount: u64,
+    limit: Option<u64>,
+    used: u64,
+    reserved: u64,
+) -> Option<EntryKind> {
+    if amount == 0 {
+        return None;
+    }
+    let after = used.saturating_add(amount);
+    Some(match limit {
+        Some(limit) if after.saturating_add(reserved) > limit => EntryKind::BudgetOverrun {
+            name,
+            amount,
+            used: after,
+            limit,
+        },
+        limit => EntryKind::BudgetConsumed {
+            name,
+            amount,
+            used: after,
+            limit,
+        },
+    })
 }

@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
-use rein_run::{BoxFuture, Decision, PlanRequest, State};
+use rein_run::{BoxFuture, PlanRequest, State};
 use tracing::Instrument as _;
 
 use rein_ledger::EntryKind;
@@ -18,13 +18,14 @@ use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
 
 impl Driver {
-    /// Asks the planner, recording what it announces meanwhile; `None` when the run was
-    /// aborted meanwhile.
+    /// Asks the planner, recording what it announces meanwhile, unless the run is aborted
+    /// or stopped meanwhile.
     pub(crate) async fn plan(
         &mut self,
         meter: &rein_run::PlanMeter,
-    ) -> Result<Option<Result<Decision, rein_run::PlannerError>>, EngineError> {
+    ) -> Result<crate::plan_link::Planned, EngineError> {
         let cancel = self.cancel_token();
+        let stop = self.inbox.as_ref().map(|c| c.stop.clone());
         let remaining = self.remaining();
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
@@ -87,7 +88,7 @@ impl Driver {
             budget: self.rec.proj.budget(),
             charged: [0; 2],
         }
-        .drive(plan, cancel)
+        .drive(plan, cancel, stop)
         .await;
         self.apply_planned()?;
         planned
@@ -116,8 +117,9 @@ impl Driver {
         Ok(())
     }
 
-    /// Charges what a planner used. A provider may report more than the planner declared:
-    /// the charge then stops at the limit, which is reached, never passed.
+    /// Charges what a planner used. A provider may report more than the planner declared
+    /// and the budget had left: the true usage is charged all the same, recorded as a
+    /// `budget_overrun`, and the step stops the run ([`Driver::stop_on_overrun`]).
     pub(crate) async fn charge_reported(
         &mut self,
         name: BudgetName,
@@ -126,20 +128,41 @@ impl Driver {
         let limit = self.rec.proj.budget().limit(&name);
         let usage = self.rec.proj.run.usage();
         let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        let amount = limit.map_or(amount, |limit| {
-            amount.min(limit.saturating_sub(used.saturating_add(reserved)))
-        });
-        if amount == 0 {
-            return Ok(());
+        match crate::plan_link::reported_charge(name, amount, limit, used, reserved) {
+            Some(entry) => self.rec.record(entry).await,
+            None => Ok(()),
         }
+    }
+
+    /// A budget used past its limit (a provider reported more than it had left): the run
+    /// stops, failed as over budget, and whatever the planner proposed with that call is
+    /// not applied. `true` when it stopped.
+    pub(crate) async fn stop_on_overrun(&mut self) -> Result<bool, EngineError> {
+        let usage = self.rec.proj.run.usage();
+        let over = self
+            .rec
+            .proj
+            .budget()
+            .limits()
+            .iter()
+            .find(|(name, limit)| usage.used(name) > **limit)
+            .map(|(name, &limit)| (name.clone(), limit, usage.used(name)));
+        let Some((name, limit, used)) = over else {
+            return Ok(false);
+        };
         self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount,
-                used: used.saturating_add(amount),
-                limit,
-            })
-            .await
+            .fail(
+                FailureKind::BudgetExhausted,
+                format!(
+                    "the `{name}` budget is overrun: {used} used, {} past its limit of {limit} \
+                     (a model provider reported more than the budget had left); the run stops, \
+                     and a model reply that brought it there is not applied; raise the budget \
+                     or lower the model's max_output_tokens",
+                    used - limit
+                ),
+            )
+            .await?;
+        Ok(true)
     }
 
     /// The planner did not make a call that could have exceeded a budget, or hand back one

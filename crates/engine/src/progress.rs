@@ -29,7 +29,85 @@ pub(crate) struct OpenAttempt {
 pub(crate) struct Unsettled {
     /// The index of the `decision` entry in the run's ledger.
     pub(crate) decision_at: usize,
+    /// When that decision is a sequence and a member of it was being applied: the member's
+    /// index (its `sequence_member` entry is on record). The member is what is unsettled.
+    pub(crate) member: Option<usize>,
     pub(crate) progress: Progress,
+}
+
+/// A `sequence` decision the ledger shows recorded and not finished: which member comes
+/// next, and whether a member already failed to take effect, so the rest are not run.
+///
+/// The driver reads it between members, live and after a restart alike: one rule decides
+/// whether a sequence goes on, and it is a function of the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SequenceTrack {
+    /// The step whose decision the sequence is.
+    pub(crate) step: u32,
+    /// The index of the `decision` entry in the run's ledger.
+    pub(crate) decision_at: usize,
+    /// The members, as recorded.
+    pub(crate) members: Vec<rein_run::Decision>,
+    /// The index of the member to apply next: one past the last `sequence_member`.
+    pub(crate) next: usize,
+    /// Why a member did not take effect (a refusal, a failed call), when one did not.
+    pub(crate) stopped: Option<String>,
+}
+
+impl SequenceTrack {
+    /// Follows a `sequence` decision member by member through `kind`, recorded at ledger
+    /// index `at`: which member is next, and the first that did not take effect.
+    pub(crate) fn follow(sequence: &mut Option<Self>, kind: &EntryKind, at: usize) {
+        match kind {
+            EntryKind::Decision { step, decision } => {
+                *sequence = match decision {
+                    rein_run::Decision::Sequence { decisions, .. }
+                        if rein_run::check_sequence(decisions).is_ok() =>
+                    {
+                        Some(Self {
+                            step: *step,
+                            decision_at: at,
+                            members: decisions.clone(),
+                            next: 0,
+                            stopped: None,
+                        })
+                    }
+                    _ => None,
+                };
+            }
+            EntryKind::SequenceStopped { .. }
+            | EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. } => *sequence = None,
+            _ => {}
+        }
+        let Some(track) = sequence.as_mut() else {
+            return;
+        };
+        match kind {
+            EntryKind::SequenceMember { index, .. } => {
+                track.next = usize::try_from(*index).map_or(usize::MAX, |i| i.saturating_add(1));
+            }
+            EntryKind::PolicyViolation { message, .. } => {
+                track.stopped.get_or_insert_with(|| message.clone());
+            }
+            EntryKind::ToolError {
+                tool,
+                error,
+                will_retry: false,
+                ..
+            } => {
+                track.stopped.get_or_insert_with(|| error.about(tool));
+            }
+            _ => {}
+        }
+    }
+
+    /// The indexes of the members not yet started.
+    pub(crate) fn not_run(&self) -> Vec<u32> {
+        (self.next..self.members.len())
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect()
+    }
 }
 
 /// How far the application of an [`Unsettled`] decision got, as the ledger shows it.

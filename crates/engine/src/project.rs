@@ -15,7 +15,7 @@ use rein_run::{
 };
 
 pub(crate) use crate::error::ProjectionError;
-pub(crate) use crate::progress::{BatchTrack, OpenAttempt, Progress, Unsettled};
+pub(crate) use crate::progress::{BatchTrack, OpenAttempt, Progress, SequenceTrack, Unsettled};
 use serde_json::Value;
 
 /// The note a graceful interrupt hands the planner, for its one last step.
@@ -42,6 +42,9 @@ pub(crate) struct Projection {
     pub(crate) model: crate::plan_link::ModelProgress,
     /// The current `call_tools` batch, while not every call of it is settled.
     pub(crate) batch: Option<BatchTrack>,
+    /// The current step's `sequence` decision, until its step's next decision (or its
+    /// `sequence_stopped`, or the run's end).
+    pub(crate) sequence: Option<SequenceTrack>,
     /// The run's place in a tree of runs: its open child, its parent.
     pub(crate) tree: crate::children::Tree,
     /// The skills whose bodies entered the planner's context (name, checksum): each is
@@ -83,6 +86,7 @@ impl Projection {
             applied: 1,
             model: crate::plan_link::ModelProgress::default(),
             batch: None,
+            sequence: None,
             tree: crate::children::Tree::default(),
             skills_entered: Vec::new(),
             dialogue: Vec::new(),
@@ -131,6 +135,7 @@ impl Projection {
             self.track_step(kind);
             self.model.track(kind);
         }
+        SequenceTrack::follow(&mut self.sequence, kind, self.applied);
         self.track_records(kind);
         self.applied += 1;
         Ok(())
@@ -177,6 +182,15 @@ impl Projection {
             EntryKind::Decision { .. } => {
                 self.unsettled = Some(Unsettled {
                     decision_at: self.applied,
+                    member: None,
+                    progress: Progress::Started,
+                });
+                return;
+            }
+            EntryKind::SequenceMember { index, .. } => {
+                self.unsettled = self.sequence.as_ref().map(|track| Unsettled {
+                    decision_at: track.decision_at,
+                    member: usize::try_from(*index).ok(),
                     progress: Progress::Started,
                 });
                 return;
@@ -239,6 +253,7 @@ impl Projection {
             | EntryKind::RunInterrupted { .. }
             | EntryKind::RunCompleted { .. }
             | EntryKind::ChildEnded { .. }
+            | EntryKind::SequenceStopped { .. }
             | EntryKind::RunFailed { .. } => {
                 self.unsettled = None;
                 self.batch = None;
@@ -275,6 +290,39 @@ impl Projection {
                 let usage = run.usage_mut()?;
                 self.budget.charge(usage, &BudgetName::STEPS, 1)?;
             }
+            EntryKind::SequenceMember { index, .. } => {
+                // The member's call, for the evidence its result makes, as for a decision.
+                let member = self
+                    .sequence
+                    .as_ref()
+                    .and_then(|track| track.members.get(usize::try_from(*index).ok()?))
+                    .ok_or(ProjectionError::DecisionMissing)?;
+                self.call_input = match member {
+                    rein_run::Decision::CallTool { input, .. } => Some(input.clone()),
+                    _ => None,
+                };
+                self.batch = match member {
+                    rein_run::Decision::CallTools { calls, .. } => Some(BatchTrack::new(calls)),
+                    _ => None,
+                };
+            }
+            EntryKind::SequenceStopped {
+                not_run, reason, ..
+            } => {
+                // The planner learns which of its decisions never ran, and why.
+                let members: Vec<String> = not_run.iter().map(u32::to_string).collect();
+                run.add_evidence(
+                    EvidenceKind::note(
+                        NoteSource::Engine,
+                        format!(
+                            "the rest of the sequence was not run (members {} of the last \
+                             decision, counted from 0): {reason}",
+                            members.join(", ")
+                        ),
+                    ),
+                    at,
+                )?;
+            }
             EntryKind::Transition { from, to, .. } => {
                 if *from != run.state() {
                     return Err(ProjectionError::TransitionFrom {
@@ -290,6 +338,12 @@ impl Projection {
             EntryKind::BudgetConsumed { name, amount, .. } => {
                 let usage = run.usage_mut()?;
                 self.budget.charge(usage, name, *amount)?;
+            }
+            EntryKind::BudgetOverrun { name, amount, .. } => {
+                // Past the limit: what a provider reported is charged whole.
+                let usage = run.usage_mut()?;
+                let spent = usage.reserve(name, *amount, None)?;
+                usage.commit(spent);
             }
             EntryKind::ToolCall {
                 tool,

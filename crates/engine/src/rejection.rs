@@ -110,6 +110,10 @@ pub(crate) enum Rejection {
         /// Why it was refused.
         source: Box<Rejection>,
     },
+    /// A sequence that breaks a rule of sequences (empty, nested, a member that ends the
+    /// run before the last).
+    #[error("{0}")]
+    InvalidSequence(rein_run::SequenceError),
     /// A delegation with an empty goal.
     #[error("a delegation needs a goal for the child run; propose one")]
     EmptyDelegation,
@@ -160,6 +164,7 @@ impl Rejection {
                 Violation::InvalidInput
             }
             Self::InBatch { source, .. } => source.violation(),
+            Self::InvalidSequence(_) => Violation::InvalidInput,
         }
     }
 }

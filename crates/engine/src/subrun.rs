@@ -273,6 +273,7 @@ impl Driver {
         let controls = Controls {
             rx,
             cancel: inbox.cancel.child_token(),
+            stop: inbox.stop.child_token(),
             events: events.clone(),
         };
         (Some(tx), Some(controls))

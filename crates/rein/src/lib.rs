@@ -171,6 +171,9 @@ pub use rein_run::Delegation;
 /// One call of a [`Decision::CallTools`] batch.
 #[doc(inline)]
 pub use rein_run::ProposedCall;
+/// Why a list of decisions cannot be a [`Decision::Sequence`].
+#[doc(inline)]
+pub use rein_run::SequenceError;
 /// How a child run ended and what it spent (sub-runs).
 #[doc(inline)]
 pub use rein_run::{ChildOutcome, Spend};
@@ -282,9 +285,9 @@ pub mod llm {
     #[doc(inline)]
     pub use rein_llm::{
         Api, ChatRequest, ChatResponse, Completion, DynProvider, FunctionCall, FunctionDef,
-        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices, ProgressFn,
-        PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer, StreamProgress,
-        Usage, build_request, estimate_tokens, function_name, request_body,
+        HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices,
+        ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer,
+        StreamProgress, Usage, build_request, estimate_tokens, function_name, request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).

@@ -21,7 +21,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         let policy = engine.policy();
         let eligibility = Eligibility::new(policy.eligibility.clone(), engine.tools())
             .map_err(|e| CliError::bad_input(e.to_string()))?;
-        print!(
+        out!(
             "{}",
             inspect::policy(
                 &policy.transitions,
@@ -43,7 +43,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         && let Some(id) = file.run_id(expected.as_ref())
     {
         let tree = crate::tree::read(&id, &file.entries, &data)?;
-        print!("{}", crate::tree::diagram(&tree, args.format));
+        out!("{}", crate::tree::diagram(&tree, args.format));
         return Ok(Exit::Ok);
     }
     if let Some(step) = args.prompt {
@@ -60,6 +60,6 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         };
         return super::prompt::prompt(step, args.call, &scenario, file.entries);
     }
-    print!("{}", inspect::run_path(&file.entries, args.format));
+    out!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)
 }

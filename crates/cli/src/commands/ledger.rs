@@ -16,9 +16,10 @@ pub(crate) fn verify(verify: &LedgerVerifyArgs) -> CliResult {
     let (path, expected, data) = find_ledger(&args.target, &data)?;
     let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if let Some(torn) = file.torn {
-        println!(
+        outln!(
             "note: line {} ({} bytes) is a torn final write (the process died while writing it); it is not part of the chain and is cut when the run resumes",
-            torn.line, torn.bytes
+            torn.line,
+            torn.bytes
         );
     }
     let run = file
@@ -27,24 +28,24 @@ pub(crate) fn verify(verify: &LedgerVerifyArgs) -> CliResult {
     match &file.verdict {
         Ok(()) => {
             let last = file.entries.last().map(Entry::hash);
-            println!(
+            outln!(
                 "ledger {}: run {run}, {} entries, hash chain intact — verified ✓",
                 path.display(),
                 file.entries.len()
             );
             if let Some(last) = last {
-                println!("last hash {last}");
+                outln!("last hash {last}");
             }
-            println!("{}", file.anchor.describe(&data));
+            outln!("{}", file.anchor.describe(&data));
             if verify.tree
                 && let Some(id) = file.run_id(expected.as_ref())
             {
                 let tree = crate::tree::read(&id, &file.entries, &data)?;
-                println!(
+                outln!(
                     "tree of {} runs: every ledger verified, every child ending at the head its parent recorded ✓",
                     tree.size()
                 );
-                print!("{}", crate::tree::lines(&tree));
+                out!("{}", crate::tree::lines(&tree));
             }
             Ok(Exit::Ok)
         }
@@ -66,21 +67,21 @@ pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
     if args.json {
         let text = serde_json::to_string_pretty(&file.entries)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;
-        println!("{text}");
+        outln!("{text}");
     } else if let Some(first) = file.entries.first() {
         let start = first.at().as_unix_millis();
-        println!(
+        outln!(
             "run {} — {} entries — started {} — {}",
             first.run_id(),
             file.entries.len(),
             iso(start),
             path.display()
         );
-        println!(" seq      time  state     event");
+        outln!(" seq      time  state     event");
         for entry in &file.entries {
             let offset = entry.at().as_unix_millis().saturating_sub(start);
             let time = format!("+{}.{:03}s", offset / 1000, offset % 1000);
-            println!(
+            outln!(
                 "{:>4}  {time:>8}  {:<8}  {}",
                 entry.seq(),
                 entry.state().as_str(),
@@ -88,13 +89,14 @@ pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
             );
         }
         if let Some(torn) = file.torn {
-            println!(
+            outln!(
                 "   …  a torn final line {} ({} bytes) is not shown",
-                torn.line, torn.bytes
+                torn.line,
+                torn.bytes
             );
         }
         if file.verdict.is_ok() {
-            println!("hash chain intact — verified ✓");
+            outln!("hash chain intact — verified ✓");
         }
     }
     match &file.verdict {

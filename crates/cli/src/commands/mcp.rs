@@ -239,12 +239,12 @@ fn print(servers: &[McpServer], eligibility: &Eligibility, json: bool) {
                     .collect::<Vec<_>>()
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return;
     }
     for server in servers {
         let tools = server.imported();
-        println!("mcp server `{}`: {} tools", server.name(), tools.len());
+        outln!("mcp server `{}`: {} tools", server.name(), tools.len());
         let width = tools
             .iter()
             .map(|t| t.name().as_str().len())
@@ -275,7 +275,7 @@ fn print(servers: &[McpServer], eligibility: &Eligibility, json: bool) {
             } else {
                 states.join(", ")
             };
-            println!(
+            outln!(
                 "  {:width$}  {kind}{idem}, risk {}  eligible in: {states}{mapped}",
                 tool.name().as_str(),
                 a.risk_level(),

@@ -41,7 +41,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Schema(args) => match args.what {
             SchemaKind::Scenario => {
-                print!("{}", scenario::SCHEMA);
+                out!("{}", scenario::SCHEMA);
                 Ok(Exit::Ok)
             }
         },

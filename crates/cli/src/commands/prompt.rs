@@ -82,7 +82,7 @@ pub(crate) fn prompt(
         })?;
     let Some(recorded) = recorded else {
         return Err(CliError::bad_input(format!(
-            "step {step} made no model call: its decision came from an earlier reply"
+            "step {step} made no model call: give a step whose ledger shows a planner_attempt"
         )));
     };
     let body = request_body(&def.provider, &chat);
@@ -99,7 +99,7 @@ pub(crate) fn prompt(
     let pretty = serde_json::from_slice::<serde_json::Value>(&body)
         .and_then(|v| serde_json::to_string_pretty(&v))
         .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-    println!("{pretty}");
-    println!("request sha256 {hash}: matches the ledger");
+    outln!("{pretty}");
+    outln!("request sha256 {hash}: matches the ledger");
     Ok(Exit::Ok)
 }

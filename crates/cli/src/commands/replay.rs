@@ -29,7 +29,7 @@ pub(crate) async fn replay(args: ReplayArgs) -> CliResult {
     };
     scenario::mcp::shutdown(&servers).await;
     let report = replayed.map_err(|e| engine_error(e, &data))?;
-    print!("{}", render(&report));
+    out!("{}", render(&report));
     Ok(if report.matches() {
         Exit::Ok
     } else {

@@ -42,7 +42,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     };
     let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
     if progress {
-        println!("run {id}: {}", scenario.goal);
+        outln!("run {id}: {}", scenario.goal);
     }
     let mut driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let mut answers = scenario.answers.iter();
@@ -54,7 +54,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
                 .pending_question()
                 .map(|q| q.question.as_str())
                 .unwrap_or_default();
-            println!("  answering {question:?} with {answer:?} (scripted in the scenario)");
+            outln!("  answering {question:?} with {answer:?} (scripted in the scenario)");
         }
         let handle = engine
             .start_resume(&id, Some(answer))
@@ -84,7 +84,7 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
         .map_err(|e| engine_error(e, &data))?;
     let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
     if progress {
-        println!("run {id}: resumed");
+        outln!("run {id}: resumed");
     }
     let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let result = finish(&driven, &data, args.json);
@@ -160,8 +160,9 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
 
 /// Waits for the run behind `handle`, printing progress lines if asked.
 ///
-/// Ctrl-C interrupts the run gracefully through the engine: a tool call in progress
-/// finishes and is recorded, no other call starts, and the run is left `interrupted` for
+/// Ctrl-C stops the run through the engine (`RunControl::stop`): a model call in flight is
+/// cancelled at once (charged at its declared worst case), a tool call in progress
+/// finishes and is recorded, nothing new starts, and the run is left `interrupted` for
 /// `rein resume`. A second Ctrl-C aborts: the call in progress is dropped, its outcome is
 /// unknown, and the run fails as aborted. Either way the outcome is then printed as usual
 /// and `rein` exits with 130 unless the run completed anyway.
@@ -180,11 +181,11 @@ async fn drive(
                 match event {
                     RunEvent::Recorded(entry) => {
                         if let Some(line) = progress.line(&entry) {
-                            println!("{line}");
+                            outln!("{line}");
                         }
                     }
                     RunEvent::Missed(n) => {
-                        println!("  … {n} events not shown (the ledger has them all)")
+                        outln!("  … {n} events not shown (the ledger has them all)")
                     }
                     _ => {}
                 }
@@ -201,9 +202,10 @@ async fn drive(
             () = ctrl_c.recv(), if signals < 2 => {
                 signals += 1;
                 if signals == 1 {
-                    control.interrupt();
+                    control.stop();
                     eprintln!(
-                        "\ninterrupting run {id}: a tool call in progress finishes and is recorded, no other call starts; \
+                        "\ninterrupting run {id}: a model call in flight is cancelled (charged at its worst case), \
+                         a tool call in progress finishes and is recorded, no other call starts; \
                          press Ctrl-C again to abort instead (the call in progress is dropped, its outcome is unknown, and the run fails)"
                     );
                 } else {
@@ -290,7 +292,7 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
         }
         let text = serde_json::to_string_pretty(run)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the run: {e}")))?;
-        println!("{text}");
+        outln!("{text}");
         if let Some(pending) = run.pending_question() {
             let answer = pending.options.first().map_or("ANSWER", String::as_str);
             eprintln!(
@@ -311,7 +313,7 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
             );
         }
     } else {
-        print!("{}", render::summary(run, &ledger, &below, data.shown()));
+        out!("{}", render::summary(run, &ledger, &below, data.shown()));
     }
     if let Err(broken) = &ledger.verdict {
         return Err(CliError::new(

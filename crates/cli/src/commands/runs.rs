@@ -36,7 +36,7 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
     data.require()?;
     let ids = data.run_ids()?;
     if ids.is_empty() {
-        println!("no runs in {}", data.shown());
+        outln!("no runs in {}", data.shown());
         return Ok(Exit::Ok);
     }
     let now = SystemTime::now()
@@ -55,12 +55,16 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         .max()
         .unwrap_or(0)
         .max(ID_WIDTH);
-    println!(
+    outln!(
         "{:<width$}  {:<STATUS_WIDTH$}  {:<8}  {:>5}  {:>5}  GOAL",
-        "RUN ID", "STATUS", "STATE", "STEPS", "AGE"
+        "RUN ID",
+        "STATUS",
+        "STATE",
+        "STEPS",
+        "AGE"
     );
     for (&(i, _), label) in ordered.iter().zip(&labels) {
-        println!("{label:<width$}  {}", rows[i].columns);
+        outln!("{label:<width$}  {}", rows[i].columns);
     }
     Ok(Exit::Ok)
 }

@@ -58,10 +58,10 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
         })
         .collect();
     if args.json {
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return Ok(Exit::Ok);
     }
-    println!("built-in tools (default eligibility and approval policy):");
+    outln!("built-in tools (default eligibility and approval policy):");
     for row in &rows {
         let flags = [
             ("read-only", row["read_only"] == true),
@@ -84,12 +84,12 @@ pub(crate) fn tools(args: &ToolsArgs) -> CliResult {
         let approval = row["approval"]
             .as_str()
             .map_or_else(|| "no".to_owned(), |why| format!("yes ({why})"));
-        println!("  {}", row["name"].as_str().unwrap_or_default());
-        println!("    {}", row["description"].as_str().unwrap_or_default());
-        println!("    annotations  {}", shown.join(", "));
-        println!("    runs in      {}", states.join(", "));
-        println!("    approval     {approval}");
-        println!(
+        outln!("  {}", row["name"].as_str().unwrap_or_default());
+        outln!("    {}", row["description"].as_str().unwrap_or_default());
+        outln!("    annotations  {}", shown.join(", "));
+        outln!("    runs in      {}", states.join(", "));
+        outln!("    approval     {approval}");
+        outln!(
             "    scenarios    {}",
             row["scenarios"].as_str().unwrap_or_default()
         );

@@ -69,11 +69,11 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
         Some(ApproverDef::Deny) => "deny".to_owned(),
         Some(ApproverDef::Scripted(answers)) => format!("scripted ({} answers)", answers.len()),
     };
-    println!("{}: valid ✓", loaded.file);
+    outln!("{}: valid ✓", loaded.file);
     if !s.description.is_empty() {
-        println!("  {}", s.description);
+        outln!("  {}", s.description);
     }
-    println!(
+    outln!(
         "  tools: {}",
         if tools.is_empty() {
             "none".to_owned()
@@ -83,20 +83,20 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
     );
     let mcp: Vec<&str> = s.tools.iter().filter_map(|t| t.server.as_deref()).collect();
     if args.offline && !mcp.is_empty() {
-        println!(
+        outln!(
             "  mcp servers: {} (not contacted: --offline)",
             mcp.join(", ")
         );
     }
     for (server, names) in &imported {
-        println!(
+        outln!(
             "  mcp server `{server}`: {} tools would be imported: {}",
             names.len(),
             names.join(", ")
         );
     }
-    println!("  planner: {planner}");
-    println!("  approver: {approver}");
+    outln!("  planner: {planner}");
+    outln!("  approver: {approver}");
     if !s.policies.budgets.is_empty() {
         let budgets: Vec<String> = s
             .policies
@@ -104,7 +104,7 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        println!("  budgets: {}", budgets.join(", "));
+        outln!("  budgets: {}", budgets.join(", "));
     }
     Ok(Exit::Ok)
 }

@@ -152,27 +152,41 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     for (script_path, steps) in scripts {
         for (i, step) in steps.iter().enumerate() {
             let step_path = script_path.index(i);
-            let decisions = [
+            // Each decision with the path that names it; a sequence's members each.
+            let mut decisions = Vec::new();
+            for (field, decision) in [
                 ("decision", Some(step.decision())),
                 ("otherwise", step.otherwise()),
-            ];
-            for (field, decision) in decisions {
-                if let Some(Decision::Delegate {
+            ] {
+                let path = step_path.key(field);
+                match decision {
+                    Some(Decision::Sequence {
+                        decisions: members, ..
+                    }) => decisions.extend(
+                        members
+                            .iter()
+                            .enumerate()
+                            .map(|(j, m)| (path.key("decisions").index(j), m)),
+                    ),
+                    Some(decision) => decisions.push((path, decision)),
+                    None => {}
+                }
+            }
+            for (path, decision) in decisions {
+                if let Decision::Delegate {
                     planner: Some(planner),
                     ..
-                }) = decision
+                } = decision
                     && !scenario.planners.contains_key(planner)
                 {
                     warnings.push(format!(
-                        "{} delegates to planner `{planner}`, which `planners` does not define; the engine will reject the delegation",
-                        step_path.key(field)
+                        "{path} delegates to planner `{planner}`, which `planners` does not define; the engine will reject the delegation"
                     ));
                 }
                 // A call, or each call of a batch, with the path that names it.
-                let path = step_path.key(field);
                 let calls: Vec<_> = match decision {
-                    Some(Decision::CallTool { tool, input, .. }) => vec![(path, tool, input)],
-                    Some(Decision::CallTools { calls, .. }) => calls
+                    Decision::CallTool { tool, input, .. } => vec![(path, tool, input)],
+                    Decision::CallTools { calls, .. } => calls
                         .iter()
                         .enumerate()
                         .map(|(j, c)| (path.key("calls").index(j), &c.tool, &c.input))

@@ -5,7 +5,9 @@ use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 use rein::EngineBuilder;
-use rein::llm::{HttpProvider, LlmConfig, LlmPlanner, ProviderConfig, StreamProgress};
+use rein::llm::{
+    HeaderSource, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig, StreamProgress,
+};
 use rein::{ToolName, json};
 use serde::{Deserialize, Serialize};
 
@@ -36,11 +38,24 @@ fn tool_names(tools: &[ToolDef]) -> Vec<ToolName> {
         .collect()
 }
 
+/// The provider configuration of `def`. A stored copy left header values out: `rein
+/// resume` puts them back before it calls a model, and `inspect` rebuilds request bodies,
+/// which carry no header, so an empty value stands in for each.
+fn provider_config(def: &LlmDef) -> ProviderConfig {
+    let mut config = def.provider.clone();
+    for (_, value) in &mut config.extra_headers {
+        if matches!(value, HeaderSource::Redacted { .. }) {
+            *value = HeaderSource::from("");
+        }
+    }
+    config
+}
+
 /// What is wrong with `def` for these tools: an unusable provider configuration, a key
 /// variable that is not set, tool names that collide as function names.
 pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str, String)> {
     let provider =
-        HttpProvider::new(def.provider.clone()).map_err(|e| ("provider", e.to_string()))?;
+        HttpProvider::new(provider_config(def)).map_err(|e| ("provider", e.to_string()))?;
     LlmPlanner::new(provider, def.planner.clone())
         .with_tools(&tool_names(tools))
         .map(|_| ())
@@ -54,7 +69,7 @@ pub(crate) fn with_planner(
     def: &LlmDef,
     tools: &[ToolDef],
 ) -> EngineBuilder {
-    let Ok(mut provider) = HttpProvider::new(def.provider.clone()) else {
+    let Ok(mut provider) = HttpProvider::new(provider_config(def)) else {
         return builder;
     };
     if def.provider.stream && std::io::stderr().is_terminal() {

@@ -1,16 +1,39 @@
-//! MCP `env` and `headers` values are never stored: the data directory's copy of a
-//! scenario keeps `{"from_env": "NAME"}` references as written and replaces every literal
-//! with `{"redacted": true}`; `rein resume` reads the literals again from the original
+//! MCP `env` and `headers` values, and the model provider's `extra_headers` values, are
+//! never stored: the data directory's copy of a scenario keeps `{"from_env": "NAME"}`
+//! references as written and replaces every literal with `{"redacted": true}`; `rein resume` reads the literals again from the original
 //! scenario file (its path is stored beside the copy) and refuses, naming the value, when
 //! that file no longer has them.
 
 use std::collections::BTreeMap;
 
-use super::model::{Scenario, SecretValue, ToolDef};
+use rein::llm::HeaderSource;
 
-/// `scenario` with every literal MCP `env`/`headers` value replaced by a redaction.
+use super::model::{PlannerDef, Scenario, SecretValue, ToolDef};
+
+/// The model provider's extra headers, when the scenario's planner is a model.
+fn model_headers(scenario: &Scenario) -> &[(String, HeaderSource)] {
+    match &scenario.planner {
+        PlannerDef::Llm(def) => &def.provider.extra_headers,
+        PlannerDef::Scripted(_) => &[],
+    }
+}
+
+fn model_headers_mut(scenario: &mut Scenario) -> &mut [(String, HeaderSource)] {
+    match &mut scenario.planner {
+        PlannerDef::Llm(def) => &mut def.provider.extra_headers,
+        PlannerDef::Scripted(_) => &mut [],
+    }
+}
+
+/// `scenario` with every literal MCP `env`/`headers` value and every literal model
+/// `extra_headers` value (an `Authorization`, an Azure `api-key`) replaced by a redaction.
 pub(crate) fn redacted(scenario: &Scenario) -> Scenario {
     let mut copy = scenario.clone();
+    for (_, value) in model_headers_mut(&mut copy) {
+        if matches!(value, HeaderSource::Literal(_)) {
+            *value = HeaderSource::Redacted { redacted: true };
+        }
+    }
     for def in &mut copy.tools {
         for map in [def.env.as_mut(), def.headers.as_mut()]
             .into_iter()
@@ -28,13 +51,17 @@ pub(crate) fn redacted(scenario: &Scenario) -> Scenario {
 
 /// Whether `scenario` holds a redacted value (it is a data directory copy).
 pub(crate) fn has_redacted(scenario: &Scenario) -> bool {
-    scenario.tools.iter().any(|def| {
-        [def.env.as_ref(), def.headers.as_ref()]
-            .into_iter()
-            .flatten()
-            .flat_map(BTreeMap::values)
-            .any(|v| matches!(v, SecretValue::Redacted { .. }))
-    })
+    let header = model_headers(scenario)
+        .iter()
+        .any(|(_, v)| matches!(v, HeaderSource::Redacted { .. }));
+    header
+        || scenario.tools.iter().any(|def| {
+            [def.env.as_ref(), def.headers.as_ref()]
+                .into_iter()
+                .flatten()
+                .flat_map(BTreeMap::values)
+                .any(|v| matches!(v, SecretValue::Redacted { .. }))
+        })
 }
 
 /// Puts back into `saved` every redacted value, from the MCP entry of `original` with the
@@ -44,6 +71,20 @@ pub(crate) fn has_redacted(scenario: &Scenario) -> bool {
 /// The first value `original` no longer has as a literal, in words that name the server,
 /// the field and the key.
 pub(crate) fn restore(saved: &mut Scenario, original: &Scenario) -> Result<(), String> {
+    let written = model_headers(original);
+    for (name, value) in model_headers_mut(saved) {
+        if !matches!(value, HeaderSource::Redacted { .. }) {
+            continue;
+        }
+        match written.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some((_, literal @ HeaderSource::Literal(_))) => *value = literal.clone(),
+            _ => {
+                return Err(format!(
+                    "the model provider had `extra_headers` `{name}` written literally in the scenario file, and rein never stores such values; the original file no longer has it"
+                ));
+            }
+        }
+    }
     for def in &mut saved.tools {
         let Some(server) = def.server.clone() else {
             continue;
@@ -130,5 +171,25 @@ mod tests {
             why.contains("`b` had `headers.Authorization`") && !why.contains("s3cret"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn model_header_values_are_not_stored_unless_read_from_the_environment() {
+        let original: Scenario = serde_json::from_value(json!({
+            "goal": "g",
+            "planner": {"llm": {"provider": {
+                "api": "open_ai", "base_url": "https://x.example/v1", "model": "m",
+                "extra_headers": [["api-key", "s3cret-azure"], ["x-key", {"from_env": "AZURE_KEY"}]]
+            }}}
+        }))
+        .unwrap();
+        assert!(!format!("{original:?}").contains("s3cret"));
+        let mut copy = redacted(&original);
+        let stored = serde_json::to_string(&copy).unwrap();
+        assert!(!stored.contains("s3cret"), "{stored}");
+        assert!(stored.contains(r#"{"from_env":"AZURE_KEY"}"#), "{stored}");
+        assert!(has_redacted(&copy) && !has_redacted(&original));
+        restore(&mut copy, &original).unwrap();
+        assert_eq!(copy, original);
     }
 }

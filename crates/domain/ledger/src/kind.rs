@@ -165,6 +165,19 @@ pub enum EntryKind {
         /// Its limit, if it has one.
         limit: Option<u64>,
     },
+    /// A provider reported more than a budget had left (a model call's usage, which no
+    /// rein-side check can bound): the true amount is charged all the same, past the limit,
+    /// and the run stops.
+    BudgetOverrun {
+        /// The budget.
+        name: BudgetName,
+        /// The amount charged: what the provider reported.
+        amount: u64,
+        /// What has been used of it after this charge (more than `limit`).
+        used: u64,
+        /// Its limit.
+        limit: u64,
+    },
     /// A charge was refused because it would exceed a budget's limit.
     BudgetExhausted {
         /// The budget.
@@ -210,7 +223,7 @@ pub enum EntryKind {
     },
     /// The run was interrupted through its handle.
     Interrupt {
-        /// Graceful or abort.
+        /// Graceful, stop or abort.
         kind: InterruptKind,
     },
     /// The run's policy was narrowed while it was live: from this entry on, and after any
@@ -315,6 +328,27 @@ pub enum EntryKind {
         /// The SHA-256 of the skill's canonical JSON: exactly which text entered.
         checksum: Digest,
     },
+    /// A member of the step's `sequence` decision is about to be applied: the entries that
+    /// follow, up to the next `sequence_member` or `sequence_stopped`, are its own.
+    SequenceMember {
+        /// The step whose decision the sequence is.
+        step: u32,
+        /// The member's index in the sequence, from 0.
+        index: u32,
+        /// The member's kind, as in its `type` tag (for readers of the ledger).
+        kind: String,
+    },
+    /// A `sequence` decision stopped before its last member: the member before these did
+    /// not take effect (refused, its call failed) or the run was interrupted, so these
+    /// members were not run.
+    SequenceStopped {
+        /// The step whose decision the sequence is.
+        step: u32,
+        /// The indexes of the members not run, from 0.
+        not_run: Vec<u32>,
+        /// Why the sequence stopped.
+        reason: String,
+    },
 }
 
 impl EntryKind {
@@ -337,6 +371,7 @@ impl EntryKind {
             Self::ApprovalDenied { .. } => "approval_denied",
             Self::BudgetConsumed { .. } => "budget_consumed",
             Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::BudgetOverrun { .. } => "budget_overrun",
             Self::HumanInputRequested { .. } => "human_input_requested",
             Self::HumanInputReceived { .. } => "human_input_received",
             Self::PolicyViolation { .. } => "policy_violation",
@@ -353,6 +388,8 @@ impl EntryKind {
             Self::ChildEnded { .. } => "child_ended",
             Self::ChildOf { .. } => "child_of",
             Self::SkillEntered { .. } => "skill_entered",
+            Self::SequenceMember { .. } => "sequence_member",
+            Self::SequenceStopped { .. } => "sequence_stopped",
         }
     }
 }
@@ -432,6 +469,10 @@ pub enum InterruptKind {
     Graceful,
     /// In-flight tool calls are dropped and the run fails as aborted.
     Abort,
+    /// A model call in flight is cancelled (charged at its declared worst case), a tool
+    /// call in progress finishes and is recorded, nothing new starts, and the run is left
+    /// interrupted, to be resumed.
+    Stop,
 }
 
 impl InterruptKind {
@@ -441,6 +482,7 @@ impl InterruptKind {
         match self {
             Self::Graceful => "graceful",
             Self::Abort => "abort",
+            Self::Stop => "stop",
         }
     }
 }

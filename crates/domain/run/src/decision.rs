@@ -105,6 +105,64 @@ pub enum Decision {
         #[serde(default)]
         reason: String,
     },
+    /// Several decisions from one reply, applied in order as one step: each member is
+    /// checked and applied as if it were proposed alone, and the sequence stops at the first
+    /// member that does not take effect (refused, or its call failed); the members after it
+    /// are recorded as not run. Built with [`Decision::sequence`], which enforces its rules
+    /// (see [`SequenceError`]); the engine checks them again for a sequence it deserialized.
+    ///
+    /// ```
+    /// use rein_run::{Decision, State};
+    /// use serde_json::json;
+    ///
+    /// let d = Decision::sequence(
+    ///     [
+    ///         Decision::transition(State::Act, "ready"),
+    ///         Decision::call_tool("fs.write", json!({"path": "a.txt"}), ""),
+    ///         Decision::transition(State::Validate, "written"),
+    ///     ],
+    ///     "write the file",
+    /// )?;
+    /// assert_eq!(serde_json::to_value(&d)?["type"], "sequence");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    Sequence {
+        /// The members, in the order they are applied.
+        decisions: Vec<Decision>,
+        /// Why, for the ledger and for humans.
+        #[serde(default)]
+        reason: String,
+    },
+}
+
+/// Why a list of decisions cannot be a [`Decision::Sequence`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SequenceError {
+    /// The sequence has no members.
+    #[error("a sequence needs at least one member; propose the decisions it should hold")]
+    Empty,
+    /// A member is itself a sequence.
+    #[error(
+        "member {index} of the sequence is itself a sequence; a sequence holds plain \
+         decisions, so put its members in the outer sequence"
+    )]
+    Nested {
+        /// The member's index, from 0.
+        index: usize,
+    },
+    /// A member that ends or pauses the run (`finish`, `fail`, `ask_human`, a transition to
+    /// `done` or `failed`) is not the last: the members after it could never run.
+    #[error(
+        "member {index} of the sequence ({kind}) ends or pauses the run, so it must be the \
+         last member; move it to the end or drop the members after it"
+    )]
+    NotLast {
+        /// The member's index, from 0.
+        index: usize,
+        /// The member's kind, as in its `type` tag.
+        kind: &'static str,
+    },
 }
 
 /// One call of a [`Decision::CallTools`] batch.
@@ -174,6 +232,29 @@ impl Decision {
             calls: calls.into_iter().collect(),
             reason: reason.into(),
         }
+    }
+
+    /// Proposes `decisions` as one sequence (see [`Decision::Sequence`]).
+    ///
+    /// # Errors
+    /// [`SequenceError`] when the list is empty, holds a sequence, or holds a member that
+    /// ends or pauses the run anywhere but last.
+    pub fn sequence(
+        decisions: impl IntoIterator<Item = Self>,
+        reason: impl Into<String>,
+    ) -> Result<Self, SequenceError> {
+        let decisions: Vec<Self> = decisions.into_iter().collect();
+        check_sequence(&decisions)?;
+        Ok(Self::Sequence {
+            decisions,
+            reason: reason.into(),
+        })
+    }
+
+    /// Whether applying this decision ends or pauses the run when it takes effect.
+    #[must_use]
+    pub fn ends_or_pauses(&self) -> bool {
+        matches!(self, Self::AskHuman { .. }) || self.target_state().is_some_and(State::is_terminal)
     }
 
     /// Proposes moving to `to`.
@@ -260,6 +341,7 @@ impl Decision {
             Self::Fail { .. } => "fail",
             Self::CallTools { .. } => "call_tools",
             Self::Delegate { .. } => "delegate",
+            Self::Sequence { .. } => "sequence",
         }
     }
 
@@ -274,9 +356,35 @@ impl Decision {
             Self::CallTool { .. }
             | Self::AskHuman { .. }
             | Self::CallTools { .. }
-            | Self::Delegate { .. } => None,
+            | Self::Delegate { .. }
+            | Self::Sequence { .. } => None,
         }
     }
+}
+
+/// Checks the rules of a [`Decision::Sequence`]'s members (see [`SequenceError`]): what
+/// [`Decision::sequence`] enforces, and what the engine checks of a sequence it did not
+/// build itself.
+///
+/// # Errors
+/// The first rule the members break.
+pub fn check_sequence(decisions: &[Decision]) -> Result<(), SequenceError> {
+    if decisions.is_empty() {
+        return Err(SequenceError::Empty);
+    }
+    let last = decisions.len() - 1;
+    for (index, member) in decisions.iter().enumerate() {
+        if matches!(member, Decision::Sequence { .. }) {
+            return Err(SequenceError::Nested { index });
+        }
+        if index < last && member.ends_or_pauses() {
+            return Err(SequenceError::NotLast {
+                index,
+                kind: member.kind(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -295,6 +403,15 @@ mod tests {
             Decision::call_tools([ProposedCall::new("t", json!({}), "")], "both"),
             Decision::delegate("sub", [(BudgetName::TOOL_CALLS, 2)], "split"),
             Decision::delegate_to("reader", "sub", [], "split"),
+            Decision::sequence(
+                [
+                    Decision::transition(State::Act, "go"),
+                    Decision::call_tool("t", json!({}), ""),
+                    Decision::finish("done", json!(1)),
+                ],
+                "all at once",
+            )
+            .unwrap(),
         ] {
             let v = serde_json::to_value(&d).unwrap();
             assert_eq!(v["type"], d.kind());
@@ -326,6 +443,38 @@ mod tests {
         assert_eq!(
             Decision::ask_human("q", Vec::<String>::new()).target_state(),
             None
+        );
+    }
+
+    #[test]
+    fn a_sequence_is_flat_non_empty_and_ends_the_run_only_last() {
+        assert_eq!(Decision::sequence([], "none"), Err(SequenceError::Empty));
+        let inner = Decision::sequence([Decision::fail("x")], "").unwrap();
+        assert_eq!(
+            Decision::sequence([Decision::transition(State::Act, ""), inner], ""),
+            Err(SequenceError::Nested { index: 1 })
+        );
+        for early in [
+            Decision::finish("ok", json!(null)),
+            Decision::fail("no"),
+            Decision::ask_human("which?", Vec::<String>::new()),
+            Decision::transition(State::Done, "over"),
+        ] {
+            let kind = early.kind();
+            let err = Decision::sequence([early, Decision::call_tool("t", json!({}), "")], "")
+                .unwrap_err();
+            assert_eq!(err, SequenceError::NotLast { index: 0, kind });
+            assert!(err.to_string().contains("last member"), "{err}");
+        }
+        assert!(
+            Decision::sequence(
+                [
+                    Decision::call_tool("t", json!({}), ""),
+                    Decision::finish("ok", json!(null))
+                ],
+                ""
+            )
+            .is_ok()
         );
     }
 }

@@ -46,7 +46,7 @@ pub use approval::PendingApproval;
 pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
-pub use decision::{Decision, ProposedCall};
+pub use decision::{Decision, ProposedCall, SequenceError, check_sequence};
 pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};

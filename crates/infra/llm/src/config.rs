@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::LlmError;
 use crate::provider::millis;
 
 /// Which wire protocol the server speaks.
@@ -24,6 +25,87 @@ impl Api {
         match self {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Where the value of one of [`ProviderConfig::extra_headers`] comes from.
+///
+/// ```
+/// use rein_llm::HeaderSource;
+/// let written: HeaderSource = serde_json::from_str(r#""2024-06-01""#)?;
+/// assert_eq!(written, HeaderSource::from("2024-06-01"));
+/// let secret: HeaderSource = serde_json::from_str(r#"{"from_env": "AZURE_KEY"}"#)?;
+/// assert_eq!(secret, HeaderSource::FromEnv { from_env: "AZURE_KEY".into() });
+/// assert!(!format!("{written:?}").contains("2024"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum HeaderSource {
+    /// The value, as written in the configuration.
+    Literal(String),
+    /// The value of this environment variable, read when the provider is built.
+    FromEnv {
+        /// The variable's name.
+        from_env: String,
+    },
+    /// A value left out of a stored copy of the configuration (it is read again from the
+    /// original); a provider cannot be built with it.
+    Redacted {
+        /// Always `true`.
+        redacted: bool,
+    },
+}
+
+impl HeaderSource {
+    /// The text of header `name`: as written, or read from the variable this names.
+    ///
+    /// # Errors
+    /// [`LlmError::MissingHeaderValue`] when the variable is not set (or blank);
+    /// [`LlmError::Config`] for a value a stored copy left out.
+    pub fn resolve(&self, name: &str) -> Result<String, LlmError> {
+        match self {
+            Self::Literal(value) => Ok(value.clone()),
+            Self::FromEnv { from_env } => std::env::var(from_env)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| LlmError::MissingHeaderValue {
+                    header: name.to_owned(),
+                    var: from_env.clone(),
+                }),
+            Self::Redacted { .. } => Err(LlmError::Config(format!(
+                "the value of header `{name}` was not stored with this copy of the \
+                 configuration; give it again, or read it from a variable with \
+                 {{\"from_env\": \"NAME\"}}"
+            ))),
+        }
+    }
+}
+
+impl From<&str> for HeaderSource {
+    fn from(value: &str) -> Self {
+        Self::Literal(value.to_owned())
+    }
+}
+
+impl From<String> for HeaderSource {
+    fn from(value: String) -> Self {
+        Self::Literal(value)
+    }
+}
+
+impl std::fmt::Debug for HeaderSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // A header value may be a secret: never shown.
+            Self::Literal(_) => f.write_str("Literal(<not shown>)"),
+            Self::FromEnv { from_env } => f
+                .debug_struct("FromEnv")
+                .field("from_env", from_env)
+                .finish(),
+            Self::Redacted { .. } => f.write_str("Redacted"),
         }
     }
 }
@@ -56,9 +138,12 @@ pub struct ProviderConfig {
     /// The environment variable holding the API key; none for local servers.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Extra HTTP headers sent with every call (no secrets: they are shown in `Debug`).
+    /// Extra HTTP headers sent with every call (an Azure `api-key`, a proxy's token):
+    /// each value written as is, or read from an environment variable when the provider
+    /// is built (`{"from_env": "AZURE_KEY"}`). No value is shown in `Debug`, and every
+    /// value is sent marked sensitive.
     #[serde(default)]
-    pub extra_headers: Vec<(String, String)>,
+    pub extra_headers: Vec<(String, HeaderSource)>,
     /// Per-attempt timeout, covering the whole reply (streamed or not).
     #[serde(default = "default_timeout", with = "millis")]
     pub timeout: Duration,

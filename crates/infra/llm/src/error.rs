@@ -19,6 +19,14 @@ pub enum LlmError {
         /// The variable's name.
         var: String,
     },
+    /// The environment variable meant to hold an extra header's value is not set.
+    #[error("the variable `{var}` that holds the value of header `{header}` is not set: export it")]
+    MissingHeaderValue {
+        /// The header.
+        header: String,
+        /// The variable's name.
+        var: String,
+    },
     /// The server refused the key (401/403).
     #[error("the model server refused the credentials (HTTP {status}): check the key in `{var}`")]
     Unauthorized {
@@ -55,7 +63,22 @@ pub enum LlmError {
         /// The start of the server's message.
         excerpt: String,
     },
-    /// The server could not be reached or the connection broke.
+    /// The server answered, then the connection broke before the reply was complete (a
+    /// stream cut mid-reply, a body cut short). Nothing of the partial reply is used, so
+    /// the call may be made again.
+    #[error(
+        "the model server at {url} cut its reply off mid-way, after {received} bytes: \
+         {message}; the partial reply was not used"
+    )]
+    ReplyCut {
+        /// The URL called.
+        url: String,
+        /// How many bytes of the reply had arrived.
+        received: usize,
+        /// What failed.
+        message: String,
+    },
+    /// The server could not be reached, or the connection broke before it answered.
     #[error("cannot reach the model server at {url}: {message}")]
     Connection {
         /// The URL called.
@@ -120,6 +143,7 @@ impl LlmError {
             Self::RateLimited { .. }
                 | Self::Server { .. }
                 | Self::Connection { .. }
+                | Self::ReplyCut { .. }
                 | Self::Timeout(_)
         )
     }

@@ -80,8 +80,9 @@ struct Inner {
     headers: HeaderMap,
     breaker: Breaker,
     progress: Option<ProgressFn>,
-    /// The key, only to scrub it from error text a server might echo it in.
-    secret: String,
+    /// The key and the extra headers' values, only to scrub them from error text a server
+    /// might echo them in.
+    secrets: Vec<String>,
 }
 
 impl fmt::Debug for HttpProvider {
@@ -157,13 +158,20 @@ impl HttpProvider {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        for (name, value) in &config.extra_headers {
+        let mut secrets: Vec<String> = key.map(str::to_owned).into_iter().collect();
+        for (name, source) in &config.extra_headers {
+            let text = source.resolve(name)?;
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
+            let mut value = HeaderValue::from_str(&text).map_err(|_| {
                 LlmError::Config(format!("the value of header `{name}` is invalid"))
             })?;
+            // Any header value may be a credential: kept out of logs, and of error texts.
+            value.set_sensitive(true);
             headers.insert(name, value);
+            if !text.trim().is_empty() {
+                secrets.push(text);
+            }
         }
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -178,7 +186,7 @@ impl HttpProvider {
                 headers,
                 breaker,
                 progress: None,
-                secret: key.unwrap_or_default().to_owned(),
+                secrets,
             }),
         })
     }
@@ -195,7 +203,7 @@ impl HttpProvider {
                 headers: inner.headers.clone(),
                 breaker: inner.breaker.clone(),
                 progress: Some(progress),
-                secret: inner.secret.clone(),
+                secrets: inner.secrets.clone(),
             }),
         }
     }
@@ -274,7 +282,7 @@ impl Inner {
         tokio::time::timeout(timeout, self.send(body))
             .await
             .map_err(|_| LlmError::Timeout(timeout))?
-            .map_err(|e| e.redact(&self.secret))
+            .map_err(|e| self.secrets.iter().fold(e, |e, s| e.redact(s)))
     }
 
     async fn send(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
@@ -299,7 +307,7 @@ impl Inner {
         if !self.config.stream {
             let (text, cut) = read_bounded(response, self.config.max_reply_bytes)
                 .await
-                .map_err(|e| self.connection(&e))?;
+                .map_err(|(received, e)| self.cut(received, &e.to_string()))?;
             if cut {
                 return Err(LlmError::TooLarge {
                     limit: self.config.max_reply_bytes,
@@ -325,10 +333,12 @@ impl Inner {
         started: Instant,
     ) -> Result<ChatResponse, LlmError> {
         let limit = self.config.max_reply_bytes;
-        let mut seen = 0usize;
+        // How much of the reply arrived, for the error when the stream is cut.
+        let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&received);
         let bytes = response.bytes_stream().map(move |chunk| {
             let chunk = chunk.map_err(|e| e.to_string())?;
-            seen = seen.saturating_add(chunk.len());
+            let seen = counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit {
                 Err(TOO_LARGE.to_owned())
             } else {
@@ -345,10 +355,7 @@ impl Inner {
                     return Err(LlmError::TooLarge { limit });
                 }
                 Err(EventStreamError::Transport(e)) => {
-                    return Err(LlmError::Connection {
-                        url: self.url.clone(),
-                        message: e,
-                    });
+                    return Err(self.cut(received.load(Ordering::Relaxed), &e));
                 }
                 Err(EventStreamError::Utf8(_)) => {
                     return Err(LlmError::malformed("the event stream is not UTF-8", ""));
@@ -379,6 +386,16 @@ impl Inner {
         match self.config.api {
             Api::OpenAi => oa.finish(),
             Api::Anthropic => an.finish(),
+        }
+    }
+
+    /// The reply broke off after `received` bytes.
+    fn cut(&self, received: usize, message: &str) -> LlmError {
+        // reqwest's messages name the URL, never the headers.
+        LlmError::ReplyCut {
+            url: self.url.clone(),
+            received,
+            message: excerpt(message),
         }
     }
 
@@ -446,13 +463,14 @@ pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
     })
 }
 
-/// Reads at most `limit` bytes of the body; `true` when it was cut there.
+/// Reads at most `limit` bytes of the body; `true` when it was cut there. An error comes
+/// with how many bytes had arrived.
 async fn read_bounded(
     mut response: reqwest::Response,
     limit: usize,
-) -> Result<(Vec<u8>, bool), reqwest::Error> {
+) -> Result<(Vec<u8>, bool), (usize, reqwest::Error)> {
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| (out.len(), e))? {
         if out.len().saturating_add(chunk.len()) > limit {
             let room = limit - out.len();
             out.extend_from_slice(&chunk[..room]);

@@ -32,7 +32,7 @@ mod provider;
 
 pub use cassette::{Recorded, Recorder, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
-pub use config::{Api, ProviderConfig};
+pub use config::{Api, HeaderSource, ProviderConfig};
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
 pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};

@@ -1,12 +1,12 @@
 //! `LlmPlanner`: a model proposes rein decisions through function calls.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
     BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
-    PlannerError, RunId, State, ToolName,
+    PlannerError, ToolName,
 };
 use serde::{Deserialize, Serialize};
 
@@ -102,15 +102,17 @@ const fn default_max_depth() -> usize {
 /// non-negative integers) and `planner` (one of the engine's named planners; none: this
 /// run's) and becomes a [`Decision::Delegate`] (rein's engine says so to every run shallower
 /// than its `max_depth`; a `max_depth` of 0 keeps `delegate` out of every prompt). One reply becomes
-/// one [`Decision`] (consecutive tool calls in it become one `call_tools` batch); the
-/// request shows the model its earlier replies ([`PlanRequest::dialogue`], recorded with
-/// each `planner_call`) with their results, and which tools run in the current state;
-/// further
-/// decisions in the same reply are kept, in order, for the following steps, and each still
-/// passes every policy check. A reply without a usable call (prose,
-/// arguments that are not JSON, too large or too deep) is handed back to the model as a
-/// correction, at most [`LlmConfig::max_corrections`] times, and so is a control function
-/// called with bad arguments (a `delegate` without a goal, a budget that is not a
+/// one [`Decision`]: consecutive tool calls in it become one `call_tools` batch, and a reply
+/// asking for more than one thing (a transition, then calls; calls, then `finish`) becomes
+/// one [`Decision::Sequence`], which the engine applies member by member, each checked,
+/// stopping at the first it refuses. The planner keeps nothing between steps: what a reply
+/// asked for is in the ledger, and nothing of it is dropped silently. The request shows the
+/// model its earlier replies ([`PlanRequest::dialogue`], recorded with each `planner_call`)
+/// with their results, and which tools run in the current state. A reply without a usable
+/// call (prose, arguments that are not JSON, too large or too deep, any call of it
+/// malformed, or `finish`, `fail` or `ask_human` before another call) is handed back to the
+/// model as a correction, at most [`LlmConfig::max_corrections`] times, and so is a control
+/// function called with bad arguments (a `delegate` without a goal, a budget that is not a
 /// non-negative integer, a planner the request does not name), a reply the output limit cut
 /// short, and a call of a function no one offered (the correction names the functions
 /// offered); a call of a known tool not eligible here becomes the decision it names, which
@@ -128,15 +130,6 @@ pub struct LlmPlanner {
     provider: Arc<dyn DynProvider>,
     config: LlmConfig,
     known: NameMap,
-    queued: Mutex<HashMap<RunId, Queued>>,
-}
-
-/// Calls from one reply waiting for their step.
-#[derive(Debug)]
-struct Queued {
-    step: u32,
-    state: State,
-    decisions: VecDeque<Decision>,
 }
 
 impl fmt::Debug for LlmPlanner {
@@ -157,7 +150,6 @@ impl LlmPlanner {
             provider: Arc::new(provider),
             config,
             known: NameMap::default(),
-            queued: Mutex::default(),
         }
     }
 
@@ -189,29 +181,18 @@ impl LlmPlanner {
         build_request(&self.config.prompt, request, false)
     }
 
-    fn take_queued(&self, request: &PlanRequest<'_>) -> Option<Decision> {
-        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = request.run().id();
-        let entry = queued.get_mut(id)?;
-        if entry.step != request.step() || entry.state != request.state() {
-            queued.remove(id);
-            return None;
-        }
-        let decision = entry.decisions.pop_front();
-        entry.step += 1;
-        if entry.decisions.is_empty() {
-            queued.remove(id);
-        }
-        decision
-    }
-
     /// One model call: every attempt announced to the engine's meter with its worst case
     /// before it is sent (refused when it does not fit) and ended there (what it used, or
     /// how it failed) after.
+    ///
+    /// `attempts` counts the attempts this step announced so far: a call after a
+    /// correction or a compaction goes on from there, so each attempt of a step has its
+    /// own number on the record.
     async fn call(
         &self,
         chat: &ChatRequest,
         meter: Option<&PlanMeter>,
+        attempts: &mut u32,
     ) -> Result<Result<Completion, LlmError>, PlannerError> {
         let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
         let Some(meter) = meter else {
@@ -226,8 +207,11 @@ impl LlmPlanner {
             worst_tokens: input.saturating_add(output),
             worst_cost: cost(input, output),
             refused: Mutex::new(None),
+            offset: *attempts,
+            last: AtomicU32::new(0),
         };
         let outcome = self.provider.complete_with_boxed(chat, &hook).await;
+        *attempts = attempts.saturating_add(hook.last.load(Ordering::Relaxed));
         if let Some(refused) = hook
             .refused
             .lock()
@@ -268,10 +252,16 @@ struct MeterHook<'a> {
     worst_cost: u64,
     /// Why the meter refused an attempt, for `plan` to return as is.
     refused: Mutex<Option<PlannerError>>,
+    /// The attempts the step announced before this call: its attempts are numbered on.
+    offset: u32,
+    /// The provider's number of this call's last attempt announced.
+    last: AtomicU32,
 }
 
 impl AttemptHook for MeterHook<'_> {
     fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>> {
+        self.last.fetch_max(attempt, Ordering::Relaxed);
+        let attempt = self.offset.saturating_add(attempt);
         Box::pin(async move {
             let announced = self
                 .meter
@@ -293,6 +283,7 @@ impl AttemptHook for MeterHook<'_> {
     }
 
     fn failed<'a>(&'a self, attempt: u32, error: &'a LlmError) -> BoxFuture<'a, ()> {
+        let attempt = self.offset.saturating_add(attempt);
         Box::pin(async move {
             // An engine that stopped recording stops the planner at the next `before`.
             let _ = self.meter.failed(attempt, error.to_string()).await;
@@ -300,11 +291,34 @@ impl AttemptHook for MeterHook<'_> {
     }
 }
 
+impl LlmPlanner {
+    /// The prompt compacted after the provider said `sent` does not fit the model's
+    /// context: rebuilt compacted (older tool results summarised, the step's corrections
+    /// kept), and compacted harder (half the items kept, each cut to half the length) when
+    /// that is no shorter than what was sent. `None` when nothing shortens it: sending the
+    /// same bytes again would fail the same way.
+    fn compacted(
+        &self,
+        request: &PlanRequest<'_>,
+        so_far: &StepSoFar,
+        sent: &ChatRequest,
+    ) -> Option<ChatRequest> {
+        let before = estimate_tokens(sent);
+        let prompt = &self.config.prompt;
+        let harder = PromptConfig {
+            keep_last: prompt.keep_last / 2,
+            max_item_chars: (prompt.max_item_chars / 2).max(1),
+            ..prompt.clone()
+        };
+        [prompt, &harder]
+            .into_iter()
+            .map(|config| build_request_with_skills(config, request, so_far, true).0)
+            .find(|candidate| estimate_tokens(candidate) < before)
+    }
+}
+
 impl Planner for LlmPlanner {
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
-        if let Some(decision) = self.take_queued(&request) {
-            return Ok(decision);
-        }
         // Offered: the run's tools every step when the engine says what they are.
         let tools = request.rules().map_or(request.tools(), |r| r.run_tools());
         let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
@@ -320,13 +334,23 @@ impl Planner for LlmPlanner {
         }
         let mut compacted = false;
         let mut corrections = 0;
+        let mut attempts = 0;
         loop {
-            let completion = match self.call(&chat, request.meter()).await? {
+            let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
-                Err(LlmError::ContextTooLong { .. }) if !compacted => {
+                Err(e @ LlmError::ContextTooLong { .. }) if !compacted => {
                     compacted = true;
-                    chat =
-                        build_request_with_skills(&self.config.prompt, &request, &so_far, true).0;
+                    chat = self.compacted(&request, &so_far, &chat).ok_or_else(|| {
+                        failed(
+                            format!(
+                                "the model call failed: {e}; compacting the prompt does not \
+                                 make it any shorter, so it was not sent again; lower \
+                                 `keep_last` or `max_item_chars`, or use a model with a \
+                                 larger context"
+                            ),
+                            e,
+                        )
+                    })?;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
@@ -337,21 +361,7 @@ impl Planner for LlmPlanner {
                     None => self.interpret(&completion.response, &offered, request.delegation()),
                 };
             match interpreted {
-                Ok(mut decisions) => {
-                    let first = decisions.remove(0);
-                    if !decisions.is_empty() {
-                        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-                        queued.insert(
-                            request.run().id().clone(),
-                            Queued {
-                                step: request.step() + 1,
-                                state: request.state(),
-                                decisions: decisions.into(),
-                            },
-                        );
-                    }
-                    return Ok(first);
-                }
+                Ok(decision) => return Ok(decision),
                 Err(correction) if corrections < self.config.max_corrections => {
                     let correction = format!("{correction} Call one of the offered functions.");
                     // On the record, and one unit of `violations`: a model that never gets

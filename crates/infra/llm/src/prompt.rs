@@ -22,10 +22,11 @@ pub(crate) use dialogue::record;
 
 /// The default system prompt.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are the planner of an agent run governed by rein. \
-Each reply must call exactly one function: a tool to gather evidence or act, `transition` to \
-move to another state, `finish` when the goal is met, `fail` when it cannot be met, or \
-`ask_human` when only a person can answer. rein checks every call against its policies and \
-tells you when it refuses one; then choose differently.";
+Each reply calls functions: tools to gather evidence or act, `transition` to move to another \
+state, `finish` when the goal is met, `fail` when it cannot be met, or `ask_human` when only a \
+person can answer. One reply may do several things in order (move to a state and call its \
+tools, or call tools and then `finish`); rein applies them in that order, checks each against \
+its policies, stops at the first it refuses and tells you why; then choose differently.";
 
 /// How prompts are built and compacted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

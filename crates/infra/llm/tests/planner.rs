@@ -1,5 +1,5 @@
 //! `LlmPlanner` against the fake server: decisions from function calls, corrections,
-//! queued parallel calls, the offered functions, compaction, name mapping.
+//! replies with several calls as one sequence decision, the offered functions, compaction, name mapping.
 
 use std::collections::BTreeMap;
 
@@ -148,7 +148,7 @@ async fn a_call_becomes_a_decision_with_the_dotted_name() {
 }
 
 #[tokio::test]
-async fn parallel_calls_become_one_batch_and_the_rest_is_kept_for_the_next_step() {
+async fn parallel_calls_become_one_batch_inside_one_sequence_decision() {
     let calls = [
         Call::new("fs_list", &json!({"path": "."})),
         Call::new("fs_read", &json!({"path": "b"})),
@@ -160,26 +160,109 @@ async fn parallel_calls_become_one_batch_and_the_rest_is_kept_for_the_next_step(
     let out = check(
         &run_in(State::Explore, 0),
         &[State::Decide, State::Failed],
-        vec![Reply::openai_calls(&calls, (10, 3))],
+        vec![
+            Reply::openai_calls(&calls, (10, 3)),
+            Reply::openai_calls(
+                &[Call::new("fail", &json!({"reason": "asked again"}))],
+                (1, 1),
+            ),
+        ],
         2,
         LlmConfig::default(),
     )
     .await;
     let got: Vec<Decision> = out.decisions.into_iter().map(Result::unwrap).collect();
     assert_eq!(
-        got,
-        [
-            Decision::call_tools(
-                [
-                    ProposedCall::new("fs.list", json!({"path": "."}), ""),
-                    ProposedCall::new("fs.read", json!({"path": "b"}), ""),
-                ],
-                ""
-            ),
-            Decision::transition(State::Decide, "read enough"),
-        ]
+        got[0],
+        Decision::sequence(
+            [
+                Decision::call_tools(
+                    [
+                        ProposedCall::new("fs.list", json!({"path": "."}), ""),
+                        ProposedCall::new("fs.read", json!({"path": "b"}), ""),
+                    ],
+                    ""
+                ),
+                Decision::transition(State::Decide, "read enough"),
+            ],
+            ""
+        )
+        .unwrap()
     );
-    assert_eq!(out.received.len(), 1, "one model call served two steps");
+    // Nothing is kept between steps: the next step asks the model again.
+    assert_eq!(got[1], Decision::fail("asked again"));
+    assert_eq!(out.received.len(), 2);
+}
+
+#[tokio::test]
+async fn a_transition_then_a_call_keeps_the_call() {
+    // Before sequences, the call after the transition was dropped without a word.
+    let calls = [
+        Call::new("transition", &json!({"to": "decide", "reason": "on"})),
+        Call::new("fs_read", &json!({"path": "c"})),
+        Call::new("finish", &json!({"summary": "read c"})),
+    ];
+    let out = check(
+        &run_in(State::Explore, 0),
+        &[State::Decide],
+        vec![Reply::openai_calls(&calls, (10, 3))],
+        1,
+        LlmConfig::default(),
+    )
+    .await;
+    let Decision::Sequence { decisions, .. } = out.decisions[0].as_ref().unwrap() else {
+        panic!("a sequence: {:?}", out.decisions[0]);
+    };
+    let kinds: Vec<&str> = decisions.iter().map(Decision::kind).collect();
+    assert_eq!(kinds, ["transition", "call_tool", "finish"]);
+    assert_eq!(
+        decisions[1],
+        Decision::call_tool("fs.read", json!({"path": "c"}), "")
+    );
+}
+
+#[tokio::test]
+async fn a_reply_with_a_bad_or_misplaced_call_is_handed_back_whole() {
+    let out = check(
+        &run_in(State::Explore, 0),
+        &[State::Decide, State::Failed],
+        vec![
+            // A good call, then one with arguments that are not JSON.
+            Reply::openai_calls(
+                &[
+                    Call::new("fs_read", &json!({"path": "a"})),
+                    Call::raw("fs_read", "{\"path\": "),
+                ],
+                (1, 1),
+            ),
+            // `fail` before a call: the call could never run.
+            Reply::openai_calls(
+                &[
+                    Call::new("fail", &json!({"reason": "no"})),
+                    Call::new("fs_read", &json!({"path": "a"})),
+                ],
+                (1, 1),
+            ),
+            Reply::openai_calls(&[Call::new("fs_read", &json!({"path": "a"}))], (1, 1)),
+        ],
+        1,
+        LlmConfig::default(),
+    )
+    .await;
+    assert_eq!(
+        out.decisions[0].as_ref().unwrap(),
+        &Decision::call_tool("fs.read", json!({"path": "a"}), "")
+    );
+    let first = out.received[1].told_since_last_turn();
+    assert!(
+        first.contains("not valid JSON") && first.contains("None of the calls"),
+        "{first}"
+    );
+    let second = out.received[2].told_since_last_turn();
+    assert!(
+        second.contains("`fail` before other functions") && second.contains("last call"),
+        "{second}"
+    );
 }
 
 #[tokio::test]

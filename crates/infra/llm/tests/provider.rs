@@ -305,11 +305,11 @@ async fn server_errors_are_retried_then_open_the_breaker() {
 #[tokio::test(start_paused = true)]
 async fn a_hung_server_times_out_streamed_or_not() {
     let (out, received) = check(Api::OpenAi, false, vec![Reply::Hang], |c| {
-        c.with_timeout(Duration::from_secs(5))
+        c.with_timeout(Duration::from_secs(5)).with_retries(0)
     })
     .await;
     assert_eq!(out.unwrap_err(), LlmError::Timeout(Duration::from_secs(5)));
-    assert_eq!(received.len(), 1, "a timeout is not retried");
+    assert_eq!(received.len(), 1);
 
     let Reply::Sse { chunks, .. } = Reply::openai_sse("partial", &[], (1, 1), 16) else {
         unreachable!()
@@ -322,10 +322,25 @@ async fn a_hung_server_times_out_streamed_or_not() {
             chunks: half,
             hang: true,
         }],
-        |c| c.with_timeout(Duration::from_secs(5)),
+        |c| c.with_timeout(Duration::from_secs(5)).with_retries(0),
     )
     .await;
     assert_eq!(out.unwrap_err(), LlmError::Timeout(Duration::from_secs(5)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_attempt_is_retried() {
+    // A timed-out attempt used nothing of its reply: safe to send again, and it is.
+    let (out, received) = check(
+        Api::OpenAi,
+        false,
+        vec![Reply::Hang, Reply::openai_text("ok")],
+        |c| c.with_timeout(Duration::from_secs(5)).with_retries(1),
+    )
+    .await;
+    assert_eq!(out.unwrap().response.text, "ok");
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[0].body, received[1].body, "the same request again");
 }
 
 #[tokio::test]
@@ -423,5 +438,71 @@ async fn a_key_echoed_back_by_the_server_is_scrubbed_from_errors() {
         let e = out.unwrap_err().to_string();
         assert!(!e.contains("sk-test-secret"), "{e}");
         assert!(e.contains("[redacted]"), "{e}");
+    }
+}
+
+/// A one-shot server that answers `status 200` with `content_type`, writes `first` as the
+/// first chunk of a chunked body, then closes the connection mid-body.
+fn cut_off_server(content_type: &'static str, first: &'static str) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        // The request: headers, then its body (as long as Content-Length says).
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = socket.read(&mut buf).unwrap();
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + length {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
+            first.len()
+        );
+        socket.write_all(head.as_bytes()).unwrap();
+        socket.flush().unwrap();
+        // Dropped here: the body ends without its last chunk.
+    });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_reply_cut_off_mid_way_says_so_streamed_or_not() {
+    for (stream, content_type, first) in [
+        (
+            true,
+            "text/event-stream",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"},\"index\":0}]}\n\n",
+        ),
+        (false, "application/json", "{\"choices\": [{\"mess"),
+    ] {
+        let url = cut_off_server(content_type, first);
+        let config = ProviderConfig::new(Api::OpenAi, url, "m")
+            .with_stream(stream)
+            .with_retries(0);
+        let provider = HttpProvider::with_key(config, None).unwrap();
+        let e = provider.complete(&request()).await.unwrap_err();
+        assert!(matches!(e, LlmError::ReplyCut { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("cut its reply off mid-way") && !text.contains("cannot reach"),
+            "{text}"
+        );
+        assert!(e.is_transient(), "nothing of it was used: safe to retry");
     }
 }

@@ -39,9 +39,10 @@ fn retry_after_at(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Dur
     )
 }
 
-/// Retries transient failures: 429 after its `Retry-After` (else the backoff), 5xx and
-/// connection errors after a doubling backoff. Timeouts are not retried: a hung server
-/// would only hang again.
+/// Retries transient failures: 429 after its `Retry-After` (else the backoff), 5xx,
+/// connection errors and attempts that timed out after a doubling backoff. A timed-out
+/// attempt is safe to retry: nothing of its reply was used, and each attempt is on the
+/// record (and charged) before it is sent.
 #[derive(Debug, Clone)]
 pub(super) struct RetryPolicy {
     pub(super) left: u32,
@@ -59,7 +60,7 @@ impl Policy<Arc<Vec<u8>>, ChatResponse, LlmError> for RetryPolicy {
         result: &mut Result<ChatResponse, LlmError>,
     ) -> Option<Self::Future> {
         let Err(error) = result else { return None };
-        if self.left == 0 || matches!(error, LlmError::Timeout(_)) || !error.is_transient() {
+        if self.left == 0 || !error.is_transient() {
             return None;
         }
         let wait = match error {

@@ -1,10 +1,11 @@
-//! How a model's reply becomes decisions: each function call read as a tool call or a
+//! How a model's reply becomes one decision: each function call read as a tool call or a
 //! control function (`transition`, `finish`, `fail`, `ask_human`, `delegate`), its
-//! arguments bounded and checked, consecutive tool calls folded into one batch; what is
-//! wrong is worded as a correction to hand back to the model.
+//! arguments bounded and checked, consecutive tool calls folded into one batch, and more
+//! than one resulting decision made one sequence; what is wrong is worded as a correction
+//! to hand back to the model.
 
 use rein_run::ProposedCall;
-use rein_run::{BudgetName, Decision, Delegation, Spend, State};
+use rein_run::{BudgetName, Decision, Delegation, SequenceError, Spend, State};
 use serde_json::Value;
 
 use super::LlmPlanner;
@@ -13,29 +14,58 @@ use crate::error::excerpt;
 use crate::names::NameMap;
 
 impl LlmPlanner {
-    /// The decisions of a reply, in order; or the correction to hand back when it has none.
+    /// The decision of a reply; or the correction to hand back when it has none. A reply
+    /// is taken whole or not at all: one malformed call, or a call after one that ends or
+    /// pauses the run, hands the whole reply back, so nothing it asked for is dropped
+    /// silently.
     pub(super) fn interpret(
         &self,
         reply: &ChatResponse,
         offered: &NameMap,
         delegation: Option<&Delegation>,
-    ) -> Result<Vec<Decision>, String> {
+    ) -> Result<Decision, String> {
         if reply.calls.is_empty() {
             return Err(format!(
                 "Your reply called no function (it said: {:?}).",
                 excerpt(&reply.text)
             ));
         }
-        let mut out = Vec::new();
+        let many = reply.calls.len() > 1;
+        let mut out = Vec::with_capacity(reply.calls.len());
         for call in &reply.calls {
-            match self.decision(call, &reply.text, offered, delegation) {
-                Ok(d) => out.push(d),
-                // Keep the calls before the bad one; hand back when the first is bad.
-                Err(e) if out.is_empty() => return Err(e),
-                Err(_) => break,
+            let decision = self
+                .decision(call, &reply.text, offered, delegation)
+                .map_err(|e| {
+                    if many {
+                        format!("{e} None of the calls of your reply was made.")
+                    } else {
+                        e
+                    }
+                })?;
+            out.push(decision);
+        }
+        let mut decisions = batch_calls(out);
+        if decisions.len() == 1 {
+            return Ok(decisions.remove(0));
+        }
+        // The sequence's reason is the reply's text; its calls need no copy of it.
+        for member in &mut decisions {
+            match member {
+                Decision::CallTool { reason, .. } | Decision::CallTools { reason, .. } => {
+                    reason.clear();
+                }
+                _ => {}
             }
         }
-        Ok(batch_calls(out))
+        let reason: String = reply.text.chars().take(500).collect();
+        Decision::sequence(decisions, reason).map_err(|e| match e {
+            SequenceError::NotLast { kind, .. } => format!(
+                "Your reply called `{kind}` before other functions; `{kind}` ends or pauses \
+                 the run, so it must be the last call of a reply. None of the calls of your \
+                 reply was made."
+            ),
+            other => format!("{other}."),
+        })
     }
 
     fn decision(

@@ -338,7 +338,7 @@ fn status(request: &PlanRequest<'_>, step: u32, state: State) -> String {
         .collect();
     format!(
         "Step {step}: the run is in `{state}` ({}). {tools} From here it may move to: {}. \
-         Call exactly one function now.",
+         Call the functions you need now.",
         state_guidance(state),
         next.join(", ")
     )

@@ -1,0 +1,105 @@
+//! Sequences: a `sequence` decision applied member by member, each member checked and
+//! recorded exactly as if it had been proposed alone, stopping at the first that does not
+//! take effect.
+//!
+//! The record of a sequence, after its one `decision` entry: per member, a
+//! `sequence_member` entry (its index and kind), then the member's own entries. A member
+//! that is refused (a `policy_violation`, handed back or not: the run's `on_violation`
+//! decides, as for any decision) or whose call fails for good (a final `tool_error`) stops
+//! the sequence; so does a graceful interrupt before a member that would call a tool or
+//! delegate. When members remain, one `sequence_stopped` entry names them and says why, and
+//! they never run; the planner finds that note in its evidence. A member that ends the run
+//! (`finish`, `fail`) may only be the last; a member that pauses it (an approval awaited)
+//! leaves the rest for the resume.
+//!
+//! Where a sequence stands is a function of the ledger (the projection's `SequenceTrack`),
+//! read between members live and after a restart alike: a resume first finishes the member
+//! a stop cut short, like any unsettled step (by the in-doubt rule for a call in doubt),
+//! then goes on with the next member; a sequence whose stopping member is on record but
+//! whose `sequence_stopped` is not gets it.
+
+use rein_ledger::EntryKind;
+use rein_run::{BoxFuture, Decision, RunStatus};
+
+use crate::driver::Driver;
+use crate::error::EngineError;
+
+/// Why a sequence stops when the run is stopped through its handle.
+const STOPPED: &str = "the run was stopped through its handle, so nothing new is started";
+
+/// Why a sequence stops before a member that calls a tool, after a graceful interrupt.
+const INTERRUPTED: &str = "the run was interrupted through its handle, so no further tool is \
+     called";
+
+impl Driver {
+    /// Applies the members of the step's sequence from the next one on, as the ledger
+    /// shows it, until the last, or until one does not take effect or the run stops.
+    pub(crate) fn continue_sequence(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
+        // Boxed: a member is applied by `apply`, which applies a sequence through here.
+        Box::pin(async move {
+            loop {
+                if self.rec.proj.run.status() != RunStatus::Running {
+                    return Ok(());
+                }
+                let Some(track) = self.rec.proj.sequence.as_ref() else {
+                    return Ok(());
+                };
+                if track.next >= track.members.len() {
+                    return Ok(());
+                }
+                if let Some(reason) = track.stopped.clone() {
+                    return self.stop_sequence(reason).await;
+                }
+                // Between members as between steps: controls first, then the run's limits.
+                self.drain_controls().await?;
+                if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
+                    return self.abort().await;
+                }
+                if self.stop_requested() {
+                    self.stop_sequence(STOPPED.to_owned()).await?;
+                    return self.halt().await;
+                }
+                if self.deadline_passed() {
+                    return self.exceed_deadline().await;
+                }
+                let Some(track) = self.rec.proj.sequence.as_ref() else {
+                    return Ok(());
+                };
+                let index = track.next;
+                let member = track.members[index].clone();
+                if self.interrupting
+                    && matches!(
+                        member,
+                        Decision::CallTool { .. }
+                            | Decision::CallTools { .. }
+                            | Decision::Delegate { .. }
+                    )
+                {
+                    return self.stop_sequence(INTERRUPTED.to_owned()).await;
+                }
+                let step = track.step;
+                self.rec
+                    .record(EntryKind::SequenceMember {
+                        step,
+                        index: u32::try_from(index).unwrap_or(u32::MAX),
+                        kind: member.kind().to_owned(),
+                    })
+                    .await?;
+                self.apply(member).await?;
+            }
+        })
+    }
+
+    /// Records that the sequence's remaining members are not run, and why.
+    async fn stop_sequence(&mut self, reason: String) -> Result<(), EngineError> {
+        let Some(track) = self.rec.proj.sequence.as_ref() else {
+            return Ok(());
+        };
+        let kind = EntryKind::SequenceStopped {
+            step: track.step,
+            not_run: track.not_run(),
+            reason,
+        };
+        self.rec.record(kind).await
+    }
+}
