@@ -59,16 +59,9 @@ impl Engine {
         let cut = if call == 0 {
             entries.iter().position(first_of_step)
         } else {
-            // A call starts with its first attempt; a retry is the same request again.
-            entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| {
-                    matches!(e.event(), EntryKind::PlannerAttempt { step: s, attempt }
-                        if *s == step && attempt.attempt == 1)
-                })
-                .nth(usize::try_from(call).unwrap_or(usize::MAX))
-                .map(|(at, _)| at)
+            rein_ledger::model_call_starts(entries, step)
+                .get(usize::try_from(call).unwrap_or(usize::MAX))
+                .copied()
         };
         let Some(cut) = cut else {
             return Ok(None);

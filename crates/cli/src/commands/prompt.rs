@@ -41,14 +41,10 @@ pub(crate) fn prompt(
     };
     // The hash of that call's first attempt (an old ledger may hold outcomes only).
     let attempts: Vec<Digest> = ledger
-        .entries()
-        .iter()
+        .model_calls_of_step(step)
+        .into_iter()
         .filter_map(|e| match e.event() {
-            EntryKind::PlannerAttempt { step: s, attempt }
-                if *s == step && attempt.attempt == 1 =>
-            {
-                Some(attempt.request_hash)
-            }
+            EntryKind::PlannerAttempt { attempt, .. } => Some(attempt.request_hash),
             _ => None,
         })
         .collect();

@@ -46,6 +46,7 @@ mod error;
 mod kind;
 mod ledger;
 mod lines;
+mod model_calls;
 mod outline;
 mod store;
 
@@ -56,5 +57,6 @@ pub use error::{Problem, VerifyError};
 pub use kind::{EntryKind, InterruptKind, Violation};
 pub use ledger::Ledger;
 pub use lines::{LedgerLines, LineError};
+pub use model_calls::model_call_starts;
 pub use outline::RunOutline;
 pub use store::{DynLedgerStore, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
