@@ -11,7 +11,7 @@
 
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::prelude::*;
-use rein::{BudgetName, EntryKind, ToolName};
+use rein::{BudgetName, EntryKind};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -68,13 +68,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .build()?;
 
-    let names = [ToolName::new("fs.list")?, ToolName::new("fs.read")?];
-    let planner = LlmPlanner::new(provider, LlmConfig::default()).with_tools(&names)?;
+    let planner = LlmPlanner::new(provider, LlmConfig::default());
     let engine = Engine::builder()
         .tool(list)
         .tool(read)
+        // A model corrects itself: refusals and tool errors go back to it (at most 3
+        // refusals, the default), as each run's policy records.
         .planner(planner)
-        .on_violation(rein::OnViolation::HandBack { limit: 3 })
         .budget("tokens", 40_000)
         .max_steps(20)
         .build()?;

@@ -39,7 +39,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     }
     builder = match &scenario.planner {
         PlannerDef::Scripted(steps) => builder.planner(ScriptedPlanner::new(steps.iter().cloned())),
-        PlannerDef::Llm(def) => super::llm::with_planner(builder, def, &scenario.tools),
+        PlannerDef::Llm(def) => super::llm::with_planner(builder, def),
     };
     for (name, steps) in &scenario.planners {
         builder = builder.planner_named(name, ScriptedPlanner::new(steps.iter().cloned()));

@@ -17,6 +17,7 @@ use crate::prompt::{PromptConfig, build_request, build_request_with_skills, esti
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 mod reply;
+mod setup;
 
 /// How the planner talks to its model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +162,10 @@ impl LlmPlanner {
     /// # Errors
     /// [`NameError`] when two tools map to one function name or one takes a control
     /// function's name.
+    #[deprecated(
+        note = "not needed: every plan request names the engine's tools (PlanRequest::all_tools); \
+                check names up front with NameMap::new"
+    )]
     pub fn with_tools<'a>(
         mut self,
         tools: impl IntoIterator<Item = &'a ToolName>,
@@ -290,11 +295,18 @@ impl AttemptHook for MeterHook<'_> {
 }
 
 impl Planner for LlmPlanner {
+    /// A model reads the refusals and tool errors handed back to it and tries again.
+    fn corrects_itself(&self) -> bool {
+        true
+    }
+
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
         if let Some(decision) = self.take_queued(&request) {
             return Ok(decision);
         }
-        let offered = NameMap::new(request.tools().iter().map(rein_run::ToolSpec::name))
+        // Every tool the engine has, eligible here or not: a call of one that may not run
+        // now keeps its rein name, so the engine's refusal names it.
+        let offered = NameMap::new(request.all_tools().iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
         let (mut chat, skills) = build_request_with_skills(&self.config.prompt, &request, false);
         // On the record before the call that carries them (the engine keeps the first).
