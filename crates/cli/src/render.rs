@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rein::{Decision, Entry, EntryKind, Payload, Value};
+use rein::{Entry, EntryKind, Value};
 use serde::Serialize;
 
 mod summary;
@@ -34,199 +34,13 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     cut
 }
 
-fn payload(output: &Payload, max: usize) -> String {
-    match output {
-        Payload::Inline(value) => short_json(value, max),
-        Payload::Artifact(link) => {
-            format!("artifact {} ({} bytes)", truncate(&link.id, 12), link.size)
-        }
-    }
-}
-
 fn limit(limit: Option<u64>) -> String {
     limit.map_or_else(|| "∞".to_owned(), |l| l.to_string())
 }
 
-/// `": reason"`, or nothing for an empty reason (no dangling separator).
-fn colon(reason: &str) -> String {
-    if reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {reason}")
-    }
-}
-
-/// What a ledger entry records, in one line.
+/// What a ledger entry records, in one line (the ledger's own `Display`).
 pub(crate) fn describe(kind: &EntryKind) -> String {
-    match kind {
-        EntryKind::RunStarted { goal, .. } => format!("run started: {goal:?}"),
-        EntryKind::RunPaused { question } => format!("paused, asking a human: {question:?}"),
-        EntryKind::RunResumed { note } => format!("resumed{}", colon(note)),
-        EntryKind::RunCompleted { summary, result } => {
-            format!("completed: {summary} → {}", short_json(result, 60))
-        }
-        EntryKind::RunFailed { failure } => {
-            format!(
-                "failed ({}){}",
-                serde_name(&failure.kind),
-                colon(&failure.message)
-            )
-        }
-        EntryKind::Decision { step, decision } => {
-            format!("decision #{step}: {}", describe_decision(decision))
-        }
-        EntryKind::Transition { from, to, reason } => {
-            format!("transition {from} → {to}{}", colon(reason))
-        }
-        EntryKind::ToolCall {
-            tool,
-            input,
-            attempt,
-            idempotent,
-            ..
-        } => format!(
-            "tool call {tool} {} (attempt {attempt}{})",
-            short_json(input, 60),
-            if *idempotent { ", idempotent" } else { "" }
-        ),
-        EntryKind::ToolResult {
-            tool,
-            duration_ms,
-            cached,
-            output,
-            ..
-        } => format!(
-            "tool result {tool} in {duration_ms} ms{}: {}",
-            if *cached { " (cached)" } else { "" },
-            payload(output, 70)
-        ),
-        // Attempt 0: refused before any attempt was made (an open circuit, a full bulkhead).
-        EntryKind::ToolError {
-            tool,
-            attempt: 0,
-            error,
-            ..
-        } => format!("tool error {tool}, refused before any attempt: {error}"),
-        EntryKind::ToolError {
-            tool,
-            attempt,
-            duration_ms,
-            error,
-            will_retry,
-        } => format!(
-            "tool error {tool} attempt {attempt} after {duration_ms} ms: {error}{}",
-            if *will_retry { " — will retry" } else { "" }
-        ),
-        EntryKind::ApprovalRequested { tool, reason, .. } => {
-            format!(
-                "approval requested for {tool}{}",
-                colon(&reason.to_string())
-            )
-        }
-        EntryKind::ApprovalGranted {
-            tool,
-            approver,
-            reason,
-            ..
-        } => format!("approval granted for {tool} by {approver}{}", colon(reason)),
-        EntryKind::ApprovalDenied {
-            tool,
-            approver,
-            reason,
-            ..
-        } => format!("approval DENIED for {tool} by {approver}{}", colon(reason)),
-        EntryKind::BudgetConsumed {
-            name,
-            used,
-            limit: l,
-            ..
-        } => format!("budget {name}: {used}/{}", limit(*l)),
-        EntryKind::BudgetExhausted {
-            name,
-            limit: l,
-            used,
-            requested,
-        } => format!("budget {name} EXHAUSTED: {used}/{l} used, {requested} more requested"),
-        EntryKind::HumanInputRequested { question, options } => {
-            if options.is_empty() {
-                format!("question for a human: {question:?}")
-            } else {
-                format!(
-                    "question for a human: {question:?} (options: {})",
-                    options.join(", ")
-                )
-            }
-        }
-        EntryKind::HumanInputReceived { answer } => format!("human answered {answer:?}"),
-        EntryKind::PolicyViolation {
-            violation,
-            message,
-            handed_back,
-        } => format!(
-            "POLICY VIOLATION {violation}: {message}{}",
-            if *handed_back {
-                " — handed back to the planner"
-            } else {
-                ""
-            }
-        ),
-        EntryKind::Steering { note } => format!("steering note{}", colon(note)),
-        EntryKind::RunInterrupted { reason } => format!("interrupted{}", colon(reason)),
-        EntryKind::Interrupt { kind } => format!("interrupt requested ({kind})"),
-        EntryKind::ToolAttachment {
-            tool, name, link, ..
-        } => format!(
-            "{tool} attached {name:?} ({} bytes, {}) as artifact {}",
-            link.size, link.content_type, link.id
-        ),
-        EntryKind::ApprovalPending { pending } => format!(
-            "paused, waiting for approval of {} (risk {}){}",
-            pending.tool,
-            pending.risk,
-            colon(&pending.reason)
-        ),
-        EntryKind::SkillEntered { name, checksum, .. } => {
-            format!("skill `{name}` entered the context (sha256 {checksum})")
-        }
-        other => other.name().replace('_', " "),
-    }
-}
-
-/// A planner's decision, in a few words.
-pub(crate) fn describe_decision(decision: &Decision) -> String {
-    let because = |reason: &str| {
-        if reason.is_empty() {
-            String::new()
-        } else {
-            format!(" — {reason}")
-        }
-    };
-    match decision {
-        Decision::CallTool {
-            tool,
-            input,
-            reason,
-        } => format!("call {tool} {}{}", short_json(input, 70), because(reason)),
-        Decision::Transition { to, reason } => format!("go to {to}{}", because(reason)),
-        Decision::AskHuman { question, options } if options.is_empty() => {
-            format!("ask a human {question:?}")
-        }
-        Decision::AskHuman { question, options } => {
-            format!("ask a human {question:?} ({})", options.join(" / "))
-        }
-        Decision::Finish { summary, .. } => format!("finish{}", because(summary)),
-        Decision::Fail { reason } => format!("fail{}", because(reason)),
-        Decision::CallTools { calls, reason } => {
-            let tools: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
-            format!(
-                "call {} tools as one batch: {}{}",
-                calls.len(),
-                short_json(&serde_json::json!(tools), 70),
-                because(reason)
-            )
-        }
-        other => short_json(&serde_json::to_value(other).unwrap_or_default(), 90),
-    }
+    kind.to_string()
 }
 
 /// Live progress: one short line per step that matters (a state change, a tool outcome

@@ -40,6 +40,7 @@
 
 mod chain;
 mod compact;
+mod describe;
 mod entry;
 mod error;
 mod kind;
