@@ -43,15 +43,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .annotations(Annotations::read_only())
         .typed_handler(|t: Ticket| async move {
             let outage = t.title.to_lowercase().contains("down") || t.severity >= 5;
-            let priority = if outage {
-                1
-            } else {
-                6 - t.severity.clamp(1, 5)
-            };
-            Ok(Score {
-                priority,
-                queue: if outage { "oncall" } else { "support" },
-            })
+            let queue = if outage { "oncall" } else { "support" };
+            let priority = if outage { 1 } else { 6 - t.severity.min(5) };
+            Ok(Score { priority, queue })
         })
         .build()?;
     let planner = LlmPlanner::new(provider, LlmConfig::default()).with_system_prompt(
@@ -67,11 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = engine
         .run("Triage: \"Checkout is down for every EU customer\" (severity 4)")
         .await?;
-    println!(
-        "{:?}: {}",
-        run.status(),
-        run.result().cloned().unwrap_or(Value::Null)
-    );
+    println!("{:?}: {:?}", run.status(), run.result());
     let ledger = engine.ledger(run.id()).await?;
     ledger.verify()?;
     for entry in ledger.entries() {
