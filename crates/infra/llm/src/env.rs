@@ -201,7 +201,7 @@ impl HttpProvider {
         let key = config
             .api_key_env
             .as_deref()
-            .and_then(|var| lookup(var))
+            .and_then(lookup)
             .map(|key| key.trim().to_owned());
         Ok(Self::with_key(config, key.as_deref())?)
     }
