@@ -1,36 +1,28 @@
-//! Run with: REIN_LLM_BASE_URL=http://127.0.0.1:8080/v1 REIN_LLM_MODEL=local cargo run -p rein-examples --example llm_agent
+//! Run with: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 REIN_LLM_MODEL=local cargo run -p rein-examples --example llm_agent
 //!
 //! A model drives a governed run: it may list and read files in `examples/scenarios/workspace`
 //! (read-only tools, eligible in explore), must move through the states the transition table
 //! allows, and is charged against a `tokens` budget from the usage its server reports. Any
 //! OpenAI-compatible server works: llama.cpp (`llama-server -m model.gguf --jinja`), Ollama
-//! (`http://127.0.0.1:11434/v1`), vLLM. Set `REIN_LLM_KEY_ENV` to the *name* of the variable
-//! holding an API key when the server needs one.
+//! (`http://127.0.0.1:11434/v1`), vLLM; or a hosted one (`OPENAI_API_KEY` or
+//! `ANTHROPIC_API_KEY` instead of the base URL). The variables are read by
+//! `ProviderConfig::from_env`; the key itself stays in the environment.
 
 #![allow(clippy::print_stdout)]
 
-use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
+use rein::llm::{HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::prelude::*;
-use rein::{BudgetName, EntryKind, ToolName};
+use rein::{BudgetName, EntryKind};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (Ok(base_url), Ok(model)) = (
-        std::env::var("REIN_LLM_BASE_URL"),
-        std::env::var("REIN_LLM_MODEL"),
-    ) else {
-        println!(
-            "set REIN_LLM_BASE_URL (e.g. http://127.0.0.1:8080/v1) and REIN_LLM_MODEL to run \
-             this example against an OpenAI-compatible server"
-        );
-        return Ok(());
+    let config = match ProviderConfig::from_env() {
+        Ok(config) => config.with_stream(true).with_max_output_tokens(512),
+        Err(e) => {
+            println!("{e}");
+            return Ok(());
+        }
     };
-    let mut config = ProviderConfig::new(Api::OpenAi, base_url, model)
-        .with_stream(true)
-        .with_max_output_tokens(512);
-    if let Ok(var) = std::env::var("REIN_LLM_KEY_ENV") {
-        config = config.with_api_key_env(var);
-    }
     let provider = HttpProvider::new(config)?;
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workspace");
@@ -68,13 +60,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .build()?;
 
-    let names = [ToolName::new("fs.list")?, ToolName::new("fs.read")?];
-    let planner = LlmPlanner::new(provider, LlmConfig::default()).with_tools(&names)?;
+    let planner = LlmPlanner::new(provider, LlmConfig::default());
     let engine = Engine::builder()
         .tool(list)
         .tool(read)
+        // A model corrects itself: refusals and tool errors go back to it (at most 3
+        // refusals, the default), as each run's policy records.
         .planner(planner)
-        .on_violation(rein::OnViolation::HandBack { limit: 3 })
         .budget("tokens", 40_000)
         .max_steps(20)
         .build()?;

@@ -10,7 +10,7 @@ use rein::llm::{
 use rein::tool::Digest;
 use rein::{
     Annotations, BudgetName, Decision, Engine, EntryKind, FailureKind, OnViolation, PlanRequest,
-    Planner, PlannerCall, PlannerError, RunStatus, State, ToolName, Violation, WorstCase, json,
+    Planner, PlannerCall, PlannerError, RunStatus, State, Violation, WorstCase, json,
 };
 use rein_llm::fake::{Call, FakeServer, Reply};
 use support::echo;
@@ -26,13 +26,8 @@ fn planner(server: &FakeServer, config: LlmConfig) -> LlmPlanner {
         None,
     )
     .expect("provider");
-    let names: Vec<ToolName> = ["fs.list", "fs.read", "fs.write"]
-        .iter()
-        .map(|n| ToolName::new(*n).unwrap())
-        .collect();
+    // No list of tools: every plan request names the engine's (PlanRequest::all_tools).
     LlmPlanner::new(provider, config)
-        .with_tools(&names)
-        .expect("no collisions")
 }
 
 fn engine(planner: impl Planner, budgets: &[(&str, u64)]) -> Engine {

@@ -9,8 +9,8 @@ mod support;
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::tool::Digest;
 use rein::{
-    Annotations, BudgetName, Engine, EntryKind, OnViolation, PlannerCall, RunStatus, ToolName,
-    Violation, json,
+    Annotations, BudgetName, Engine, EntryKind, OnViolation, PlannerCall, RunStatus, Violation,
+    json,
 };
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::Value;
@@ -41,13 +41,7 @@ fn config(api: Api, stream: bool, server: &FakeServer) -> ProviderConfig {
 
 fn engine(provider: ProviderConfig) -> Engine {
     let provider = HttpProvider::with_key(provider, None).expect("provider");
-    let names: Vec<ToolName> = ["fs.list", "fs.read", "fs.write"]
-        .iter()
-        .map(|n| ToolName::new(*n).unwrap())
-        .collect();
-    let planner = LlmPlanner::new(provider, LlmConfig::default())
-        .with_tools(&names)
-        .expect("no collisions");
+    let planner = LlmPlanner::new(provider, LlmConfig::default());
     let (list, _) = echo("fs.list", Annotations::read_only());
     let (read, _) = echo("fs.read", Annotations::read_only());
     let (write, _) = echo("fs.write", Annotations::side_effecting());

@@ -10,7 +10,7 @@ mod support;
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::{
     Annotations, BudgetName, ChildOutcome, Engine, EntryKind, EvidenceKind, OnViolation, RunStatus,
-    ToolName, Violation, json,
+    Violation, json,
 };
 use rein_llm::fake::{Call, FakeServer, Received, Reply};
 use support::{assert_chain, count, echo, started_children, violations};
@@ -26,8 +26,6 @@ fn planner(server: &FakeServer) -> LlmPlanner {
     )
     .expect("provider");
     LlmPlanner::new(provider, LlmConfig::default())
-        .with_tools(&[ToolName::new("fs.read").unwrap()])
-        .expect("no collisions")
 }
 
 /// A parent planned by `parent`'s model, with a child planner `reader` planned by

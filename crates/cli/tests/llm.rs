@@ -1,6 +1,7 @@
 //! `rein run` with `"planner": {"llm": …}` against the loopback fake model server: a run
-//! that completes, a missing key variable (exit 2, naming it), a model that never calls a
-//! function and an unreachable server (exit 1, saying why).
+//! that completes, a tool error handed back to the model by default, a missing key variable
+//! (exit 2, naming it), a model that never calls a function and an unreachable server
+//! (exit 1, saying why).
 
 mod support;
 
@@ -76,6 +77,48 @@ async fn a_model_reads_a_file_and_finishes() {
     // The tool result reached the model in the next prompt, answering its call.
     let prompt = server.requests()[2].told_since_last_turn();
     assert!(prompt.contains("notes.txt"), "{prompt}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_error_goes_back_to_the_model_unless_the_file_says_otherwise() {
+    let replies = || {
+        [
+            call("transition", &json!({"to": "explore", "reason": "look"})),
+            call("fs_read", &json!({"path": "missing.txt"})),
+            call(
+                "transition",
+                &json!({"to": "decide", "reason": "not there"}),
+            ),
+            call(
+                "finish",
+                &json!({"summary": "no such file", "result": null}),
+            ),
+        ]
+    };
+    let file = |policies: Value, base_url: &str| {
+        json!({
+            "goal": "Read missing.txt",
+            "workspace": "workspace",
+            "tools": [{"builtin": "fs.read"}],
+            "policies": policies,
+            "planner": {"llm": {"provider": {"api": "open_ai", "base_url": base_url, "model": "fake", "retries": 0, "stream": true}}}
+        })
+        .to_string()
+    };
+    // Nothing said: a model gets the failure back and goes on.
+    let server = FakeServer::start(replies()).await.unwrap();
+    let scratch = Scratch::new();
+    run(&scratch, &file(json!({}), &server.base_url()))
+        .await
+        .expect_code(0)
+        .stdout_has(&["completed", "no such file"]);
+    // Said: the run fails on the tool error.
+    let server = FakeServer::start(replies()).await.unwrap();
+    let said = json!({"on_tool_error": "fail"});
+    run(&scratch, &file(said, &server.base_url()))
+        .await
+        .expect_code(1)
+        .stdout_has(&["failed", "fs.read"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

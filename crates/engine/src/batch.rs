@@ -173,7 +173,7 @@ impl Driver {
             return Ok(());
         };
         if let Some((tool, error)) = &track.failed
-            && self.shared.config.on_tool_error == OnToolError::FailRun
+            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
         {
             let message = format!("tool `{tool}` failed: {error}");
             return self.rec.fail(FailureKind::ToolFailed, message).await;
@@ -329,7 +329,7 @@ impl Driver {
             return Ok(false);
         }
         if let Some((tool, error)) = failure
-            && self.shared.config.on_tool_error == OnToolError::FailRun
+            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
         {
             let message = format!("tool `{tool}` failed: {error}");
             self.rec.fail(FailureKind::ToolFailed, message).await?;

@@ -38,9 +38,19 @@ pub struct EngineBuilder {
     resilience: ResilienceConfig,
     layers: Vec<Box<dyn FnOnce(ExecutionStack) -> ExecutionStack + Send>>,
     config: EngineConfig,
+    /// Whether the configuration said what rejected decisions and failed tool calls do;
+    /// where it did not, the planner's [`Planner::corrects_itself`] decides at build.
+    said: Said,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     deferred: Option<BuildError>,
+}
+
+/// Which of the planner-dependent defaults the configuration set explicitly.
+#[derive(Debug, Clone, Copy, Default)]
+struct Said {
+    on_violation: bool,
+    on_tool_error: bool,
 }
 
 impl Default for EngineBuilder {
@@ -58,6 +68,7 @@ impl Default for EngineBuilder {
             resilience: ResilienceConfig::default(),
             layers: Vec::new(),
             config: EngineConfig::default(),
+            said: Said::default(),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7Ids),
             deferred: None,
@@ -219,7 +230,11 @@ impl EngineBuilder {
         self
     }
 
-    /// Sets every policy at once.
+    /// Sets every policy at once. A snapshot that leaves what rejected decisions and failed
+    /// tool calls do at the default (`FailRun`) still gets the planner's default (see
+    /// [`on_violation`](Self::on_violation)); to fail runs under a planner that corrects
+    /// itself, say so with [`on_violation`](Self::on_violation) and
+    /// [`on_tool_error`](Self::on_tool_error).
     pub fn policy(mut self, policy: PolicySnapshot) -> Self {
         self.policy = policy;
         self
@@ -252,9 +267,15 @@ impl EngineBuilder {
         self
     }
 
-    /// What happens to rejected decisions (default: the run fails). Part of the policy a run
-    /// records when it starts: a run resumed by an engine configured otherwise keeps its own.
+    /// What happens to rejected decisions. Part of the policy a run records when it starts:
+    /// a run resumed by an engine configured otherwise keeps its own.
+    ///
+    /// Default: the planner's choice ([`Planner::corrects_itself`]): handed back to a
+    /// planner that corrects itself (an LLM planner), at most the `violations` budget's
+    /// limit times ([`DEFAULT_HAND_BACK_LIMIT`](crate::DEFAULT_HAND_BACK_LIMIT) without
+    /// one); otherwise the run fails.
     pub fn on_violation(mut self, on_violation: OnViolation) -> Self {
+        self.said.on_violation = true;
         self.policy.on_violation = on_violation;
         if let OnViolation::HandBack { limit } = on_violation {
             self.policy.budget =
@@ -270,9 +291,29 @@ impl EngineBuilder {
         self
     }
 
-    /// What happens when a tool call fails (default: the run fails).
+    /// What happens when a tool call fails after the resilience stack gave up. Part of the
+    /// policy a run records when it starts, like [`on_violation`](Self::on_violation).
+    ///
+    /// Default: the planner's choice ([`Planner::corrects_itself`]): handed back to a
+    /// planner that corrects itself (an LLM planner); otherwise the run fails.
+    ///
+    /// ```
+    /// use rein_engine::{Engine, OnToolError};
+    /// use rein_planner::ScriptedPlanner;
+    ///
+    /// // A script cannot correct itself: a failed call fails the run unless told otherwise.
+    /// let engine = Engine::builder().planner(ScriptedPlanner::new([])).build()?;
+    /// assert_eq!(engine.policy().on_tool_error, OnToolError::FailRun);
+    /// let engine = Engine::builder()
+    ///     .planner(ScriptedPlanner::new([]))
+    ///     .on_tool_error(OnToolError::HandBack)
+    ///     .build()?;
+    /// assert_eq!(engine.policy().on_tool_error, OnToolError::HandBack);
+    /// # Ok::<(), rein_engine::BuildError>(())
+    /// ```
     pub fn on_tool_error(mut self, on_tool_error: OnToolError) -> Self {
-        self.config.on_tool_error = on_tool_error;
+        self.said.on_tool_error = true;
+        self.policy.on_tool_error = on_tool_error;
         self
     }
 
@@ -356,18 +397,35 @@ impl EngineBuilder {
                 ceiling: crate::config::MAX_DEPTH_CEILING,
             });
         }
+        let mut policy = self.policy;
+        // Hand-back by default where the planner can correct itself (DESIGN §7); what the
+        // configuration said wins, and the run's snapshot records the outcome either way.
+        if planner.corrects_itself_dyn() {
+            if !self.said.on_violation && policy.on_violation.is_fail_run() {
+                let limit = policy
+                    .budget
+                    .limit(&BudgetName::VIOLATIONS)
+                    .unwrap_or(crate::DEFAULT_HAND_BACK_LIMIT);
+                policy.on_violation = OnViolation::HandBack { limit };
+                policy.budget =
+                    std::mem::take(&mut policy.budget).with_limit(BudgetName::VIOLATIONS, limit);
+            }
+            if !self.said.on_tool_error && policy.on_tool_error.is_fail_run() {
+                policy.on_tool_error = OnToolError::HandBack;
+            }
+        }
         let mut stack = ExecutionStack::new(self.resilience.clone());
         for layer in self.layers {
             stack = layer(stack);
         }
         let tools = ToolTable::build(&self.tools, &stack)?;
-        if let Some(Err(e)) = self.policy.deadline.map(|d| d.check()) {
+        if let Some(Err(e)) = policy.deadline.map(|d| d.check()) {
             return Err(BuildError::InvalidOption {
                 option: "deadline",
                 reason: e.to_string(),
             });
         }
-        let policy = Arc::new(RunPolicy::new(self.policy, tools.specs())?);
+        let policy = Arc::new(RunPolicy::new(policy, tools.specs())?);
         let fs = match &self.filesystem {
             None => None,
             Some((dir, fsync)) => Some(

@@ -249,7 +249,7 @@ impl Driver {
             return self.exceed_deadline().await;
         }
         if let Err(error) = outcome
-            && self.shared.config.on_tool_error == OnToolError::FailRun
+            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
         {
             self.rec
                 .fail(FailureKind::ToolFailed, error.about(&tool))
@@ -455,7 +455,7 @@ impl Driver {
                     will_retry: false,
                 })
                 .await?;
-            if self.shared.config.on_tool_error == OnToolError::FailRun {
+            if self.policy.snapshot.on_tool_error == OnToolError::FailRun {
                 self.rec.fail(FailureKind::ToolFailed, message).await?;
             }
             Ok(())

@@ -1,17 +1,12 @@
-//! `EngineConfig`: how the engine treats tool errors, in-doubt calls and outputs (rejections
-//! are part of each run's policy: [`OnViolation`]).
+//! `EngineConfig`: how the engine treats in-doubt calls and outputs (what rejections and
+//! failed tool calls do is part of each run's policy: [`OnViolation`], [`OnToolError`]).
 
-pub use rein_policy::OnViolation;
+pub use rein_policy::{OnToolError, OnViolation};
 
-/// What the engine does with a tool call that failed after the resilience stack gave up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnToolError {
-    /// Fail the run with the tool's error (the default).
-    #[default]
-    FailRun,
-    /// Record the failure as evidence and ask the planner what to do next.
-    HandBack,
-}
+/// How many rejected decisions a run hands back to a planner that corrects itself
+/// (`Planner::corrects_itself`) when the configuration says neither
+/// [`OnViolation`] nor a `violations` budget.
+pub const DEFAULT_HAND_BACK_LIMIT: u64 = 3;
 
 /// What resume does with a tool call the ledger shows started but not finished (the process
 /// died in between).
@@ -37,8 +32,6 @@ pub const MAX_DEPTH_CEILING: u32 = 32;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineConfig {
-    /// Tool calls that failed after the resilience stack gave up.
-    pub on_tool_error: OnToolError,
     /// Calls left in doubt by a crash.
     pub in_doubt: InDoubtPolicy,
     /// Tool outputs whose JSON is larger than this many bytes go to the artifact store;
@@ -61,7 +54,6 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            on_tool_error: OnToolError::FailRun,
             in_doubt: InDoubtPolicy::RetryIdempotentOnly,
             inline_output_limit: 64 * 1024,
             event_capacity: 256,

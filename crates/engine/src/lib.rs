@@ -77,7 +77,8 @@ mod writer;
 pub use builder::EngineBuilder;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
 pub use config::{
-    DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, MAX_DEPTH_CEILING, OnToolError, OnViolation,
+    DEFAULT_HAND_BACK_LIMIT, DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, MAX_DEPTH_CEILING,
+    OnToolError, OnViolation,
 };
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;

@@ -40,6 +40,7 @@ impl Driver {
             self.policy.allowed.in_state(run.state()),
             self.rec.proj.budget().snapshot(run.usage()),
         )
+        .with_all_tools(self.shared.tools.specs())
         .with_interrupted(self.interrupting)
         .with_next_states(&next[..count])
         .with_meter(meter)

@@ -90,6 +90,7 @@ impl Engine {
             policy.allowed.in_state(run.state()),
             proj.budget().snapshot(run.usage()),
         )
+        .with_all_tools(self.shared.tools.specs())
         .with_interrupted(interrupted)
         .with_next_states(&next)
         .with_skills(&self.shared.config.skills)

@@ -81,7 +81,7 @@ impl Driver {
             }
             Progress::Batch => self.resume_batch().await,
             Progress::ToolFailed { tool, error } => {
-                if self.shared.config.on_tool_error != OnToolError::FailRun {
+                if self.policy.snapshot.on_tool_error != OnToolError::FailRun {
                     return Ok(());
                 }
                 self.rec
@@ -124,7 +124,7 @@ impl Driver {
             if let Some(exhausted) = exhausted {
                 self.rec.record(exhausted_entry(&exhausted)).await?;
             }
-            if self.shared.config.on_tool_error == OnToolError::FailRun {
+            if self.policy.snapshot.on_tool_error == OnToolError::FailRun {
                 self.rec
                     .fail(FailureKind::ToolFailed, error.about(&failed.tool))
                     .await?;

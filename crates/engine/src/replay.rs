@@ -184,7 +184,6 @@ impl Engine {
                     .first()
                     .map_or(0, |e| e.at().as_unix_millis()),
             ))
-            .on_tool_error(shared.config.on_tool_error)
             .max_depth(shared.config.max_depth)
             // The recorded batches fit; one call at a time serves each tool's outcomes in
             // the batch's order.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use rein_tool::{Annotations, BoxFuture, ToolError, ToolName, ToolNameError, ToolOutput, ToolSpec};
 use serde_json::Value;
 
-type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+pub(crate) type Handler =
+    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
 
 /// A tool made from an async closure: the closure implementation of the
 /// [`rein::tool::Tool`](crate::tool::Tool) trait. Build one with [`FnTool::builder`].
@@ -34,8 +35,10 @@ type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>>
 /// # Ok(()) }
 /// ```
 ///
-/// To write a tool as a type instead, implement the [`rein::tool::Tool`](crate::tool::Tool)
-/// trait with a plain `async fn`.
+/// A tool over typed input and output, its schemas derived from the types, is
+/// [`FnTool::typed`] (or [`FnToolBuilder::typed_handler`]). To write a tool as a type
+/// instead, implement the [`rein::tool::Tool`](crate::tool::Tool) trait with a plain
+/// `async fn`.
 #[derive(Clone)]
 pub struct FnTool {
     spec: ToolSpec,
@@ -51,6 +54,7 @@ impl FnTool {
             annotations: Annotations::default(),
             input_schema: None,
             output_schema: None,
+            derived: None,
             handler: None,
         }
     }
@@ -88,7 +92,9 @@ pub struct FnToolBuilder {
     annotations: Annotations,
     input_schema: Option<Value>,
     output_schema: Option<Value>,
-    handler: Option<Handler>,
+    /// The schemas a typed handler derived (input, output): used where none was given.
+    pub(crate) derived: Option<(Value, Option<Value>)>,
+    pub(crate) handler: Option<Handler>,
 }
 
 impl fmt::Debug for FnToolBuilder {
@@ -126,20 +132,23 @@ impl FnToolBuilder {
         self
     }
 
-    /// The JSON Schema inputs must satisfy (default: any object). The engine compiles it
-    /// once and checks every input before the call.
+    /// The JSON Schema inputs must satisfy (default: any object, or the schema a
+    /// [typed handler](Self::typed_handler) derives). The engine compiles it once and checks
+    /// every input before the call.
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
         self
     }
 
-    /// The JSON Schema of the output, for planners.
+    /// The JSON Schema of the output, for planners (default: none, or the schema a
+    /// [typed handler](Self::typed_handler) derives).
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
     }
 
-    /// The async function that runs the tool.
+    /// The async function that runs the tool, over raw JSON (for typed input and output,
+    /// [`typed_handler`](Self::typed_handler)).
     pub fn handler<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
@@ -159,10 +168,12 @@ impl FnToolBuilder {
             .handler
             .ok_or_else(|| ToolBuildError::NoHandler(name.to_string()))?;
         let mut spec = ToolSpec::new(name, self.description).with_annotations(self.annotations);
-        if let Some(schema) = self.input_schema {
+        // A schema given explicitly wins over the one derived from a typed handler's types.
+        let (derived_input, derived_output) = self.derived.unzip();
+        if let Some(schema) = self.input_schema.or(derived_input) {
             spec = spec.with_input_schema(schema);
         }
-        if let Some(schema) = self.output_schema {
+        if let Some(schema) = self.output_schema.or(derived_output.flatten()) {
             spec = spec.with_output_schema(schema);
         }
         Ok(FnTool { spec, handler })

@@ -46,7 +46,8 @@
 //! Implement [`Planner`], [`Approver`], [`tool::Tool`], [`RunStore`], [`LedgerStore`] or
 //! [`ArtifactStore`] with plain `async fn`s; see each trait's docs for an example.
 //! [`tool::Tool`] is the trait a tool implements; [`FnTool`] is its implementation from a
-//! closure, built with [`FnTool::builder`].
+//! closure, built with [`FnTool::builder`], or from an `async fn` over typed input and
+//! output with [`FnTool::typed`] (schemas derived with [`schemars`]).
 //!
 //! # Durability
 //! [`EngineBuilder::filesystem`] keeps runs, ledgers (append-only JSONL) and artifacts under
@@ -54,6 +55,7 @@
 //! flight when the process died is retried only if the tool is idempotent.
 
 mod fn_tool;
+mod typed_tool;
 /// A guard for tools that run commands (the built-in `shell.run` uses it).
 #[doc(inline)]
 pub use rein_tools::shell;
@@ -133,10 +135,10 @@ pub mod mcp {
 // ---- the engine ------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_engine::{
-    BuildError, Clock, Engine, EngineBuilder, EngineError, IdGenerator, InDoubtPolicy,
-    MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation, PolicyNarrowing,
-    ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent, RunEvents, RunHandle,
-    RunSpec, SequentialIds, SystemClock, UuidV7Ids,
+    BuildError, Clock, DEFAULT_HAND_BACK_LIMIT, Engine, EngineBuilder, EngineError, IdGenerator,
+    InDoubtPolicy, MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation,
+    PolicyNarrowing, ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent,
+    RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock, UuidV7Ids,
 };
 
 /// Sub-runs: delegation depth, the verified tree of runs.
@@ -265,29 +267,53 @@ pub mod layer {
 #[doc(no_inline)]
 pub use serde_json::{Value, json};
 
+/// JSON Schema from Rust types, for typed tools ([`FnTool::typed`]): derive `JsonSchema` on a
+/// tool's input and output with `use rein::schemars::{self, JsonSchema};` in scope (the
+/// derive names the crate `schemars`), so the schema and rein agree on one version.
+#[doc(no_inline)]
+pub use schemars;
+
 /// Model providers and the LLM planner (feature `llm`, on by default): OpenAI-compatible
 /// Chat Completions and Anthropic Messages, streamed or not, with retries, a breaker and
 /// typed, bounded errors. The loopback fake server is behind the `fake-server` feature.
 ///
-/// ```no_run
-/// use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
-/// let provider = HttpProvider::new(
-///     ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:8080/v1", "local").with_stream(true),
-/// )?;
+/// [`HttpProvider::from_env`](llm::HttpProvider::from_env) reads the conventional variables
+/// (`OPENAI_API_KEY` or `ANTHROPIC_API_KEY`, their `_BASE_URL`s, and `REIN_LLM_MODEL`);
+/// `from_env_with` takes the lookup as a function. An engine driven by an [`LlmPlanner`](llm::LlmPlanner)
+/// hands rejected decisions and failed tool calls back to the model by default (rejections
+/// at most the `violations` budget's limit, [`DEFAULT_HAND_BACK_LIMIT`] without one), and
+/// every run records that in its policy; `on_violation` and `on_tool_error` say otherwise.
+///
+/// ```
+/// use rein::llm::{HttpProvider, LlmConfig, LlmPlanner};
+/// use rein::{OnToolError, OnViolation};
+///
+/// # let env = |name: &str| match name {
+/// #     "OPENAI_API_KEY" => Some("sk-example".to_owned()),
+/// #     "REIN_LLM_MODEL" => Some("gpt-4o-mini".to_owned()),
+/// #     _ => None,
+/// # };
+/// # let from_env = || HttpProvider::from_env_with(env);
+/// // OPENAI_API_KEY=… REIN_LLM_MODEL=gpt-4o-mini (from_env reads the process's variables)
+/// let planner = LlmPlanner::new(from_env()?, LlmConfig::default())
+///     .with_system_prompt("You triage support tickets. Be brief.");
 /// let engine = rein::Engine::builder()
-///     .planner(LlmPlanner::new(provider, LlmConfig::default()))
+///     .planner(planner)
 ///     .budget("tokens", 50_000)
 ///     .build()?;
+/// assert_eq!(engine.policy().on_violation, OnViolation::HandBack { limit: rein::DEFAULT_HAND_BACK_LIMIT });
+/// assert_eq!(engine.policy().on_tool_error, OnToolError::HandBack);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "llm")]
 pub mod llm {
     #[doc(inline)]
     pub use rein_llm::{
-        Api, ChatRequest, ChatResponse, Completion, DynProvider, FunctionCall, FunctionDef,
-        HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, Prices,
-        ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded, Recorder, Replayer,
-        StreamProgress, Usage, build_request, estimate_tokens, function_name, request_body,
+        Api, ChatRequest, ChatResponse, Completion, DynProvider, EnvError, FunctionCall,
+        FunctionDef, HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner, Message,
+        NameError, NameMap, Prices, ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded,
+        Recorder, Replayer, StreamProgress, Usage, build_request, estimate_tokens, function_name,
+        request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).

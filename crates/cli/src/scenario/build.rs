@@ -39,7 +39,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     }
     builder = match &scenario.planner {
         PlannerDef::Scripted(steps) => builder.planner(ScriptedPlanner::new(steps.iter().cloned())),
-        PlannerDef::Llm(def) => super::llm::with_planner(builder, def, &scenario.tools),
+        PlannerDef::Llm(def) => super::llm::with_planner(builder, def),
     };
     for (name, steps) in &scenario.planners {
         builder = builder.planner_named(name, ScriptedPlanner::new(steps.iter().cloned()));
@@ -74,14 +74,19 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
         ..defaults
     };
     builder = builder.policy(policy);
-    builder = builder.on_violation(match policies.on_violation {
-        OnViolationDef::Fail => OnViolation::FailRun,
-        OnViolationDef::HandBack { limit } => OnViolation::HandBack { limit },
-    });
-    builder = builder.on_tool_error(match policies.on_tool_error {
-        OnToolErrorDef::Fail => OnToolError::FailRun,
-        OnToolErrorDef::HandBack => OnToolError::HandBack,
-    });
+    // Unsaid, both follow the planner: a model gets its mistakes back, a script fails.
+    if let Some(on_violation) = policies.on_violation {
+        builder = builder.on_violation(match on_violation {
+            OnViolationDef::Fail => OnViolation::FailRun,
+            OnViolationDef::HandBack { limit } => OnViolation::HandBack { limit },
+        });
+    }
+    if let Some(on_tool_error) = policies.on_tool_error {
+        builder = builder.on_tool_error(match on_tool_error {
+            OnToolErrorDef::Fail => OnToolError::FailRun,
+            OnToolErrorDef::HandBack => OnToolError::HandBack,
+        });
+    }
     builder.resilience(resilience(scenario))
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rein::EngineBuilder;
 use rein::llm::{
-    HeaderSource, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig, StreamProgress,
+    HeaderSource, HttpProvider, LlmConfig, LlmPlanner, NameMap, ProviderConfig, StreamProgress,
 };
 use rein::{ToolName, json};
 use serde::{Deserialize, Serialize};
@@ -54,31 +54,24 @@ fn provider_config(def: &LlmDef) -> ProviderConfig {
 /// What is wrong with `def` for these tools: an unusable provider configuration, a key
 /// variable that is not set, tool names that collide as function names.
 pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str, String)> {
-    let provider =
-        HttpProvider::new(provider_config(def)).map_err(|e| ("provider", e.to_string()))?;
-    LlmPlanner::new(provider, def.planner.clone())
-        .with_tools(&tool_names(tools))
+    HttpProvider::new(provider_config(def)).map_err(|e| ("provider", e.to_string()))?;
+    NameMap::new(&tool_names(tools))
         .map(|_| ())
         .map_err(|e| ("planner", e.to_string()))
 }
 
 /// `builder` with the model planner of `def` (checked before: a failure here leaves the
 /// builder without a planner, which the engine refuses to build).
-pub(crate) fn with_planner(
-    builder: EngineBuilder,
-    def: &LlmDef,
-    tools: &[ToolDef],
-) -> EngineBuilder {
+pub(crate) fn with_planner(builder: EngineBuilder, def: &LlmDef) -> EngineBuilder {
     let Ok(mut provider) = HttpProvider::new(provider_config(def)) else {
         return builder;
     };
     if def.provider.stream && std::io::stderr().is_terminal() {
         provider = provider.with_progress(Arc::new(show_progress));
     }
-    match LlmPlanner::new(provider, def.planner.clone()).with_tools(&tool_names(tools)) {
-        Ok(planner) => builder.planner(planner),
-        Err(_) => builder,
-    }
+    // The engine names its tools in every plan request; names that collide as function
+    // names were refused by `check`.
+    builder.planner(LlmPlanner::new(provider, def.planner.clone()))
 }
 
 /// One line of streaming progress on the terminal: about how many tokens so far, and how

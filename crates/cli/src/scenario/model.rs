@@ -86,12 +86,13 @@ pub(crate) struct Policies {
     /// Which calls need approval.
     #[serde(default)]
     pub(crate) approvals: ApprovalPolicy,
-    /// What a rejected decision does.
-    #[serde(default)]
-    pub(crate) on_violation: OnViolationDef,
-    /// What a failed tool call does.
-    #[serde(default)]
-    pub(crate) on_tool_error: OnToolErrorDef,
+    /// What a rejected decision does; none: what the planner asks for (handed back to a
+    /// model, the run failed under a script).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) on_violation: Option<OnViolationDef>,
+    /// What a failed tool call does; none: what the planner asks for, as `on_violation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) on_tool_error: Option<OnToolErrorDef>,
     /// How long the run may take (its `time` budget), on the engine's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) deadline: Option<rein::Deadline>,

@@ -41,6 +41,7 @@
 mod chain;
 mod children;
 mod compact;
+mod describe;
 mod entry;
 mod error;
 mod kind;

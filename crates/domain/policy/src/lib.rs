@@ -45,4 +45,4 @@ pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligibl
 pub use rein_run::BudgetExhausted;
 pub use snapshot::PolicySnapshot;
 pub use transitions::{RefusalRule, TransitionRefused, TransitionTableError, Transitions};
-pub use violations::OnViolation;
+pub use violations::{OnToolError, OnViolation};

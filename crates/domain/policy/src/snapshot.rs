@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    ApprovalMode, ApprovalPolicy, Budget, Deadline, Eligibility, EligibilityRules, OnViolation,
-    Transitions,
+    ApprovalMode, ApprovalPolicy, Budget, Deadline, Eligibility, EligibilityRules, OnToolError,
+    OnViolation, Transitions,
 };
 
 /// Everything that decides what a run may do, as recorded when it starts. Resume uses the
@@ -41,6 +41,10 @@ pub struct PolicySnapshot {
     /// only when it is not the default, so ledgers written before it existed read the same.
     #[serde(default, skip_serializing_if = "OnViolation::is_fail_run")]
     pub on_violation: OnViolation,
+    /// Whether a failed tool call is handed back to the planner or fails the run. Recorded
+    /// only when it is not the default, so ledgers written before it existed read the same.
+    #[serde(default, skip_serializing_if = "OnToolError::is_fail_run")]
+    pub on_tool_error: OnToolError,
     /// How long a run may take on the engine's clock (its `time` budget); `None`: no limit.
     /// Recorded only when set, so ledgers written before it existed read the same.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,6 +65,7 @@ impl Default for PolicySnapshot {
             approvals: ApprovalPolicy::default(),
             max_steps: default_max_steps(),
             on_violation: OnViolation::FailRun,
+            on_tool_error: OnToolError::FailRun,
             deadline: None,
         }
     }
@@ -83,7 +88,7 @@ impl PolicySnapshot {
     }
 
     /// Whether `self` allows nothing that `wider` does not, for the registered `tools`:
-    /// budget limits within, no more steps, no more rejections handed back, the same or
+    /// budget limits within, no more steps, no more rejections or tool errors handed back, the same or
     /// fewer transitions, no tool eligible in a state where `wider` does not let it run,
     /// every call that `wider` sends for approval sent for approval here too, no longer an
     /// approval timeout, no in-process approval where `wider`'s are durable, and no more
@@ -117,6 +122,7 @@ impl PolicySnapshot {
         self.budget.is_within(&wider.budget)
             && self.max_steps <= wider.max_steps
             && self.on_violation.is_within(&wider.on_violation)
+            && self.on_tool_error.is_within(&wider.on_tool_error)
             && self.approvals.timeout() <= wider.approvals.timeout()
             // A verdict that waits for a person is never traded for one the engine's approver
             // gives in process.

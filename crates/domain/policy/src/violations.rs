@@ -1,4 +1,5 @@
-//! `OnViolation`: whether a run hands rejected decisions back to its planner, part of its policy.
+//! `OnViolation` and `OnToolError`: whether a run hands rejected decisions and failed tool
+//! calls back to its planner, part of its policy.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,46 @@ impl OnViolation {
     }
 
     /// Whether this is the default, [`OnViolation::FailRun`].
+    #[must_use]
+    pub const fn is_fail_run(&self) -> bool {
+        matches!(self, Self::FailRun)
+    }
+}
+
+/// What a run does with a tool call that failed after the resilience stack gave up. Like
+/// [`OnViolation`], it is part of the run's [`PolicySnapshot`](crate::PolicySnapshot):
+/// recorded when the run starts, kept on resume.
+///
+/// ```
+/// use rein_policy::OnToolError;
+/// assert_eq!(OnToolError::default(), OnToolError::FailRun);
+/// let back: OnToolError = serde_json::from_str(r#""hand_back""#)?;
+/// assert_eq!(back, OnToolError::HandBack);
+/// assert!(OnToolError::FailRun.is_within(&back) && !back.is_within(&OnToolError::FailRun));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnToolError {
+    /// Fail the run with the tool's error (the default for planners that do not correct
+    /// themselves).
+    #[default]
+    FailRun,
+    /// Record the failure as evidence and ask the planner what to do next.
+    HandBack,
+}
+
+impl OnToolError {
+    /// Whether `self` lets a run go on after a failed call no more often than `wider`.
+    #[must_use]
+    pub const fn is_within(&self, wider: &Self) -> bool {
+        matches!(
+            (self, wider),
+            (Self::FailRun, _) | (Self::HandBack, Self::HandBack)
+        )
+    }
+
+    /// Whether this is the default, [`OnToolError::FailRun`].
     #[must_use]
     pub const fn is_fail_run(&self) -> bool {
         matches!(self, Self::FailRun)

@@ -28,6 +28,7 @@
 mod approval;
 mod budget;
 mod decision;
+mod describe;
 mod dialogue;
 mod error;
 mod evidence;

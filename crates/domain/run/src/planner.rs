@@ -15,6 +15,7 @@ use crate::{
 pub struct PlanRequest<'a> {
     run: &'a Run,
     tools: &'a [ToolSpec],
+    all_tools: Option<&'a [ToolSpec]>,
     budget: BudgetSnapshot<'a>,
     interrupted: bool,
     next_states: Option<&'a [State]>,
@@ -91,6 +92,7 @@ impl<'a> PlanRequest<'a> {
         Self {
             run,
             tools,
+            all_tools: None,
             budget,
             interrupted: false,
             skills: &[],
@@ -247,6 +249,43 @@ impl<'a> PlanRequest<'a> {
         self.tools
     }
 
+    /// The same request, naming every tool the engine has, eligible here or not
+    /// ([`all_tools`](Self::all_tools)).
+    #[must_use]
+    pub const fn with_all_tools(mut self, tools: &'a [ToolSpec]) -> Self {
+        self.all_tools = Some(tools);
+        self
+    }
+
+    /// Specs of every tool the engine has, eligible in the current state or not; the
+    /// [`tools`](Self::tools) allowed here when the engine did not say. Not an offer: a
+    /// planner offers only [`tools`](Self::tools), and uses these to recognise a call of a
+    /// tool that exists but may not run now (an LLM planner maps the model's function name
+    /// back to it, so the engine's refusal names the tool).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use rein_run::{BudgetSnapshot, BudgetUsage, PlanRequest, Run, Timestamp, ToolSpec};
+    /// use serde_json::json;
+    ///
+    /// let t0 = Timestamp::from_unix_millis(1_700_000_000_000);
+    /// let run = Run::new("run-1".parse()?, "tidy up", Default::default(), json!({}), t0);
+    /// let (limits, usage) = (BTreeMap::new(), BudgetUsage::default());
+    /// let every = [ToolSpec::new("fs.read".parse()?, ""), ToolSpec::new("fs.write".parse()?, "")];
+    /// let request = PlanRequest::new(&run, &every[..1], BudgetSnapshot::new(&limits, &usage));
+    /// assert_eq!(request.all_tools().len(), 1); // not said: the eligible ones
+    /// let request = request.with_all_tools(&every);
+    /// assert_eq!((request.tools().len(), request.all_tools().len()), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn all_tools(&self) -> &'a [ToolSpec] {
+        match self.all_tools {
+            Some(all) => all,
+            None => self.tools,
+        }
+    }
+
     /// Budget limits and use.
     #[must_use]
     pub const fn budget(&self) -> BudgetSnapshot<'a> {
@@ -308,6 +347,9 @@ impl PlannerError {
 /// - `plan` SHOULD be a function of the request: one planner instance serves many
 ///   concurrent runs, and a resumed run asks again for the step it was on.
 /// - `plan` MAY fail with [`PlannerError`]; the run then fails with that error, recorded.
+/// - [`corrects_itself`](Planner::corrects_itself) SHOULD say `true` only for a planner
+///   that reads the rejections and tool failures handed back to it as evidence and proposes
+///   something else (a model does; a script does not, it would repeat itself).
 ///
 /// ```
 /// use rein_run::{Decision, PlanRequest, Planner, PlannerError, State};
@@ -333,6 +375,32 @@ pub trait Planner: Send + Sync + 'static {
         &self,
         request: PlanRequest<'_>,
     ) -> impl Future<Output = Result<Decision, PlannerError>> + Send;
+
+    /// Whether this planner takes refusals and tool errors back and corrects itself. An
+    /// engine whose configuration does not say what a rejected decision or a failed tool
+    /// call does follows its planner: hand them back (rejections bounded by the `violations`
+    /// budget) when this is `true`, fail the run when it is `false` (the default, right for
+    /// scripts). The run's policy snapshot records what was chosen.
+    ///
+    /// ```
+    /// use rein_run::{Decision, PlanRequest, Planner, PlannerError};
+    ///
+    /// /// Asks a model; reads its mistakes back from the evidence.
+    /// struct ModelPlanner;
+    ///
+    /// impl Planner for ModelPlanner {
+    ///     async fn plan(&self, _request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+    ///         Ok(Decision::fail("no model in this example"))
+    ///     }
+    ///     fn corrects_itself(&self) -> bool {
+    ///         true
+    ///     }
+    /// }
+    /// assert!(ModelPlanner.corrects_itself());
+    /// ```
+    fn corrects_itself(&self) -> bool {
+        false
+    }
 }
 
 /// The object-safe twin of [`Planner`], implemented for every planner.
@@ -342,6 +410,9 @@ pub trait DynPlanner: Send + Sync + 'static {
         &'a self,
         request: PlanRequest<'a>,
     ) -> BoxFuture<'a, Result<Decision, PlannerError>>;
+
+    /// See [`Planner::corrects_itself`].
+    fn corrects_itself_dyn(&self) -> bool;
 }
 
 impl<P: Planner> DynPlanner for P {
@@ -350,5 +421,9 @@ impl<P: Planner> DynPlanner for P {
         request: PlanRequest<'a>,
     ) -> BoxFuture<'a, Result<Decision, PlannerError>> {
         Box::pin(self.plan(request))
+    }
+
+    fn corrects_itself_dyn(&self) -> bool {
+        self.corrects_itself()
     }
 }

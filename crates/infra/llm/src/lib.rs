@@ -6,6 +6,8 @@
 //! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
 //! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
 //! from the environment variable the configuration names and never shown.
+//! [`HttpProvider::from_env`] builds one from the conventional variables (`OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, their `_BASE_URL`s, `REIN_LLM_MODEL`).
 //!
 //! [`LlmPlanner`] turns a model into a rein planner: each step offers the run's tools and
 //! control functions (the same list every step), shows the model its own earlier turns
@@ -22,6 +24,7 @@ mod anthropic;
 mod cassette;
 mod chat;
 mod config;
+mod env;
 mod error;
 mod http;
 mod names;
@@ -33,6 +36,7 @@ mod provider;
 pub use cassette::{Recorded, Recorder, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
 pub use config::{Api, HeaderSource, ProviderConfig};
+pub use env::EnvError;
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
 pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};

@@ -19,6 +19,7 @@ use crate::prompt::{
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 
 mod reply;
+mod setup;
 
 /// How the planner talks to its model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,6 +161,10 @@ impl LlmPlanner {
     /// # Errors
     /// [`NameError`] when two tools map to one function name or one takes a control
     /// function's name.
+    #[deprecated(
+        note = "not needed: every plan request names the engine's tools (PlanRequest::all_tools); \
+                check names up front with NameMap::new"
+    )]
     pub fn with_tools<'a>(
         mut self,
         tools: impl IntoIterator<Item = &'a ToolName>,
@@ -318,6 +323,11 @@ impl LlmPlanner {
 }
 
 impl Planner for LlmPlanner {
+    /// A model reads the refusals and tool errors handed back to it and tries again.
+    fn corrects_itself(&self) -> bool {
+        true
+    }
+
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
         // Offered: the run's tools every step when the engine says what they are.
         let tools = request.rules().map_or(request.tools(), |r| r.run_tools());

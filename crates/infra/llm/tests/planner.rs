@@ -76,6 +76,8 @@ async fn check(
         None,
     )
     .unwrap();
+    // Deprecated, still honoured: an engine's requests name every tool (all_tools).
+    #[allow(deprecated)]
     let planner = LlmPlanner::new(provider, config)
         .with_tools(&[
             ToolName::new("fs.list").unwrap(),
@@ -497,6 +499,8 @@ fn colliding_tool_names_are_refused_when_the_planner_is_built() {
         None,
     )
     .unwrap();
+    // Deprecated, still honoured: an engine's requests name every tool (all_tools).
+    #[allow(deprecated)]
     let e = LlmPlanner::new(provider, LlmConfig::default())
         .with_tools(&[
             ToolName::new("fs.read").unwrap(),

@@ -1,0 +1,236 @@
+//! Ledger entries in one readable line each (what `rein ledger show` prints): `Display` for
+//! [`EntryKind`] and [`Entry`]. Long inputs, outputs and results are cut.
+
+use std::fmt;
+
+use rein_run::Payload;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{Entry, EntryKind};
+
+/// A value's serde name (`"policy_violation"` for `FailureKind::PolicyViolation`).
+fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// `text` cut to `max` characters (the last one an ellipsis) when it is longer.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// `value` as compact JSON, cut to `max` characters.
+fn short_json(value: &Value, max: usize) -> String {
+    cut(&value.to_string(), max)
+}
+
+fn payload(output: &Payload, max: usize) -> String {
+    match output {
+        Payload::Inline(value) => short_json(value, max),
+        Payload::Artifact(link) => format!("artifact {} ({} bytes)", cut(&link.id, 12), link.size),
+    }
+}
+
+fn limit(limit: Option<u64>) -> String {
+    limit.map_or_else(|| "∞".to_owned(), |l| l.to_string())
+}
+
+/// `": reason"`, or nothing for an empty reason (no dangling separator).
+fn colon(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
+}
+
+/// What the entry records, in one line.
+///
+/// ```
+/// use rein_ledger::EntryKind;
+/// use rein_run::State;
+/// let kind = EntryKind::Transition { from: State::Intake, to: State::Explore, reason: "start".into() };
+/// assert_eq!(kind.to_string(), "transition intake → explore: start");
+/// ```
+impl fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = match self {
+            Self::RunStarted { goal, .. } => format!("run started: {goal:?}"),
+            Self::RunPaused { question } => format!("paused, asking a human: {question:?}"),
+            Self::RunResumed { note } => format!("resumed{}", colon(note)),
+            Self::RunCompleted { summary, result } => {
+                format!("completed: {summary} → {}", short_json(result, 60))
+            }
+            Self::RunFailed { failure } => {
+                format!(
+                    "failed ({}){}",
+                    serde_name(&failure.kind),
+                    colon(&failure.message)
+                )
+            }
+            Self::Decision { step, decision } => {
+                format!("decision #{step}: {decision}")
+            }
+            Self::Transition { from, to, reason } => {
+                format!("transition {from} → {to}{}", colon(reason))
+            }
+            Self::ToolCall {
+                tool,
+                input,
+                attempt,
+                idempotent,
+                ..
+            } => format!(
+                "tool call {tool} {} (attempt {attempt}{})",
+                short_json(input, 60),
+                if *idempotent { ", idempotent" } else { "" }
+            ),
+            Self::ToolResult {
+                tool,
+                duration_ms,
+                cached,
+                output,
+                ..
+            } => format!(
+                "tool result {tool} in {duration_ms} ms{}: {}",
+                if *cached { " (cached)" } else { "" },
+                payload(output, 70)
+            ),
+            // Attempt 0: refused before any attempt was made (an open circuit, a full bulkhead).
+            Self::ToolError {
+                tool,
+                attempt: 0,
+                error,
+                ..
+            } => format!("tool error {tool}, refused before any attempt: {error}"),
+            Self::ToolError {
+                tool,
+                attempt,
+                duration_ms,
+                error,
+                will_retry,
+            } => format!(
+                "tool error {tool} attempt {attempt} after {duration_ms} ms: {error}{}",
+                if *will_retry { " — will retry" } else { "" }
+            ),
+            Self::ApprovalRequested { tool, reason, .. } => {
+                format!(
+                    "approval requested for {tool}{}",
+                    colon(&reason.to_string())
+                )
+            }
+            Self::ApprovalGranted {
+                tool,
+                approver,
+                reason,
+                ..
+            } => format!("approval granted for {tool} by {approver}{}", colon(reason)),
+            Self::ApprovalDenied {
+                tool,
+                approver,
+                reason,
+                ..
+            } => format!("approval DENIED for {tool} by {approver}{}", colon(reason)),
+            Self::BudgetConsumed {
+                name,
+                used,
+                limit: l,
+                ..
+            } => format!("budget {name}: {used}/{}", limit(*l)),
+            Self::BudgetExhausted {
+                name,
+                limit: l,
+                used,
+                requested,
+            } => format!("budget {name} EXHAUSTED: {used}/{l} used, {requested} more requested"),
+            Self::HumanInputRequested { question, options } => {
+                if options.is_empty() {
+                    format!("question for a human: {question:?}")
+                } else {
+                    format!(
+                        "question for a human: {question:?} (options: {})",
+                        options.join(", ")
+                    )
+                }
+            }
+            Self::HumanInputReceived { answer } => format!("human answered {answer:?}"),
+            Self::PolicyViolation {
+                violation,
+                message,
+                handed_back,
+            } => format!(
+                "POLICY VIOLATION {violation}: {message}{}",
+                if *handed_back {
+                    " — handed back to the planner"
+                } else {
+                    ""
+                }
+            ),
+            Self::Steering { note } => format!("steering note{}", colon(note)),
+            Self::RunInterrupted { reason } => format!("interrupted{}", colon(reason)),
+            Self::Interrupt { kind } => format!("interrupt requested ({kind})"),
+            Self::ToolAttachment {
+                tool, name, link, ..
+            } => format!(
+                "{tool} attached {name:?} ({} bytes, {}) as artifact {}",
+                link.size, link.content_type, link.id
+            ),
+            Self::ApprovalPending { pending } => format!(
+                "paused, waiting for approval of {} (risk {}){}",
+                pending.tool,
+                pending.risk,
+                colon(&pending.reason)
+            ),
+            Self::SkillEntered { name, checksum, .. } => {
+                format!("skill `{name}` entered the context (sha256 {checksum})")
+            }
+            Self::PolicyNarrowed { reason, .. } => format!("policy narrowed{}", colon(reason)),
+            Self::SequenceMember { index, kind, .. } => {
+                format!("sequence member {index}: {}", kind.replace('_', " "))
+            }
+            Self::SequenceStopped {
+                not_run, reason, ..
+            } => {
+                let members: Vec<String> = not_run.iter().map(u32::to_string).collect();
+                format!(
+                    "sequence stopped, members {} not run: {reason}",
+                    members.join(", ")
+                )
+            }
+            Self::BudgetOverrun {
+                name,
+                amount,
+                used,
+                limit,
+            } => format!("budget {name} overrun: {amount} reported, {used} used of {limit}"),
+            other => other.name().replace('_', " "),
+        };
+        f.write_str(&line)
+    }
+}
+
+/// `#seq state: what it records`.
+///
+/// ```
+/// use rein_ledger::{EntryKind, Ledger};
+/// use rein_run::{State, Timestamp};
+/// let mut ledger = Ledger::new("run-1".parse()?);
+/// let at = Timestamp::from_unix_millis(1_700_000_000_000);
+/// let entry = ledger.append(at, State::Intake, EntryKind::Steering { note: "be brief".into() });
+/// assert_eq!(entry.to_string(), "#1 intake: steering note: be brief");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{} {}: {}", self.seq(), self.state(), self.event())
+    }
+}
