@@ -15,12 +15,12 @@ pub fn model_call_starts(entries: &[Entry], step: u32) -> Vec<usize> {
     let mut new_call = true;
     for (at, entry) in entries.iter().enumerate() {
         match entry.event() {
-            EntryKind::PlannerAttempt { step: s, attempt } if *s == step => {
-                // An old ledger numbered each call's attempts from 1.
-                if new_call || attempt.attempt == 1 {
-                    starts.push(at);
-                    new_call = false;
-                }
+            // An old ledger numbered each call's attempts from 1.
+            EntryKind::PlannerAttempt { step: s, attempt }
+                if *s == step && (new_call || attempt.attempt == 1) =>
+            {
+                starts.push(at);
+                new_call = false;
             }
             EntryKind::PolicyViolation {
                 violation: Violation::InvalidReply,
