@@ -40,14 +40,18 @@ impl Node {
 /// Exit 4 naming the parent, the child and the broken link, or a child ledger that fails
 /// verification; exit 2 when a child's ledger cannot be read at all.
 pub(crate) fn read(id: &RunId, entries: &[Entry], data: &DataDir) -> Result<Node, CliError> {
-    node(id, entries, None, data)
+    node(id, entries, None, data, 0)
 }
 
+/// The run `id` at `depth` below the run read, and its children. No tree rein grows is
+/// deeper than [`rein::MAX_DEPTH_CEILING`]: ledgers that would be (a loop of runs naming
+/// each other as children) are refused there, before the recursion could exhaust the stack.
 fn node(
     id: &RunId,
     entries: &[Entry],
     spent: Option<Spend>,
     data: &DataDir,
+    depth: u32,
 ) -> Result<Node, CliError> {
     let info = rein::RunOutline::of(entries);
     let broken = |child: &RunId, why: String| {
@@ -71,6 +75,17 @@ fn node(
                 format!(
                     "the parent recorded the child's end, but {} does not exist",
                     path.display()
+                ),
+            ));
+        }
+        if depth >= rein::MAX_DEPTH_CEILING {
+            return Err(broken(
+                child,
+                format!(
+                    "the child would be more than {} levels below the run verified, deeper \
+                     than any tree rein grows; its ledgers were assembled or edited by hand (a \
+                     loop of runs naming each other as children included)",
+                    rein::MAX_DEPTH_CEILING
                 ),
             ));
         }
@@ -103,7 +118,7 @@ fn node(
             }
             None => None,
         };
-        children.push(node(child, &file.entries, spent, data)?);
+        children.push(node(child, &file.entries, spent, data, depth + 1)?);
     }
     Ok(Node {
         id: id.clone(),

@@ -442,3 +442,52 @@ fn a_tree_as_deep_as_max_depth_allows_runs_pauses_and_resumes() {
             .stderr_has(&["max_depth of 33", "at most 32", "at: max_depth"]);
     }
 }
+
+#[test]
+fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
+    // Two ledgers assembled by hand, each naming the other as its child and linked to the
+    // other's `child_started` entry: reading the tree followed the loop until the stack
+    // overflowed.
+    let (scratch, root, _child) = delegated();
+    let text = std::fs::read_to_string(scratch.ledger(&root)).unwrap();
+    let first: rein::Entry = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let ids: [rein::RunId; 2] = [
+        "0193c6a2-0000-7000-8000-00000000a00a".parse().unwrap(),
+        "0193c6a2-0000-7000-8000-00000000b00b".parse().unwrap(),
+    ];
+    let mut ledgers = [
+        rein::Ledger::new(ids[0].clone()),
+        rein::Ledger::new(ids[1].clone()),
+    ];
+    let mut heads = Vec::new();
+    for (ledger, child) in ledgers.iter_mut().zip([&ids[1], &ids[0]]) {
+        ledger.append(first.at(), first.state(), first.event().clone());
+        let started = rein::EntryKind::ChildStarted {
+            child: child.clone(),
+            goal: "the other".into(),
+            carved: rein::Spend::default(),
+            planner: None,
+        };
+        heads.push(ledger.append(first.at(), first.state(), started).head());
+    }
+    for (ledger, (parent, head)) in ledgers
+        .iter_mut()
+        .zip([(&ids[1], heads[1]), (&ids[0], heads[0])])
+    {
+        let link = rein::EntryKind::ChildOf {
+            parent: parent.clone(),
+            parent_head: head,
+            depth: 1,
+            planner: None,
+        };
+        ledger.append(first.at(), first.state(), link);
+        let lines: String = ledger.entries().iter().map(|e| e.to_json_line()).collect();
+        std::fs::write(scratch.ledger(&ledger.run_id().to_string()), lines).unwrap();
+    }
+    rein_in(
+        &scratch,
+        &["ledger", "verify", &ids[0].to_string(), "--tree"],
+    )
+    .expect_code(4)
+    .stderr_has(&["levels below the run verified", "a loop of runs"]);
+}
