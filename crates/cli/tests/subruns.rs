@@ -482,11 +482,11 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
         };
         ledger.append(first.at(), first.state(), link);
         let lines: String = ledger.entries().iter().map(|e| e.to_json_line()).collect();
-        std::fs::write(scratch.ledger(&ledger.run_id().to_string()), lines).unwrap();
+        std::fs::write(scratch.ledger(ledger.run_id().as_ref()), lines).unwrap();
     }
     rein_in(
         &scratch,
-        &["ledger", "verify", &ids[0].to_string(), "--tree"],
+        &["ledger", "verify", ids[0].as_ref(), "--tree"],
     )
     .expect_code(4)
     .stderr_has(&["levels below the run verified", "a loop of runs"]);
