@@ -4,9 +4,11 @@
 
 mod support;
 
+use std::sync::{Arc, Mutex};
+
 use rein::{
-    BuildError, Decision, Engine, FailureKind, OnViolation, RunStatus, ScriptStep, ScriptedPlanner,
-    State, Violation, json,
+    BuildError, Decision, Engine, FailureKind, OnViolation, PlanRequest, Planner, PlannerError,
+    RunStatus, ScriptStep, ScriptedPlanner, State, Violation, json,
 };
 use support::{count, violations, walk_to};
 
@@ -175,4 +177,39 @@ async fn a_resumed_run_keeps_the_schema_it_started_under() {
         "{:?}",
         run.failure()
     );
+}
+
+/// Finishes at once (from intake), recording the result schema each request carried.
+struct Seeing {
+    seen: Arc<Mutex<Vec<Option<rein::Value>>>>,
+}
+
+impl Planner for Seeing {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(request.result_schema().cloned());
+        Ok(match request.state() {
+            State::Intake => Decision::transition(State::Explore, "start"),
+            State::Explore => Decision::transition(State::Decide, "known"),
+            _ => Decision::finish("done", json!({"answer": 1})),
+        })
+    }
+}
+
+#[tokio::test]
+async fn every_plan_request_carries_the_result_schema() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let engine = Engine::builder()
+        .planner(Seeing {
+            seen: Arc::clone(&seen),
+        })
+        .result_schema(schema())
+        .build()
+        .expect("engine builds");
+    let run = engine.run("answer").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![Some(schema()); 3]);
 }
