@@ -213,3 +213,26 @@ async fn every_plan_request_carries_the_result_schema() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, vec![Some(schema()); 3]);
 }
+
+#[test]
+fn adding_a_result_schema_narrows_a_policy_and_dropping_or_changing_one_does_not() {
+    let none = rein::PolicySnapshot::default();
+    let with = rein::PolicySnapshot {
+        result_schema: Some(schema()),
+        ..rein::PolicySnapshot::default()
+    };
+    let other = rein::PolicySnapshot {
+        result_schema: Some(json!({"type": "string"})),
+        ..rein::PolicySnapshot::default()
+    };
+    assert!(with.is_within(&none, &[]));
+    assert!(with.is_within(&with, &[]));
+    assert!(!none.is_within(&with, &[]));
+    assert!(!other.is_within(&with, &[]));
+    // Recorded only when set: a snapshot without one reads and writes as before.
+    assert!(none.to_value().get("result_schema").is_none());
+    assert_eq!(
+        rein::PolicySnapshot::from_value(&with.to_value()).unwrap(),
+        with
+    );
+}
