@@ -95,6 +95,18 @@ impl Driver {
         summary: String,
         result: Value,
     ) -> Result<(), EngineError> {
+        // Checked before the move: a result the schema refuses leaves the run where it was,
+        // so a planner handed the refusal back can finish again from there.
+        let errors = match &self.policy.result_validator {
+            None => Vec::new(),
+            Some(Ok(validator)) => crate::tools::schema_errors(validator, &result),
+            Some(Err(reason)) => vec![format!(
+                "the run's recorded result schema is not a valid JSON Schema: {reason}"
+            )],
+        };
+        if !errors.is_empty() {
+            return self.reject(Rejection::InvalidResult { errors }).await;
+        }
         if let Some(from) = self.move_to(State::Done).await? {
             self.rec
                 .record(EntryKind::Transition {

@@ -284,6 +284,28 @@ impl EngineBuilder {
         self
     }
 
+    /// Sets the JSON Schema a `finish`'s result must match. A result that does not match is
+    /// a rejected decision (naming the first failing path): handed back to the planner or
+    /// failing the run, as [`on_violation`](Self::on_violation) says, and within the
+    /// `violations` budget. Part of the policy a run records when it starts. The build
+    /// fails with [`BuildError::InvalidResultSchema`] for a schema that does not compile.
+    ///
+    /// ```
+    /// use rein_engine::Engine;
+    /// use rein_planner::ScriptedPlanner;
+    ///
+    /// let engine = Engine::builder()
+    ///     .planner(ScriptedPlanner::new([]))
+    ///     .result_schema(serde_json::json!({"type": "object", "required": ["answer"]}))
+    ///     .build()?;
+    /// assert!(engine.policy().result_schema.is_some());
+    /// # Ok::<(), rein_engine::BuildError>(())
+    /// ```
+    pub fn result_schema(mut self, schema: serde_json::Value) -> Self {
+        self.policy.result_schema = Some(schema);
+        self
+    }
+
     /// Offers `skills` to the planner in every plan request (see `rein::tools::load_skills`
     /// and the `skill.load` tool). Skills add knowledge, never tools or permissions.
     pub fn skills(mut self, skills: impl IntoIterator<Item = rein_run::Skill>) -> Self {
@@ -422,6 +444,11 @@ impl EngineBuilder {
         if let Some(Err(e)) = policy.deadline.map(|d| d.check()) {
             return Err(BuildError::InvalidOption {
                 option: "deadline",
+                reason: e.to_string(),
+            });
+        }
+        if let Some(Err(e)) = policy.result_schema.as_ref().map(jsonschema::validator_for) {
+            return Err(BuildError::InvalidResultSchema {
                 reason: e.to_string(),
             });
         }

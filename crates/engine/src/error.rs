@@ -28,6 +28,13 @@ pub enum BuildError {
         /// What the schema compiler said.
         reason: String,
     },
+    /// The result schema (see [`EngineBuilder::result_schema`](crate::EngineBuilder::result_schema))
+    /// is not a valid JSON Schema.
+    #[error("the result schema is not a valid JSON Schema: {reason}; fix it or leave it out")]
+    InvalidResultSchema {
+        /// What the schema compiler said.
+        reason: String,
+    },
     /// The eligibility rules were refused.
     #[error(transparent)]
     Eligibility(#[from] EligibilityError),

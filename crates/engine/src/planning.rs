@@ -47,6 +47,9 @@ impl Driver {
         .with_skills(&self.shared.config.skills)
         .with_dialogue(&self.rec.proj.dialogue)
         .with_rules(&self.policy.rules);
+        if let Some(schema) = &self.policy.snapshot.result_schema {
+            request = request.with_result_schema(schema);
+        }
         // Delegation is offered while the run is shallower than the limit (the engine's
         // one list of planner names, lent: nothing allocated per step).
         if let Some(delegation) = self.shared.delegation_at(self.rec.proj.tree.depth()) {

@@ -96,6 +96,9 @@ impl Engine {
         .with_skills(&self.shared.config.skills)
         .with_dialogue(&proj.dialogue)
         .with_rules(&policy.rules);
+        if let Some(schema) = &policy.snapshot.result_schema {
+            request = request.with_result_schema(schema);
+        }
         if let Some(delegation) = self.shared.delegation_at(proj.tree.depth()) {
             request = request.with_delegation(delegation);
         }

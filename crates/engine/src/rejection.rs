@@ -26,6 +26,16 @@ pub(crate) enum Rejection {
         /// Each violation, with its JSON path.
         errors: Vec<String>,
     },
+    /// The result of a `finish` does not match the run's result schema.
+    #[error(
+        "the result does not match the run's result schema: {}; finish with a result that \
+         matches it",
+        errors.join("; ")
+    )]
+    InvalidResult {
+        /// Each violation, with its JSON path (the first is the first that failed).
+        errors: Vec<String>,
+    },
     /// The tool may not run in the run's state.
     #[error(transparent)]
     Ineligible(#[from] Ineligible),
@@ -148,7 +158,7 @@ impl Rejection {
     pub(crate) fn violation(&self) -> Violation {
         match self {
             Self::UnknownTool { .. } => Violation::UnknownTool,
-            Self::InvalidInput { .. } => Violation::InvalidInput,
+            Self::InvalidInput { .. } | Self::InvalidResult { .. } => Violation::InvalidInput,
             Self::Ineligible(_) => Violation::IneligibleTool,
             Self::Transition(_) => Violation::TransitionRefused,
             Self::ApprovalDenied { .. } => Violation::ApprovalDenied,

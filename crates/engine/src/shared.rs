@@ -31,6 +31,11 @@ pub(crate) struct RunPolicy {
     /// rejections handed back to the planner, not spending — a planner that used its
     /// allowance of mistakes and then corrected itself may still act.
     pub(crate) act_guard: Budget,
+    /// The snapshot's `result_schema`, compiled once per policy: `Err` holds what the
+    /// compiler said of a recorded schema it cannot compile (a builder refuses such a
+    /// schema, so only a ledger written by another version holds one), and every `finish`
+    /// is then refused rather than let through unchecked.
+    pub(crate) result_validator: Option<Result<jsonschema::Validator, String>>,
 }
 
 impl RunPolicy {
@@ -53,7 +58,12 @@ impl RunPolicy {
             .fold(Budget::new(), |guard, (name, limit)| {
                 guard.with_limit(name.clone(), *limit)
             });
+        let result_validator = snapshot
+            .result_schema
+            .as_ref()
+            .map(|schema| jsonschema::validator_for(schema).map_err(|e| e.to_string()));
         Ok(Self {
+            result_validator,
             value: Arc::new(snapshot.to_value()),
             snapshot,
             eligibility,

@@ -22,21 +22,27 @@ pub(crate) struct ToolEntry {
 impl ToolEntry {
     /// Every way `input` violates the tool's input schema, with JSON paths; empty if none.
     pub(crate) fn schema_errors(&self, input: &Value) -> Vec<String> {
-        if self.validator.is_valid(input) {
-            return Vec::new();
-        }
-        self.validator
-            .iter_errors(input)
-            .take(8)
-            .map(|e| {
-                let path = e.instance_path().as_str();
-                clip(&format!(
-                    "{}: {e}",
-                    if path.is_empty() { "/" } else { path }
-                ))
-            })
-            .collect()
+        schema_errors(&self.validator, input)
     }
+}
+
+/// Every way `value` violates the schema `validator` was compiled from (at most 8), each
+/// with its JSON path and clipped; empty if none.
+pub(crate) fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    if validator.is_valid(value) {
+        return Vec::new();
+    }
+    validator
+        .iter_errors(value)
+        .take(8)
+        .map(|e| {
+            let path = e.instance_path().as_str();
+            clip(&format!(
+                "{}: {e}",
+                if path.is_empty() { "/" } else { path }
+            ))
+        })
+        .collect()
 }
 
 /// The most characters of planner-made text a rejection message repeats.

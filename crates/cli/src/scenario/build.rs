@@ -71,6 +71,7 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
         approvals: policies.approvals.clone(),
         max_steps: scenario.max_steps.unwrap_or(defaults.max_steps),
         deadline: policies.deadline,
+        result_schema: policies.result_schema.clone(),
         ..defaults
     };
     builder = builder.policy(policy);

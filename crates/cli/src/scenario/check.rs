@@ -380,6 +380,12 @@ fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> S
             Some("a deadline is milliseconds from the run's start, above 0 and at most a year"),
         ),
         BuildError::InvalidOption { .. } => (root.key("policies"), None),
+        BuildError::InvalidResultSchema { .. } => (
+            root.key("policies").key("result_schema"),
+            Some(
+                "result_schema is a JSON Schema for the finish's result, e.g. {\"type\": \"object\", \"required\": [\"answer\"]}",
+            ),
+        ),
         BuildError::MaxDepthTooLarge { .. } => (
             root.key("max_depth"),
             Some(

@@ -96,6 +96,9 @@ pub(crate) struct Policies {
     /// How long the run may take (its `time` budget), on the engine's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) deadline: Option<rein::Deadline>,
+    /// The JSON Schema the run's `finish` result must match; none: any result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) result_schema: Option<serde_json::Value>,
 }
 
 /// What a rejected decision does.
@@ -326,6 +329,7 @@ mod tests {
                 "approvals": {"timeout_ms": 5},
                 "on_violation": {"hand_back": {"limit": 1}},
                 "on_tool_error": "hand_back",
+                "result_schema": {"type": "object"},
             }),
         );
         check(

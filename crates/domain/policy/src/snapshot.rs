@@ -49,6 +49,11 @@ pub struct PolicySnapshot {
     /// Recorded only when set, so ledgers written before it existed read the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Deadline>,
+    /// The JSON Schema a `finish`'s result must match; `None`: any result. A result that
+    /// does not match is a rejected decision. Recorded only when set, so ledgers written
+    /// before it existed read the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<Value>,
 }
 
 const fn default_max_steps() -> u32 {
@@ -67,6 +72,7 @@ impl Default for PolicySnapshot {
             on_violation: OnViolation::FailRun,
             on_tool_error: OnToolError::FailRun,
             deadline: None,
+            result_schema: None,
         }
     }
 }
@@ -91,8 +97,9 @@ impl PolicySnapshot {
     /// budget limits within, no more steps, no more rejections or tool errors handed back, the same or
     /// fewer transitions, no tool eligible in a state where `wider` does not let it run,
     /// every call that `wider` sends for approval sent for approval here too, no longer an
-    /// approval timeout, no in-process approval where `wider`'s are durable, and no more
-    /// time. Rules that cannot be built over `tools` are within nothing.
+    /// approval timeout, no in-process approval where `wider`'s are durable, no more
+    /// time, and the same result schema (or one where `wider` has none). Rules that cannot
+    /// be built over `tools` are within nothing.
     /// This is what narrowing a live run's policy must keep.
     ///
     /// ```
@@ -129,6 +136,9 @@ impl PolicySnapshot {
             && (self.approvals.mode() == wider.approvals.mode()
                 || self.approvals.mode() == ApprovalMode::Durable)
             && Deadline::is_within(self.deadline.as_ref(), wider.deadline.as_ref())
+            // A result schema is kept as it is: whether one schema accepts less than another
+            // is not decidable here, so only adding one where there was none narrows.
+            && (wider.result_schema.is_none() || self.result_schema == wider.result_schema)
             && tools.iter().all(|spec| {
                 (wider.approvals.requires(spec).is_none()
                     || self.approvals.requires(spec).is_some())

@@ -24,6 +24,7 @@ pub struct PlanRequest<'a> {
     delegation: Option<&'a Delegation>,
     dialogue: &'a [Turn],
     rules: Option<&'a StateRules>,
+    result_schema: Option<&'a Value>,
 }
 
 /// What a planner may delegate to, when the run may delegate at all: the run is less deep
@@ -101,6 +102,7 @@ impl<'a> PlanRequest<'a> {
             delegation: None,
             dialogue: &[],
             rules: None,
+            result_schema: None,
         }
     }
 
@@ -133,6 +135,22 @@ impl<'a> PlanRequest<'a> {
     #[must_use]
     pub const fn rules(&self) -> Option<&'a StateRules> {
         self.rules
+    }
+
+    /// The same request, saying the JSON Schema the run's `finish` result must match (the
+    /// run's policy): a planner may tell its model, and a result that does not match is
+    /// refused.
+    #[must_use]
+    pub const fn with_result_schema(mut self, schema: &'a Value) -> Self {
+        self.result_schema = Some(schema);
+        self
+    }
+
+    /// The JSON Schema the run's `finish` result must match, when the run has one and the
+    /// engine said.
+    #[must_use]
+    pub const fn result_schema(&self) -> Option<&'a Value> {
+        self.result_schema
     }
 
     /// The same request, marked as the last step of a run interrupted gracefully (see

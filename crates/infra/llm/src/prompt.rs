@@ -229,8 +229,15 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
         out.push(FunctionDef {
             name: "finish".into(),
             description: "End the run successfully with a summary and a result.".into(),
-            parameters: json!({"type": "object", "properties": {
-                "summary": {"type": "string"}, "result": {}}, "required": ["summary"]}),
+            // The run's result schema, when it has one, is `result`'s: the model sees what
+            // rein will check. It comes from the run's policy, so it is the same at every step.
+            parameters: match request.result_schema() {
+                None => json!({"type": "object", "properties": {
+                    "summary": {"type": "string"}, "result": {}}, "required": ["summary"]}),
+                Some(schema) => json!({"type": "object", "properties": {
+                    "summary": {"type": "string"}, "result": schema},
+                    "required": ["summary", "result"]}),
+            },
         });
     }
     if next.contains(&State::Failed) {
