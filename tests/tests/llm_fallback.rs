@@ -50,24 +50,34 @@ fn models(ledger: &rein::Ledger) -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// The model's reply: it gives up, with a reason the run's failure quotes.
+fn give_up() -> Reply {
+    Reply::openai_calls(
+        &[Call::new("fail", &json!({"reason": "nothing to do here"}))],
+        (100, 20),
+    )
+}
+
 #[tokio::test]
 async fn a_primary_that_is_overloaded_or_rate_limited_hands_the_call_to_the_fallback() {
-    let primary = FakeServer::repeating(Reply::status(529, "overloaded"))
-        .await
-        .unwrap();
-    let second = FakeServer::repeating(Reply::rate_limited(0)).await.unwrap();
-    let spare = FakeServer::start([Reply::openai_calls(
-        &[Call::new("finish", &json!({"answer": "done"}))],
-        (100, 20),
-    )])
+    let primary = FakeServer::start([
+        Reply::status(529, "overloaded"),
+        Reply::status(503, "unavailable"),
+    ])
     .await
     .unwrap();
+    let second = FakeServer::start([Reply::rate_limited(0), Reply::rate_limited(0)])
+        .await
+        .unwrap();
+    let spare = FakeServer::start([give_up()]).await.unwrap();
     let provider = FallbackProvider::new(http(&primary, Api::Anthropic, "big"))
         .with_fallback(http(&second, Api::OpenAi, "medium"))
         .with_fallback(http(&spare, Api::OpenAi, "spare"));
     let engine = engine(provider);
     let run = engine.run("answer").await.unwrap();
-    assert_eq!(run.status(), RunStatus::Succeeded, "{:?}", run.failure());
+    // The fallback's answer decided the run: it gave up, with its reason.
+    let failure = format!("{:?}", run.failure());
+    assert!(failure.contains("nothing to do here"), "{failure}");
     // Each model had its own retries before the next was asked.
     assert_eq!(primary.requests().len(), 2);
     assert_eq!(second.requests().len(), 2);
@@ -110,15 +120,13 @@ async fn a_primary_that_is_overloaded_or_rate_limited_hands_the_call_to_the_fall
 
 #[tokio::test]
 async fn a_request_the_primary_rejects_is_not_sent_to_the_fallback() {
-    let primary = FakeServer::repeating(Reply::status(400, "bad temperature"))
-        .await
-        .unwrap();
-    let spare = FakeServer::start([Reply::openai_calls(
-        &[Call::new("finish", &json!({"answer": "done"}))],
-        (100, 20),
-    )])
+    let primary = FakeServer::start([
+        Reply::status(400, "bad temperature"),
+        Reply::status(400, "bad temperature"),
+    ])
     .await
     .unwrap();
+    let spare = FakeServer::start([give_up()]).await.unwrap();
     let provider = FallbackProvider::new(http(&primary, Api::OpenAi, "big")).with_fallback(http(
         &spare,
         Api::OpenAi,
