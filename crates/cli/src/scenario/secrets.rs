@@ -205,4 +205,24 @@ mod tests {
         restore(&mut copy, &original).unwrap();
         assert_eq!(copy, original);
     }
+
+    #[test]
+    fn fallback_header_values_are_not_stored_and_come_back_from_their_own_entry() {
+        let original: Scenario = serde_json::from_value(json!({
+            "goal": "g",
+            "planner": {"llm": {
+                "provider": {"api": "open_ai", "base_url": "https://x.example/v1", "model": "m",
+                    "extra_headers": [["api-key", "primary-s3cret"]]},
+                "fallbacks": [{"api": "open_ai", "base_url": "https://y.example/v1", "model": "n",
+                    "extra_headers": [["api-key", "fallback-s3cret"]]}]
+            }}
+        }))
+        .unwrap();
+        let mut copy = redacted(&original);
+        let stored = serde_json::to_string(&copy).unwrap();
+        assert!(!stored.contains("s3cret"), "{stored}");
+        assert!(has_redacted(&copy));
+        restore(&mut copy, &original).unwrap();
+        assert_eq!(copy, original);
+    }
 }
