@@ -40,25 +40,30 @@ pub(crate) fn prompt(
         ));
     };
     // The hash of that call's first attempt (an old ledger may hold outcomes only).
-    let attempts: Vec<Digest> = ledger
+    // With the provider and model each went to: a fallback model gets its own body.
+    let attempts: Vec<(Digest, String, String)> = ledger
         .model_calls_of_step(step)
         .into_iter()
         .filter_map(|e| match e.event() {
-            EntryKind::PlannerAttempt { attempt, .. } => Some(attempt.request_hash),
+            EntryKind::PlannerAttempt { attempt, .. } => Some((
+                attempt.request_hash,
+                attempt.provider.clone(),
+                attempt.model.clone(),
+            )),
             _ => None,
         })
         .collect();
     let recorded = if attempts.is_empty() {
         ledger.entries().iter().find_map(|e| match e.event() {
             EntryKind::PlannerCall { step: s, call } if *s == step && index == 0 => {
-                Some(call.request_hash)
+                Some((call.request_hash, call.provider.clone(), call.model.clone()))
             }
             _ => None,
         })
     } else {
         attempts
             .get(usize::try_from(index).unwrap_or(usize::MAX))
-            .copied()
+            .cloned()
     };
     if index > 0 && recorded.is_none() {
         return Err(CliError::bad_input(format!(
@@ -76,12 +81,17 @@ pub(crate) fn prompt(
                 "the run never planned step {step}: give a step its ledger shows"
             ))
         })?;
-    let Some(recorded) = recorded else {
+    let Some((recorded, provider, model)) = recorded else {
         return Err(CliError::bad_input(format!(
             "step {step} made no model call: give a step whose ledger shows a planner_attempt"
         )));
     };
-    let body = request_body(&def.provider, &chat);
+    // The provider the attempt was sent to: the primary, or the fallback of that model.
+    let config = def
+        .providers()
+        .find(|p| p.api.as_str() == provider && p.model == model)
+        .unwrap_or(&def.provider);
+    let body = request_body(config, &chat);
     let hash = Digest::of_bytes(&body);
     if hash != recorded {
         return Err(CliError::new(

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use rein::EngineBuilder;
 use rein::llm::{
-    HeaderSource, HttpProvider, LlmConfig, LlmPlanner, NameMap, ProviderConfig, StreamProgress,
+    FallbackProvider, HeaderSource, HttpProvider, LlmConfig, LlmPlanner, NameMap, ProviderConfig,
+    StreamProgress,
 };
 use rein::{ToolName, json};
 use serde::{Deserialize, Serialize};
@@ -19,9 +20,26 @@ use super::model::ToolDef;
 pub(crate) struct LlmDef {
     /// The server, the model, the key's variable, timeouts and retries.
     pub(crate) provider: ProviderConfig,
+    /// Models asked in order when a call to the one before failed after its retries in a
+    /// way another model may answer (429, 5xx, overloaded, unreachable); each is written
+    /// like `provider`, with its own key variable and headers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) fallbacks: Vec<ProviderConfig>,
     /// Prompt, corrections, limits and prices (all optional).
     #[serde(default)]
     pub(crate) planner: LlmConfig,
+}
+
+impl LlmDef {
+    /// The primary provider, then the fallbacks, in the order they are asked.
+    pub(crate) fn providers(&self) -> impl Iterator<Item = &ProviderConfig> {
+        std::iter::once(&self.provider).chain(&self.fallbacks)
+    }
+
+    /// [`LlmDef::providers`], to change.
+    pub(crate) fn providers_mut(&mut self) -> impl Iterator<Item = &mut ProviderConfig> {
+        std::iter::once(&mut self.provider).chain(&mut self.fallbacks)
+    }
 }
 
 /// The names of the scenario's tools (built-in and fixtures), valid ones only.
@@ -41,8 +59,8 @@ fn tool_names(tools: &[ToolDef]) -> Vec<ToolName> {
 /// The provider configuration of `def`. A stored copy left header values out: `rein
 /// resume` puts them back before it calls a model, and `inspect` rebuilds request bodies,
 /// which carry no header, so an empty value stands in for each.
-fn provider_config(def: &LlmDef) -> ProviderConfig {
-    let mut config = def.provider.clone();
+pub(crate) fn provider_config(config: &ProviderConfig) -> ProviderConfig {
+    let mut config = config.clone();
     for (_, value) in &mut config.extra_headers {
         if matches!(value, HeaderSource::Redacted { .. }) {
             *value = HeaderSource::from("");
@@ -54,7 +72,11 @@ fn provider_config(def: &LlmDef) -> ProviderConfig {
 /// What is wrong with `def` for these tools: an unusable provider configuration, a key
 /// variable that is not set, tool names that collide as function names.
 pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str, String)> {
-    HttpProvider::new(provider_config(def)).map_err(|e| ("provider", e.to_string()))?;
+    HttpProvider::new(provider_config(&def.provider)).map_err(|e| ("provider", e.to_string()))?;
+    for (i, fallback) in def.fallbacks.iter().enumerate() {
+        HttpProvider::new(provider_config(fallback))
+            .map_err(|e| ("fallbacks", format!("fallback {}: {e}", i + 1)))?;
+    }
     NameMap::new(&tool_names(tools))
         .map(|_| ())
         .map_err(|e| ("planner", e.to_string()))
@@ -63,15 +85,30 @@ pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str
 /// `builder` with the model planner of `def` (checked before: a failure here leaves the
 /// builder without a planner, which the engine refuses to build).
 pub(crate) fn with_planner(builder: EngineBuilder, def: &LlmDef) -> EngineBuilder {
-    let Ok(mut provider) = HttpProvider::new(provider_config(def)) else {
+    let http = |config: &ProviderConfig| {
+        let provider = HttpProvider::new(provider_config(config)).ok()?;
+        Some(if config.stream && std::io::stderr().is_terminal() {
+            provider.with_progress(Arc::new(show_progress))
+        } else {
+            provider
+        })
+    };
+    let Some(primary) = http(&def.provider) else {
         return builder;
     };
-    if def.provider.stream && std::io::stderr().is_terminal() {
-        provider = provider.with_progress(Arc::new(show_progress));
-    }
     // The engine names its tools in every plan request; names that collide as function
     // names were refused by `check`.
-    builder.planner(LlmPlanner::new(provider, def.planner.clone()))
+    if def.fallbacks.is_empty() {
+        return builder.planner(LlmPlanner::new(primary, def.planner.clone()));
+    }
+    let mut chain = FallbackProvider::new(primary);
+    for fallback in &def.fallbacks {
+        let Some(provider) = http(fallback) else {
+            return builder;
+        };
+        chain = chain.with_fallback(provider);
+    }
+    builder.planner(LlmPlanner::new(chain, def.planner.clone()))
 }
 
 /// One line of streaming progress on the terminal: about how many tokens so far, and how

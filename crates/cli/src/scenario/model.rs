@@ -183,7 +183,14 @@ impl<'de> Deserialize<'de> for PlannerDef {
 struct PlannerVisitor;
 
 /// The keys a planner object may have.
-const PLANNER_KEYS: &[&str] = &["scripted", "llm", "kind", "provider", "planner"];
+const PLANNER_KEYS: &[&str] = &[
+    "scripted",
+    "llm",
+    "kind",
+    "provider",
+    "fallbacks",
+    "planner",
+];
 
 impl<'de> serde::de::Visitor<'de> for PlannerVisitor {
     type Value = PlannerDef;
@@ -195,6 +202,7 @@ impl<'de> serde::de::Visitor<'de> for PlannerVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PlannerDef, A::Error> {
         use serde::de::Error as _;
         let (mut tagged, mut kind, mut provider, mut planner) = (Vec::new(), false, None, None);
+        let mut fallbacks = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "scripted" => tagged.push(PlannerDef::Scripted(map.next_value()?)),
@@ -210,16 +218,18 @@ impl<'de> serde::de::Visitor<'de> for PlannerVisitor {
                     kind = true;
                 }
                 "provider" => provider = Some(map.next_value()?),
+                "fallbacks" => fallbacks = Some(map.next_value()?),
                 "planner" => planner = Some(map.next_value()?),
                 other => return Err(A::Error::unknown_field(other, PLANNER_KEYS)),
             }
         }
-        let flat = kind || provider.is_some() || planner.is_some();
+        let flat = kind || provider.is_some() || fallbacks.is_some() || planner.is_some();
         match (tagged.pop(), tagged.is_empty(), flat) {
             (Some(def), true, false) => Ok(def),
             (None, _, true) if !kind => Err(A::Error::missing_field("kind")),
             (None, _, true) => Ok(PlannerDef::Llm(Box::new(super::llm::LlmDef {
                 provider: provider.ok_or_else(|| A::Error::missing_field("provider"))?,
+                fallbacks: fallbacks.unwrap_or_default(),
                 planner: planner.unwrap_or_default(),
             }))),
             (None, _, false) => Err(A::Error::custom(

@@ -10,18 +10,25 @@ use rein::llm::HeaderSource;
 
 use super::model::{PlannerDef, Scenario, SecretValue, ToolDef};
 
-/// The model provider's extra headers, when the scenario's planner is a model.
-fn model_headers(scenario: &Scenario) -> &[(String, HeaderSource)] {
+/// The extra headers of each model provider (the primary, then the fallbacks), when the
+/// scenario's planner is a model.
+fn model_headers(scenario: &Scenario) -> Vec<&[(String, HeaderSource)]> {
     match &scenario.planner {
-        PlannerDef::Llm(def) => &def.provider.extra_headers,
-        PlannerDef::Scripted(_) => &[],
+        PlannerDef::Llm(def) => def
+            .providers()
+            .map(|p| p.extra_headers.as_slice())
+            .collect(),
+        PlannerDef::Scripted(_) => Vec::new(),
     }
 }
 
-fn model_headers_mut(scenario: &mut Scenario) -> &mut [(String, HeaderSource)] {
+fn model_headers_mut(scenario: &mut Scenario) -> Vec<&mut [(String, HeaderSource)]> {
     match &mut scenario.planner {
-        PlannerDef::Llm(def) => &mut def.provider.extra_headers,
-        PlannerDef::Scripted(_) => &mut [],
+        PlannerDef::Llm(def) => def
+            .providers_mut()
+            .map(|p| p.extra_headers.as_mut_slice())
+            .collect(),
+        PlannerDef::Scripted(_) => Vec::new(),
     }
 }
 
@@ -29,7 +36,7 @@ fn model_headers_mut(scenario: &mut Scenario) -> &mut [(String, HeaderSource)] {
 /// `extra_headers` value (an `Authorization`, an Azure `api-key`) replaced by a redaction.
 pub(crate) fn redacted(scenario: &Scenario) -> Scenario {
     let mut copy = scenario.clone();
-    for (_, value) in model_headers_mut(&mut copy) {
+    for (_, value) in model_headers_mut(&mut copy).into_iter().flatten() {
         if matches!(value, HeaderSource::Literal(_)) {
             *value = HeaderSource::Redacted { redacted: true };
         }
@@ -52,7 +59,8 @@ pub(crate) fn redacted(scenario: &Scenario) -> Scenario {
 /// Whether `scenario` holds a redacted value (it is a data directory copy).
 pub(crate) fn has_redacted(scenario: &Scenario) -> bool {
     let header = model_headers(scenario)
-        .iter()
+        .into_iter()
+        .flatten()
         .any(|(_, v)| matches!(v, HeaderSource::Redacted { .. }));
     header
         || scenario.tools.iter().any(|def| {
@@ -72,16 +80,21 @@ pub(crate) fn has_redacted(scenario: &Scenario) -> bool {
 /// the field and the key.
 pub(crate) fn restore(saved: &mut Scenario, original: &Scenario) -> Result<(), String> {
     let written = model_headers(original);
-    for (name, value) in model_headers_mut(saved) {
-        if !matches!(value, HeaderSource::Redacted { .. }) {
-            continue;
-        }
-        match written.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            Some((_, literal @ HeaderSource::Literal(_))) => *value = literal.clone(),
-            _ => {
-                return Err(format!(
-                    "the model provider had `extra_headers` `{name}` written literally in the scenario file, and rein never stores such values; the original file no longer has it"
-                ));
+    // The primary's headers come back from the original's primary, each fallback's from
+    // the fallback at its place.
+    for (at, headers) in model_headers_mut(saved).into_iter().enumerate() {
+        for (name, value) in headers {
+            if !matches!(value, HeaderSource::Redacted { .. }) {
+                continue;
+            }
+            let same = written.get(at).copied().unwrap_or_default();
+            match same.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                Some((_, literal @ HeaderSource::Literal(_))) => *value = literal.clone(),
+                _ => {
+                    return Err(format!(
+                        "the model provider had `extra_headers` `{name}` written literally in the scenario file, and rein never stores such values; the original file no longer has it"
+                    ));
+                }
             }
         }
     }
@@ -189,6 +202,26 @@ mod tests {
         assert!(!stored.contains("s3cret"), "{stored}");
         assert!(stored.contains(r#"{"from_env":"AZURE_KEY"}"#), "{stored}");
         assert!(has_redacted(&copy) && !has_redacted(&original));
+        restore(&mut copy, &original).unwrap();
+        assert_eq!(copy, original);
+    }
+
+    #[test]
+    fn fallback_header_values_are_not_stored_and_come_back_from_their_own_entry() {
+        let original: Scenario = serde_json::from_value(json!({
+            "goal": "g",
+            "planner": {"llm": {
+                "provider": {"api": "open_ai", "base_url": "https://x.example/v1", "model": "m",
+                    "extra_headers": [["api-key", "primary-s3cret"]]},
+                "fallbacks": [{"api": "open_ai", "base_url": "https://y.example/v1", "model": "n",
+                    "extra_headers": [["api-key", "fallback-s3cret"]]}]
+            }}
+        }))
+        .unwrap();
+        let mut copy = redacted(&original);
+        let stored = serde_json::to_string(&copy).unwrap();
+        assert!(!stored.contains("s3cret"), "{stored}");
+        assert!(has_redacted(&copy));
         restore(&mut copy, &original).unwrap();
         assert_eq!(copy, original);
     }

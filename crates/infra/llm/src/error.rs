@@ -148,6 +148,16 @@ impl LlmError {
         )
     }
 
+    /// Whether another model (a fallback) may answer where this call failed after its
+    /// retries: the server was rate limiting (429), failed or overloaded (5xx, Anthropic's
+    /// 529), unreachable, cut its reply off or timed out, or its circuit is open. Never for
+    /// what the request itself caused (400, 401, 403, 404, 413, 422, a prompt too long for
+    /// the context, a reply too large), nor for a call the caller refused to send.
+    #[must_use]
+    pub const fn another_model_may_answer(&self) -> bool {
+        self.is_transient() || matches!(self, Self::CircuitOpen { .. })
+    }
+
     /// The same error with every occurrence of `secret` in its text replaced, so a server
     /// that echoes the key back cannot put it in a message.
     #[must_use]
@@ -205,6 +215,82 @@ pub fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_failures_of_the_server_go_to_another_model() {
+        let url = || "http://127.0.0.1:1/v1".to_owned();
+        let text = || "x".to_owned();
+        for e in [
+            LlmError::RateLimited { retry_after: None },
+            LlmError::Server {
+                status: 503,
+                excerpt: text(),
+            },
+            LlmError::Server {
+                status: 529,
+                excerpt: text(),
+            },
+            LlmError::Connection {
+                url: url(),
+                message: text(),
+            },
+            LlmError::ReplyCut {
+                url: url(),
+                received: 3,
+                message: text(),
+            },
+            LlmError::Timeout(Duration::from_secs(1)),
+            LlmError::CircuitOpen { failures: 5 },
+        ] {
+            assert!(e.another_model_may_answer(), "{e}");
+        }
+        for e in [
+            LlmError::Config(text()),
+            LlmError::MissingKey { var: text() },
+            LlmError::MissingHeaderValue {
+                header: text(),
+                var: text(),
+            },
+            LlmError::Unauthorized {
+                status: 401,
+                var: text(),
+            },
+            LlmError::Unauthorized {
+                status: 403,
+                var: text(),
+            },
+            LlmError::Rejected {
+                status: 400,
+                excerpt: text(),
+            },
+            LlmError::Rejected {
+                status: 404,
+                excerpt: text(),
+            },
+            LlmError::Rejected {
+                status: 413,
+                excerpt: text(),
+            },
+            LlmError::Rejected {
+                status: 422,
+                excerpt: text(),
+            },
+            LlmError::ContextTooLong { excerpt: text() },
+            LlmError::Malformed {
+                reason: text(),
+                excerpt: text(),
+            },
+            LlmError::TooLarge { limit: 1 },
+            LlmError::NotRecorded { hash: text() },
+            LlmError::Cassette {
+                path: text(),
+                message: text(),
+            },
+            LlmError::AttemptRefused { reason: text() },
+        ] {
+            assert!(!e.another_model_may_answer(), "{e}");
+        }
+    }
 
     #[test]
     fn excerpts_are_bounded_on_char_boundaries() {

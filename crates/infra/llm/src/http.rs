@@ -433,7 +433,7 @@ impl Inner {
 const TOO_LARGE: &str = "\u{0}reply too large";
 
 /// The hook of a plain `complete`: lets every attempt go.
-struct NoHook;
+pub(crate) struct NoHook;
 
 impl AttemptHook for NoHook {
     fn before(&self, _: u32, _: Digest) -> rein_run::BoxFuture<'_, Result<(), LlmError>> {

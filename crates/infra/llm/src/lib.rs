@@ -4,7 +4,9 @@
 //! ([`Api::OpenAi`]: OpenAI, llama.cpp, vLLM, Ollama, proxies) and Anthropic Messages
 //! ([`Api::Anthropic`]). An [`HttpProvider`] calls a server with a per-attempt timeout,
 //! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
-//! repeated failures. Every problem is a typed, bounded [`LlmError`]; the API key is read
+//! repeated failures; a [`FallbackProvider`] asks the next model of an ordered list when
+//! one fails in a way another model may answer (rate limited, overloaded, unreachable).
+//! Every problem is a typed, bounded [`LlmError`]; the API key is read
 //! from the environment variable the configuration names and never shown.
 //! [`HttpProvider::from_env`] builds one from the conventional variables (`OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY`, their `_BASE_URL`s, `REIN_LLM_MODEL`).
@@ -26,6 +28,7 @@ mod chat;
 mod config;
 mod env;
 mod error;
+mod fallback;
 mod http;
 mod names;
 mod openai;
@@ -38,6 +41,7 @@ pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Us
 pub use config::{Api, HeaderSource, ProviderConfig};
 pub use env::EnvError;
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
+pub use fallback::FallbackProvider;
 pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
 pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
 pub use planner::{LlmConfig, LlmPlanner, Prices};

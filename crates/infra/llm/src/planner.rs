@@ -207,8 +207,10 @@ impl LlmPlanner {
         let output = u64::from(self.provider.max_output_tokens());
         let hook = MeterHook {
             meter,
-            provider: self.provider.name(),
-            model: self.provider.model(),
+            sent_to: Mutex::new((
+                self.provider.name().to_owned(),
+                self.provider.model().to_owned(),
+            )),
             worst_tokens: input.saturating_add(output),
             worst_cost: cost(input, output),
             refused: Mutex::new(None),
@@ -227,10 +229,15 @@ impl LlmPlanner {
         }
         if let Ok(c) = &outcome {
             let usage = c.response.usage;
+            // The model the last attempt went to answered (a fallback, perhaps).
+            let (provider, model) = hook
+                .sent_to
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
             meter
                 .end(PlannerCall {
-                    provider: self.provider.name().to_owned(),
-                    model: self.provider.model().to_owned(),
+                    provider,
+                    model,
                     request_hash: c.request_hash,
                     input_tokens: usage.input_tokens,
                     output_tokens: usage.output_tokens,
@@ -251,8 +258,8 @@ impl LlmPlanner {
 /// Puts each attempt of a model call on the engine's record before it is sent.
 struct MeterHook<'a> {
     meter: &'a PlanMeter,
-    provider: &'a str,
-    model: &'a str,
+    /// The provider and model the next attempts go to.
+    sent_to: Mutex<(String, String)>,
     worst_tokens: u64,
     worst_cost: u64,
     /// Why the meter refused an attempt, for `plan` to return as is.
@@ -267,13 +274,18 @@ impl AttemptHook for MeterHook<'_> {
     fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>> {
         self.last.fetch_max(attempt, Ordering::Relaxed);
         let attempt = self.offset.saturating_add(attempt);
+        let (provider, model) = self
+            .sent_to
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Box::pin(async move {
             let announced = self
                 .meter
                 .begin(PlannerAttempt {
                     attempt,
-                    provider: self.provider.to_owned(),
-                    model: self.model.to_owned(),
+                    provider,
+                    model,
                     request_hash,
                     worst_tokens: self.worst_tokens,
                     worst_cost: self.worst_cost,
@@ -293,6 +305,11 @@ impl AttemptHook for MeterHook<'_> {
             // An engine that stopped recording stops the planner at the next `before`.
             let _ = self.meter.failed(attempt, error.to_string()).await;
         })
+    }
+
+    fn sending_to(&self, provider: &str, model: &str) {
+        *self.sent_to.lock().unwrap_or_else(PoisonError::into_inner) =
+            (provider.to_owned(), model.to_owned());
     }
 }
 

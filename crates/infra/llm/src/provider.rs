@@ -35,6 +35,12 @@ pub trait AttemptHook: Send + Sync {
     fn before(&self, attempt: u32, request_hash: Digest) -> BoxFuture<'_, Result<(), LlmError>>;
     /// Attempt `attempt` failed with `error` (it may be retried).
     fn failed<'a>(&'a self, attempt: u32, error: &'a LlmError) -> BoxFuture<'a, ()>;
+    /// The attempts announced next are sent to `provider`'s `model` (a
+    /// [`FallbackProvider`](crate::FallbackProvider) says so before each model it asks).
+    /// Without it they go to the provider's own [`Provider::model`]. The default ignores it.
+    fn sending_to(&self, provider: &str, model: &str) {
+        let _ = (provider, model);
+    }
 }
 
 /// Something that answers chat requests: an HTTP client for a real server, a recorder, a
