@@ -484,10 +484,7 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
         let lines: String = ledger.entries().iter().map(|e| e.to_json_line()).collect();
         std::fs::write(scratch.ledger(ledger.run_id().as_ref()), lines).unwrap();
     }
-    rein_in(
-        &scratch,
-        &["ledger", "verify", ids[0].as_ref(), "--tree"],
-    )
-    .expect_code(4)
-    .stderr_has(&["levels below the run verified", "a loop of runs"]);
+    rein_in(&scratch, &["ledger", "verify", ids[0].as_ref(), "--tree"])
+        .expect_code(4)
+        .stderr_has(&["levels below the run verified", "a loop of runs"]);
 }
