@@ -38,6 +38,7 @@ mod datadir;
 mod exit;
 mod inspect;
 mod ledger_file;
+mod ledger_stream;
 mod locate;
 mod render;
 mod scenario;
