@@ -211,8 +211,9 @@ pub use rein_artifact::{
 };
 #[doc(inline)]
 pub use rein_storage::{
-    FsConfig, FsLayout, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore,
-    MemoryRegistry, MemoryRunStore, RegistryBuilder, StorageError,
+    FileStamp, FsConfig, FsLayout, FsRunIndex, FsStores, FsyncPolicy, IndexedRun,
+    MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, Refreshed,
+    RegistryBuilder, RunIndexError, Stamp, StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------

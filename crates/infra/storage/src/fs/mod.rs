@@ -3,6 +3,7 @@
 
 mod artifact;
 mod file;
+mod index;
 mod layout;
 mod ledger;
 mod run;
@@ -10,6 +11,7 @@ mod run;
 use std::path::{Path, PathBuf};
 
 pub use artifact::FsArtifactStore;
+pub use index::{FileStamp, FsRunIndex, IndexedRun, Refreshed, RunIndexError, Stamp};
 pub use layout::FsLayout;
 pub use ledger::FsLedgerStore;
 pub use run::FsRunStore;
