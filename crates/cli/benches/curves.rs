@@ -148,6 +148,9 @@ fn noop() -> FnTool {
 
 // ---- W6: a long run -----------------------------------------------------------------------------
 
+/// When each `plan` started and returned, in order.
+type Marks = Arc<Mutex<Vec<(Instant, Instant)>>>;
+
 /// A planner for a run of `calls` no-op calls in explore, then decide, then `finish` (or
 /// a question, when `pause`; answered, it finishes). It notes when each `plan` starts and
 /// returns, so the engine's time per decision is the gap between one return and the next
@@ -155,7 +158,7 @@ fn noop() -> FnTool {
 struct Timed {
     calls: u32,
     pause: bool,
-    marks: Arc<Mutex<Vec<(Instant, Instant)>>>,
+    marks: Marks,
 }
 
 impl Planner for Timed {
@@ -181,11 +184,7 @@ impl Planner for Timed {
     }
 }
 
-fn long_engine(
-    builder: EngineBuilder,
-    calls: u32,
-    pause: bool,
-) -> (Engine, Arc<Mutex<Vec<(Instant, Instant)>>>) {
+fn long_engine(builder: EngineBuilder, calls: u32, pause: bool) -> (Engine, Marks) {
     let marks = Arc::new(Mutex::new(Vec::with_capacity(calls as usize + 8)));
     let engine = builder
         .tool(noop())

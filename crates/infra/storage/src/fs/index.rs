@@ -277,7 +277,9 @@ impl FsRunIndex {
     /// The runs with a ledger or a snapshot, by id.
     fn run_ids(&self) -> Result<Vec<RunId>, RunIndexError> {
         let mut ids = Vec::new();
-        let folders: [(PathBuf, fn(&str) -> Option<RunId>); 2] = [
+        /// A folder of the data directory and how its file names name runs.
+        type Folder = (PathBuf, fn(&str) -> Option<RunId>);
+        let folders: [Folder; 2] = [
             (self.layout.ledgers(), FsLayout::ledger_run),
             (self.layout.runs(), FsLayout::snapshot_run),
         ];
