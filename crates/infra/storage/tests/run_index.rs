@@ -50,7 +50,7 @@ fn summaries_are_made_again_only_when_a_stamp_moves() {
     let (runs, made, rebuilt) = check(dir.path());
     assert_eq!(runs, [("a".into(), 2), ("b".into(), 3)]);
     assert_eq!((made, rebuilt.as_deref()), (2, Some("there was none")));
-    assert_eq!(check(dir.path()), (runs.clone(), 0, None));
+    assert_eq!(check(dir.path()), (runs, 0, None));
 
     // An append moves the ledger's stamp.
     let mut file = std::fs::OpenOptions::new()
