@@ -139,11 +139,15 @@ impl RunSummary {
 /// written are read again (and the index rewritten), the others come from the index.
 ///
 /// # Errors
-/// Exit 1 when the data directory cannot be listed or the index written.
+/// Exit 1 when the data directory cannot be listed (an index that cannot be written is
+/// said on stderr, and the listing goes on).
 pub(crate) fn runs(data: &DataDir) -> Result<Vec<IndexedRun<RunSummary>>, CliError> {
     let index = FsRunIndex::new(&data.layout());
     let refreshed = index
         .refresh(|id| RunSummary::read(data, id))
         .map_err(|e| CliError::new(Exit::Failed, e.to_string()))?;
+    if let Some(e) = refreshed.unsaved {
+        eprintln!("note: {e}; the listing is whole, the next one reads the changed runs again");
+    }
     Ok(refreshed.runs)
 }

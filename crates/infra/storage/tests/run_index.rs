@@ -142,3 +142,19 @@ fn threads_refreshing_at_once_leave_a_whole_index() {
     );
     assert_eq!(listed, runs);
 }
+
+#[test]
+fn an_index_that_cannot_be_written_loses_only_the_cache() {
+    let dir = data_dir(&[("a", 2)]);
+    // Something the index cannot replace: a directory in its place.
+    std::fs::create_dir(FsLayout::new(dir.path()).index()).unwrap();
+    let index = FsRunIndex::new(&FsLayout::new(dir.path()));
+    let refreshed = index.refresh(|_| 1_usize).unwrap();
+    assert_eq!(refreshed.runs.len(), 1);
+    assert!(refreshed.rebuilt.unwrap().starts_with("it is a directory"));
+    let unsaved = refreshed.unsaved.unwrap().to_string();
+    assert!(
+        unsaved.starts_with("cannot write the run index") && unsaved.contains("writable"),
+        "{unsaved}"
+    );
+}

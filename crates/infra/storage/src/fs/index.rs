@@ -87,7 +87,7 @@ pub struct IndexedRun<T> {
 }
 
 /// The runs of a data directory, after a [`FsRunIndex::refresh`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub struct Refreshed<T> {
     /// Every run with a ledger or a snapshot, by id (oldest first for uuid v7 ids).
@@ -97,6 +97,9 @@ pub struct Refreshed<T> {
     /// Why the index was rebuilt from nothing, if it was: it was missing, unreadable, or of
     /// another version.
     pub rebuilt: Option<String>,
+    /// Why the updated index could not be written, if it could not (a read-only data
+    /// directory): the runs are still all here, read from their files.
+    pub unsaved: Option<RunIndexError>,
 }
 
 /// Why the run index could not be refreshed.
@@ -158,8 +161,9 @@ impl FsRunIndex {
     /// as new as the stamp says.
     ///
     /// # Errors
-    /// [`RunIndexError`] when the data directory cannot be listed or the index written; an
-    /// index that cannot be read is not an error (it is rebuilt).
+    /// [`RunIndexError`] when the data directory cannot be listed or a run file inspected.
+    /// An index that cannot be read is not an error (it is rebuilt), nor one that cannot be
+    /// written ([`Refreshed::unsaved`]).
     pub fn refresh<T, F>(&self, mut summarize: F) -> Result<Refreshed<T>, RunIndexError>
     where
         T: Serialize + DeserializeOwned,
@@ -184,14 +188,15 @@ impl FsRunIndex {
             };
             runs.push(run);
         }
-        // Runs gone since (pruned, moved away) are left out: the index changed too.
-        if reread > 0 || !known.is_empty() || rebuilt.is_some() {
-            self.write(&runs)?;
-        }
+        // Runs gone since (pruned, moved away) are left out: the index changed too. An
+        // index that cannot be written is only a cache lost: the listing stands.
+        let changed = reread > 0 || !known.is_empty() || rebuilt.is_some();
+        let unsaved = changed.then(|| self.write(&runs).err()).flatten();
         Ok(Refreshed {
             runs,
             reread,
             rebuilt,
+            unsaved,
         })
     }
 
