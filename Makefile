@@ -64,6 +64,7 @@ ci:
 # minutes with the build). The other benches (`cargo bench --workspace`) are criterion's.
 bench:
 	$(CARGO) bench -p rein --bench workloads --bench memory
+	$(CARGO) bench -p rein-cli --bench curves
 
 # The built-in tools against their baselines (docs/BENCHMARKS.md, "Built-in tools"): fs.grep
 # against ripgrep on the same generated tree, shell.run against a bare tokio spawn.

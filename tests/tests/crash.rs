@@ -11,6 +11,12 @@
 //! outcome must be the one an uninterrupted run has, except where DESIGN.md §3 says
 //! otherwise: a non-idempotent call left in doubt fails the run with `in_doubt_tool_call`.
 //!
+//! The run snapshot is a cache that is not synced (DESIGN.md §7), so after some kills the
+//! harness also does to it what a power cut may: removes it, or puts back an earlier one
+//! that is behind the ledger. The resume after must rebuild the run from its ledger and say
+//! so in its `run_resumed` entry. When a run has ended, it may remove the snapshot too:
+//! `rein ledger verify` and `rein runs list` must still find the run, from its ledger.
+//!
 //! The short form runs in `cargo test`; `make crash-test` runs the long form. Knobs (env):
 //! `REIN_CRASH_KILLS` (kills per scenario, default 12), `REIN_CRASH_SEED` (default
 //! 0x5EED), `REIN_BIN` (a prebuilt `rein`; otherwise it is built with cargo).
@@ -100,6 +106,13 @@ struct Figures {
     /// cuts its ledger reported.
     torn_tails: u64,
     torn_tails_reported: u64,
+    /// Snapshots removed or put back behind their ledger (as a power cut may leave them,
+    /// being unsynced) before a resume, and the resumes that said so.
+    snapshots_lost: u64,
+    snapshots_behind: u64,
+    snapshots_reported: u64,
+    /// Snapshots removed after their run ended, the run still verified and listed.
+    snapshots_lost_after_end: u64,
     entries_lost: u64,
     double_executions: u64,
     unrecorded_executions: u64,
@@ -122,6 +135,11 @@ struct Series {
     torn_pending: bool,
     /// A torn line was left for the next process.
     torn_left: bool,
+    /// The earliest snapshot seen, to put back as one a power cut left behind its ledger.
+    early_snapshot: Option<(Vec<u8>, u64)>,
+    /// The snapshot was removed or put back behind the ledger, when the ledger held this
+    /// many `run_resumed` entries: the next one must say so.
+    snapshot_doctored: Option<usize>,
 }
 
 fn rein_bin() -> PathBuf {
@@ -241,7 +259,15 @@ async fn inspect(
 
     // The snapshot loads (or was never written).
     match stores.runs().load(&id).await {
-        Ok(_) | Err(RunStoreError::NotFound { .. }) => {}
+        Ok(run) => {
+            if series.early_snapshot.is_none()
+                && let Some(head) = run.ledger_head()
+            {
+                let bytes = std::fs::read(snapshot_path(data, &id)).expect("read the snapshot");
+                series.early_snapshot = Some((bytes, head.seq));
+            }
+        }
+        Err(RunStoreError::NotFound { .. }) => {}
         Err(e) => figures
             .failures
             .push(format!("{why}: the run snapshot does not load: {e}")),
@@ -336,6 +362,88 @@ fn read_ledger(path: &Path, id: &RunId) -> Result<(Ledger, bool), String> {
         .collect::<Result<Vec<_>, _>>()?;
     let ledger = Ledger::from_entries(id.clone(), entries).map_err(|e| e.to_string())?;
     Ok((ledger, complete < bytes.len()))
+}
+
+fn snapshot_path(data: &Path, id: &RunId) -> PathBuf {
+    data.join("runs").join(format!("{id}.json"))
+}
+
+fn resumes(series: &Series) -> usize {
+    series
+        .seen
+        .iter()
+        .filter(|e| matches!(e.event(), EntryKind::RunResumed { .. }))
+        .count()
+}
+
+/// Does to the run's snapshot what a power cut may, it being unsynced: every other time
+/// puts back the earliest one seen when it is behind the ledger, else removes it. Returns
+/// whether it put one back (`Some(true)`), removed one (`Some(false)`), or found none
+/// (`None`).
+fn doctor_snapshot(data: &Path, series: &Series, rng: &mut Rng) -> Option<bool> {
+    let id = series.id.as_ref()?;
+    let path = snapshot_path(data, id);
+    if !path.is_file() {
+        return None;
+    }
+    let last = series.seen.last().map_or(0, Entry::seq);
+    match &series.early_snapshot {
+        Some((bytes, head)) if *head < last && rng.below(2) == 0 => {
+            std::fs::write(&path, bytes).expect("put the earlier snapshot back");
+            Some(true)
+        }
+        _ => {
+            std::fs::remove_file(&path).expect("remove the snapshot");
+            Some(false)
+        }
+    }
+}
+
+/// After its run ended: removes the snapshot, and checks that the run still verifies and
+/// is listed with the status its ledger gives.
+fn lose_snapshot_after_end(
+    bin: &Path,
+    data: &Path,
+    series: &Series,
+    figures: &mut Figures,
+    why: &str,
+) {
+    let Some(id) = &series.id else { return };
+    let path = snapshot_path(data, id);
+    if std::fs::remove_file(&path).is_err() {
+        return;
+    }
+    figures.snapshots_lost_after_end += 1;
+    let rein = |args: &[&str]| {
+        Command::new(bin)
+            .args(args)
+            .arg("--data-dir")
+            .arg(data)
+            .output()
+            .expect("rein runs")
+    };
+    let verify = rein(&["ledger", "verify", id.as_str()]);
+    if !verify.status.success() {
+        figures.failures.push(format!(
+            "{why}: with its snapshot lost after the run ended, `ledger verify` failed: {}",
+            String::from_utf8_lossy(&verify.stderr)
+        ));
+    }
+    let list = rein(&["runs", "list"]);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    let status = match outcome(series) {
+        Some(Outcome::Completed(_)) => "completed",
+        _ => "failed",
+    };
+    if !listed
+        .lines()
+        .any(|line| line.starts_with(id.as_str()) && line.contains(status))
+    {
+        figures.failures.push(format!(
+            "{why}: with its snapshot lost after the run ended, `runs list` does not list it \
+             as {status}:\n{listed}"
+        ));
+    }
 }
 
 /// Leaves a torn final line, as a power cut in the middle of a write would: a prefix of the
@@ -473,6 +581,27 @@ async fn crash_scenario(
             }
             let status = child.wait().expect("wait");
             inspect(dir.path(), scenario, &mut series, figures, &why).await;
+            if let Some(before) = series.snapshot_doctored {
+                // The first resume after the snapshot was doctored must say it rebuilt the run.
+                let note = series
+                    .seen
+                    .iter()
+                    .filter_map(|e| match e.event() {
+                        EntryKind::RunResumed { note } => Some(note),
+                        _ => None,
+                    })
+                    .nth(before);
+                if let Some(note) = note {
+                    series.snapshot_doctored = None;
+                    if note.contains("snapshot") && note.contains("rebuilt from its ledger") {
+                        figures.snapshots_reported += 1;
+                    } else {
+                        figures.failures.push(format!(
+                            "{why}: the resume after a lost or stale snapshot did not say so: {note}"
+                        ));
+                    }
+                }
+            }
             if series.torn_left && !series.torn_pending {
                 // The process that ran after the tear cut it; if it got as far as resuming,
                 // its ledger says so.
@@ -495,6 +624,18 @@ async fn crash_scenario(
                     series.torn_left = tear(dir.path(), &series, rng);
                     series.torn_pending = series.torn_left;
                 }
+                if outcome(&series).is_none()
+                    && series.snapshot_doctored.is_none()
+                    && rng.below(3) == 0
+                    && let Some(behind) = doctor_snapshot(dir.path(), &series, rng)
+                {
+                    if behind {
+                        figures.snapshots_behind += 1;
+                    } else {
+                        figures.snapshots_lost += 1;
+                    }
+                    series.snapshot_doctored = Some(resumes(&series));
+                }
             } else if !matches!(status.code(), Some(0 | 1)) {
                 figures.failures.push(format!(
                     "{why}: rein exited with {status} (last entry {})",
@@ -512,6 +653,9 @@ async fn crash_scenario(
                     .push(format!("{why}: rein exited but the run did not end"));
                 break;
             };
+            if rng.below(2) == 0 {
+                lose_snapshot_after_end(bin, dir.path(), &series, figures, &why);
+            }
             match (&series.in_doubt, &got) {
                 (Some(_), Outcome::Failed(FailureKind::InDoubtToolCall)) => {
                     figures.in_doubt_failures += 1
@@ -544,7 +688,9 @@ async fn killed_at_random_points_the_run_resumes_to_the_same_outcome_and_nothing
     }
     eprintln!(
         "crash test (seed {seed:#x}, {} scenarios, {:.1} s): {} kills survived over {} series \
-         ({} processes); entries lost: {}; torn tails left and cut: {} ({} reported in the resumed ledger); double executions: {}; \
+         ({} processes); entries lost: {}; torn tails left and cut: {} ({} reported in the resumed ledger); \
+         snapshots lost / put back behind their ledger before a resume: {} / {} ({} reported in the resumed ledger); \
+         snapshots lost after the run ended, the run still verified and listed: {}; double executions: {}; \
          executions without a recorded call: {}; budget overruns: {}; outcomes equal to an \
          uninterrupted run: {}; in-doubt failures (DESIGN.md §3): {}; killed after: {:?}",
         scenarios.len(),
@@ -555,6 +701,10 @@ async fn killed_at_random_points_the_run_resumes_to_the_same_outcome_and_nothing
         figures.entries_lost,
         figures.torn_tails,
         figures.torn_tails_reported,
+        figures.snapshots_lost,
+        figures.snapshots_behind,
+        figures.snapshots_reported,
+        figures.snapshots_lost_after_end,
         figures.double_executions,
         figures.unrecorded_executions,
         figures.budget_overruns,
@@ -578,5 +728,11 @@ async fn killed_at_random_points_the_run_resumes_to_the_same_outcome_and_nothing
     assert_eq!(
         figures.outcomes_equal + figures.in_doubt_failures,
         figures.series
+    );
+    // Every resume after a lost or stale snapshot rebuilt the run from its ledger, and said so.
+    assert_eq!(
+        figures.snapshots_reported,
+        figures.snapshots_lost + figures.snapshots_behind,
+        "a lost or stale snapshot resumed without a report"
     );
 }

@@ -5,6 +5,7 @@
 //! DATA_DIR/runs/RUN_ID.json          run snapshots (the engine's)
 //! DATA_DIR/ledgers/RUN_ID.jsonl      ledgers (the engine's)
 //! DATA_DIR/artifacts/…               large tool outputs (the engine's)
+//! DATA_DIR/index.jsonl               the run index `rein runs list` keeps (a cache)
 //! DATA_DIR/scenarios/RUN_ID.json     the scenario the run was started from, paths resolved
 //! DATA_DIR/scenarios/RUN_ID.lock     held (flock) by the `rein` process driving the run
 //! ```
@@ -12,7 +13,6 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use rein::{FsLayout, RunId};
 
 use crate::exit::CliError;
@@ -93,38 +93,6 @@ impl DataDir {
     /// Where run `id`'s scenario is.
     pub(crate) fn scenario(&self, id: &RunId) -> PathBuf {
         self.root.join("scenarios").join(format!("{id}.json"))
-    }
-
-    /// The ids of the runs with a ledger or a snapshot here, oldest first (UUID v7 ids sort
-    /// by time). A run with a snapshot but no ledger is listed: its ledger was lost.
-    ///
-    /// # Errors
-    /// When the ledgers or runs directory cannot be read.
-    pub(crate) fn run_ids(&self) -> anyhow::Result<Vec<RunId>> {
-        let mut ids = Vec::new();
-        let layout = self.layout();
-        /// A folder of the data directory and how its file names name runs.
-        type Folder = (PathBuf, fn(&str) -> Option<RunId>);
-        let folders: [Folder; 2] = [
-            (layout.ledgers(), FsLayout::ledger_run),
-            (layout.runs(), FsLayout::snapshot_run),
-        ];
-        for (dir, run_of) in folders {
-            if !dir.is_dir() {
-                continue;
-            }
-            for entry in
-                std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
-            {
-                let name = entry?.file_name();
-                if let Some(id) = run_of(&name.to_string_lossy()) {
-                    ids.push(id);
-                }
-            }
-        }
-        ids.sort_by(|a: &RunId, b| a.as_str().cmp(b.as_str()));
-        ids.dedup();
-        Ok(ids)
     }
 
     /// Where the path of run `id`'s original scenario file is stored (`rein resume` reads

@@ -204,7 +204,7 @@ impl LedgerFile {
     }
 
     /// The snapshot of the run whose ledger in `data` is `path`, if it is one.
-    fn anchor(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Anchor {
+    pub(crate) fn anchor(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Anchor {
         let id = expected.cloned().or_else(|| {
             let id = rein::FsLayout::ledger_run(path.file_name()?.to_str()?)?;
             let ours = data.ledger(&id).canonicalize().ok()?;

@@ -88,6 +88,7 @@ pub(crate) async fn load_ledger(shared: &Arc<Shared>, id: &RunId) -> Result<Load
         Err(LedgerStoreError::NotFound { .. }) => None,
         Err(e) => return Err(e.into()),
     };
+    let missing_snapshot = matches!(snapshot, Err(RunStoreError::NotFound { .. }));
     let (head, unchecked) = match snapshot {
         Ok(run) => (run.ledger_head(), None),
         Err(RunStoreError::NotFound { .. }) => (None, None),
@@ -109,8 +110,21 @@ pub(crate) async fn load_ledger(shared: &Arc<Shared>, id: &RunId) -> Result<Load
             last,
         });
     }
+    let snapshot = match (&unchecked, head) {
+        (Some(_), _) => SnapshotStanding::Unreadable,
+        (None, None) if missing_snapshot => SnapshotStanding::Missing,
+        (None, Some(head)) if head.seq < last => SnapshotStanding::Behind {
+            saved: head.seq,
+            last,
+        },
+        (None, _) => SnapshotStanding::Current,
+    };
     match loaded {
-        Some(loaded) if !loaded.ledger.is_empty() => Ok(Loaded { loaded, unchecked }),
+        Some(loaded) if !loaded.ledger.is_empty() => Ok(Loaded {
+            loaded,
+            unchecked,
+            snapshot,
+        }),
         // No ledger, or a file with no entry (the process died writing the first, and
         // the torn line was cut): the run never started.
         _ => Err(EngineError::RunNotFound { id: id.clone() }),
@@ -177,7 +191,11 @@ pub(crate) async fn reopen(
     controls: Option<Controls>,
 ) -> Result<(Driver, ActiveGuard), EngineError> {
     let guard = shared.acquire(id)?;
-    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
+    let Loaded {
+        loaded,
+        unchecked,
+        snapshot,
+    } = load_ledger(shared, id).await?;
     // A snapshot the store failed to read (an I/O error; a corrupt file holds no head
     // anyone can use) may name a head this ledger does not reach, and resuming would
     // overwrite it with one that it does. Refuse, before anything is written.
@@ -248,9 +266,10 @@ pub(crate) async fn reopen(
     if let Some(e) = unchecked {
         note.push_str(&format!(
             "; the run snapshot could not be read, so the ledger was not checked against \
-             the head it records ({e})"
+             the head it records ({e}); the run was rebuilt from its ledger"
         ));
     }
+    note.push_str(&snapshot.note());
     let mut driver = Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, controls);
     // The projection's step was taken above; the driver still needs its decision.
     driver.reopened = unsettled
@@ -329,7 +348,9 @@ async fn asked_below(shared: &Arc<Shared>, child: &RunId) -> Result<Option<Strin
 /// durable approval, a narrowing): its ledger checked against its snapshot, nothing
 /// written. The caller holds the run's guard.
 pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, EngineError> {
-    let Loaded { loaded, unchecked } = load_ledger(shared, id).await?;
+    let Loaded {
+        loaded, unchecked, ..
+    } = load_ledger(shared, id).await?;
     if let Some(e @ RunStoreError::Io { .. }) = unchecked {
         return Err(EngineError::RunStore(e));
     }
@@ -374,6 +395,41 @@ pub(crate) async fn narrow(
 pub(crate) struct Loaded {
     pub(crate) loaded: rein_ledger::LoadedLedger,
     pub(crate) unchecked: Option<RunStoreError>,
+    /// How the run's snapshot stood against the ledger.
+    pub(crate) snapshot: SnapshotStanding,
+}
+
+/// How a run's snapshot stands against its ledger when the run is opened. The snapshot is
+/// a cache (DESIGN.md §7): it is not synced, so after a power cut it may be missing, behind
+/// its ledger or unreadable, and the run is rebuilt from its ledger all the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SnapshotStanding {
+    /// It records the ledger's last entry (or one the ledger does not have yet: a run
+    /// driven elsewhere).
+    Current,
+    /// There is none.
+    Missing,
+    /// It was saved after entry `saved`; the ledger ends at entry `last`.
+    Behind { saved: u64, last: u64 },
+    /// It could not be read (said separately, with the reason).
+    Unreadable,
+}
+
+impl SnapshotStanding {
+    /// What a resume's `run_resumed` note adds about the snapshot: nothing when it was
+    /// current or is said elsewhere.
+    fn note(self) -> String {
+        match self {
+            Self::Current | Self::Unreadable => String::new(),
+            Self::Missing => "; the run snapshot was missing, so the run was rebuilt from its \
+                              ledger"
+                .to_owned(),
+            Self::Behind { saved, last } => format!(
+                "; the run snapshot was behind its ledger (saved after entry {saved}, the \
+                 ledger ends at entry {last}), so the run was rebuilt from its ledger"
+            ),
+        }
+    }
 }
 
 fn inconsistent(id: &RunId, seq: u64, source: ProjectionError) -> EngineError {

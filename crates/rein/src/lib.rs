@@ -199,9 +199,9 @@ pub use rein_policy::{
 // ---- the ledger ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_ledger::{
-    ChildEnd, ChildLink, ChildLinkError, DynLedgerStore, Entry, EntryKind, InterruptKind, Ledger,
-    LedgerLines, LedgerStore, LedgerStoreError, LineError, LoadedLedger, Problem, RunOutline,
-    TornTail, VerifyError, Violation,
+    Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, DynLedgerStore, Entry, EntryKind,
+    InterruptKind, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LineError, LoadedLedger,
+    Problem, RunOutline, TornTail, Verified, VerifyError, Violation,
 };
 
 // ---- artifacts and stores -------------------------------------------------------------------------
@@ -211,8 +211,9 @@ pub use rein_artifact::{
 };
 #[doc(inline)]
 pub use rein_storage::{
-    FsConfig, FsLayout, FsStores, FsyncPolicy, MemoryArtifactStore, MemoryLedgerStore,
-    MemoryRegistry, MemoryRunStore, RegistryBuilder, StorageError,
+    FileStamp, FsConfig, FsLayout, FsRunIndex, FsStores, FsyncPolicy, IndexedRun,
+    MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, Refreshed,
+    RegistryBuilder, RunIndexError, Stamp, StorageError,
 };
 
 // ---- resilience ----------------------------------------------------------------------------------

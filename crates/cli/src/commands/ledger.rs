@@ -1,12 +1,15 @@
 //! `rein ledger verify` and `rein ledger show`: read a ledger file straight from disk.
 
-use rein::Entry;
+use std::path::Path;
+
+use rein::{Entry, RunId, TornTail};
 
 use super::find_ledger;
 use crate::cli::{LedgerShowArgs, LedgerVerifyArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::ledger_file::LedgerFile;
+use crate::ledger_stream::StreamedLedger;
 use crate::render::{describe, iso};
 
 /// `rein ledger verify`.
@@ -14,13 +17,12 @@ pub(crate) fn verify(verify: &LedgerVerifyArgs) -> CliResult {
     let args = &verify.ledger;
     let data = DataDir::new(&args.data.data_dir)?;
     let (path, expected, data) = find_ledger(&args.target, &data)?;
+    if !verify.tree {
+        return verify_streaming(&path, expected.as_ref(), &data);
+    }
     let file = LedgerFile::read(&path, expected.as_ref(), &data)?;
     if let Some(torn) = file.torn {
-        outln!(
-            "note: line {} ({} bytes) is a torn final write (the process died while writing it); it is not part of the chain and is cut when the run resumes",
-            torn.line,
-            torn.bytes
-        );
+        outln!("{}", torn_note(torn));
     }
     let run = file
         .run_id(expected.as_ref())
@@ -57,6 +59,48 @@ pub(crate) fn verify(verify: &LedgerVerifyArgs) -> CliResult {
             ),
         )),
     }
+}
+
+/// `rein ledger verify` of one ledger: read and verified line by line, so a ledger of any
+/// length verifies in the memory of its largest entries.
+fn verify_streaming(path: &Path, expected: Option<&RunId>, data: &DataDir) -> CliResult {
+    let file = StreamedLedger::read(path, expected, data)?;
+    if let Some(torn) = file.torn {
+        outln!("{}", torn_note(torn));
+    }
+    let run = file
+        .run
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), ToString::to_string);
+    match &file.verdict {
+        Ok(()) => {
+            outln!(
+                "ledger {}: run {run}, {} entries, hash chain intact — verified ✓",
+                path.display(),
+                file.count
+            );
+            if let Some(head) = file.head {
+                outln!("last hash {}", head.hash);
+            }
+            outln!("{}", file.anchor.describe(data));
+            Ok(Exit::Ok)
+        }
+        Err(broken) => Err(CliError::new(
+            Exit::LedgerBroken,
+            format!(
+                "ledger {} (run {run}) failed verification ✗: {broken}",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// The note on a torn final line.
+fn torn_note(torn: TornTail) -> String {
+    format!(
+        "note: line {} ({} bytes) is a torn final write (the process died while writing it); it is not part of the chain and is cut when the run resumes",
+        torn.line, torn.bytes
+    )
 }
 
 /// `rein ledger show`.

@@ -1,25 +1,22 @@
-//! `rein runs list`: the runs in a data directory, from their ledgers; a child run is
-//! listed under the run that delegated to it, indented.
+//! `rein runs list`: the runs in a data directory, from their ledgers through the run
+//! index; a child run is listed under the run that delegated to it, indented.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rein::{EntryKind, RunId};
+use rein::RunId;
 
-use crate::cli::DataDirArg;
+use crate::cli::{ListedStatus, RunsListArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
-use crate::ledger_file::{Broken, LedgerFile};
-use crate::render::{age, truncate};
+use crate::render::age;
+use crate::run_index::{BROKEN, RunSummary, UNREADABLE, WAITING_APPROVAL};
 
 /// The width of the run id column: a UUID's.
 const ID_WIDTH: usize = 36;
 
 /// The width of the status column: its longest value's, `WAITING-APPROVAL`.
 const STATUS_WIDTH: usize = WAITING_APPROVAL.len();
-
-/// The status of a run that waits for a verdict.
-const WAITING_APPROVAL: &str = "WAITING-APPROVAL";
 
 /// One run's row: its parent (from its `child_of` entry), the children it started (from
 /// its `child_started` entries) and the columns after its id.
@@ -31,11 +28,11 @@ struct Row {
 }
 
 /// `rein runs list`.
-pub(crate) fn list(arg: &DataDirArg) -> CliResult {
-    let data = DataDir::new(&arg.data_dir)?;
+pub(crate) fn list(args: &RunsListArgs) -> CliResult {
+    let data = DataDir::new(&args.data.data_dir)?;
     data.require()?;
-    let ids = data.run_ids()?;
-    if ids.is_empty() {
+    let runs = crate::run_index::runs(&data)?;
+    if runs.is_empty() {
         outln!("no runs in {}", data.shown());
         return Ok(Exit::Ok);
     }
@@ -43,9 +40,37 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0);
-    let rows: Vec<Row> = ids.into_iter().map(|id| row(&data, id, now)).collect();
+    let total = runs.len();
+    let mut notes = Vec::new();
+    let rows: Vec<Row> = runs
+        .into_iter()
+        .filter(|run| args.status.is_none_or(|s| selects(s, &run.summary)))
+        .map(|run| {
+            if let Some(why) = &run.summary.snapshot {
+                notes.push(format!(
+                    "note: run {}: {why}; it is listed from its ledger, the source of truth (resuming it rebuilds the snapshot)",
+                    run.id
+                ));
+            }
+            row(run.id, &run.summary, now)
+        })
+        .collect();
+    if rows.is_empty() {
+        outln!(
+            "no {} runs in {} ({total} runs in all)",
+            args.status.map_or("", status_name),
+            data.shown()
+        );
+        return Ok(Exit::Ok);
+    }
     let ordered = tree_order(&rows);
-    let labels: Vec<String> = ordered
+    let shown: Vec<(usize, usize)> = ordered
+        .iter()
+        .copied()
+        .skip(args.offset)
+        .take(args.limit.unwrap_or(usize::MAX))
+        .collect();
+    let labels: Vec<String> = shown
         .iter()
         .map(|&(i, depth)| id_label(&rows[i].id, depth))
         .collect();
@@ -63,74 +88,66 @@ pub(crate) fn list(arg: &DataDirArg) -> CliResult {
         "STEPS",
         "AGE"
     );
-    for (&(i, _), label) in ordered.iter().zip(&labels) {
+    for (&(i, _), label) in shown.iter().zip(&labels) {
         outln!("{label:<width$}  {}", rows[i].columns);
+    }
+    if shown.len() < ordered.len() {
+        let next = args.offset + shown.len();
+        outln!(
+            "rows {}–{} of {}{}",
+            (args.offset + 1).min(ordered.len()),
+            next,
+            ordered.len(),
+            if next < ordered.len() {
+                format!("; the next page: --offset {next}")
+            } else {
+                String::new()
+            }
+        );
+    }
+    for note in notes {
+        outln!("{note}");
     }
     Ok(Exit::Ok)
 }
 
-/// Reads run `id`'s ledger into its row.
-fn row(data: &DataDir, id: RunId, now: u64) -> Row {
-    let file = match LedgerFile::read(&data.ledger(&id), Some(&id), data) {
-        Err(e) => {
-            return Row {
-                columns: format!("{:<STATUS_WIDTH$}  {e}", "unreadable"),
-                id,
-                parent: None,
-                children: Vec::new(),
-            };
-        }
-        Ok(file) => file,
-    };
-    let parent = file.entries.iter().find_map(|e| match e.event() {
-        EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
-        _ => None,
-    });
-    let children = file
-        .entries
-        .iter()
-        .filter_map(|e| match e.event() {
-            EntryKind::ChildStarted { child, .. } => Some(child.clone()),
-            _ => None,
-        })
-        .collect();
-    let info = file.outline();
-    let waiting = waiting_for_approval(&file.entries);
-    let status = if file.verdict.is_err() {
-        "BROKEN".to_owned()
-    } else if waiting.is_some() {
-        WAITING_APPROVAL.to_owned()
+/// Whether `status` selects the run summarized as `summary`.
+fn selects(status: ListedStatus, summary: &RunSummary) -> bool {
+    summary.shown.eq_ignore_ascii_case(status_name(status))
+}
+
+/// How `status` is shown in the listing.
+const fn status_name(status: ListedStatus) -> &'static str {
+    match status {
+        ListedStatus::Running => "running",
+        ListedStatus::Paused => "paused",
+        ListedStatus::WaitingApproval => WAITING_APPROVAL,
+        ListedStatus::Interrupted => "interrupted",
+        ListedStatus::Completed => "completed",
+        ListedStatus::Failed => "failed",
+        ListedStatus::Broken => BROKEN,
+        ListedStatus::Unreadable => UNREADABLE,
+    }
+}
+
+/// Run `id`'s row.
+fn row(id: RunId, summary: &RunSummary, now: u64) -> Row {
+    let columns = if summary.shown == UNREADABLE {
+        format!("{:<STATUS_WIDTH$}  {}", summary.shown, summary.detail)
     } else {
-        info.status.to_string()
-    };
-    let goal = match &file.verdict {
-        Ok(()) if waiting.is_some() => format!(
-            "{} — {}",
-            waiting.unwrap_or_default(),
-            truncate(&info.goal, 40)
-        ),
-        Err(Broken::Gone { missing, .. }) => format!(
-            "(the ledger {}: it falls short of its run snapshot; `rein ledger verify {id}` says more)",
-            if *missing { "is missing" } else { "is empty" }
-        ),
-        _ => truncate(&info.goal, 60),
-    };
-    let age = file.started().map_or_else(
-        || "?".to_owned(),
-        |t| age(now.saturating_sub(t.as_unix_millis())),
-    );
-    Row {
-        columns: format!(
+        let age = summary
+            .started
+            .map_or_else(|| "?".to_owned(), |t| age(now.saturating_sub(t)));
+        format!(
             "{:<STATUS_WIDTH$}  {:<8}  {:>5}  {:>5}  {}",
-            status,
-            info.state().as_str(),
-            info.decisions,
-            age,
-            goal
-        ),
+            summary.shown, summary.state, summary.decisions, age, summary.detail
+        )
+    };
+    Row {
         id,
-        parent,
-        children,
+        parent: summary.parent.clone(),
+        children: summary.children.clone(),
+        columns,
     }
 }
 
@@ -189,16 +206,6 @@ fn id_label(id: &RunId, depth: usize) -> String {
         0 => id.as_str().to_owned(),
         _ => format!("{}└ {}", "  ".repeat(depth - 1), id.as_str()),
     }
-}
-
-/// The call a run waits for under a durable approval, in words: tool, risk and step.
-fn waiting_for_approval(entries: &[rein::Entry]) -> Option<String> {
-    crate::tree::pending_approval(entries).map(|pending| {
-        format!(
-            "{} (risk {}, step {})",
-            pending.tool, pending.risk, pending.step
-        )
-    })
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ mod lines;
 mod model_calls;
 mod outline;
 mod store;
+mod verifier;
 
 pub use chain::Chain;
 pub use children::{ChildEnd, ChildLink, ChildLinkError};
@@ -61,3 +62,4 @@ pub use lines::{LedgerLines, LineError};
 pub use model_calls::model_call_starts;
 pub use outline::RunOutline;
 pub use store::{DynLedgerStore, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
+pub use verifier::{ChainVerifier, Verified};

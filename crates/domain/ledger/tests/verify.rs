@@ -7,14 +7,21 @@ mod common;
 
 use common::{edit, entry_kind, from_lines, ledger, reseal, run_id};
 use proptest::prelude::*;
-use rein_ledger::{Entry, EntryKind, Ledger, Problem, VerifyError};
+use rein_ledger::{ChainVerifier, Entry, EntryKind, Ledger, Problem, VerifyError};
 use rein_run::{Digest, RunId, State, Timestamp};
 use serde_json::json;
 
-/// Verifies `entries` as a ledger of the test run, through both entry points.
+/// Verifies `entries` as a ledger of the test run, through every entry point: in memory,
+/// and streamed entry by entry through a `ChainVerifier` (same verdict, problem for problem).
 fn check(entries: &[Entry], expect: Result<(), VerifyError>) -> Result<(), TestCaseError> {
     let verified = Ledger::verify_entries(&run_id(), entries);
     prop_assert_eq!(&verified, &expect);
+    let mut streaming = ChainVerifier::new(run_id());
+    entries.iter().for_each(|e| streaming.push(e.clone()));
+    let streamed = streaming.finish();
+    prop_assert_eq!(&streamed.result, &expect);
+    prop_assert_eq!(streamed.count, entries.len() as u64);
+    prop_assert_eq!(streamed.head, entries.last().map(Entry::head));
     let rebuilt = Ledger::from_entries(run_id(), entries.to_vec());
     prop_assert_eq!(rebuilt.map(|l| l.verify()), expect.map(|()| Ok(())));
     Ok(())

@@ -61,7 +61,8 @@ mod tip;
 
 pub use error::StorageError;
 pub use fs::{
-    FsArtifactStore, FsConfig, FsLayout, FsLedgerStore, FsRunStore, FsStores, FsyncPolicy,
+    FileStamp, FsArtifactStore, FsConfig, FsLayout, FsLedgerStore, FsRunIndex, FsRunStore,
+    FsStores, FsyncPolicy, IndexedRun, Refreshed, RunIndexError, Stamp,
 };
 pub use memory::{
     MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, RegistryBuilder,

@@ -89,7 +89,8 @@ pub(crate) enum Sync {
     /// `fdatasync` it: after a crash the moved file is whole, never empty or partial (its
     /// data and the size needed to read it back are on disk; timestamps need not be).
     Data,
-    /// Leave it to the OS: only for content verified on every read.
+    /// Leave it to the OS: only for content verified on every read, or a cache rebuilt
+    /// from data that is synced (run snapshots).
     Relaxed,
 }
 

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use rein_run::RunId;
 
 /// The layout of a data directory: `runs/<run id>.json` (run snapshots),
-/// `ledgers/<run id>.jsonl` (ledgers, one JSON entry per line) and `artifacts/` (content
-/// addressed, sharded by the first two hex digits of the id).
+/// `ledgers/<run id>.jsonl` (ledgers, one JSON entry per line), `artifacts/` (content
+/// addressed, sharded by the first two hex digits of the id) and `index.jsonl` (the run
+/// index, a cache).
 ///
 /// Building paths touches nothing on disk.
 ///
@@ -37,6 +38,8 @@ impl FsLayout {
     pub const LEDGERS: &'static str = "ledgers";
     /// The folder of the artifacts.
     pub const ARTIFACTS: &'static str = "artifacts";
+    /// The run index file.
+    pub const INDEX: &'static str = "index.jsonl";
 
     const LEDGER_SUFFIX: &'static str = ".jsonl";
     const SNAPSHOT_SUFFIX: &'static str = ".json";
@@ -71,6 +74,13 @@ impl FsLayout {
         self.root.join(Self::ARTIFACTS)
     }
 
+    /// The run index: what a listing knows of every run (see
+    /// [`FsRunIndex`](crate::FsRunIndex)).
+    #[must_use]
+    pub fn index(&self) -> PathBuf {
+        self.root.join(Self::INDEX)
+    }
+
     /// Where the ledger of run `id` is.
     #[must_use]
     pub fn ledger(&self, id: &RunId) -> PathBuf {
@@ -81,6 +91,18 @@ impl FsLayout {
     #[must_use]
     pub fn snapshot(&self, id: &RunId) -> PathBuf {
         Self::snapshot_in(&self.runs(), id)
+    }
+
+    /// The two files of artifact `id`: its content (`artifacts/<2 hex>/<62 hex>.bin`) and
+    /// its reference (`….json`).
+    #[must_use]
+    pub fn artifact(&self, id: &rein_artifact::ArtifactId) -> [PathBuf; 2] {
+        let (folder, file) = id.shard();
+        let shard = self.artifacts().join(folder);
+        [
+            shard.join(format!("{file}.bin")),
+            shard.join(format!("{file}.json")),
+        ]
     }
 
     /// The run whose ledger file is named `name` (`<run id>.jsonl`), if it is one.

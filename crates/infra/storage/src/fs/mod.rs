@@ -3,6 +3,7 @@
 
 mod artifact;
 mod file;
+mod index;
 mod layout;
 mod ledger;
 mod run;
@@ -10,6 +11,7 @@ mod run;
 use std::path::{Path, PathBuf};
 
 pub use artifact::FsArtifactStore;
+pub use index::{FileStamp, FsRunIndex, IndexedRun, Refreshed, RunIndexError, Stamp};
 pub use layout::FsLayout;
 pub use ledger::FsLedgerStore;
 pub use run::FsRunStore;
@@ -19,14 +21,19 @@ use crate::StorageError;
 /// When the filesystem stores force written bytes to disk with `fsync`.
 ///
 /// The policy trades durability against latency. It never trades away atomicity: a run
-/// snapshot is replaced whole or not at all, a ledger's torn last line is cut by the write
+/// snapshot is replaced whole or not at all (by a process crash), a ledger's torn last line is cut by the write
 /// of the next entry, and an artifact is verified on every read, under every policy.
 ///
 /// | policy | a ledger entry is on disk when | snapshots | artifacts, new files |
 /// |---|---|---|---|
-/// | `EveryEntry` | `append` returns | file and folder synced | file and folder synced |
-/// | `EveryStep` (default) | `sync(run_id)` returns (the engine calls it per step) | file and folder synced | file and folder synced |
-/// | `Relaxed` | the OS writes it back (seconds) | file synced (for atomicity), folder not | not synced |
+/// | `EveryEntry` | `append` returns | replaced atomically, not synced | file and folder synced |
+/// | `EveryStep` (default) | `sync(run_id)` returns (the engine calls it per step) | replaced atomically, not synced | file and folder synced |
+/// | `Relaxed` | the OS writes it back (seconds) | replaced atomically, not synced | not synced |
+///
+/// Snapshots are never synced: the ledger is the durability point, and a snapshot a power
+/// cut took, left behind its ledger or damaged is rebuilt from the ledger when the run is
+/// opened. A new ledger file's folder is synced (unless `Relaxed`), so the ledger itself
+/// is never lost with it.
 ///
 /// With `Relaxed` a process crash loses nothing (every write has reached the OS); a power
 /// cut or kernel crash may lose the last seconds, and may leave a damaged artifact, which
@@ -181,7 +188,7 @@ impl FsStores {
                 Err(source) => Err(StorageError::Io { path, source }),
             }
         };
-        let runs = FsRunStore::new(dir(FsLayout::RUNS)?, config.fsync);
+        let runs = FsRunStore::new(dir(FsLayout::RUNS)?);
         let ledgers = FsLedgerStore::new(
             dir(FsLayout::LEDGERS)?,
             config.fsync,

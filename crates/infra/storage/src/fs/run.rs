@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use rein_run::{Run, RunId, RunStore, RunStoreError};
 
-use super::FsyncPolicy;
 use super::file::{self, Opened};
 use crate::blocking;
 
@@ -15,11 +14,14 @@ use crate::blocking;
 ///
 /// Made by [`FsStores::open`](crate::FsStores::open); cheap to clone.
 ///
-/// - **Atomic.** `save` writes a temporary file in the same folder, syncs it, and renames
-///   it over the snapshot: after a crash `load` finds the old snapshot or the new one,
-///   never a mix, whatever the [`FsyncPolicy`].
-/// - **Durable.** Unless the policy is `Relaxed`, the folder is synced after the rename, so
-///   a returned `save` survives a power cut.
+/// - **Atomic.** `save` writes a temporary file in the same folder and renames it over the
+///   snapshot: after a process crash `load` finds the old snapshot or the new one, never a
+///   mix, whatever the [`FsyncPolicy`](crate::FsyncPolicy).
+/// - **A cache, not synced.** The ledger is the durability point (DESIGN.md §7): a snapshot
+///   is never forced to disk, so a step costs one `fsync` (the ledger's), not three. After a
+///   power cut a snapshot may be missing, older than its ledger, or (its rename on disk, its
+///   data not) unreadable; the engine rebuilds the run from its ledger when it opens it, and
+///   says so in the `run_resumed` entry of a resume.
 /// - **Strict.** A snapshot that does not parse, or holds another run, is
 ///   [`RunStoreError::Corrupt`] naming the file; a symbolic link in its place is refused.
 /// - **Listing.** [`RunStore::list`] sorts ids as strings: chronological for the engine's
@@ -32,14 +34,13 @@ pub struct FsRunStore {
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
-    fsync: FsyncPolicy,
 }
 
 impl FsRunStore {
     /// A store over `dir` (which exists).
-    pub(crate) fn new(dir: PathBuf, fsync: FsyncPolicy) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         Self {
-            inner: Arc::new(Inner { dir, fsync }),
+            inner: Arc::new(Inner { dir }),
         }
     }
 
@@ -63,15 +64,11 @@ impl Inner {
 
     fn save(&self, id: &RunId, json: &[u8]) -> Result<(), RunStoreError> {
         let path = self.path(id);
-        // The data is synced under every policy: a snapshot is replaced whole or not at all.
-        file::replace(&path, json, file::Sync::Data)
-            .map_err(|source| io(format!("writing {}", path.display()), source))?;
-        if self.fsync != FsyncPolicy::Relaxed {
-            file::sync_dir(&self.dir).map_err(|source| {
-                io(format!("syncing the folder {}", self.dir.display()), source)
-            })?;
-        }
-        Ok(())
+        // Replaced whole (temp file, rename) but not synced under any policy: the snapshot
+        // is a cache of the ledger, which is synced, and a snapshot a power cut took or
+        // damaged is rebuilt from it.
+        file::replace(&path, json, file::Sync::Relaxed)
+            .map_err(|source| io(format!("writing {}", path.display()), source))
     }
 
     fn load(&self, id: &RunId) -> Result<Run, RunStoreError> {
