@@ -47,7 +47,10 @@ pub(crate) enum McpCommand {
     /// are handed back to the session (up to 1000 per run) instead of ending it. The run
     /// finishes when the client disconnects; its id is printed on stderr. Over HTTP, a
     /// request whose Host or Origin is not a loopback one is refused (403): a web page
-    /// cannot reach rein through DNS rebinding.
+    /// cannot reach rein through DNS rebinding. The scenario's skills are offered as
+    /// prompts and the session run's ledger as the resource rein://run/ledger; each
+    /// decision taken for a call is sent to the client as a logging message (and progress,
+    /// when the client asks for it).
     #[command(after_help = SERVE_AFTER)]
     Serve(ServeArgs),
 }
@@ -123,10 +126,17 @@ async fn serve(args: ServeArgs) -> CliResult {
         .build()
         .map_err(|e| build_error(&e, &data))?;
     bridge.route(&engine).map_err(CliError::bad_input)?;
+    // The same skills the engine was built with (`scenario::builder` loads them).
+    let skills = scenario
+        .skills
+        .as_deref()
+        .and_then(|dir| rein::tools::load_skills(dir).ok())
+        .unwrap_or_default();
     let governor = Arc::new(EngineGovernor {
         engine,
         bridge,
         goal: scenario.goal.clone(),
+        skills,
     });
     let served = match &args.http {
         None => rein::mcp::serve_stdio(governor).await,

@@ -43,6 +43,7 @@ mod handler;
 mod inbound;
 mod link;
 mod names;
+mod offer;
 mod reason;
 mod serve;
 mod table;
@@ -52,7 +53,10 @@ pub use catalog::MAX_PAGES;
 pub use client::{McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
-pub use serve::{Governor, Refusal, ServeError, Session, serve_http, serve_stdio};
+pub use offer::{Progress, ServedPrompt, ServedResource};
+pub use serve::{
+    Governor, Refusal, ServeError, Session, TOOLS_PAGE, serve_http, serve_stdio,
+};
 pub use table::ImportedTool;
 
 /// How rein names itself to an MCP peer (`clientInfo`, `serverInfo`): `rein` and its version.
