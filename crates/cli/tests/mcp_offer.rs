@@ -72,7 +72,10 @@ fn serve_offers_skills_as_prompts_the_ledger_as_a_resource_and_reports_progress(
     );
     let logs = out["logs"].as_array().unwrap();
     assert_eq!(logs.len(), 2, "{out}");
-    assert_eq!(logs[1], json!({"level": "info", "logger": "rein", "data": "calling `lookup` in explore"}));
+    assert_eq!(
+        logs[1],
+        json!({"level": "info", "logger": "rein", "data": "calling `lookup` in explore"})
+    );
 
     // The ledger resource holds the session's run so far: the call's result is in it.
     let resources = out["resources"].as_array().unwrap();
@@ -82,7 +85,10 @@ fn serve_offers_skills_as_prompts_the_ledger_as_a_resource_and_reports_progress(
     let ledger: Value =
         serde_json::from_str(resources[0]["text"].as_str().expect("text")).expect("JSON");
     let text = ledger.to_string();
-    assert!(text.contains("tool_result") && text.contains("lookup"), "{text}");
+    assert!(
+        text.contains("tool_result") && text.contains("lookup"),
+        "{text}"
+    );
 
     let id = scratch.new_run_id(&[]);
     rein()

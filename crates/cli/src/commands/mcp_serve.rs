@@ -18,9 +18,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 
-use rein::mcp::{
-    BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedResource, Session,
-};
+use rein::mcp::{BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedResource, Session};
 use rein::{
     Decision, Eligibility, Engine, EvidenceKind, IdGenerator, NoteSource, OnToolError, OnViolation,
     Payload, PlanRequest, Planner, PlannerError, RunId, RunSpec, State, ToolSpec, Transitions,

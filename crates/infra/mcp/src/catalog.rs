@@ -206,7 +206,11 @@ fn resource_tool(resources: &[Value], templates: &[Value]) -> rmcp::model::Tool 
         description.push_str("URI templates (fill in the {placeholders}):\n");
         name_items(&mut description, templates, |t| {
             let about = short(text_of(t, "description"));
-            format!("{} ({}): {about}", text_of(t, "uriTemplate"), text_of(t, "name"))
+            format!(
+                "{} ({}): {about}",
+                text_of(t, "uriTemplate"),
+                text_of(t, "name")
+            )
         });
     }
     let tool = json!({

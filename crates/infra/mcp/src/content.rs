@@ -70,7 +70,14 @@ pub(crate) fn attach_blob(
     uri: String,
     blob: &str,
 ) -> Value {
-    attach(output, "resource", name, media_type, Some(uri), decode(blob))
+    attach(
+        output,
+        "resource",
+        name,
+        media_type,
+        Some(uri),
+        decode(blob),
+    )
 }
 
 /// Why a block's bytes were not kept.

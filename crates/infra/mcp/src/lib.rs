@@ -34,6 +34,7 @@
 //! ```
 
 mod annotations;
+mod asks;
 mod catalog;
 mod client;
 mod config;
@@ -54,9 +55,7 @@ pub use client::{McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
 pub use offer::{Progress, ServedPrompt, ServedResource};
-pub use serve::{
-    Governor, Refusal, ServeError, Session, TOOLS_PAGE, serve_http, serve_stdio,
-};
+pub use serve::{Governor, Refusal, ServeError, Session, TOOLS_PAGE, serve_http, serve_stdio};
 pub use table::ImportedTool;
 
 /// How rein names itself to an MCP peer (`clientInfo`, `serverInfo`): `rein` and its version.

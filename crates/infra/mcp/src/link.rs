@@ -88,6 +88,8 @@ impl Link {
         let handler = Handler {
             changes: self.changes.clone(),
             roots: self.config.roots().to_vec(),
+            server: self.config.name().to_string(),
+            asks: self.config.asks.clone(),
         };
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();

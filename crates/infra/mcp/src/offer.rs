@@ -76,7 +76,10 @@ pub(crate) fn list_prompts(prompts: &[ServedPrompt]) -> Result<ListPromptsResult
 }
 
 /// The `prompts/get` answer for `name`: its text as one user message.
-pub(crate) fn get_prompt(prompts: &[ServedPrompt], name: &str) -> Result<GetPromptResult, ErrorData> {
+pub(crate) fn get_prompt(
+    prompts: &[ServedPrompt],
+    name: &str,
+) -> Result<GetPromptResult, ErrorData> {
     let Some(prompt) = prompts.iter().find(|p| p.name == name) else {
         let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
         return Err(ErrorData::invalid_params(
@@ -105,7 +108,10 @@ pub(crate) fn list_resources(
 pub(crate) fn no_resource(uri: &str, resources: &[ServedResource]) -> ErrorData {
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
     ErrorData::resource_not_found(
-        format!("no resource {uri:?}; the resources are: {}", uris.join(", ")),
+        format!(
+            "no resource {uri:?}; the resources are: {}",
+            uris.join(", ")
+        ),
         None,
     )
 }
@@ -113,7 +119,7 @@ pub(crate) fn no_resource(uri: &str, resources: &[ServedResource]) -> ErrorData 
 /// The `resources/read` answer: `text` as the contents of `resource`.
 pub(crate) fn contents(
     resource: &ServedResource,
-    text: String,
+    text: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
     parse(json!({
         "contents": [{"uri": resource.uri, "mimeType": resource.mime_type, "text": text}],

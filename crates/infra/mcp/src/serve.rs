@@ -446,7 +446,7 @@ impl ServerHandler for Proxy {
             .read(request.uri.clone())
             .await
             .map_err(|refusal| ErrorData::internal_error(refusal.message, None))?;
-        crate::offer::contents(resource, text).map(Into::into)
+        crate::offer::contents(resource, &text).map(Into::into)
     }
 
     async fn call_tool(

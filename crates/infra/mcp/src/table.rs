@@ -113,10 +113,11 @@ pub(crate) fn build_table(
         if config.excludes(remote) {
             continue;
         }
-        let (name, mapped) = names::rein_name(server, kind.local_name(remote)).map_err(|source| McpError::Name {
-            server: server.clone(),
-            source,
-        })?;
+        let (name, mapped) =
+            names::rein_name(server, kind.local_name(remote)).map_err(|source| McpError::Name {
+                server: server.clone(),
+                source,
+            })?;
         if let Some(first) = seen.insert(name.clone(), remote.to_owned()) {
             return Err(McpError::Collision {
                 server: server.clone(),

@@ -21,7 +21,11 @@ fn everything() -> Vec<String> {
         "{} is missing: run `make mcp-servers` (it installs the pinned MCP servers under target/mcp)",
         script.display()
     );
-    vec!["node".to_owned(), script.display().to_string(), "stdio".to_owned()]
+    vec![
+        "node".to_owned(),
+        script.display().to_string(),
+        "stdio".to_owned(),
+    ]
 }
 
 async fn connect(config: ServerConfig) -> McpServer {
@@ -84,7 +88,10 @@ async fn server_everything_resources_are_read_through_a_read_only_tool() {
         .expect("read");
     let stub = &blob.value()["contents"][0];
     let name = stub["attachment"].as_str().expect("names its attachment");
-    assert!(blob.attachments().iter().any(|a| a.name() == name), "{stub}");
+    assert!(
+        blob.attachments().iter().any(|a| a.name() == name),
+        "{stub}"
+    );
 
     let missing = read.call(json!({"uri": "demo://nowhere/1"})).await;
     assert!(missing.is_err(), "{missing:?}");
@@ -102,7 +109,10 @@ async fn server_everything_prompts_are_got_through_a_read_only_tool() {
     let get = tool(&server, "every.get_prompt");
     assert!(get.spec().annotations().is_read_only());
     let description = get.spec().description();
-    assert!(description.contains("args-prompt(city, state?)"), "{description}");
+    assert!(
+        description.contains("args-prompt(city, state?)"),
+        "{description}"
+    );
     assert!(description.contains("simple-prompt()"), "{description}");
 
     let filled = get
@@ -159,7 +169,9 @@ async fn a_resource_is_read_in_explore_under_the_engine_and_can_be_left_out() {
         .map(|t| t.name().to_string())
         .collect();
     assert!(
-        !names.iter().any(|n| n == "every.read_resource" || n == "every.get_prompt"),
+        !names
+            .iter()
+            .any(|n| n == "every.read_resource" || n == "every.get_prompt"),
         "{names:?}"
     );
     server.shutdown().await;

@@ -49,7 +49,10 @@ async fn the_served_tool_list_is_paged_and_never_changes() {
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
     let info = client.peer_info().expect("the server's info");
     let capabilities = serde_json::to_value(&info.capabilities).unwrap();
-    assert_eq!(capabilities["tools"]["listChanged"], false, "{capabilities}");
+    assert_eq!(
+        capabilities["tools"]["listChanged"], false,
+        "{capabilities}"
+    );
 
     let first = client.list_tools(None).await.unwrap();
     assert_eq!(first.tools.len(), TOOLS_PAGE);
@@ -58,7 +61,9 @@ async fn the_served_tool_list_is_paged_and_never_changes() {
     assert_eq!(all.len(), 250);
     assert_eq!(all[249].name, "t.tool249");
     let bad = client
-        .list_tools(Some(PaginatedRequestParams::default().with_cursor(Some("999".into()))))
+        .list_tools(Some(
+            PaginatedRequestParams::default().with_cursor(Some("999".into())),
+        ))
         .await;
     assert!(bad.is_err(), "{bad:?}");
 
