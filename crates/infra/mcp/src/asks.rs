@@ -38,6 +38,34 @@ impl Asks {
     }
 }
 
+impl crate::ServerConfig {
+    /// Answers the server's `elicitation/create` (form mode) through `elicitor`, waiting
+    /// inside the tool call for at most [`ServerConfig::with_ask_timeout`] (default 5
+    /// minutes; no answer in time is `cancel`). Without one, elicitation is refused with a
+    /// reason and not declared.
+    #[must_use]
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.asks.elicitor = Some(elicitor);
+        self
+    }
+
+    /// Answers the server's `sampling/createMessage` (text) through `sampler`, which runs
+    /// the run's model under its budgets. Without one, sampling is refused with a reason
+    /// and not declared.
+    #[must_use]
+    pub fn with_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.asks.sampler = Some(sampler);
+        self
+    }
+
+    /// Sets how long an elicitation or a sampling request may wait for its answer.
+    #[must_use]
+    pub const fn with_ask_timeout(mut self, timeout: Duration) -> Self {
+        self.asks.timeout = Some(timeout);
+        self
+    }
+}
+
 impl fmt::Debug for Asks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Asks")
