@@ -35,6 +35,7 @@ mod approver;
 mod cli;
 mod commands;
 mod datadir;
+mod elicit;
 mod exit;
 mod inspect;
 mod ledger_file;

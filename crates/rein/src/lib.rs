@@ -104,7 +104,9 @@ pub type ToolBuilder = FnToolBuilder;
 pub mod tool {
     #[doc(inline)]
     pub use rein_tool::{
-        AnnotationsError, Digest, DynTool, Registry, RegistryError, SharedTool, Tool, ToolNameError,
+        AnnotationsError, Digest, DynTool, ElicitAnswer, Elicitation, Elicitor, Registry,
+        RegistryError, SampleError, SampleReply, SampleRequest, SampleRole, Sampler, SharedTool,
+        Tool, ToolNameError,
     };
 }
 
@@ -124,9 +126,9 @@ pub mod tool {
 pub mod mcp {
     #[doc(inline)]
     pub use rein_mcp::{
-        AnnotationOverride, Governor, Hints, ImportedTool, McpError, McpServer, McpTool, Refusal,
-        ServeError, ServerConfig, ServerName, ServerNameError, Session, Transport,
-        WideningOverride, serve_http, serve_stdio,
+        AnnotationOverride, Governor, Hints, ImportedTool, MAX_PAGES, McpError, McpServer, McpTool,
+        Progress, Refusal, ServeError, ServedPrompt, ServedResource, ServerConfig, ServerName,
+        ServerNameError, Session, TOOLS_PAGE, Transport, WideningOverride, serve_http, serve_stdio,
     };
     /// The boxed future [`Governor`] and [`Session`] return.
     pub use rein_tool::BoxFuture;

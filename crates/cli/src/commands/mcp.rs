@@ -47,7 +47,10 @@ pub(crate) enum McpCommand {
     /// are handed back to the session (up to 1000 per run) instead of ending it. The run
     /// finishes when the client disconnects; its id is printed on stderr. Over HTTP, a
     /// request whose Host or Origin is not a loopback one is refused (403): a web page
-    /// cannot reach rein through DNS rebinding.
+    /// cannot reach rein through DNS rebinding. The scenario's skills are offered as
+    /// prompts and the session run's ledger as the resource rein://run/ledger; each
+    /// decision taken for a call is sent to the client as a logging message (and progress,
+    /// when the client asks for it).
     #[command(after_help = SERVE_AFTER)]
     Serve(ServeArgs),
 }
@@ -112,6 +115,12 @@ pub(crate) async fn dispatch(command: McpCommand) -> CliResult {
 async fn serve(args: ServeArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
     let scenario = checked_scenario(&args.scenario, &data, args.workspace.as_deref())?;
+    if args.http.is_none() && scenario::mcp::elicits_at_terminal(&scenario) {
+        return Err(CliError::bad_input(format!(
+            "{}: an MCP server answers its elicitation from the terminal, but `rein mcp serve` on stdio reads its MCP client there; serve with --http, or leave \"elicitation\" out",
+            args.scenario.display()
+        )));
+    }
     let servers = scenario::mcp::connect(&scenario).await?;
     let bridge = Arc::new(Bridge::default());
     let (on_violation, on_tool_error) = serve_violations(None);
@@ -123,10 +132,17 @@ async fn serve(args: ServeArgs) -> CliResult {
         .build()
         .map_err(|e| build_error(&e, &data))?;
     bridge.route(&engine).map_err(CliError::bad_input)?;
+    // The same skills the engine was built with (`scenario::builder` loads them).
+    let skills = scenario
+        .skills
+        .as_deref()
+        .and_then(|dir| rein::tools::load_skills(dir).ok())
+        .unwrap_or_default();
     let governor = Arc::new(EngineGovernor {
         engine,
         bridge,
         goal: scenario.goal.clone(),
+        skills,
     });
     let served = match &args.http {
         None => rein::mcp::serve_stdio(governor).await,

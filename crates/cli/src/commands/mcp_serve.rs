@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 
-use rein::mcp::{BoxFuture, Governor, Refusal, Session};
+use rein::mcp::{BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedResource, Session};
 use rein::{
     Decision, Eligibility, Engine, EvidenceKind, IdGenerator, NoteSource, OnToolError, OnViolation,
     Payload, PlanRequest, Planner, PlannerError, RunId, RunSpec, State, ToolSpec, Transitions,
@@ -56,6 +56,8 @@ struct Call {
     tool: String,
     input: Value,
     reply: oneshot::Sender<Result<Value, Refusal>>,
+    /// Where the decisions taken for the call are reported to the client.
+    progress: Progress,
 }
 
 #[derive(Debug)]
@@ -147,6 +149,13 @@ impl Planner for BridgePlanner {
                     match next(route, state, &pending.call) {
                         Ok(decision) => {
                             let called = matches!(decision, Decision::CallTool { .. });
+                            pending.call.progress.report(match &decision {
+                                Decision::Transition { to, .. } => format!(
+                                    "`{}` is not eligible in {state}: walking the run to {to}",
+                                    pending.call.tool
+                                ),
+                                _ => format!("calling `{}` in {state}", pending.call.tool),
+                            });
                             slot.pending = Some(Pending {
                                 seen: evidence.len(),
                                 called,
@@ -266,12 +275,18 @@ pub(crate) struct EngineGovernor {
     pub(crate) engine: Engine,
     pub(crate) bridge: Arc<Bridge>,
     pub(crate) goal: String,
+    /// The scenario's skills, offered as prompts.
+    pub(crate) skills: Vec<rein::Skill>,
 }
+
+/// The resource holding a session's ledger.
+const LEDGER_URI: &str = "rein://run/ledger";
 
 /// One client's run.
 #[derive(Debug)]
 struct RunSession {
     id: RunId,
+    engine: Engine,
     calls: StdMutex<Option<mpsc::Sender<Call>>>,
     ended: Arc<OnceLock<String>>,
     done: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -280,6 +295,28 @@ struct RunSession {
 impl Governor for EngineGovernor {
     fn tools(&self) -> Vec<ToolSpec> {
         self.engine.tools().to_vec()
+    }
+
+    /// The scenario's skills, each a prompt holding its body.
+    fn prompts(&self) -> Vec<ServedPrompt> {
+        self.skills
+            .iter()
+            .map(|skill| ServedPrompt {
+                name: skill.name().to_owned(),
+                description: skill.description().to_owned(),
+                text: skill.body().to_owned(),
+            })
+            .collect()
+    }
+
+    /// The ledger of the session's run, as recorded so far.
+    fn resources(&self) -> Vec<ServedResource> {
+        vec![ServedResource {
+            uri: LEDGER_URI.to_owned(),
+            name: "ledger".to_owned(),
+            description: "this session's run: its ledger so far (every decision, approval and call, hash-chained), as JSON".to_owned(),
+            mime_type: "application/json".to_owned(),
+        }]
     }
 
     fn open(&self) -> BoxFuture<'_, Result<Box<dyn Session>, Refusal>> {
@@ -323,6 +360,7 @@ impl Governor for EngineGovernor {
             });
             let session: Box<dyn Session> = Box::new(RunSession {
                 id,
+                engine: self.engine.clone(),
                 calls: StdMutex::new(Some(tx)),
                 ended,
                 done: Mutex::new(Some(done)),
@@ -346,14 +384,25 @@ impl RunSession {
 }
 
 impl Session for RunSession {
-    fn call(&self, tool: String, input: Value) -> BoxFuture<'_, Result<Value, Refusal>> {
+    fn call(
+        &self,
+        tool: String,
+        input: Value,
+        progress: Progress,
+    ) -> BoxFuture<'_, Result<Value, Refusal>> {
         Box::pin(async move {
             let sender = self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let Some(sender) = sender else {
                 return Err(self.ended());
             };
             let (reply, answer) = oneshot::channel();
-            if sender.send(Call { tool, input, reply }).await.is_err() {
+            let call = Call {
+                tool,
+                input,
+                reply,
+                progress,
+            };
+            if sender.send(call).await.is_err() {
                 return Err(self.ended());
             }
             match answer.await {
@@ -366,6 +415,19 @@ impl Session for RunSession {
                     Err(self.ended())
                 }
             }
+        })
+    }
+
+    fn read(&self, uri: String) -> BoxFuture<'_, Result<String, Refusal>> {
+        Box::pin(async move {
+            if uri != LEDGER_URI {
+                return Err(Refusal::new(format!("no resource {uri:?}")));
+            }
+            let ledger = self.engine.ledger(&self.id).await.map_err(|e| {
+                Refusal::new(format!("the ledger of run {} cannot be read: {e}", self.id))
+            })?;
+            serde_json::to_string(&ledger)
+                .map_err(|e| Refusal::new(format!("the ledger cannot be written as JSON: {e}")))
         })
     }
 

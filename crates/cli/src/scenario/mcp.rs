@@ -17,8 +17,9 @@ use std::time::Duration;
 use rein::EngineBuilder;
 use rein::mcp::{AnnotationOverride, McpServer, ServerConfig, ServerName, Transport};
 
-use super::model::{Scenario, SecretValue, ToolDef, ToolKind};
+use super::model::{ElicitFrom, Scenario, SecretValue, ToolDef, ToolKind};
 use super::paths::ToolProblem;
+use crate::elicit::TerminalElicitor;
 use crate::exit::CliError;
 use crate::locate::JsonPath;
 
@@ -49,7 +50,7 @@ pub(crate) fn check(
             path.key(field),
             format!("`{field}` does not apply to an MCP server's tools"),
             Some(
-                "an MCP tool entry takes server, command (env, cwd) or url (headers), handshake_timeout_ms, overrides, exclude",
+                "an MCP tool entry takes server, command (env, cwd) or url (headers), handshake_timeout_ms, overrides, exclude, elicitation",
             ),
         ));
     }
@@ -181,6 +182,16 @@ pub(crate) fn config(def: &ToolDef, workspace: Option<&Path>) -> Option<ServerCo
     for tool in def.exclude.iter().flatten() {
         config = config.without_tool(tool.clone());
     }
+    if let Some(elicitation) = &def.elicitation {
+        match elicitation.from {
+            ElicitFrom::Terminal => {
+                config = config.with_elicitor(std::sync::Arc::new(TerminalElicitor));
+            }
+        }
+        if let Some(ms) = elicitation.timeout_ms {
+            config = config.with_ask_timeout(Duration::from_millis(ms));
+        }
+    }
     Some(config.with_roots(workspace.map(Path::to_path_buf)))
 }
 
@@ -263,6 +274,16 @@ pub(crate) async fn connect(scenario: &Scenario) -> Result<Vec<McpServer>, CliEr
         }
     }
     Ok(servers)
+}
+
+/// Whether a server of the scenario asks its elicitation questions at rein's terminal
+/// (stdin then cannot carry anything else, such as an MCP session).
+pub(crate) fn elicits_at_terminal(scenario: &Scenario) -> bool {
+    scenario.tools.iter().any(|def| {
+        def.elicitation
+            .as_ref()
+            .is_some_and(|e| e.from == ElicitFrom::Terminal)
+    })
 }
 
 /// `builder` with every imported tool of `servers` registered.

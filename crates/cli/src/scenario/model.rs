@@ -12,7 +12,9 @@ use serde_json::Map;
 
 mod tool;
 
-pub(crate) use tool::{Behavior, Builtin, IsolationDef, SecretValue, ToolDef, ToolKind};
+pub(crate) use tool::{
+    Behavior, Builtin, ElicitFrom, IsolationDef, SecretValue, ToolDef, ToolKind,
+};
 
 /// A scenario: a goal, the policies it runs under, the tools it may use, and a planner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,6 +35,7 @@
 //! object-safe [`DynTool`] twin, implemented for every [`Tool`].
 
 mod annotations;
+mod ask;
 mod attachment;
 mod digest;
 mod error;
@@ -46,6 +47,10 @@ mod spec;
 pub mod duration_ms;
 
 pub use annotations::{Annotations, AnnotationsError, RiskLevel};
+pub use ask::{
+    ElicitAnswer, Elicitation, Elicitor, SampleError, SampleReply, SampleRequest, SampleRole,
+    Sampler,
+};
 pub use attachment::{Attachment, AttachmentError};
 pub use digest::{Digest, DigestError};
 pub use error::ToolError;

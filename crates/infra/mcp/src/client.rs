@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use rein_tool::{Tool, ToolError, ToolOutput, ToolSpec};
 
+use crate::catalog::{self, Kind};
 use crate::link::Link;
 use crate::table::{ImportedTool, build_table};
 use crate::{McpError, ServerConfig, ServerName};
@@ -61,6 +62,7 @@ pub struct McpServer {
 #[derive(Clone)]
 pub struct McpTool {
     link: Arc<Link>,
+    kind: Kind,
     remote: Arc<str>,
     spec: ToolSpec,
 }
@@ -80,7 +82,10 @@ impl McpServer {
             let (service, pid, listed) = link.open(true).await?;
             state.service = Some(service);
             state.pid = pid;
-            listed.unwrap_or_default()
+            listed.unwrap_or(crate::catalog::Listing {
+                tools: Vec::new(),
+                extras: Vec::new(),
+            })
         };
         let table = build_table(&link.config, &listed)?;
         Ok(Self {
@@ -111,6 +116,7 @@ impl McpServer {
             .iter()
             .map(|t| McpTool {
                 link: self.link.clone(),
+                kind: t.kind(),
                 remote: t.remote_name().into(),
                 spec: t.spec().clone(),
             })
@@ -136,15 +142,7 @@ impl McpServer {
     /// # Errors
     /// As [`McpServer::connect`] for listing and building the table; the old table stays.
     pub async fn refresh(&self) -> Result<bool, McpError> {
-        let (peer, _) = self
-            .link
-            .peer()
-            .await
-            .map_err(|e| self.link.list_error(e.to_string()))?;
-        let listed = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| self.link.list_error(crate::reason::describe(&e)))?;
+        let listed = self.link.relist().await?;
         let table: Arc<[ImportedTool]> = build_table(&self.link.config, &listed)?.into();
         let mut current = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let changed = *current != table;
@@ -224,6 +222,25 @@ impl Tool for McpTool {
                 )));
             }
         };
+        match self.kind {
+            Kind::Tool => {}
+            Kind::ReadResource => {
+                let request = catalog::read_request(&Value::Object(arguments))?;
+                let (peer, generation) = self.link.peer().await?;
+                return match peer.read_resource(request).await {
+                    Ok(result) => Ok(catalog::read_output(&result)),
+                    Err(error) => Err(self.link.call_failed(&self.remote, error, generation).await),
+                };
+            }
+            Kind::GetPrompt => {
+                let request = catalog::prompt_request(&Value::Object(arguments))?;
+                let (peer, generation) = self.link.peer().await?;
+                return match peer.get_prompt(request).await {
+                    Ok(result) => Ok(catalog::prompt_output(&result)),
+                    Err(error) => Err(self.link.call_failed(&self.remote, error, generation).await),
+                };
+            }
+        }
         let (peer, generation) = self.link.peer().await?;
         let params = CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
         match peer.call_tool(params).await {

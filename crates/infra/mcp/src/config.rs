@@ -252,6 +252,9 @@ pub struct ServerConfig {
     /// The directories the server may work in, answered to its `roots/list`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     roots: Vec<PathBuf>,
+    /// The ports answering the server's elicitation and sampling requests.
+    #[serde(skip)]
+    pub(crate) asks: crate::asks::Asks,
 }
 
 fn default_handshake() -> Duration {
@@ -310,6 +313,11 @@ impl ServerConfig {
             tools: BTreeMap::new(),
             exclude: Vec::new(),
             roots: Vec::new(),
+            asks: crate::asks::Asks {
+                elicitor: None,
+                sampler: None,
+                timeout: None,
+            },
         }
     }
 

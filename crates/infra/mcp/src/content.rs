@@ -62,6 +62,24 @@ pub(crate) fn split(content: Vec<ContentBlock>) -> (Value, Vec<Attachment>) {
     (Value::Array(shown), attachments)
 }
 
+/// The stub of a base64 `blob` (a resource's binary contents) kept as attachment `name`.
+pub(crate) fn attach_blob(
+    output: &mut Vec<Attachment>,
+    name: &str,
+    media_type: &str,
+    uri: String,
+    blob: &str,
+) -> Value {
+    attach(
+        output,
+        "resource",
+        name,
+        media_type,
+        Some(uri),
+        decode(blob),
+    )
+}
+
 /// Why a block's bytes were not kept.
 enum Dropped {
     TooLarge(usize),

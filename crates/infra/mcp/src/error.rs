@@ -96,6 +96,20 @@ pub enum McpError {
         /// The tail of the server's stderr, when it is a child process.
         stderr: String,
     },
+    /// A listing (tools, resources, resource templates, prompts) still had a next page
+    /// after [`crate::MAX_PAGES`] pages: the server repeats its cursor, or offers far more
+    /// than a run could use.
+    #[error(
+        "mcp server `{server}` listed its {what} over more than {pages} pages without an end; rein stops there: fix the server's `nextCursor`, or leave the server out"
+    )]
+    TooManyPages {
+        /// The server.
+        server: ServerName,
+        /// What was listed: `tools`, `resources`, `resource templates` or `prompts`.
+        what: &'static str,
+        /// How many pages were read.
+        pages: usize,
+    },
     /// Two of the server's tools map onto the same rein name.
     #[error(
         "mcp server `{server}`: tools {first:?} and {second:?} both map to the rein name `{name}`; leave one out with `exclude`"
@@ -184,6 +198,7 @@ impl McpError {
             | Self::Refused { server, .. }
             | Self::HandshakeTimeout { server, .. }
             | Self::List { server, .. }
+            | Self::TooManyPages { server, .. }
             | Self::Collision { server, .. }
             | Self::InvalidSchema { server, .. }
             | Self::Widening { server, .. }

@@ -1,7 +1,7 @@
 //! rein's side of a session with a server it imports: what it says of itself in
 //! `initialize`, and its answers to the server's own requests — the list-changed note, the
-//! roots (the scenario's workspace), and a refusal, with its reason, of sampling and
-//! elicitation.
+//! roots (the scenario's workspace), and sampling and elicitation through the operator's
+//! ports (`asks.rs`), refused with a reason without them.
 
 // SEP-2577 deprecates roots and sampling, but servers still send both: rein answers them
 // until rmcp drops their types.
@@ -15,17 +15,11 @@ use std::path::{Path, PathBuf};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ListRootsResult, Root, RootsCapabilities,
+    ElicitRequestParams, ElicitResult, ListRootsResult, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::watch;
-
-/// Why rein does not sample for a server.
-const NO_SAMPLING: &str = "rein offers no sampling: a model call made for a server would escape the run's budgets, policies and ledger";
-
-/// Why rein does not answer elicitation.
-const NO_ELICITATION: &str = "rein answers no elicitation: a governed run takes input only from its planner, its approver and `rein resume`; give the tool what it needs in its arguments";
 
 /// Our side of the MCP session with one server.
 #[derive(Clone)]
@@ -34,6 +28,16 @@ pub(crate) struct Handler {
     pub(crate) changes: watch::Sender<u64>,
     /// The directories the server may work in, as `roots/list` answers them.
     pub(crate) roots: Vec<PathBuf>,
+    /// The server's name, for the ports to say who asks.
+    pub(crate) server: String,
+    /// The ports answering elicitation and sampling (none: refused with a reason).
+    pub(crate) asks: crate::asks::Asks,
+}
+
+fn parsed<T: serde::de::DeserializeOwned>(
+    value: Result<serde_json::Value, ErrorData>,
+) -> Result<T, ErrorData> {
+    serde_json::from_value(value?).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 impl ClientHandler for Handler {
@@ -55,34 +59,36 @@ impl ClientHandler for Handler {
 
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            NO_SAMPLING,
-            None,
-        ))
+        let params = serde_json::to_value(params).unwrap_or_default();
+        parsed(crate::asks::sample(&self.asks, &self.server, params).await)
     }
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            NO_ELICITATION,
-            None,
-        ))
+        let params = serde_json::to_value(request).unwrap_or_default();
+        parsed(crate::asks::elicit(&self.asks, &self.server, params).await)
     }
 
     fn get_info(&self) -> ClientConfig {
-        // Roots only when there are some; never sampling or elicitation.
+        // Roots only when there are some; sampling and elicitation only with their ports.
         let mut capabilities = ClientCapabilities::default();
         if !self.roots.is_empty() {
             capabilities.roots = Some(RootsCapabilities::default());
         }
+        let mut declared = serde_json::to_value(&capabilities).unwrap_or_default();
+        if self.asks.elicitor.is_some() {
+            declared["elicitation"] = serde_json::json!({"form": {}});
+        }
+        if self.asks.sampler.is_some() {
+            declared["sampling"] = serde_json::json!({});
+        }
+        let capabilities = serde_json::from_value(declared).unwrap_or(capabilities);
         ClientConfig::new(capabilities, crate::implementation())
     }
 }

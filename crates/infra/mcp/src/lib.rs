@@ -6,6 +6,12 @@
 //! ([`McpTool`]). A server tool name rein does not accept is mapped (and
 //! [`ImportedTool::was_mapped`] says so); two tools that map to one name are an error.
 //!
+//! Its resources and prompts, when it has some, become two more read-only tools:
+//! `SERVER.read_resource` (a URI in, the contents out; the description names the resources
+//! and URI templates) and `SERVER.get_prompt` (a prompt's name and arguments in, its
+//! messages out). `exclude` and `tools` name them `resources/read` and `prompts/get`.
+//! Every listing follows the server's cursors for at most [`MAX_PAGES`] pages.
+//!
 //! MCP's hints become [`rein_tool::Annotations`] ([`Hints::annotations`]): a missing hint
 //! takes MCP's cautious default (not read-only, destructive, not idempotent, open world), so
 //! an unannotated tool runs only in `act` and falls under the approval policy. Operators
@@ -28,6 +34,8 @@
 //! ```
 
 mod annotations;
+mod asks;
+mod catalog;
 mod client;
 mod config;
 mod content;
@@ -36,15 +44,18 @@ mod handler;
 mod inbound;
 mod link;
 mod names;
+mod offer;
 mod reason;
 mod serve;
 mod table;
 
 pub use annotations::{AnnotationOverride, Hints, WideningOverride};
+pub use catalog::MAX_PAGES;
 pub use client::{McpServer, McpTool};
 pub use config::{ServerConfig, ServerName, ServerNameError, Transport};
 pub use error::McpError;
-pub use serve::{Governor, Refusal, ServeError, Session, serve_http, serve_stdio};
+pub use offer::{Progress, ServedPrompt, ServedResource};
+pub use serve::{Governor, Refusal, ServeError, Session, TOOLS_PAGE, serve_http, serve_stdio};
 pub use table::ImportedTool;
 
 /// How rein names itself to an MCP peer (`clientInfo`, `serverInfo`): `rein` and its version.

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use rein_tool::ToolError;
 
+use crate::catalog::ListFailure;
 use crate::handler::Handler;
 use crate::reason::{self, HandshakeFailure};
 use crate::{McpError, ServerConfig, Transport};
@@ -79,7 +80,7 @@ impl Link {
         (
             RunningService<RoleClient, Handler>,
             Option<u32>,
-            Option<Vec<rmcp::model::Tool>>,
+            Option<crate::catalog::Listing>,
         ),
         McpError,
     > {
@@ -87,6 +88,8 @@ impl Link {
         let handler = Handler {
             changes: self.changes.clone(),
             roots: self.config.roots().to_vec(),
+            server: self.config.name().to_string(),
+            asks: self.config.asks.clone(),
         };
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();
@@ -145,12 +148,17 @@ impl Link {
         let session = async {
             let service = handshake.await.map_err(|e| reason::handshake(&e))?;
             let listed = if list {
-                Some(service.peer().list_all_tools().await.map_err(|e| {
-                    HandshakeFailure::Other(format!(
-                        "listing its tools failed: {}",
-                        reason::describe(&e)
-                    ))
-                })?)
+                Some(
+                    crate::catalog::list(service.peer())
+                        .await
+                        .map_err(|e| match e {
+                            ListFailure::Service(e) => HandshakeFailure::Other(format!(
+                                "listing what it offers failed: {}",
+                                reason::describe(&e)
+                            )),
+                            ListFailure::TooManyPages(what) => HandshakeFailure::TooManyPages(what),
+                        })?,
+                )
             } else {
                 None
             };
@@ -165,6 +173,11 @@ impl Link {
                 server,
                 target,
                 status,
+            }),
+            Ok(Err(HandshakeFailure::TooManyPages(what))) => Err(McpError::TooManyPages {
+                server,
+                what,
+                pages: crate::MAX_PAGES,
             }),
             Ok(Err(HandshakeFailure::Other(reason))) => Err(McpError::Handshake {
                 server,
@@ -310,6 +323,22 @@ impl Link {
             reason,
             stderr: self.stderr_tail(),
         }
+    }
+
+    /// Lists what the server offers again (tools, resources, prompts).
+    pub(crate) async fn relist(&self) -> Result<crate::catalog::Listing, McpError> {
+        let (peer, _) = self
+            .peer()
+            .await
+            .map_err(|e| self.list_error(e.to_string()))?;
+        crate::catalog::list(&peer).await.map_err(|e| match e {
+            ListFailure::Service(e) => self.list_error(reason::describe(&e)),
+            ListFailure::TooManyPages(what) => McpError::TooManyPages {
+                server: self.config.name().clone(),
+                what,
+                pages: crate::MAX_PAGES,
+            },
+        })
     }
 
     /// The stderr tail of a child that has just died: a child that exits closes stdout

@@ -26,6 +26,8 @@ pub(crate) enum HandshakeFailure {
     Refused(u16),
     /// Anything else, described.
     Other(String),
+    /// A listing handed out cursors for more than [`crate::MAX_PAGES`] pages.
+    TooManyPages(&'static str),
 }
 
 /// What went wrong during the handshake.

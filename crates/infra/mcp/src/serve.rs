@@ -2,20 +2,41 @@
 //! an MCP client; every client session opens one governed [`Session`], which decides what a
 //! call may do (the engine behind it: eligibility, approval, budgets, resilience, ledger).
 //!
+//! Besides tools, a governor may offer prompts (static texts: the CLI offers the scenario's
+//! skills) and resources each session reads through its [`Session`] (the CLI: the session
+//! run's ledger). What a session reports while a call runs ([`Progress`]) reaches the
+//! client as `notifications/message` (logging) and, when the client sent a progress token,
+//! `notifications/progress`. The tool list is paged ([`TOOLS_PAGE`] a page) and never
+//! changes while serving (`listChanged` is `false`).
+//!
 //! This crate knows nothing of the engine: the governor is a port the caller implements
 //! (the `rein` CLI implements it with an engine run per session).
 
+// SEP-2577 deprecates logging, but clients still read it: rein sends it until rmcp drops
+// its types.
+#![expect(
+    deprecated,
+    reason = "logging is deprecated by SEP-2577, still read by clients"
+)]
+
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig as McpServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, ListPromptsResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig as McpServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, mpsc};
+
+use crate::offer::{Progress, ServedPrompt, ServedResource};
 
 use rein_tool::{BoxFuture, ToolSpec};
 
@@ -31,6 +52,17 @@ pub trait Governor: Send + Sync + 'static {
 
     /// Opens the governed session of a new client.
     fn open(&self) -> BoxFuture<'_, Result<Box<dyn Session>, Refusal>>;
+
+    /// The prompts offered to clients (none by default); the same for the governor's life.
+    fn prompts(&self) -> Vec<ServedPrompt> {
+        Vec::new()
+    }
+
+    /// The resources every session offers, read through [`Session::read`] (none by
+    /// default); the same for the governor's life.
+    fn resources(&self) -> Vec<ServedResource> {
+        Vec::new()
+    }
 }
 
 /// One client's governed session (a run, for the CLI).
@@ -41,8 +73,20 @@ pub trait Governor: Send + Sync + 'static {
 ///   panic on any input.
 /// - `close` is called once when the client goes away; it ends the session.
 pub trait Session: Send + Sync + 'static {
-    /// Calls `tool` with `input` under the session's policies.
-    fn call(&self, tool: String, input: Value) -> BoxFuture<'_, Result<Value, Refusal>>;
+    /// Calls `tool` with `input` under the session's policies, reporting to `progress`
+    /// what it does on the way (each report reaches the client as it happens).
+    fn call(
+        &self,
+        tool: String,
+        input: Value,
+        progress: Progress,
+    ) -> BoxFuture<'_, Result<Value, Refusal>>;
+
+    /// Reads the resource `uri` (one of [`Governor::resources`]) as text; by default
+    /// refuses (a governor offering resources overrides this).
+    fn read(&self, uri: String) -> BoxFuture<'_, Result<String, Refusal>> {
+        Box::pin(async move { Err(Refusal::new(format!("no resource {uri:?}"))) })
+    }
 
     /// Ends the session.
     fn close(&self) -> BoxFuture<'_, ()>;
@@ -71,6 +115,12 @@ impl Refusal {
         &self.message
     }
 }
+
+/// How many tools one `tools/list` page holds.
+pub const TOOLS_PAGE: usize = 100;
+
+/// How long a finished call waits for its last reports to be sent before answering.
+const LAST_REPORTS: Duration = Duration::from_secs(1);
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -175,7 +225,12 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 struct Proxy {
     governor: Arc<dyn Governor>,
     tools: Arc<[rmcp::model::Tool]>,
+    prompts: Arc<[ServedPrompt]>,
+    resources: Arc<[ServedResource]>,
     session: Arc<OnceCell<Box<dyn Session>>>,
+    /// The least severe logging level the client wants (`logging/setLevel`), as
+    /// [`level_rank`] numbers it.
+    log_level: Arc<AtomicU8>,
 }
 
 impl fmt::Debug for Proxy {
@@ -203,9 +258,61 @@ impl Proxy {
     fn new(governor: Arc<dyn Governor>) -> Self {
         let tools = governor.tools().iter().filter_map(mcp_tool).collect();
         Self {
-            governor,
             tools,
+            prompts: governor.prompts().into(),
+            resources: governor.resources().into(),
+            governor,
             session: Arc::new(OnceCell::new()),
+            log_level: Arc::new(AtomicU8::new(level_rank(LoggingLevel::Info))),
+        }
+    }
+
+    async fn session(&self) -> Result<&dyn Session, Refusal> {
+        self.session
+            .get_or_try_init(|| self.governor.open())
+            .await
+            .map(AsRef::as_ref)
+    }
+}
+
+/// MCP's logging levels, least severe first.
+const fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// Sends each report of a call to the client until the call's [`Progress`] is dropped:
+/// a logging message (level info, logger `rein`) when the client's level lets it through,
+/// and a progress notification when the client asked for one.
+async fn pass_on(
+    mut reports: mpsc::Receiver<String>,
+    peer: rmcp::Peer<RoleServer>,
+    token: Option<rmcp::model::ProgressToken>,
+    log_level: Arc<AtomicU8>,
+) {
+    let mut done = 0_u32;
+    while let Some(message) = reports.recv().await {
+        done = done.saturating_add(1);
+        if log_level.load(Ordering::Relaxed) <= level_rank(LoggingLevel::Info) {
+            let mut log = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(message));
+            log.logger = Some("rein".to_owned());
+            let _ = peer.notify_logging_message(log).await;
+        }
+        if let Some(token) = &token {
+            let progress = serde_json::from_value::<ProgressNotificationParam>(json!({
+                "progressToken": token, "progress": done, "message": message
+            }));
+            if let Ok(progress) = progress {
+                let _ = peer.notify_progress(progress).await;
+            }
         }
     }
 }
@@ -248,23 +355,104 @@ fn mcp_result(output: Value) -> CallToolResult {
 
 impl ServerHandler for Proxy {
     fn get_info(&self) -> McpServerConfig {
-        McpServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(crate::implementation())
+        // The tool set is fixed for the governor's life: no list ever changes.
+        let mut capabilities = json!({"tools": {"listChanged": false}, "logging": {}});
+        if !self.prompts.is_empty() {
+            capabilities["prompts"] = json!({"listChanged": false});
+        }
+        if !self.resources.is_empty() {
+            capabilities["resources"] = json!({"listChanged": false, "subscribe": false});
+        }
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(capabilities).unwrap_or_default();
+        McpServerConfig::new(capabilities).with_server_info(crate::implementation())
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        serde_json::from_value(json!({ "tools": &*self.tools }))
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < self.tools.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "the cursor {cursor:?} is not one rein handed out; list again without a cursor"
+                        ),
+                        None,
+                    )
+                })?,
+        };
+        let end = start.saturating_add(TOOLS_PAGE).min(self.tools.len());
+        let mut page = json!({ "tools": &self.tools[start..end] });
+        if end < self.tools.len() {
+            page["nextCursor"] = json!(end.to_string());
+        }
+        serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level
+            .store(level_rank(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        crate::offer::list_prompts(&self.prompts)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        crate::offer::get_prompt(&self.prompts, &request.name).map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        crate::offer::list_resources(&self.resources)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some(resource) = self.resources.iter().find(|r| r.uri == request.uri) else {
+            return Err(crate::offer::no_resource(&request.uri, &self.resources));
+        };
+        let session = self
+            .session()
+            .await
+            .map_err(|refusal| ErrorData::internal_error(refusal.message, None))?;
+        let text = session
+            .read(request.uri.clone())
+            .await
+            .map_err(|refusal| ErrorData::internal_error(refusal.message, None))?;
+        crate::offer::contents(resource, &text).map(Into::into)
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if !self.tools.iter().any(|t| t.name == request.name) {
             return Err(ErrorData::invalid_params(
@@ -275,15 +463,27 @@ impl ServerHandler for Proxy {
                 None,
             ));
         }
-        let session = self.session.get_or_try_init(|| self.governor.open()).await;
-        let session = match session {
+        let session = match self.session().await {
             Ok(session) => session,
             Err(refusal) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(refusal.message)]).into());
             }
         };
+        let (progress, reports) = Progress::channel();
+        let passing = tokio::spawn(pass_on(
+            reports,
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.log_level.clone(),
+        ));
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let result = match session.call(request.name.to_string(), input).await {
+        let outcome = session
+            .call(request.name.to_string(), input, progress)
+            .await;
+        // The reports of the call go out before its answer (the session drops its
+        // progress when it answers; a session that kept it is not waited for long).
+        let _ = tokio::time::timeout(LAST_REPORTS, passing).await;
+        let result = match outcome {
             Ok(output) => mcp_result(output),
             Err(refusal) => CallToolResult::error(vec![ContentBlock::text(refusal.message)]),
         };

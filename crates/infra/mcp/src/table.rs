@@ -8,6 +8,7 @@ use rein_tool::{Annotations, ToolName, ToolSpec};
 use serde_json::Value;
 
 use crate::annotations::Hints;
+use crate::catalog::Kind;
 use crate::{McpError, ServerConfig, names};
 
 /// One server tool as rein imported it: its name on the server and in rein, whether the
@@ -15,6 +16,7 @@ use crate::{McpError, ServerConfig, names};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportedTool {
     remote: String,
+    kind: Kind,
     mapped: bool,
     hints: Hints,
     spec: ToolSpec,
@@ -56,19 +58,36 @@ impl ImportedTool {
     pub const fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+
+    /// What a call asks the server.
+    pub(crate) const fn kind(&self) -> Kind {
+        self.kind
+    }
 }
 
-/// Builds the tool table from a listing: names mapped, collisions refused, schemas checked,
-/// overrides applied (narrow-only unless marked), excluded tools left out.
+/// Builds the tool table from a listing (the server's tools, then the tools standing for its
+/// resources and prompts): names mapped, collisions refused, schemas checked, overrides
+/// applied (narrow-only unless marked), excluded tools left out.
 pub(crate) fn build_table(
     config: &ServerConfig,
-    listed: &[rmcp::model::Tool],
+    listing: &crate::catalog::Listing,
 ) -> Result<Vec<ImportedTool>, McpError> {
     let server = config.name();
+    let listed: Vec<(&rmcp::model::Tool, Kind)> = listing
+        .tools
+        .iter()
+        .map(|t| (t, Kind::Tool))
+        .chain(
+            listing
+                .extras
+                .iter()
+                .map(|t| (t, Kind::of_extra(t.name.as_ref()))),
+        )
+        .collect();
     let available = || {
         listed
             .iter()
-            .map(|t| t.name.as_ref())
+            .map(|(t, _)| t.name.as_ref())
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -79,7 +98,7 @@ pub(crate) fn build_table(
         .map(String::as_str)
         .chain(config.overridden());
     for tool in named {
-        if !listed.iter().any(|t| t.name == tool) {
+        if !listed.iter().any(|(t, _)| t.name == tool) {
             return Err(McpError::UnknownTool {
                 server: server.clone(),
                 tool: tool.to_owned(),
@@ -89,15 +108,16 @@ pub(crate) fn build_table(
     }
     let mut seen: BTreeMap<ToolName, String> = BTreeMap::new();
     let mut table = Vec::with_capacity(listed.len());
-    for tool in listed {
+    for (tool, kind) in listed {
         let remote = tool.name.as_ref();
         if config.excludes(remote) {
             continue;
         }
-        let (name, mapped) = names::rein_name(server, remote).map_err(|source| McpError::Name {
-            server: server.clone(),
-            source,
-        })?;
+        let (name, mapped) =
+            names::rein_name(server, kind.local_name(remote)).map_err(|source| McpError::Name {
+                server: server.clone(),
+                source,
+            })?;
         if let Some(first) = seen.insert(name.clone(), remote.to_owned()) {
             return Err(McpError::Collision {
                 server: server.clone(),
@@ -155,7 +175,8 @@ pub(crate) fn build_table(
         }
         table.push(ImportedTool {
             remote: remote.to_owned(),
-            mapped,
+            kind,
+            mapped: mapped || kind != Kind::Tool,
             hints,
             spec,
         });

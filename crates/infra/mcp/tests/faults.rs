@@ -455,3 +455,19 @@ async fn shutdown_closes_the_child_and_later_calls_fail_for_good() {
     );
     let _unused: Value = Value::Null;
 }
+
+#[tokio::test]
+async fn a_listing_that_never_ends_is_a_typed_error_after_the_page_limit() {
+    let error = McpServer::connect(config(&["--endless-pages"]))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(error, McpError::TooManyPages { what: "tools", pages, .. } if pages == rein_mcp::MAX_PAGES),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("mcp server `srv`") && message.contains("nextCursor"),
+        "{message}"
+    );
+}

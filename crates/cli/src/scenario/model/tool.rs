@@ -79,12 +79,34 @@ pub(crate) struct ToolDef {
     /// The server's tools not to import.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) exclude: Option<Vec<String>>,
+    /// How the MCP server's elicitation requests are answered (absent: refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) elicitation: Option<ElicitationDef>,
     /// The configuration of the built-in `shell.run` (required with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shell: Option<ShellDef>,
     /// The configuration of the built-in `http.fetch` (no hosts when absent: nothing allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) http: Option<HttpDef>,
+}
+
+/// Who answers an MCP server's elicitation requests, and how long a tool call waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ElicitationDef {
+    /// Who answers.
+    pub(crate) from: ElicitFrom,
+    /// How long a question waits for its answer (default 300000); none in time: `cancel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+/// Who answers an MCP server's elicitation requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ElicitFrom {
+    /// The person at rein's terminal: the question on stderr, one line of JSON on stdin.
+    Terminal,
 }
 
 /// An MCP `env` or `headers` value. Such values often hold tokens, so rein never stores

@@ -10,7 +10,8 @@
 //! Flags: `--invalid-schema` adds a tool whose input schema is not an object schema;
 //! `--collide` adds the tools `a b` and `a_b` (one rein name); `--silent` never answers the
 //! handshake; `--exit` writes to stderr and exits at start; `--crash-after N` exits on the
-//! Nth call of `crash` only (earlier ones answer).
+//! Nth call of `crash` only (earlier ones answer); `--endless-pages` hands out a next cursor
+//! on every page of its tools, forever.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -28,6 +29,7 @@ const PAGE: usize = 3;
 struct Faulty {
     invalid_schema: bool,
     collide: bool,
+    endless_pages: bool,
     crash_after: u64,
     grown: AtomicUsize,
     calls: AtomicU64,
@@ -97,6 +99,8 @@ impl ServerHandler for Faulty {
         let mut page = json!({"tools": tools[start.min(end)..end]});
         if end < tools.len() {
             page["nextCursor"] = json!(end.to_string());
+        } else if self.endless_pages {
+            page["nextCursor"] = json!("0");
         }
         serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
@@ -179,6 +183,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Faulty {
         invalid_schema: has("--invalid-schema"),
         collide: has("--collide"),
+        endless_pages: has("--endless-pages"),
         crash_after,
         grown: AtomicUsize::new(0),
         calls: AtomicU64::new(0),
