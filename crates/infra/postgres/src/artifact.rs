@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rein_artifact::{ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, StoreOptions};
 
+use crate::failure::Explain;
 use crate::stores::Shared;
 
 /// An [`ArtifactStore`] in PostgreSQL: table `rein_artifacts`, one row per content keyed
@@ -20,10 +21,10 @@ pub struct PgArtifactStore {
     shared: Arc<Shared>,
 }
 
-fn backend(context: String, source: impl Into<rein_run::BoxError>) -> ArtifactError {
+fn backend(context: String, source: impl Explain) -> ArtifactError {
     ArtifactError::Backend {
         context,
-        source: source.into(),
+        source: source.explain(),
     }
 }
 

@@ -87,10 +87,17 @@ pub enum PgError {
 }
 
 impl PgError {
-    pub(crate) fn query(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
+    pub(crate) fn query(context: impl Into<String>, source: impl crate::failure::Explain) -> Self {
         Self::Query {
             context: context.into(),
-            source: source.into(),
+            source: source.explain(),
+        }
+    }
+
+    pub(crate) fn connect(target: impl Into<String>, source: impl crate::failure::Explain) -> Self {
+        Self::Connect {
+            target: target.into(),
+            source: source.explain(),
         }
     }
 }

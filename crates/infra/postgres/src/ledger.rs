@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use rein_ledger::{Entry, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LoadedLedger};
-use rein_run::{BoxError, Digest, RunId};
+use rein_run::{Digest, RunId};
 
+use crate::failure::Explain;
 use crate::lease;
 use crate::stores::Shared;
 
@@ -27,10 +28,10 @@ pub struct PgLedgerStore {
     shared: Arc<Shared>,
 }
 
-fn backend(context: String, source: impl Into<BoxError>) -> LedgerStoreError {
+fn backend(context: String, source: impl Explain) -> LedgerStoreError {
     LedgerStoreError::Backend {
         context,
-        source: source.into(),
+        source: source.explain(),
     }
 }
 
@@ -286,7 +287,7 @@ impl LedgerStore for PgLedgerStore {
                 Some((seq_of(row.get(0)), hash))
             }
         };
-        follows(seq, entry.prev(), last).map_err(|e| backend(context(), e))?;
+        follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
         tx.execute(
             "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
              VALUES ($1, $2, $3, $4, $5)",

@@ -26,6 +26,7 @@
 mod artifact;
 mod config;
 mod error;
+mod failure;
 mod lease;
 mod ledger;
 mod run;

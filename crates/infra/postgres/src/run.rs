@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rein_run::{Run, RunId, RunStore, RunStoreError};
 
+use crate::failure::Explain;
 use crate::lease;
 use crate::stores::Shared;
 
@@ -18,10 +19,10 @@ pub struct PgRunStore {
     shared: Arc<Shared>,
 }
 
-fn backend(context: String, source: impl Into<rein_run::BoxError>) -> RunStoreError {
+fn backend(context: String, source: impl Explain) -> RunStoreError {
     RunStoreError::Backend {
         context,
-        source: source.into(),
+        source: source.explain(),
     }
 }
 

@@ -3,6 +3,7 @@
 use deadpool_postgres::Pool;
 
 use crate::PgError;
+use crate::failure::Explain;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
 /// Append only: a released migration never changes.
@@ -47,16 +48,13 @@ const MIGRATION_LOCK: i64 = 0x7265_696e;
 /// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one. One transaction: a
 /// failed migration leaves the schema as it was.
 pub(crate) async fn migrate(pool: &Pool, target: &str) -> Result<i32, PgError> {
-    let connect = |source: deadpool_postgres::PoolError| PgError::Connect {
-        target: target.to_owned(),
-        source: Box::new(source),
-    };
+    let connect = |source: deadpool_postgres::PoolError| PgError::connect(target, source);
     let mut client = pool.get().await.map_err(connect)?;
     let failed = |version: i32| {
         move |source: tokio_postgres::Error| PgError::Migrate {
             target: target.to_owned(),
             version,
-            source: Box::new(source),
+            source: source.explain(),
         }
     };
     let tx = client.transaction().await.map_err(failed(0))?;

@@ -73,10 +73,7 @@ impl PgStores {
             .wait_timeout(Some(Duration::from_secs(30)))
             .create_timeout(Some(Duration::from_secs(15)))
             .build()
-            .map_err(|source| PgError::Connect {
-                target: target.clone(),
-                source: Box::new(source),
-            })?;
+            .map_err(|source| PgError::connect(&target, source))?;
         schema::migrate(&pool, &target).await?;
         let shared = Arc::new(Shared {
             pool,

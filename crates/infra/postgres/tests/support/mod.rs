@@ -12,10 +12,10 @@ use tokio_postgres::NoTls;
 /// under target/pg/. Without either the test fails, saying how to start one: a PostgreSQL
 /// suite that skips itself silently would let every store bug through.
 pub fn url() -> String {
-    if let Ok(url) = std::env::var("REIN_TEST_PG_URL") {
-        if !url.trim().is_empty() {
-            return url.trim().to_owned();
-        }
+    if let Ok(url) = std::env::var("REIN_TEST_PG_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_owned();
     }
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/pg/url");
     match std::fs::read_to_string(&file) {
