@@ -311,8 +311,28 @@ pub(crate) struct ReplayArgs {
 pub(crate) enum RunsCommand {
     /// The runs in the data directory, oldest first, with status and age; a child run is
     /// listed under the run that delegated to it, indented.
-    #[command(after_help = "Examples:\n  rein runs list\n  rein runs list --data-dir /tmp/rein")]
-    List(DataDirArg),
+    #[command(
+        after_help = "Examples:\n  rein runs list\n  rein runs list --data-dir /tmp/rein\n  rein runs list --store postgres://rein@db/rein"
+    )]
+    List(RunsListArgs),
+}
+
+/// `rein runs list`.
+#[derive(Debug, Args)]
+pub(crate) struct RunsListArgs {
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
+}
+
+/// A shared store in place of the data directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct StoreArg {
+    /// A PostgreSQL store (postgres://user:password@host:port/database) to read instead of
+    /// the data directory; see docs/POSTGRES.md.
+    #[arg(long, value_name = "URL", env = "REIN_STORE", hide_env_values = true)]
+    pub(crate) store: Option<String>,
 }
 
 /// `rein ledger …`.
@@ -328,6 +348,40 @@ pub(crate) enum LedgerCommand {
         after_help = "Examples:\n  rein ledger show 0193c6a2-...\n  rein ledger show 0193c6a2-... --json | jq '.[] | .event.type'"
     )]
     Show(LedgerShowArgs),
+    /// Write a run's ledger from a PostgreSQL store as its JSONL file, byte for byte.
+    #[command(
+        after_help = "Examples:\n  rein ledger export 0193c6a2-... --store postgres://rein@db/rein > run.jsonl"
+    )]
+    Export(LedgerExportArgs),
+    /// Store a JSONL ledger file in a PostgreSQL store (verified first; a run that has a
+    /// ledger there already is refused).
+    #[command(
+        after_help = "Examples:\n  rein ledger import .rein/ledgers/0193c6a2-....jsonl --store postgres://rein@db/rein"
+    )]
+    Import(LedgerImportArgs),
+}
+
+/// `rein ledger export`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerExportArgs {
+    /// The run whose ledger to export.
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `rein ledger import`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerImportArgs {
+    /// The ledger file (.jsonl).
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// A ledger, by run id or file.
@@ -345,6 +399,8 @@ pub(crate) struct LedgerArgs {
 pub(crate) struct LedgerVerifyArgs {
     #[command(flatten)]
     pub(crate) ledger: LedgerArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Also verify the child runs it delegated to, all the way down: each child's ledger,
     /// and that it ends exactly at the head its parent recorded.
     #[arg(long)]

@@ -11,6 +11,7 @@ mod prompt;
 mod replay;
 mod run;
 mod runs;
+mod store;
 mod tools;
 mod validate;
 
@@ -32,8 +33,23 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Approve(args) => approve::approve(args).await,
         Command::Narrow(args) => narrow::narrow(args).await,
         Command::Replay(args) => replay::replay(args).await,
-        Command::Runs(RunsCommand::List(data)) => runs::list(&data),
-        Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
+        Command::Runs(RunsCommand::List(args)) => match &args.store.store {
+            Some(url) => store::list(url).await,
+            None => runs::list(&args.data),
+        },
+        Command::Ledger(LedgerCommand::Verify(args)) => match &args.store.store {
+            Some(url) if !args.tree => store::verify(&args.ledger.target, url).await,
+            Some(_) => Err(CliError::bad_input(
+                "--tree is not supported with --store yet; verify each run of the tree by its id",
+            )),
+            None => ledger::verify(&args),
+        },
+        Command::Ledger(LedgerCommand::Export(args)) => {
+            store::export(&args.run_id, required(&args.store)?, args.output.as_deref()).await
+        }
+        Command::Ledger(LedgerCommand::Import(args)) => {
+            store::import(&args.file, required(&args.store)?).await
+        }
         Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Validate(args) => validate::validate(&args).await,
@@ -46,6 +62,15 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
             }
         },
     }
+}
+
+/// The store URL a command cannot do without.
+fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
+    arg.store.as_deref().ok_or_else(|| {
+        CliError::bad_input(
+            "this command works on a PostgreSQL store: give --store postgres://user:password@host/database (or set REIN_STORE)",
+        )
+    })
 }
 
 impl From<ScenarioError> for CliError {
