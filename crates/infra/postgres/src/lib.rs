@@ -19,7 +19,8 @@
 //! fencing token that grows on every takeover. While it holds the lease, every ledger
 //! append and snapshot save for the run checks the token in the same transaction; once
 //! another process took the run over, they fail with
-//! [`Fenced`](rein_run::Fenced) and write nothing.
+//! [`Fenced`](rein_run::Fenced) and write nothing. A [`LeaseKeeper`]
+//! ([`PgStores::keep_lease`]) renews a lease in the background and says when it was lost.
 //!
 //! The password in the URL never reaches a log line, an error or `Debug` output.
 
@@ -27,6 +28,7 @@ mod artifact;
 mod config;
 mod error;
 mod failure;
+mod keeper;
 mod lease;
 mod ledger;
 mod run;
@@ -36,6 +38,7 @@ mod stores;
 pub use artifact::PgArtifactStore;
 pub use config::PgConfig;
 pub use error::PgError;
+pub use keeper::LeaseKeeper;
 pub use lease::Lease;
 pub use ledger::PgLedgerStore;
 pub use run::PgRunStore;

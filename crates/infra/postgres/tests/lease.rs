@@ -100,6 +100,30 @@ async fn a_writer_without_the_lease_is_kept_out_of_a_leased_run() {
     db.drop_db().await;
 }
 
+#[tokio::test]
+async fn a_kept_lease_is_renewed_until_it_is_taken_over() {
+    let db = Fresh::new().await;
+    let (a, b) = (db.stores().await, db.stores().await);
+    let sql = db.sql().await;
+    let run: RunId = "kept".parse().unwrap();
+    let lease = a.acquire_lease(&run, "worker-a", TTL).await.unwrap();
+    let mut keeper = a.keep_lease(lease.clone(), TTL);
+    let renewed = keeper.renew_now().await.unwrap();
+    assert_eq!(renewed.token(), lease.token());
+    assert!(renewed.expires_at_unix_ms() >= lease.expires_at_unix_ms());
+
+    expire(&sql, &run).await;
+    let taken = b.acquire_lease(&run, "worker-b", TTL).await.unwrap();
+    let fenced = keeper.renew_now().await.unwrap_err();
+    assert_eq!(
+        (fenced.held, fenced.current),
+        (Some(1), Some(taken.token()))
+    );
+    assert_eq!(keeper.lost().await, fenced);
+    assert_eq!(keeper.lease(), Err(fenced));
+    db.drop_db().await;
+}
+
 /// How many rounds of the race to run: `REIN_PG_RACE_ROUNDS` (the long form, `make
 /// pg-race`, runs 200), else 20.
 fn rounds() -> usize {
