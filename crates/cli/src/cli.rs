@@ -412,6 +412,8 @@ pub(crate) struct LedgerVerifyArgs {
 pub(crate) struct LedgerShowArgs {
     #[command(flatten)]
     pub(crate) ledger: LedgerArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the entries as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,

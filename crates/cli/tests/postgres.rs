@@ -68,6 +68,10 @@ fn a_ledger_imported_into_postgres_verifies_lists_and_exports_byte_for_byte() {
         "the export is the file, byte for byte"
     );
 
+    rein_store(&["ledger", "show", &id], &url)
+        .expect_code(0)
+        .stdout_has(&[" seq      time  state     event", "  30  ", "verified ✓"]);
+
     rein_store(&["runs", "list"], &url)
         .expect_code(0)
         .stdout_has(&[&id]);

@@ -50,7 +50,10 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Ledger(LedgerCommand::Import(args)) => {
             store::import(&args.file, required(&args.store)?).await
         }
-        Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
+        Command::Ledger(LedgerCommand::Show(args)) => match &args.store.store {
+            Some(url) => store::show(&args.ledger.target, url, args.json).await,
+            None => ledger::show(&args),
+        },
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),

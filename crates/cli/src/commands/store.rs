@@ -1,5 +1,5 @@
 //! The commands that read a PostgreSQL store (`--store postgres://…`, or `REIN_STORE`):
-//! `rein runs list`, `rein ledger verify`, and moving ledgers between a store and JSONL
+//! `rein runs list`, `rein ledger verify` and `show`, and moving ledgers between a store and JSONL
 //! files with `rein ledger export` and `rein ledger import`.
 
 use std::path::Path;
@@ -83,6 +83,27 @@ pub(crate) async fn verify(target: &str, url: &str) -> CliResult {
     );
     if let Some(last) = loaded.ledger.entries().last() {
         outln!("last hash {}", last.hash());
+    }
+    Ok(Exit::Ok)
+}
+
+/// `rein ledger show RUN_ID --store URL [--json]`: the verified ledger as a timeline.
+pub(crate) async fn show(target: &str, url: &str, json: bool) -> CliResult {
+    let id = run_id(target)?;
+    let stores = open(url).await?;
+    let loaded = stores
+        .ledgers()
+        .load(&id)
+        .await
+        .map_err(|e| ledger_error(&e))?;
+    let entries = loaded.ledger.entries();
+    if json {
+        let text = serde_json::to_string_pretty(entries)
+            .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;
+        outln!("{text}");
+    } else {
+        super::ledger::timeline(entries, &stores.config().target());
+        outln!("hash chain intact — verified ✓");
     }
     Ok(Exit::Ok)
 }
