@@ -104,12 +104,13 @@ pub(crate) async fn check(
     run_id: &RunId,
 ) -> Result<Result<Option<i64>, Fenced>, tokio_postgres::Error> {
     let mine = held.token(run_id);
-    let row = tx
-        .query_opt(
+    // Prepared once per connection: a write's checks cost one round trip each.
+    let statement = tx
+        .prepare_cached(
             "SELECT fencing_token, expires_at > now() FROM rein_leases WHERE run_id = $1 FOR SHARE",
-            &[&run_id.as_str()],
         )
         .await?;
+    let row = tx.query_opt(&statement, &[&run_id.as_str()]).await?;
     let current = row.map(|row| (token_of(row.get(0)), row.get::<_, bool>(1)));
     Ok(match (mine, current) {
         (Some(mine), Some((now, _))) if now == mine => Ok(Some(stored(mine))),

@@ -266,11 +266,22 @@ impl LedgerStore for PgLedgerStore {
         let token = lease::check(&tx, &self.shared.held, run_id)
             .await
             .map_err(|e| backend(context(), e))??;
-        let last = tx
-            .query_opt(
+        let (tip, insert) = match (
+            tx.prepare_cached(
                 "SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
-                &[&run_id.as_str()],
             )
+            .await,
+            tx.prepare_cached(
+                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .await,
+        ) {
+            (Ok(tip), Ok(insert)) => (tip, insert),
+            (Err(e), _) | (_, Err(e)) => return Err(backend(context(), e)),
+        };
+        let last = tx
+            .query_opt(&tip, &[&run_id.as_str()])
             .await
             .map_err(|e| backend(context(), e))?;
         let last = match last {
@@ -289,8 +300,7 @@ impl LedgerStore for PgLedgerStore {
         };
         follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
         tx.execute(
-            "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-             VALUES ($1, $2, $3, $4, $5)",
+            &insert,
             &[
                 &run_id.as_str(),
                 &stored_seq(seq),

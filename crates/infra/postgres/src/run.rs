@@ -55,13 +55,16 @@ impl RunStore for PgRunStore {
         lease::check(&tx, &self.shared.held, id)
             .await
             .map_err(|e| backend(context(), e))??;
-        tx.execute(
-            "INSERT INTO rein_runs (run_id, snapshot) VALUES ($1, $2)
-             ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, saved_at = now()",
-            &[&id.as_str(), &json],
-        )
-        .await
-        .map_err(|e| backend(context(), e))?;
+        let upsert = tx
+            .prepare_cached(
+                "INSERT INTO rein_runs (run_id, snapshot) VALUES ($1, $2)
+                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, saved_at = now()",
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        tx.execute(&upsert, &[&id.as_str(), &json])
+            .await
+            .map_err(|e| backend(context(), e))?;
         tx.commit().await.map_err(|e| backend(context(), e))
     }
 
