@@ -3,6 +3,7 @@
 #
 #   scripts/pg-test-cluster.sh start   start it (idempotent), print nothing secret
 #   scripts/pg-test-cluster.sh url     print the connection URL the tests use
+#   scripts/pg-test-cluster.sh restart restart the server (a test of what a restart breaks)
 #   scripts/pg-test-cluster.sh stop    stop it and delete its data
 #
 # Debian's `postgresql` is installed if no server is found (as root). The cluster lives in a
@@ -106,6 +107,11 @@ stop() {
 case "${1:-}" in
     start) start ;;
     url) running || die "no test cluster is running; run make pg-start (or scripts/pg-test-cluster.sh start)"; cat "$STATE/url" ;;
+    restart)
+        running || die "no test cluster is running; run make pg-start (or scripts/pg-test-cluster.sh start)"
+        as_owner "$PGBIN/pg_ctl" -D "$PGTMP/data" -l "$PGTMP/log" -m fast -w -t 60 restart >/dev/null \
+            || die "the server did not restart; see $PGTMP/log"
+        ;;
     stop) stop ;;
-    *) die "usage: $0 start|url|stop" ;;
+    *) die "usage: $0 start|url|restart|stop" ;;
 esac
