@@ -1,5 +1,5 @@
 //! The database restarted under open stores: the pool's connections die with it; a write
-//! caught by the restart fails with a typed error and writes nothing, the next one gets a
+//! caught by the restart fails with a typed error, the next one gets a
 //! new connection, and nothing acknowledged is lost. A test binary of its own (cargo runs
 //! test binaries one at a time), on the throwaway cluster `make pg-start` started.
 
