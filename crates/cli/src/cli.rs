@@ -453,6 +453,8 @@ pub(crate) struct InspectArgs {
     pub(crate) tree: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// Diagram formats.

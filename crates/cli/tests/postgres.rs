@@ -72,6 +72,18 @@ fn a_ledger_imported_into_postgres_verifies_lists_and_exports_byte_for_byte() {
         .expect_code(0)
         .stdout_has(&[" seq      time  state     event", "  30  ", "verified ✓"]);
 
+    // The same diagram as from the data directory.
+    let from_file = Outcome::of(
+        &rein()
+            .args(["inspect", &id, "--format", "mermaid", "--data-dir"])
+            .arg(scratch.data())
+            .output()
+            .unwrap(),
+    );
+    let from_store = rein_store(&["inspect", &id, "--format", "mermaid"], &url);
+    from_store.expect_code(0);
+    assert_eq!(from_store.stdout, from_file.stdout);
+
     rein_store(&["runs", "list"], &url)
         .expect_code(0)
         .stdout_has(&[&id]);

@@ -54,7 +54,15 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
             Some(url) => store::show(&args.ledger.target, url, args.json).await,
             None => ledger::show(&args),
         },
-        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Inspect(args) => match (&args.store.store, &args.run_id) {
+            (Some(url), Some(run)) if !args.tree && args.prompt.is_none() => {
+                store::inspect(run, url, args.format).await
+            }
+            (Some(_), Some(_)) => Err(CliError::bad_input(
+                "--tree and --prompt are not supported with --store yet; inspect the run's path",
+            )),
+            _ => inspect::inspect(&args),
+        },
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
         Command::Mcp(command) => mcp::dispatch(command).await,

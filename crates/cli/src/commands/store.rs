@@ -1,5 +1,5 @@
 //! The commands that read a PostgreSQL store (`--store postgres://…`, or `REIN_STORE`):
-//! `rein runs list`, `rein ledger verify` and `show`, and moving ledgers between a store and JSONL
+//! `rein runs list`, `rein ledger verify` and `show`, `rein inspect`, and moving ledgers between a store and JSONL
 //! files with `rein ledger export` and `rein ledger import`.
 
 use std::path::Path;
@@ -105,6 +105,23 @@ pub(crate) async fn show(target: &str, url: &str, json: bool) -> CliResult {
         super::ledger::timeline(entries, &stores.config().target());
         outln!("hash chain intact — verified ✓");
     }
+    Ok(Exit::Ok)
+}
+
+/// `rein inspect RUN_ID --store URL --format …`: the run's path through the state machine,
+/// from its verified ledger.
+pub(crate) async fn inspect(target: &str, url: &str, format: crate::cli::Format) -> CliResult {
+    let id = run_id(target)?;
+    let stores = open(url).await?;
+    let loaded = stores
+        .ledgers()
+        .load(&id)
+        .await
+        .map_err(|e| ledger_error(&e))?;
+    out!(
+        "{}",
+        crate::inspect::run_path(loaded.ledger.entries(), format)
+    );
     Ok(Exit::Ok)
 }
 
