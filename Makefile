@@ -14,7 +14,10 @@ FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell scenario
 
 help:
 	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
-	@echo "make test       cargo test --workspace (after make mcp-servers)"
+	@echo "make test       cargo test --workspace (after make mcp-servers), against a throwaway PostgreSQL (make pg-start)"
+	@echo "make pg-start   start the throwaway PostgreSQL the rein-postgres tests use (installs Debian's postgresql if missing)"
+	@echo "make pg-stop    stop it and delete its data"
+	@echo "make pg-race    the long form of the lease-expiry race (PG_RACE_ROUNDS rounds, default 200)"
 	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
 	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
@@ -41,8 +44,30 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
+# The PostgreSQL suites run against a throwaway cluster started here and stopped afterwards,
+# pass or fail (scripts/pg-test-cluster.sh; docs/POSTGRES.md).
 test: mcp-servers
-	$(CARGO) test --workspace
+	@scripts/pg-test-cluster.sh start
+	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" $(CARGO) test --workspace; \
+		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
+
+# A throwaway PostgreSQL for `cargo test -p rein-postgres` by hand: the tests find it through
+# target/pg/ (or REIN_TEST_PG_URL). `make pg-stop` stops it and deletes its data.
+.PHONY: pg-start pg-stop
+pg-start:
+	@scripts/pg-test-cluster.sh start
+pg-stop:
+	@scripts/pg-test-cluster.sh stop
+
+# The long form of the lease-expiry race (docs/POSTGRES.md): PG_RACE_ROUNDS rounds (default
+# 200) against a throwaway cluster, stopped afterwards.
+PG_RACE_ROUNDS ?= 200
+.PHONY: pg-race
+pg-race:
+	@scripts/pg-test-cluster.sh start
+	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" REIN_PG_RACE_ROUNDS=$(PG_RACE_ROUNDS) \
+		$(CARGO) test -p rein-postgres --test lease -- --nocapture; \
+		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
 
 # Sequential on purpose (also under `make -j`): each step runs only if the one before passed.
 ci:

@@ -326,6 +326,7 @@ Examples:
   rein runs list
   rein runs list --status paused --data-dir /tmp/rein
   rein runs list --limit 50 --offset 100
+  rein runs list --store postgres://rein@db/rein
 
 A run whose snapshot is missing, unreadable or behind its ledger is listed from its ledger
 (the source of truth) and named in a note below the table.";
@@ -354,6 +355,8 @@ pub(crate) struct RunsListArgs {
     pub(crate) offset: usize,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// `rein runs prune`.
@@ -403,6 +406,15 @@ pub(crate) enum PrunedStatus {
     Failed,
 }
 
+/// A shared store in place of the data directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct StoreArg {
+    /// A PostgreSQL store (postgres://user:password@host:port/database) to read instead of
+    /// the data directory; see docs/POSTGRES.md.
+    #[arg(long, value_name = "URL", env = "REIN_STORE", hide_env_values = true)]
+    pub(crate) store: Option<String>,
+}
+
 /// `rein ledger …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum LedgerCommand {
@@ -416,6 +428,40 @@ pub(crate) enum LedgerCommand {
         after_help = "Examples:\n  rein ledger show 0193c6a2-...\n  rein ledger show 0193c6a2-... --json | jq '.[] | .event.type'"
     )]
     Show(LedgerShowArgs),
+    /// Write a run's ledger from a PostgreSQL store as its JSONL file, byte for byte.
+    #[command(
+        after_help = "Examples:\n  rein ledger export 0193c6a2-... --store postgres://rein@db/rein > run.jsonl"
+    )]
+    Export(LedgerExportArgs),
+    /// Store a JSONL ledger file in a PostgreSQL store (verified first; a run that has a
+    /// ledger there already is refused).
+    #[command(
+        after_help = "Examples:\n  rein ledger import .rein/ledgers/0193c6a2-....jsonl --store postgres://rein@db/rein"
+    )]
+    Import(LedgerImportArgs),
+}
+
+/// `rein ledger export`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerExportArgs {
+    /// The run whose ledger to export.
+    #[arg(value_name = "RUN_ID")]
+    pub(crate) run_id: String,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `rein ledger import`.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerImportArgs {
+    /// The ledger file (.jsonl).
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// A ledger, by run id or file.
@@ -433,6 +479,8 @@ pub(crate) struct LedgerArgs {
 pub(crate) struct LedgerVerifyArgs {
     #[command(flatten)]
     pub(crate) ledger: LedgerArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Also verify the child runs it delegated to, all the way down: each child's ledger,
     /// and that it ends exactly at the head its parent recorded.
     #[arg(long)]
@@ -444,6 +492,8 @@ pub(crate) struct LedgerVerifyArgs {
 pub(crate) struct LedgerShowArgs {
     #[command(flatten)]
     pub(crate) ledger: LedgerArgs,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the entries as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,
@@ -483,6 +533,8 @@ pub(crate) struct InspectArgs {
     pub(crate) tree: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// Diagram formats.

@@ -55,7 +55,9 @@ pub(crate) async fn begin(
                     return Err(EngineError::LedgerBehindSnapshot { id, head, last: 0 });
                 }
             }
-            Err(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+            Err(e @ (RunStoreError::Io { .. } | RunStoreError::Backend { .. })) => {
+                return Err(EngineError::RunStore(e));
+            }
             // No snapshot, or a corrupt one: it holds no head anyone can use.
             Err(_) => {}
         }
@@ -200,7 +202,9 @@ pub(crate) async fn reopen(
     // anyone can use) may name a head this ledger does not reach, and resuming would
     // overwrite it with one that it does. Refuse, before anything is written.
     let unchecked = match unchecked {
-        Some(e @ RunStoreError::Io { .. }) => return Err(EngineError::RunStore(e)),
+        Some(e @ (RunStoreError::Io { .. } | RunStoreError::Backend { .. })) => {
+            return Err(EngineError::RunStore(e));
+        }
         other => other,
     };
     let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
@@ -351,7 +355,7 @@ pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, 
     let Loaded {
         loaded, unchecked, ..
     } = load_ledger(shared, id).await?;
-    if let Some(e @ RunStoreError::Io { .. }) = unchecked {
+    if let Some(e @ (RunStoreError::Io { .. } | RunStoreError::Backend { .. })) = unchecked {
         return Err(EngineError::RunStore(e));
     }
     let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;

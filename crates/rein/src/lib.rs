@@ -218,6 +218,10 @@ pub use rein_storage::{
     RegistryBuilder, RunIndexError, Stamp, StorageError,
 };
 
+/// The PostgreSQL stores: runs, ledgers and artifacts in one database shared by many
+/// engines, with run leases and fencing tokens (docs/POSTGRES.md).
+pub use rein_postgres as postgres;
+
 // ---- resilience ----------------------------------------------------------------------------------
 #[doc(inline)]
 pub use rein_resilience::{

@@ -112,26 +112,8 @@ pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
         let text = serde_json::to_string_pretty(&file.entries)
             .map_err(|e| CliError::new(Exit::Failed, format!("cannot print the ledger: {e}")))?;
         outln!("{text}");
-    } else if let Some(first) = file.entries.first() {
-        let start = first.at().as_unix_millis();
-        outln!(
-            "run {} — {} entries — started {} — {}",
-            first.run_id(),
-            file.entries.len(),
-            iso(start),
-            path.display()
-        );
-        outln!(" seq      time  state     event");
-        for entry in &file.entries {
-            let offset = entry.at().as_unix_millis().saturating_sub(start);
-            let time = format!("+{}.{:03}s", offset / 1000, offset % 1000);
-            outln!(
-                "{:>4}  {time:>8}  {:<8}  {}",
-                entry.seq(),
-                entry.state().as_str(),
-                describe(entry.event())
-            );
-        }
+    } else if !file.entries.is_empty() {
+        timeline(&file.entries, &path.display().to_string());
         if let Some(torn) = file.torn {
             outln!(
                 "   …  a torn final line {} ({} bytes) is not shown",
@@ -149,5 +131,29 @@ pub(crate) fn show(args: &LedgerShowArgs) -> CliResult {
             Exit::LedgerBroken,
             format!("ledger {} failed verification ✗: {broken}", path.display()),
         )),
+    }
+}
+
+/// Prints `entries` (not empty) as a timeline: a header naming the run and `source`, then
+/// one line per entry with its time since the first.
+pub(super) fn timeline(entries: &[Entry], source: &str) {
+    let Some(first) = entries.first() else { return };
+    let start = first.at().as_unix_millis();
+    outln!(
+        "run {} — {} entries — started {} — {source}",
+        first.run_id(),
+        entries.len(),
+        iso(start),
+    );
+    outln!(" seq      time  state     event");
+    for entry in entries {
+        let offset = entry.at().as_unix_millis().saturating_sub(start);
+        let time = format!("+{}.{:03}s", offset / 1000, offset % 1000);
+        outln!(
+            "{:>4}  {time:>8}  {:<8}  {}",
+            entry.seq(),
+            entry.state().as_str(),
+            describe(entry.event())
+        );
     }
 }

@@ -11,6 +11,7 @@ mod prompt;
 mod replay;
 mod run;
 mod runs;
+mod store;
 mod tools;
 mod validate;
 
@@ -32,11 +33,42 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Approve(args) => approve::approve(args).await,
         Command::Narrow(args) => narrow::narrow(args).await,
         Command::Replay(args) => replay::replay(args).await,
-        Command::Runs(RunsCommand::List(args)) => runs::list(&args),
+        Command::Runs(RunsCommand::List(args)) => match &args.store.store {
+            Some(_) if args.status.is_some() || args.limit.is_some() || args.offset > 0 => {
+                Err(CliError::bad_input(
+                    "--status, --limit and --offset are not supported with --store yet; list the whole store",
+                ))
+            }
+            Some(url) => store::list(url).await,
+            None => runs::list(&args),
+        },
         Command::Runs(RunsCommand::Prune(args)) => crate::prune::prune(&args),
-        Command::Ledger(LedgerCommand::Verify(args)) => ledger::verify(&args),
-        Command::Ledger(LedgerCommand::Show(args)) => ledger::show(&args),
-        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Ledger(LedgerCommand::Verify(args)) => match &args.store.store {
+            Some(url) if !args.tree => store::verify(&args.ledger.target, url).await,
+            Some(_) => Err(CliError::bad_input(
+                "--tree is not supported with --store yet; verify each run of the tree by its id",
+            )),
+            None => ledger::verify(&args),
+        },
+        Command::Ledger(LedgerCommand::Export(args)) => {
+            store::export(&args.run_id, required(&args.store)?, args.output.as_deref()).await
+        }
+        Command::Ledger(LedgerCommand::Import(args)) => {
+            store::import(&args.file, required(&args.store)?).await
+        }
+        Command::Ledger(LedgerCommand::Show(args)) => match &args.store.store {
+            Some(url) => store::show(&args.ledger.target, url, args.json).await,
+            None => ledger::show(&args),
+        },
+        Command::Inspect(args) => match (&args.store.store, &args.run_id) {
+            (Some(url), Some(run)) if !args.tree && args.prompt.is_none() => {
+                store::inspect(run, url, args.format).await
+            }
+            (Some(_), Some(_)) => Err(CliError::bad_input(
+                "--tree and --prompt are not supported with --store yet; inspect the run's path",
+            )),
+            _ => inspect::inspect(&args),
+        },
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
         Command::Mcp(command) => mcp::dispatch(command).await,
@@ -47,6 +79,15 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
             }
         },
     }
+}
+
+/// The store URL a command cannot do without.
+fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
+    arg.store.as_deref().ok_or_else(|| {
+        CliError::bad_input(
+            "this command works on a PostgreSQL store: give --store postgres://user:password@host/database (or set REIN_STORE)",
+        )
+    })
 }
 
 impl From<ScenarioError> for CliError {

@@ -63,6 +63,16 @@ pub enum ArtifactError {
         #[source]
         source: std::io::Error,
     },
+    /// The backing service failed (a database, a remote store): what a store that does not
+    /// do file I/O reports, with the cause as the source.
+    #[error("artifact store failed while {context}: {source}")]
+    Backend {
+        /// What the store was doing.
+        context: String,
+        /// The failure.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Stored data is damaged in a way other than a checksum mismatch (an unreadable or
     /// inconsistent reference, a size that does not match).
     #[error("artifact {id} is corrupt: {reason}; delete it and put the content again")]
@@ -109,6 +119,7 @@ impl ArtifactError {
             Self::TooLarge { .. } => "too_large",
             Self::InvalidId(_) => "invalid_id",
             Self::Io { .. } => "io",
+            Self::Backend { .. } => "backend",
             Self::Corrupt { .. } => "corrupt",
         }
     }

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use rein_run::{BoxFuture, RunId};
+use rein_run::{BoxError, BoxFuture, Fenced, RunId};
 use serde::{Deserialize, Serialize};
 
 use crate::{Entry, Ledger, VerifyError};
@@ -66,6 +66,19 @@ pub enum LedgerStoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The backing service failed (a database, a remote store): what a store that does not
+    /// do file I/O reports, with the cause as the source.
+    #[error("ledger store failed while {context}: {source}")]
+    Backend {
+        /// What the store was doing.
+        context: String,
+        /// The failure.
+        #[source]
+        source: BoxError,
+    },
+    /// The run belongs to another writer now: the entry was not appended.
+    #[error(transparent)]
+    FencedOut(#[from] Fenced),
 }
 
 /// Keeps ledgers: one append-only sequence of entries per run. Implement it with plain

@@ -60,7 +60,7 @@ pub use planner::{Delegation, DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};
 pub use state::{RunStatus, State, UnknownState};
-pub use store::{DynRunStore, RunStore, RunStoreError};
+pub use store::{BoxError, DynRunStore, Fenced, RunStore, RunStoreError};
 pub use subrun::{ChildOutcome, Spend};
 pub use time::Timestamp;
 

@@ -33,7 +33,78 @@ pub enum RunStoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The backing service failed (a database, a remote store): what a store that does not
+    /// do file I/O reports, with the cause as the source.
+    #[error("run store failed while {context}: {source}")]
+    Backend {
+        /// What the store was doing.
+        context: String,
+        /// The failure.
+        #[source]
+        source: BoxError,
+    },
+    /// The run belongs to another writer now: nothing was saved.
+    #[error(transparent)]
+    FencedOut(#[from] Fenced),
 }
+
+/// A boxed error of any backend, the source of a `Backend` store error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A write refused because the run's lease belongs to another writer: the writer's fencing
+/// token was superseded by a takeover, or it holds no lease for a run someone else holds.
+/// Nothing was written; the writer must stop driving the run.
+///
+/// ```
+/// use rein_run::Fenced;
+/// let fenced = Fenced { run_id: "r1".parse()?, held: Some(3), current: Some(4) };
+/// assert_eq!(
+///     fenced.to_string(),
+///     "run r1 is fenced out: this writer holds lease token 3 but the run's lease is at token \
+///      4 now (another worker took it over); nothing was written, stop driving the run"
+/// );
+/// # Ok::<(), rein_run::RunIdError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fenced {
+    /// The run written to.
+    pub run_id: RunId,
+    /// The fencing token the writer holds, if it holds one.
+    pub held: Option<u64>,
+    /// The run's fencing token now, if the run has a lease.
+    pub current: Option<u64>,
+}
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let run = &self.run_id;
+        match (self.held, self.current) {
+            (Some(held), Some(current)) => write!(
+                f,
+                "run {run} is fenced out: this writer holds lease token {held} but the run's \
+                 lease is at token {current} now (another worker took it over); nothing was \
+                 written, stop driving the run"
+            ),
+            (Some(held), None) => write!(
+                f,
+                "run {run} is fenced out: this writer holds lease token {held} but the run has \
+                 no lease any more; nothing was written, stop driving the run"
+            ),
+            (None, current) => {
+                write!(f, "run {run} is leased to another worker")?;
+                if let Some(current) = current {
+                    write!(f, " (lease token {current})")?;
+                }
+                write!(
+                    f,
+                    "; nothing was written, take the run's lease before writing to it"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Fenced {}
 
 /// Keeps run snapshots. Implement it with plain `async fn`s.
 ///

@@ -1,6 +1,7 @@
 //! The artifact stores: round trips, write-once, verification on read, tampering, paths
 //! that cannot escape the root, concurrent writers.
 
+mod contract;
 mod support;
 
 use std::fs;
@@ -14,8 +15,6 @@ use rein_artifact::{
 use rein_storage::{FsArtifactStore, FsConfig, FsStores, FsyncPolicy, MemoryArtifactStore};
 use support::{POLICIES, fs_stores};
 
-const MIB: usize = 1024 * 1024;
-
 #[test]
 fn stores_are_send_sync_and_dyn_usable() {
     fn shared(_: SharedArtifactStore) {}
@@ -28,61 +27,9 @@ fn stores_are_send_sync_and_dyn_usable() {
     ));
 }
 
-/// Puts `bytes` and expects `get` and `stat` to give back the same reference, and the bytes.
-async fn check_round_trip<S: ArtifactStore>(store: &S, bytes: Vec<u8>) -> ArtifactRef {
-    let options = StoreOptions::new()
-        .with_name("out.bin")
-        .with_metadata("size", bytes.len().to_string());
-    let expected = ArtifactRef::for_content(&bytes, options.clone());
-    let reference = store.put(bytes.clone(), options).await.unwrap();
-    assert_eq!(reference, expected);
-    let (again, read) = store.get(reference.id()).await.unwrap();
-    assert_eq!(again, reference);
-    assert!(
-        read == bytes,
-        "{} bytes came back as {}",
-        bytes.len(),
-        read.len()
-    );
-    assert_eq!(store.stat(reference.id()).await.unwrap(), reference);
-    reference
-}
-
-/// The contract every artifact store keeps.
-async fn behaves<S: ArtifactStore>(store: &S) {
-    for bytes in [Vec::new(), vec![0x2a], pattern(10 * MIB)] {
-        check_round_trip(store, bytes).await;
-    }
-
-    // Write-once: a later put returns its own reference, the store keeps the first.
-    let first = store
-        .put(b"same".to_vec(), StoreOptions::new().with_name("first"))
-        .await
-        .unwrap();
-    let second = store
-        .put(b"same".to_vec(), StoreOptions::new().with_name("second"))
-        .await
-        .unwrap();
-    assert_eq!((first.id(), second.name()), (second.id(), Some("second")));
-    assert_eq!(store.stat(first.id()).await.unwrap(), first);
-    assert_eq!(store.get(first.id()).await.unwrap().0, first);
-
-    // Never stored: NotFound from both reads.
-    let unknown = ArtifactId::of(b"never stored");
-    for result in [
-        store.stat(&unknown).await,
-        store.get(&unknown).await.map(|(reference, _)| reference),
-    ] {
-        assert!(
-            matches!(result, Err(ArtifactError::NotFound { ref id }) if *id == unknown),
-            "{result:?}"
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_store_behaves() {
-    behaves(&MemoryArtifactStore::new()).await;
+    contract::artifact_store(&MemoryArtifactStore::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,7 +37,7 @@ async fn fs_store_behaves_under_every_policy() {
     for policy in POLICIES {
         let root = tempfile::tempdir().unwrap();
         let stores = fs_stores(root.path(), policy);
-        behaves(stores.artifacts()).await;
+        contract::artifact_store(stores.artifacts()).await;
         assert_no_temp_files(stores.artifacts().dir());
     }
 }
@@ -105,17 +52,7 @@ async fn content_above_the_limit_is_refused_before_anything_is_stored() {
         &stores.artifacts().clone() as &dyn DynArtifactStore,
         &memory,
     ] {
-        let refused = store.put_boxed(vec![1; 5], StoreOptions::new()).await;
-        assert!(
-            matches!(refused, Err(ArtifactError::TooLarge { size: 5, limit: 4 })),
-            "{refused:?}"
-        );
-        assert!(
-            store
-                .put_boxed(vec![1; 4], StoreOptions::new())
-                .await
-                .is_ok()
-        );
+        contract::artifact_store_limit(store).await;
     }
     assert_eq!(support::file_names(stores.artifacts().dir()).len(), 1);
 }
@@ -137,29 +74,7 @@ async fn concurrent_writers_are_safe() {
     );
     let memory = Arc::new(MemoryArtifactStore::new());
     let stores: [Arc<dyn DynArtifactStore>; 4] = [a.clone(), b, a, memory];
-    let shared = pattern(MIB);
-    let tasks: Vec<_> = (0..32)
-        .map(|i| {
-            let store = Arc::clone(&stores[i % stores.len()]);
-            let bytes = if i < 16 {
-                shared.clone()
-            } else {
-                pattern(1000 + i)
-            };
-            tokio::spawn(async move {
-                let name = format!("writer {i}");
-                let reference = store
-                    .put_boxed(bytes.clone(), StoreOptions::new().with_name(name))
-                    .await
-                    .unwrap();
-                let (_, read) = store.get_boxed(reference.id()).await.unwrap();
-                assert!(read == bytes);
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
+    contract::artifact_store_concurrent(&stores).await;
     assert_no_temp_files(&root.path().join("artifacts"));
 }
 
@@ -346,11 +261,6 @@ async fn a_symlink_planted_at_a_shard_path_is_reported_not_followed() {
         ["planted.bin", "planted.json"],
         "nothing was written outside the root"
     );
-}
-
-/// Bytes that are not all alike, so a misplaced chunk would show.
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i % 251) as u8).collect()
 }
 
 /// Fails if a temporary file is left anywhere under `dir`.

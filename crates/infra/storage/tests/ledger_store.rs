@@ -1,5 +1,6 @@
 //! The ledger stores: append, sync, load and verify; torn tails, corruption, concurrency.
 
+mod contract;
 mod support;
 
 use std::fs::{self, OpenOptions};
@@ -33,96 +34,46 @@ async fn store<S: LedgerStore>(store: &S, ledger: &Ledger) {
     }
 }
 
-/// Stores `ledger` and expects `load` to give it back whole, with nothing torn.
-async fn check_round_trip<S: LedgerStore>(store_: &S, ledger: &Ledger) {
-    store(store_, ledger).await;
-    let loaded = store_.load(ledger.run_id()).await.unwrap();
-    assert_eq!(loaded.ledger, *ledger);
-    assert_eq!(loaded.torn_tail, None);
-}
-
-/// The contract every ledger store keeps.
-async fn behaves<S: LedgerStore>(store_: &S) {
-    check_round_trip(store_, &ledger("one", 1)).await;
-    check_round_trip(store_, &ledger("many", 200)).await;
-
-    // Unknown run: NotFound, naming it.
-    match store_.load(&id("nobody")).await {
-        Err(LedgerStoreError::NotFound { run_id }) => assert_eq!(run_id, id("nobody")),
-        other => panic!("expected NotFound, got {other:?}"),
-    }
-    // Syncing a run with nothing appended is not an error.
-    store_.sync(&id("nobody")).await.unwrap();
-
-    // An entry that does not follow the stored chain is refused, and nothing changes.
-    let full = ledger("gap", 3);
-    store_.append(&full.entries()[0]).await.unwrap();
-    for wrong in [&full.entries()[2], &full.entries()[0]] {
-        let err = store_.append(wrong).await.unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("does not follow the last stored entry, 1"),
-            "{err}"
-        );
-    }
-    // Entry 2 of another chain of the same run: the right number, the wrong `prev`.
-    let mut fork = Ledger::new(id("gap"));
-    push(&mut fork, 7);
-    push(&mut fork, 2);
-    let err = store_.append(&fork.entries()[1]).await.unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("does not link to the hash of entry 1"),
-        "{err}"
-    );
-    assert_eq!(store_.load(&id("gap")).await.unwrap().ledger.len(), 1);
-
-    let mut listed = store_.list().await.unwrap();
-    listed.sort();
-    assert_eq!(listed, [id("gap"), id("many"), id("one")]);
-}
-
 #[tokio::test]
 async fn memory_store_behaves() {
-    behaves(&MemoryLedgerStore::new()).await;
+    contract::ledger_store(&MemoryLedgerStore::new()).await;
 }
 
 #[tokio::test]
 async fn fs_store_behaves_under_every_policy() {
     for policy in POLICIES {
         let root = tempfile::tempdir().unwrap();
-        behaves(fs_stores(root.path(), policy).ledgers()).await;
+        contract::ledger_store(fs_stores(root.path(), policy).ledgers()).await;
     }
-}
-
-/// 32 runs appending at once, each with a step boundary per entry: every ledger verifies.
-async fn check_concurrent<S: LedgerStore>(store_: Arc<S>) {
-    let tasks: Vec<_> = (0..32)
-        .map(|task| {
-            let store_ = Arc::clone(&store_);
-            tokio::spawn(async move {
-                let ledger = ledger(&format!("run-{task}"), 64);
-                store(&*store_, &ledger).await;
-                ledger
-            })
-        })
-        .collect();
-    for task in tasks {
-        let ledger = task.await.unwrap();
-        let loaded = store_.load(ledger.run_id()).await.unwrap();
-        loaded.ledger.verify().unwrap();
-        assert_eq!(loaded.ledger, ledger);
-    }
-    assert_eq!(store_.list().await.unwrap().len(), 32);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_runs_append_concurrently() {
-    check_concurrent(Arc::new(MemoryLedgerStore::new())).await;
+    contract::ledger_store_concurrent(Arc::new(MemoryLedgerStore::new())).await;
     for policy in POLICIES {
         let root = tempfile::tempdir().unwrap();
-        check_concurrent(Arc::new(fs_stores(root.path(), policy).ledgers().clone())).await;
+        contract::ledger_store_concurrent(Arc::new(
+            fs_stores(root.path(), policy).ledgers().clone(),
+        ))
+        .await;
     }
+}
+
+/// A reopened store (a new process over the same folder) continues the chain; a memory
+/// store has nothing to reopen.
+#[tokio::test]
+async fn a_reopened_store_continues_the_chain_under_the_contract() {
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().to_owned();
+    // Bound first: a temporary `FsStores` would hold the file open until the end of the
+    // statement, and the reopened store would find it locked by a live writer.
+    let first = fs_stores(root.path(), FsyncPolicy::EveryEntry)
+        .ledgers()
+        .clone();
+    contract::ledger_store_reopened(first, move || {
+        fs_stores(&path, FsyncPolicy::EveryEntry).ledgers().clone()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,5 +1,6 @@
 //! The run stores: snapshot round trips, atomic replacement, unknown and corrupt runs.
 
+mod contract;
 mod support;
 
 use std::fs;
@@ -22,38 +23,9 @@ fn stores_are_send_sync_and_dyn_usable() {
     ));
 }
 
-/// The contract every run store keeps.
-async fn behaves<S: RunStore>(store: &S) {
-    // Round trip, then replace: load returns the latest snapshot, whole.
-    let mut first = run("a-1");
-    store.save(&first).await.unwrap();
-    assert_eq!(store.load(first.id()).await.unwrap(), first);
-    first.enter(State::Explore, at(5)).unwrap();
-    first
-        .complete("done", serde_json::json!({"ok": true}), at(6))
-        .unwrap();
-    store.save(&first).await.unwrap();
-    assert_eq!(store.load(first.id()).await.unwrap(), first);
-
-    // Unknown run: NotFound, naming it.
-    match store.load(&id("missing")).await {
-        Err(RunStoreError::NotFound { id: missing }) => assert_eq!(missing, id("missing")),
-        other => panic!("expected NotFound, got {other:?}"),
-    }
-
-    // Listing: each run once, oldest first (for these ids, saved in order, both stores agree).
-    store.save(&run("b-2")).await.unwrap();
-    store.save(&run("c-3")).await.unwrap();
-    store.save(&first).await.unwrap();
-    assert_eq!(
-        store.list().await.unwrap(),
-        [id("a-1"), id("b-2"), id("c-3")]
-    );
-}
-
 #[tokio::test]
 async fn memory_store_behaves() {
-    behaves(&MemoryRunStore::new()).await;
+    contract::run_store(&MemoryRunStore::new()).await;
 }
 
 #[tokio::test]
@@ -61,7 +33,7 @@ async fn fs_store_behaves_under_every_policy() {
     for policy in POLICIES {
         let root = tempfile::tempdir().unwrap();
         let stores = fs_stores(root.path(), policy);
-        behaves(stores.runs()).await;
+        contract::run_store(stores.runs()).await;
         // Nothing but the snapshots is left behind.
         assert_eq!(
             file_names(stores.runs().dir()),
@@ -81,24 +53,7 @@ async fn concurrent_saves_of_different_runs() {
     let memory = Arc::new(MemoryRunStore::new());
     let stores: [Arc<dyn DynRunStore>; 2] = [memory, fs];
     for store in stores {
-        let tasks: Vec<_> = (0..32)
-            .map(|i| {
-                let store = Arc::clone(&store);
-                tokio::spawn(async move {
-                    let mut run = run(&format!("run-{i:02}"));
-                    for step in 0..5 {
-                        run.count_step(at(step)).unwrap();
-                        store.save_boxed(&run).await.unwrap();
-                    }
-                    run
-                })
-            })
-            .collect();
-        for task in tasks {
-            let run = task.await.unwrap();
-            assert_eq!(store.load_boxed(run.id()).await.unwrap(), run);
-        }
-        assert_eq!(store.list_boxed().await.unwrap().len(), 32);
+        contract::run_store_concurrent(store).await;
     }
 }
 

@@ -1,0 +1,149 @@
+//! `PgConfig`: where the database is and how the stores use it, parsed from a URL.
+
+use std::fmt;
+use std::str::FromStr;
+
+use tokio_postgres::config::Host;
+
+use crate::PgError;
+
+/// How to reach the database and how the stores use it: a `postgres://` URL (or libpq
+/// key=value string), the connection pool's size and the largest artifact kept.
+///
+/// The password stays inside: [`Debug`](fmt::Debug) and every error name the target as
+/// `user@host:port/database`, never the password.
+///
+/// ```
+/// use rein_postgres::PgConfig;
+///
+/// let config: PgConfig = "postgres://rein:s3cret@db.internal:5433/agents".parse()?;
+/// assert_eq!(config.target(), "rein@db.internal:5433/agents");
+/// assert!(!format!("{config:?}").contains("s3cret"));
+/// assert_eq!(config.with_pool_size(4).pool_size(), 4);
+/// # Ok::<(), rein_postgres::PgError>(())
+/// ```
+#[derive(Clone)]
+pub struct PgConfig {
+    pub(crate) pg: tokio_postgres::Config,
+    pool_size: usize,
+    max_artifact_size: u64,
+}
+
+impl PgConfig {
+    /// The pool size when none is given: enough for a worker's concurrent runs.
+    pub const DEFAULT_POOL_SIZE: usize = 16;
+
+    /// The largest artifact kept in the database when no limit is given: 64 MiB. Larger
+    /// content is refused with [`ArtifactError::TooLarge`](rein_artifact::ArtifactError)
+    /// before anything is stored (PostgreSQL's `bytea` holds at most 1 GiB, and a value is
+    /// read whole into memory).
+    pub const DEFAULT_MAX_ARTIFACT_SIZE: u64 = 64 * 1024 * 1024;
+
+    /// Parses a `postgres://user:password@host:port/database?…` URL or a libpq
+    /// `key=value` string. A unix socket directory is given as the host, percent-encoded
+    /// (`postgres://rein:pw@%2Fvar%2Frun%2Fpostgresql/rein`).
+    ///
+    /// # Errors
+    /// [`PgError::InvalidUrl`] saying what is wrong, without repeating the URL (it may hold
+    /// a password).
+    pub fn from_url(url: &str) -> Result<Self, PgError> {
+        let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| PgError::InvalidUrl {
+            reason: e.to_string(),
+        })?;
+        if pg.get_hosts().is_empty() {
+            return Err(PgError::InvalidUrl {
+                reason: "it names no host".into(),
+            });
+        }
+        if pg.get_user().is_none() {
+            return Err(PgError::InvalidUrl {
+                reason: "it names no user".into(),
+            });
+        }
+        if pg.get_application_name().is_none() {
+            pg.application_name("rein");
+        }
+        Ok(Self {
+            pg,
+            pool_size: Self::DEFAULT_POOL_SIZE,
+            max_artifact_size: Self::DEFAULT_MAX_ARTIFACT_SIZE,
+        })
+    }
+
+    /// Sets the database to use, in place of the URL's.
+    #[must_use]
+    pub fn with_dbname(mut self, name: &str) -> Self {
+        self.pg.dbname(name);
+        self
+    }
+
+    /// Sets how many connections the pool opens at most (at least 1).
+    #[must_use]
+    pub fn with_pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// Sets the largest artifact, in bytes, the store keeps.
+    #[must_use]
+    pub fn with_max_artifact_size(mut self, bytes: u64) -> Self {
+        self.max_artifact_size = bytes;
+        self
+    }
+
+    /// The pool's size.
+    #[must_use]
+    pub const fn pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// The largest artifact, in bytes, the store keeps.
+    #[must_use]
+    pub const fn max_artifact_size(&self) -> u64 {
+        self.max_artifact_size
+    }
+
+    /// Where the stores connect, for people: `user@host:port/database`, no password.
+    #[must_use]
+    pub fn target(&self) -> String {
+        let user = self.pg.get_user().unwrap_or("?");
+        let ports = self.pg.get_ports();
+        let hosts: Vec<String> = self
+            .pg
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                let name = match host {
+                    Host::Tcp(name) => name.clone(),
+                    #[cfg(unix)]
+                    Host::Unix(path) => path.display().to_string(),
+                };
+                match ports.get(i).or_else(|| ports.first()) {
+                    Some(port) if *port != 5432 => format!("{name}:{port}"),
+                    _ => name,
+                }
+            })
+            .collect();
+        let db = self.pg.get_dbname().unwrap_or(user);
+        format!("{user}@{}/{db}", hosts.join(","))
+    }
+}
+
+impl FromStr for PgConfig {
+    type Err = PgError;
+
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        Self::from_url(url)
+    }
+}
+
+impl fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("target", &self.target())
+            .field("pool_size", &self.pool_size)
+            .field("max_artifact_size", &self.max_artifact_size)
+            .finish_non_exhaustive()
+    }
+}

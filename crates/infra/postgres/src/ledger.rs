@@ -1,0 +1,351 @@
+//! `PgLedgerStore`: one row per entry, its JSON line stored exactly as written.
+
+use std::sync::Arc;
+
+use rein_ledger::{Entry, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LoadedLedger};
+use rein_run::{Digest, RunId};
+
+use crate::failure::Explain;
+use crate::lease;
+use crate::stores::Shared;
+
+/// A [`LedgerStore`] in PostgreSQL: table `rein_ledger`, one row per entry keyed
+/// `(run_id, seq)` (unique), holding the entry's JSON line byte for byte as
+/// [`Entry::json_line`] made it — what a JSONL file holds — and its hash. `load` reads the
+/// lines back in order and verifies the chain over those same bytes, so a ledger verifies
+/// in PostgreSQL exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
+/// the file.
+///
+/// - **Append.** One transaction per entry: the lease check (when this process holds the
+///   run's lease, the row records its fencing token), the chain check (the entry must
+///   follow the last stored one) and the insert. Committed means durable
+///   (`synchronous_commit` as the server is configured), so `sync` has nothing left to do.
+/// - **Load.** Every row must be one complete line whose entry carries the row's number and
+///   hash; anything else is [`LedgerStoreError::Corrupt`] naming the run and the number.
+///   Rows are never cut or repaired: a database has no torn tails.
+#[derive(Debug, Clone)]
+pub struct PgLedgerStore {
+    shared: Arc<Shared>,
+}
+
+fn backend(context: String, source: impl Explain) -> LedgerStoreError {
+    LedgerStoreError::Backend {
+        context,
+        source: source.explain(),
+    }
+}
+
+/// Why an entry does not continue the stored chain.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{0}; only the run's own ledger may append to it, is another writer appending to this run?"
+)]
+struct NotNext(String);
+
+/// Checks that an entry numbered `seq` linking to `prev` follows the stored tip
+/// (`last`: the last stored number and hash).
+fn follows(seq: u64, prev: Digest, last: Option<(u64, Digest)>) -> Result<(), NotNext> {
+    let (next, last_hash) = last.map_or((1, Digest::ZERO), |(n, h)| (n.saturating_add(1), h));
+    if seq == next && prev == last_hash {
+        return Ok(());
+    }
+    let last = next - 1;
+    Err(NotNext(if seq == next && last == 0 {
+        format!("entry {seq} starts the ledger but does not link to the zero hash")
+    } else if seq == next {
+        format!("entry {seq} does not link to the hash of entry {last}")
+    } else if last == 0 {
+        format!("entry {seq} cannot start a ledger, entry 1 must")
+    } else {
+        format!("entry {seq} does not follow the last stored entry, {last}")
+    }))
+}
+
+fn seq_of(stored: i64) -> u64 {
+    u64::try_from(stored).unwrap_or(0)
+}
+
+fn stored_seq(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+impl PgLedgerStore {
+    pub(crate) const fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    async fn client(
+        &self,
+        context: impl FnOnce() -> String,
+    ) -> Result<deadpool_postgres::Object, LedgerStoreError> {
+        self.shared
+            .client()
+            .await
+            .map_err(|e| backend(context(), e))
+    }
+
+    fn location(run_id: &RunId) -> String {
+        format!("table rein_ledger, run {run_id}")
+    }
+
+    /// The ledger of `run_id` as a JSONL file holds it: every entry's line, in order, byte
+    /// for byte. The chain is verified first.
+    ///
+    /// # Errors
+    /// Those of [`load`](LedgerStore::load): `NotFound`, `Corrupt`, `Broken`, `Backend`.
+    pub async fn export_jsonl(&self, run_id: &RunId) -> Result<Vec<u8>, LedgerStoreError> {
+        Ok(self.read(run_id).await?.0)
+    }
+
+    /// Stores a ledger from the bytes of a JSONL file: every complete line an entry of one
+    /// untouched chain, for a run with no ledger here yet. All entries land in one
+    /// transaction, or none. Returns the run's id and how many entries were imported.
+    ///
+    /// # Errors
+    /// [`LedgerStoreError::Corrupt`] for a line that is not an entry or a torn last line;
+    /// [`LedgerStoreError::Broken`] for a chain that does not verify;
+    /// [`LedgerStoreError::Backend`] when the run already has a ledger here, or the
+    /// database fails.
+    pub async fn import_jsonl(&self, bytes: &[u8]) -> Result<(RunId, u64), LedgerStoreError> {
+        let location = "the imported ledger".to_owned();
+        let lines = LedgerLines::split(bytes);
+        if let Some(torn) = lines.torn() {
+            return Err(LedgerStoreError::Corrupt {
+                location,
+                line: torn.line,
+                reason: format!(
+                    "its last line has no newline ({} bytes): the file was cut mid-write; \
+                     remove the partial line first",
+                    torn.bytes
+                ),
+            });
+        }
+        let entries: Vec<Entry> =
+            lines
+                .entries()
+                .collect::<Result<_, _>>()
+                .map_err(|e| LedgerStoreError::Corrupt {
+                    location: location.clone(),
+                    line: e.line,
+                    reason: format!("it is not a valid ledger entry: {}", e.source),
+                })?;
+        let Some(first) = entries.first() else {
+            return Err(LedgerStoreError::Corrupt {
+                location,
+                line: 1,
+                reason: "it holds no entries".into(),
+            });
+        };
+        let run_id = first.run_id().clone();
+        let ledger = Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
+            LedgerStoreError::Broken {
+                run_id: run_id.clone(),
+                source,
+            }
+        })?;
+        let context = || format!("importing the ledger of run {run_id}");
+        let mut client = self.client(context).await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| backend(context(), e))?;
+        let token = lease::check(&tx, &self.shared.held, &run_id)
+            .await
+            .map_err(|e| backend(context(), e))??;
+        let exists = tx
+            .query_opt(
+                "SELECT 1 FROM rein_ledger WHERE run_id = $1 LIMIT 1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        if exists.is_some() {
+            return Err(backend(
+                context(),
+                format!(
+                    "run {run_id} already has a ledger in this database; import into another \
+                     database, or compare them with rein ledger verify"
+                ),
+            ));
+        }
+        let insert = tx
+            .prepare(
+                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        for entry in ledger.entries() {
+            tx.execute(
+                &insert,
+                &[
+                    &run_id.as_str(),
+                    &stored_seq(entry.seq()),
+                    &entry.hash().to_string(),
+                    &entry.json_line(),
+                    &token,
+                ],
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        }
+        tx.commit().await.map_err(|e| backend(context(), e))?;
+        Ok((run_id, ledger.len() as u64))
+    }
+
+    /// Every stored line of `run_id`, concatenated, and the verified ledger they hold.
+    async fn read(&self, run_id: &RunId) -> Result<(Vec<u8>, Ledger), LedgerStoreError> {
+        let context = || format!("loading the ledger of run {run_id}");
+        let client = self.client(context).await?;
+        let rows = client
+            .query(
+                "SELECT seq, hash, line FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        if rows.is_empty() {
+            return Err(LedgerStoreError::NotFound {
+                run_id: run_id.clone(),
+            });
+        }
+        let corrupt = |line: u64, reason: String| LedgerStoreError::Corrupt {
+            location: Self::location(run_id),
+            line,
+            reason,
+        };
+        let mut bytes = Vec::new();
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let seq = seq_of(row.get(0));
+            let hash: &str = row.get(1);
+            let line: &[u8] = row.get(2);
+            let Some(body) = line.strip_suffix(b"\n").filter(|b| !b.contains(&b'\n')) else {
+                return Err(corrupt(
+                    seq,
+                    "it is not one newline-terminated JSON line".into(),
+                ));
+            };
+            let entry = LedgerLines::parse(seq, body).map_err(|e| {
+                corrupt(seq, format!("it is not a valid ledger entry: {}", e.source))
+            })?;
+            if entry.seq() != seq || entry.hash().to_string() != hash {
+                return Err(corrupt(
+                    seq,
+                    format!(
+                        "the row says entry {seq} with hash {hash}, its line holds entry {} \
+                         with hash {}",
+                        entry.seq(),
+                        entry.hash()
+                    ),
+                ));
+            }
+            bytes.extend_from_slice(line);
+            entries.push(entry);
+        }
+        let ledger = Ledger::from_entries(run_id.clone(), entries).map_err(|source| {
+            LedgerStoreError::Broken {
+                run_id: run_id.clone(),
+                source,
+            }
+        })?;
+        Ok((bytes, ledger))
+    }
+}
+
+impl LedgerStore for PgLedgerStore {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        let run_id = entry.run_id();
+        let seq = entry.seq();
+        let context = || format!("appending entry {seq} to {}", Self::location(run_id));
+        let mut client = self.client(context).await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| backend(context(), e))?;
+        let token = lease::check(&tx, &self.shared.held, run_id)
+            .await
+            .map_err(|e| backend(context(), e))??;
+        let (tip, insert) = match (
+            tx.prepare_cached(
+                "SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
+            )
+            .await,
+            tx.prepare_cached(
+                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .await,
+        ) {
+            (Ok(tip), Ok(insert)) => (tip, insert),
+            (Err(e), _) | (_, Err(e)) => return Err(backend(context(), e)),
+        };
+        let last = tx
+            .query_opt(&tip, &[&run_id.as_str()])
+            .await
+            .map_err(|e| backend(context(), e))?;
+        let last = match last {
+            None => None,
+            Some(row) => {
+                let hash: &str = row.get(1);
+                let hash = hash
+                    .parse::<Digest>()
+                    .map_err(|e| LedgerStoreError::Corrupt {
+                        location: Self::location(run_id),
+                        line: seq_of(row.get(0)),
+                        reason: format!("its stored hash is not a digest: {e}"),
+                    })?;
+                Some((seq_of(row.get(0)), hash))
+            }
+        };
+        follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
+        tx.execute(
+            &insert,
+            &[
+                &run_id.as_str(),
+                &stored_seq(seq),
+                &entry.hash().to_string(),
+                &entry.json_line(),
+                &token,
+            ],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
+        tx.commit().await.map_err(|e| backend(context(), e))
+    }
+
+    async fn sync(&self, _run_id: &RunId) -> Result<(), LedgerStoreError> {
+        // Every append committed its own transaction: nothing is pending.
+        Ok(())
+    }
+
+    async fn load(&self, run_id: &RunId) -> Result<LoadedLedger, LedgerStoreError> {
+        let (_, ledger) = self.read(run_id).await?;
+        Ok(LoadedLedger {
+            ledger,
+            torn_tail: None,
+        })
+    }
+
+    async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
+        let context = || "listing the ledgers".to_owned();
+        let client = self.client(context).await?;
+        let rows = client
+            .query(
+                "SELECT run_id FROM rein_ledger WHERE seq = 1 ORDER BY ord",
+                &[],
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        let mut ids = Vec::with_capacity(rows.len());
+        for row in rows {
+            let text: &str = row.get(0);
+            match text.parse() {
+                Ok(id) => ids.push(id),
+                Err(e) => tracing::warn!(run_id = text, error = %e,
+                    "skipping a ledger whose run id is not valid"),
+            }
+        }
+        Ok(ids)
+    }
+}

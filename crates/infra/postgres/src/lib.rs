@@ -1,0 +1,46 @@
+//! rein's PostgreSQL stores: run snapshots, ledgers and artifacts in one database, shared
+//! by many engine processes on many machines, with run leases and fencing tokens.
+//!
+//! [`PgStores::connect`] opens a connection pool and brings the schema to this rein's
+//! version ([`SCHEMA_VERSION`]; migrations are applied in one transaction under an advisory
+//! lock, and a newer schema is refused). It implements the storage ports of the domain
+//! crates with the same contracts as the memory and filesystem stores (the same contract
+//! suite runs against all three):
+//!
+//! - [`PgRunStore`]: [`RunStore`](rein_run::RunStore), one row per run.
+//! - [`PgLedgerStore`]: [`LedgerStore`](rein_ledger::LedgerStore), one row per entry keyed
+//!   `(run_id, seq)`, its JSON line stored byte for byte, exportable to and importable from
+//!   the JSONL file format.
+//! - [`PgArtifactStore`]: [`ArtifactStore`](rein_artifact::ArtifactStore), content-addressed
+//!   `bytea` up to a configured size.
+//!
+//! **Leases.** A process that drives a run takes its [`Lease`] first
+//! ([`PgStores::acquire_lease`]): an owner, an expiry by the database's `now()`, and a
+//! fencing token that grows on every takeover. While it holds the lease, every ledger
+//! append and snapshot save for the run checks the token in the same transaction; once
+//! another process took the run over, they fail with
+//! [`Fenced`](rein_run::Fenced) and write nothing. A [`LeaseKeeper`]
+//! ([`PgStores::keep_lease`]) renews a lease in the background and says when it was lost.
+//!
+//! The password in the URL never reaches a log line, an error or `Debug` output.
+
+mod artifact;
+mod config;
+mod error;
+mod failure;
+mod keeper;
+mod lease;
+mod ledger;
+mod run;
+mod schema;
+mod stores;
+
+pub use artifact::PgArtifactStore;
+pub use config::PgConfig;
+pub use error::PgError;
+pub use keeper::LeaseKeeper;
+pub use lease::Lease;
+pub use ledger::PgLedgerStore;
+pub use run::PgRunStore;
+pub use schema::SCHEMA_VERSION;
+pub use stores::PgStores;

@@ -1,0 +1,100 @@
+//! The schema: versioned migrations, applied on start under an advisory lock.
+
+use deadpool_postgres::Pool;
+
+use crate::PgError;
+use crate::failure::Explain;
+
+/// The migrations, in order: `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
+/// Append only: a released migration never changes.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, ledgers, artifacts and leases.
+    "CREATE TABLE rein_runs (
+         run_id   text PRIMARY KEY,
+         ord      bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+         snapshot text NOT NULL,
+         saved_at timestamptz NOT NULL DEFAULT now()
+     );
+     CREATE TABLE rein_ledger (
+         run_id        text NOT NULL,
+         seq           bigint NOT NULL CHECK (seq >= 1),
+         hash          text NOT NULL,
+         line          bytea NOT NULL,
+         fencing_token bigint,
+         ord           bigint GENERATED ALWAYS AS IDENTITY,
+         PRIMARY KEY (run_id, seq)
+     );
+     CREATE INDEX rein_ledger_starts ON rein_ledger (ord) WHERE seq = 1;
+     CREATE TABLE rein_artifacts (
+         id        text PRIMARY KEY,
+         reference text NOT NULL,
+         bytes     bytea NOT NULL
+     );
+     CREATE TABLE rein_leases (
+         run_id        text PRIMARY KEY,
+         owner         text NOT NULL,
+         fencing_token bigint NOT NULL,
+         expires_at    timestamptz NOT NULL
+     );",
+];
+
+/// The schema version this rein writes and understands.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// The advisory lock every rein process takes while migrating ("rein" in ASCII): two
+/// processes starting at once migrate one after the other, the second finding nothing to do.
+const MIGRATION_LOCK: i64 = 0x7265_696e;
+
+/// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one. One transaction: a
+/// failed migration leaves the schema as it was.
+pub(crate) async fn migrate(pool: &Pool, target: &str) -> Result<i32, PgError> {
+    let connect = |source: deadpool_postgres::PoolError| PgError::connect(target, source);
+    let mut client = pool.get().await.map_err(connect)?;
+    let failed = |version: i32| {
+        move |source: tokio_postgres::Error| PgError::Migrate {
+            target: target.to_owned(),
+            version,
+            source: source.explain(),
+        }
+    };
+    let tx = client.transaction().await.map_err(failed(0))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(failed(0))?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS rein_schema (
+             singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+             version   integer NOT NULL
+         )",
+    )
+    .await
+    .map_err(failed(0))?;
+    let found: i32 = tx
+        .query_opt("SELECT version FROM rein_schema", &[])
+        .await
+        .map_err(failed(0))?
+        .map_or(0, |row| row.get(0));
+    if found > SCHEMA_VERSION {
+        return Err(PgError::SchemaTooNew {
+            target: target.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (version, sql) in (1..)
+        .zip(MIGRATIONS)
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
+        tx.batch_execute(sql).await.map_err(failed(version))?;
+        tracing::info!(target, version, "applied a rein schema migration");
+    }
+    tx.execute(
+        "INSERT INTO rein_schema (version) VALUES ($1)
+         ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version",
+        &[&SCHEMA_VERSION],
+    )
+    .await
+    .map_err(failed(SCHEMA_VERSION))?;
+    tx.commit().await.map_err(failed(SCHEMA_VERSION))?;
+    Ok(found)
+}

@@ -1,0 +1,76 @@
+//! The storage ports' contract suite (crates/infra/storage/tests/contract), unchanged,
+//! against the PostgreSQL stores: each check on a fresh database.
+
+#[path = "../../storage/tests/contract/mod.rs"]
+mod contract;
+mod support;
+
+use std::sync::Arc;
+
+use rein_artifact::DynArtifactStore;
+use support::Fresh;
+
+#[tokio::test]
+async fn run_store() {
+    let db = Fresh::new().await;
+    contract::run_store(db.stores().await.runs()).await;
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_store_concurrent() {
+    let db = Fresh::new().await;
+    contract::run_store_concurrent(Arc::new(db.stores().await.runs().clone())).await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn ledger_store() {
+    let db = Fresh::new().await;
+    contract::ledger_store(db.stores().await.ledgers()).await;
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ledger_store_concurrent() {
+    let db = Fresh::new().await;
+    contract::ledger_store_concurrent(Arc::new(db.stores().await.ledgers().clone())).await;
+    db.drop_db().await;
+}
+
+/// A second process (a second pool) over the same database.
+#[tokio::test]
+async fn ledger_store_reopened() {
+    let db = Fresh::new().await;
+    let (first, second) = (db.stores().await, db.stores().await);
+    contract::ledger_store_reopened(first.ledgers().clone(), move || second.ledgers().clone())
+        .await;
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifact_store() {
+    let db = Fresh::new().await;
+    contract::artifact_store(db.stores().await.artifacts()).await;
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn artifact_store_limit() {
+    let db = Fresh::new().await;
+    let config = db.config.clone().with_max_artifact_size(4);
+    let stores = rein_postgres::PgStores::connect(config).await.unwrap();
+    contract::artifact_store_limit(stores.artifacts()).await;
+    db.drop_db().await;
+}
+
+/// Writers in two processes (two pools) and one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn artifact_store_concurrent() {
+    let db = Fresh::new().await;
+    let a = Arc::new(db.stores().await.artifacts().clone());
+    let b = Arc::new(db.stores().await.artifacts().clone());
+    let stores: [Arc<dyn DynArtifactStore>; 3] = [a.clone(), b, a];
+    contract::artifact_store_concurrent(&stores).await;
+    db.drop_db().await;
+}

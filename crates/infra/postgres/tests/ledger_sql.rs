@@ -1,0 +1,165 @@
+//! The ledger in SQL: one row per entry holding its line exactly as written, so it
+//! verifies over the same bytes a file holds; export to and import from JSONL, byte for
+//! byte; rows edited behind the store's back fail the load.
+
+mod support;
+
+use rein_ledger::{EntryKind, Ledger, LedgerStore, LedgerStoreError, Problem};
+use rein_run::{State, Timestamp};
+use rein_storage::{FsConfig, FsStores};
+use support::Fresh;
+
+fn sample(run: &str, n: u64) -> Ledger {
+    let mut ledger = Ledger::new(run.parse().unwrap());
+    for i in 1..=n {
+        ledger.append(
+            Timestamp::from_unix_millis(1_700_000_000_000 + i),
+            State::Explore,
+            EntryKind::Steering {
+                note: format!("note {i}: «ünïcödé» \"quoted\" \\ {{}}"),
+            },
+        );
+    }
+    ledger
+}
+
+async fn append_all<S: LedgerStore>(store: &S, ledger: &Ledger) {
+    for entry in ledger.entries() {
+        store.append(entry).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn each_row_holds_its_entry_line_and_hash_as_written() {
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let ledger = sample("rows", 4);
+    append_all(stores.ledgers(), &ledger).await;
+    let rows = db
+        .sql()
+        .await
+        .query(
+            "SELECT seq, hash, line FROM rein_ledger WHERE run_id = 'rows' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 4);
+    for (row, entry) in rows.iter().zip(ledger.entries()) {
+        assert_eq!(row.get::<_, i64>(0) as u64, entry.seq());
+        assert_eq!(row.get::<_, &str>(1), entry.hash().to_string());
+        assert_eq!(row.get::<_, &[u8]>(2), entry.json_line());
+    }
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_jsonl_file_imports_and_exports_back_byte_for_byte() {
+    let root = tempfile::tempdir().unwrap();
+    let fs = FsStores::open_with(root.path(), FsConfig::default()).unwrap();
+    let ledger = sample("moved", 12);
+    append_all(fs.ledgers(), &ledger).await;
+    let file = std::fs::read(fs.ledgers().ledger_path(ledger.run_id())).unwrap();
+
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let (run_id, count) = stores.ledgers().import_jsonl(&file).await.unwrap();
+    assert_eq!((&run_id, count), (ledger.run_id(), 12));
+    assert_eq!(stores.ledgers().export_jsonl(&run_id).await.unwrap(), file);
+    assert_eq!(stores.ledgers().load(&run_id).await.unwrap().ledger, ledger);
+
+    // A second import of the same run is refused; the stored ledger is unchanged.
+    let err = stores.ledgers().import_jsonl(&file).await.unwrap_err();
+    assert!(err.to_string().contains("already has a ledger"), "{err}");
+    assert_eq!(stores.ledgers().export_jsonl(&run_id).await.unwrap(), file);
+
+    // And a ledger written through the store exports as the file the fs store writes.
+    let written = sample("written", 5);
+    append_all(stores.ledgers(), &written).await;
+    append_all(fs.ledgers(), &written).await;
+    assert_eq!(
+        stores
+            .ledgers()
+            .export_jsonl(written.run_id())
+            .await
+            .unwrap(),
+        std::fs::read(fs.ledgers().ledger_path(written.run_id())).unwrap()
+    );
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn a_torn_or_tampered_file_is_not_imported() {
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let ledger = sample("bad", 3);
+    let file: Vec<u8> = ledger
+        .entries()
+        .iter()
+        .flat_map(|e| e.json_line().to_vec())
+        .collect();
+
+    let torn = &file[..file.len() - 5];
+    match stores.ledgers().import_jsonl(torn).await {
+        Err(LedgerStoreError::Corrupt {
+            line: 3, reason, ..
+        }) => {
+            assert!(reason.contains("cut mid-write"), "{reason}");
+        }
+        other => panic!("expected Corrupt at line 3, got {other:?}"),
+    }
+    let tampered = String::from_utf8(file.clone())
+        .unwrap()
+        .replace("note 2:", "note X:");
+    match stores.ledgers().import_jsonl(tampered.as_bytes()).await {
+        Err(LedgerStoreError::Broken { source, .. }) => {
+            assert_eq!((source.seq, source.problem), (2, Problem::Edited));
+        }
+        other => panic!("expected Broken at 2, got {other:?}"),
+    }
+    assert!(matches!(
+        stores.ledgers().load(ledger.run_id()).await,
+        Err(LedgerStoreError::NotFound { .. })
+    ));
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn rows_edited_behind_the_stores_back_fail_the_load() {
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let sql = db.sql().await;
+    for (run, damage, expected) in [
+        (
+            "edited",
+            "UPDATE rein_ledger SET line = convert_to(replace(convert_from(line, 'UTF8'), \
+             'note 2:', 'note X:'), 'UTF8') WHERE run_id = 'edited' AND seq = 2",
+            Some(Problem::Edited),
+        ),
+        (
+            "dropped",
+            "DELETE FROM rein_ledger WHERE run_id = 'dropped' AND seq = 2",
+            Some(Problem::Dropped { missing: 2 }),
+        ),
+        (
+            "renumbered",
+            "UPDATE rein_ledger SET seq = 9 WHERE run_id = 'renumbered' AND seq = 2",
+            None,
+        ),
+    ] {
+        let ledger = sample(run, 4);
+        append_all(stores.ledgers(), &ledger).await;
+        sql.batch_execute(damage).await.unwrap();
+        match (stores.ledgers().load(ledger.run_id()).await, expected) {
+            (Err(LedgerStoreError::Broken { source, .. }), Some(problem)) => {
+                assert_eq!((source.seq, source.problem), (2, problem), "{run}");
+            }
+            (Err(LedgerStoreError::Corrupt { line, reason, .. }), None) => {
+                assert_eq!(line, 9, "{run}");
+                assert!(reason.contains("the row says entry 9"), "{reason}");
+            }
+            (other, _) => panic!("{run}: unexpected {other:?}"),
+        }
+    }
+    db.drop_db().await;
+}

@@ -1,0 +1,88 @@
+//! The test database: found through `REIN_TEST_PG_URL` or the cluster `make pg-start`
+//! started, and a fresh database per test.
+
+#![allow(dead_code, unreachable_pub)] // each test file uses a different part of it
+
+use std::path::Path;
+
+use rein_postgres::{PgConfig, PgStores};
+use tokio_postgres::NoTls;
+
+/// The URL of the test cluster: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote
+/// under target/pg/. Without either the test fails, saying how to start one: a PostgreSQL
+/// suite that skips itself silently would let every store bug through.
+pub fn url() -> String {
+    if let Ok(url) = std::env::var("REIN_TEST_PG_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_owned();
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/pg/url");
+    match std::fs::read_to_string(&file) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => panic!(
+            "the PostgreSQL tests need a database: run `make pg-start` (a throwaway cluster, \
+             stopped by `make pg-stop`), or set REIN_TEST_PG_URL to a postgres:// url of a \
+             role that may create databases; `make test` does the first for you"
+        ),
+    }
+}
+
+/// A fresh, empty database on the test cluster, dropped by [`Fresh::drop_db`].
+#[derive(Debug)]
+pub struct Fresh {
+    pub name: String,
+    pub config: PgConfig,
+}
+
+/// A direct connection to database `dbname` (the URL's own when `None`).
+pub async fn connect(dbname: Option<&str>) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = url().parse().expect("the test url parses");
+    if let Some(dbname) = dbname {
+        config.dbname(dbname);
+    }
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .expect("the test cluster answers");
+    tokio::spawn(connection);
+    client
+}
+
+impl Fresh {
+    /// Creates `rein_test_<random>`.
+    pub async fn new() -> Self {
+        let name = format!("rein_test_{}", uuid::Uuid::new_v4().simple());
+        connect(None)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("the test role may create databases");
+        let config = PgConfig::from_url(&url())
+            .expect("the test url parses")
+            .with_dbname(&name)
+            .with_pool_size(8);
+        Self { name, config }
+    }
+
+    /// Stores over the fresh database (schema migrated).
+    pub async fn stores(&self) -> PgStores {
+        PgStores::connect(self.config.clone())
+            .await
+            .expect("the fresh database opens")
+    }
+
+    /// A direct connection to the fresh database, for what a test does behind the stores.
+    pub async fn sql(&self) -> tokio_postgres::Client {
+        connect(Some(&self.name)).await
+    }
+
+    /// Drops the database (its connections too).
+    pub async fn drop_db(self) {
+        connect(None)
+            .await
+            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
+            .await
+            .expect("the test database drops");
+    }
+}
