@@ -136,7 +136,11 @@ impl Driver {
                 // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
                 return Ok(());
             }
-            if let Some(exhausted) = self.short_of(members.len() as u64) {
+            if let Err(exhausted) = self.rec.proj.budget().fits(
+                self.rec.proj.run.usage(),
+                &BudgetName::TOOL_CALLS,
+                members.len() as u64,
+            ) {
                 return self.refuse_over_budget(exhausted).await;
             }
             for member in &members {
@@ -430,22 +434,5 @@ impl Driver {
                 Ok(Some(ToolError::failed(message)))
             }
         }
-    }
-
-    /// The error a charge of `calls` units of `tool_calls` would meet, if they do not fit.
-    fn short_of(&self, calls: u64) -> Option<rein_policy::BudgetExhausted> {
-        let name = BudgetName::TOOL_CALLS;
-        let usage = self.rec.proj.run.usage();
-        let limit = self.rec.proj.budget().limit(&name)?;
-        let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        (used.saturating_add(reserved).saturating_add(calls) > limit).then_some(
-            rein_policy::BudgetExhausted {
-                name,
-                limit,
-                used,
-                reserved,
-                requested: calls,
-            },
-        )
     }
 }

@@ -12,16 +12,11 @@ use crate::rejection::Rejection;
 impl Driver {
     /// The error a charge of 1 on `name` would meet, if its limit is reached.
     pub(crate) fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
-        let usage = self.rec.proj.run.usage();
-        let limit = self.rec.proj.budget().limit(name)?;
-        let (used, reserved) = (usage.used(name), usage.reserved(name));
-        (used.saturating_add(reserved) >= limit).then(|| rein_policy::BudgetExhausted {
-            name: name.clone(),
-            limit,
-            used,
-            reserved,
-            requested: 1,
-        })
+        self.rec
+            .proj
+            .budget()
+            .fits(self.rec.proj.run.usage(), name, 1)
+            .err()
     }
 
     /// Records that a charge would exceed a budget, then rejects the decision that needed it.

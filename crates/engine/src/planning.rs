@@ -129,10 +129,14 @@ impl Driver {
         name: BudgetName,
         amount: u64,
     ) -> Result<(), EngineError> {
-        let limit = self.rec.proj.budget().limit(&name);
-        let usage = self.rec.proj.run.usage();
-        let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        match crate::plan_link::reported_charge(name, amount, limit, used, reserved) {
+        let charge = crate::plan_link::reported_charge(
+            self.rec.proj.budget(),
+            self.rec.proj.run.usage(),
+            name,
+            amount,
+            0,
+        );
+        match charge {
             Some(entry) => self.rec.record(entry).await,
             None => Ok(()),
         }

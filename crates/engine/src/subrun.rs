@@ -189,21 +189,12 @@ impl Driver {
     /// this run limits.
     fn carve(&self, asked: &Spend) -> Result<Spend, BudgetExhausted> {
         let usage = self.rec.proj.run.usage();
-        let limits = self.rec.proj.budget().limits();
+        let budget = self.rec.proj.budget();
         let mut carved = Spend::new();
-        for (name, &limit) in limits {
-            let (used, reserved) = (usage.used(name), usage.reserved(name));
-            let left = limit.saturating_sub(used.saturating_add(reserved));
+        for (name, &limit) in budget.limits() {
+            let left = usage.counter(name).left(limit);
             let amount = asked.get(name).copied().unwrap_or(left);
-            if amount > left {
-                return Err(BudgetExhausted {
-                    name: name.clone(),
-                    limit,
-                    used,
-                    reserved,
-                    requested: amount,
-                });
-            }
+            budget.fits(usage, name, amount)?;
             carved.insert(name.clone(), amount);
         }
         for (name, &amount) in asked {
