@@ -12,11 +12,7 @@ use crate::rejection::Rejection;
 impl Driver {
     /// The error a charge of 1 on `name` would meet, if its limit is reached.
     pub(crate) fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
-        self.rec
-            .proj
-            .budget()
-            .fits(self.rec.proj.run.usage(), name, 1)
-            .err()
+        self.gate().fits(name, 1).err()
     }
 
     /// Records that a charge would exceed a budget, then rejects the decision that needed it.

@@ -11,14 +11,14 @@ use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
     BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, ToolName,
 };
+use rein_statemachine::Lifecycle;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::attempts::AttemptEvent;
 use crate::depth;
-use crate::error::EngineError;
-use crate::error::NarrowingError;
+use crate::error::{EngineError, NarrowingError, ProjectionError};
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
@@ -98,7 +98,7 @@ impl Driver {
         proj: Projection,
         ledger: &Ledger,
         controls: Option<Controls>,
-    ) -> Self {
+    ) -> Result<Self, EngineError> {
         let (inbox, events) = split(controls);
         let deadline = crate::deadline::due(&shared, &policy, ledger.entries());
         let reopened = proj
@@ -106,9 +106,20 @@ impl Driver {
             .as_ref()
             .and_then(|step| unsettled_decision(ledger, step));
         let log = LedgerWriter::new(Arc::clone(&shared), ledger.chain(), events);
-        let mut driver = Self::with(shared, policy, Recorder::new(proj, log), inbox, deadline);
+        // The lifecycle machine, rebuilt from the moves the ledger records, lives as long as
+        // the driver: every move from here goes through it.
+        let moves = crate::recorder::recorded_moves(ledger.entries());
+        let lifecycle = Lifecycle::rebuild(moves, policy.snapshot.transitions).map_err(|e| {
+            EngineError::InconsistentLedger {
+                id: proj.run.id().clone(),
+                seq: ledger.len() as u64,
+                source: Box::new(ProjectionError::Lifecycle(e.into())),
+            }
+        })?;
+        let rec = Recorder::new(proj, log, lifecycle);
+        let mut driver = Self::with(shared, policy, rec, inbox, deadline);
         driver.reopened = reopened;
-        driver
+        Ok(driver)
     }
 
     /// A driver for a new run, its `run_started` entry recorded.
@@ -121,8 +132,16 @@ impl Driver {
     ) -> Result<Self, EngineError> {
         let (inbox, events) = split(controls);
         let budget = policy.snapshot.budget.clone();
-        let (rec, started) =
-            Recorder::start(Arc::clone(&shared), id, started, budget, events).await?;
+        let transitions = policy.snapshot.transitions;
+        let (rec, started) = Recorder::start(
+            Arc::clone(&shared),
+            id,
+            started,
+            budget,
+            transitions,
+            events,
+        )
+        .await?;
         let deadline = crate::deadline::due(&shared, &policy, std::slice::from_ref(&started));
         Ok(Self::with(shared, policy, rec, inbox, deadline))
     }
@@ -159,6 +178,18 @@ impl Driver {
         }
     }
 
+    /// The run's gate, asked now: every "may it?" of the run (see `gate`).
+    pub(crate) fn gate(&self) -> crate::gate::Gate<'_> {
+        crate::gate::Gate::new(
+            &self.policy,
+            &self.shared.tools,
+            &self.rec.proj,
+            self.interrupting,
+            self.deadline,
+            self.shared.clock.now(),
+        )
+    }
+
     pub(crate) fn run(&self) -> &Run {
         &self.rec.proj.run
     }
@@ -180,14 +211,15 @@ impl Driver {
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
-        let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
+        let span =
+            tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.state());
         let result = async {
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
             while self.rec.proj.run.status() == RunStatus::Running {
                 let step = self.rec.proj.run.steps();
-                let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
+                let span = tracing::debug_span!("step", step, state = %self.rec.state());
                 if let Flow::Stop = self.step().instrument(span).await? {
                     break;
                 }
@@ -221,7 +253,7 @@ impl Driver {
         if self.rec.proj.run.steps() >= max {
             self.reject(Rejection::MaxSteps {
                 limit: max,
-                state: self.rec.proj.state(),
+                state: self.rec.state(),
             })
             .await?;
             return Ok(Flow::Continue);
@@ -363,6 +395,7 @@ impl Driver {
                 reason: narrowing.reason().to_owned(),
             })
             .await?;
+        self.rec.set_transitions(policy.snapshot.transitions);
         self.policy = Arc::new(policy);
         Ok(Ok(()))
     }

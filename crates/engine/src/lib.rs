@@ -50,6 +50,7 @@ mod durable;
 mod engine;
 mod error;
 mod events;
+mod gate;
 mod handle;
 mod narrow;
 mod open;
@@ -83,7 +84,8 @@ pub use config::{
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
 pub use error::{
-    BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError, TreeError,
+    BuildError, EngineError, LifecycleFault, NarrowingError, ProjectionError, RecordedPolicyError,
+    TreeError,
 };
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rein_run::{BoxFuture, FailureKind};
+use rein_run::BoxFuture;
 
 use crate::driver::Driver;
 use crate::error::EngineError;
@@ -11,8 +11,7 @@ use crate::error::EngineError;
 impl Driver {
     /// Whether the run's deadline has passed, on the engine's clock.
     pub(crate) fn deadline_passed(&self) -> bool {
-        self.deadline
-            .is_some_and(|due| self.shared.clock.now() >= due.at)
+        self.gate().deadline_passed()
     }
 
     /// The time left before the deadline, if the run has one.
@@ -30,21 +29,8 @@ impl Driver {
             let Some(due) = self.deadline else {
                 return Ok(());
             };
-            let paused = if due.paused_ms > 0 {
-                format!(" (not counting {} ms spent paused)", due.paused_ms)
-            } else {
-                String::new()
-            };
-            self.rec
-                .fail(
-                    FailureKind::DeadlineExceeded,
-                    format!(
-                        "the run's deadline of {} ms passed at {}{paused}; no step starts after it: \
-                         give the run a longer deadline, or less to do",
-                        due.time_ms, due.at
-                    ),
-                )
-                .await
+            let failure = crate::gate::deadline_failure(due);
+            self.rec.fail(failure.kind, failure.message).await
         })
     }
 }

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
-    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval,
-    Run, RunId, RunStatus, Spend,
+    ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval, Run, RunId,
+    RunStatus, Spend,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -129,7 +129,7 @@ impl Driver {
                 })
                 .await;
         }
-        let carved = match self.carve(budget) {
+        let carved = match self.gate().carve(budget) {
             Ok(carved) => carved,
             Err(exhausted) => return self.reject(Rejection::BudgetExhausted(exhausted)).await,
         };
@@ -183,24 +183,6 @@ impl Driver {
             }
             _ => Ok(()),
         }
-    }
-
-    /// The child's budget: what `asked` names, and what is left of every other budget
-    /// this run limits.
-    fn carve(&self, asked: &Spend) -> Result<Spend, BudgetExhausted> {
-        let usage = self.rec.proj.run.usage();
-        let budget = self.rec.proj.budget();
-        let mut carved = Spend::new();
-        for (name, &limit) in budget.limits() {
-            let left = usage.counter(name).left(limit);
-            let amount = asked.get(name).copied().unwrap_or(left);
-            budget.fits(usage, name, amount)?;
-            carved.insert(name.clone(), amount);
-        }
-        for (name, &amount) in asked {
-            carved.entry(name.clone()).or_insert(amount);
-        }
-        Ok(carved)
     }
 
     /// Drives the open child (starting it, resuming it, or reading how it ended) and

@@ -104,7 +104,8 @@ impl Budget {
     /// has no limit).
     #[must_use]
     pub fn left(&self, usage: &BudgetUsage, name: &BudgetName) -> Option<u64> {
-        self.limit(name).map(|limit| usage.counter(name).left(limit))
+        self.limit(name)
+            .map(|limit| usage.counter(name).left(limit))
     }
 
     /// Whether nothing is left of `name` (never true for a counter without a limit).
@@ -214,9 +215,7 @@ mod tests {
     fn one_over_what_is_left_names_the_figures() {
         let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 5);
         let usage = with_reserved(3, 0);
-        let err = budget
-            .fits(&usage, &BudgetName::TOOL_CALLS, 3)
-            .unwrap_err();
+        let err = budget.fits(&usage, &BudgetName::TOOL_CALLS, 3).unwrap_err();
         assert_eq!(
             (err.name, err.limit, err.used, err.reserved, err.requested),
             (BudgetName::TOOL_CALLS, 5, 3, 0, 3)
@@ -240,9 +239,7 @@ mod tests {
         let usage = with_reserved(3, 4);
         assert_eq!(budget.left(&usage, &BudgetName::TOOL_CALLS), Some(3));
         assert_eq!(budget.fits(&usage, &BudgetName::TOOL_CALLS, 3), Ok(()));
-        let err = budget
-            .fits(&usage, &BudgetName::TOOL_CALLS, 4)
-            .unwrap_err();
+        let err = budget.fits(&usage, &BudgetName::TOOL_CALLS, 4).unwrap_err();
         assert_eq!((err.used, err.reserved, err.requested), (3, 4, 4));
         // Over the limit already (a provider's overrun): nothing left, never negative.
         let over = Budget::new().with_limit(BudgetName::TOOL_CALLS, 2);

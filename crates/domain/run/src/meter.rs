@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Counter, Digest, ModelReply, PlannerError,
-    Skill,
+    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Counter, Digest, ModelReply,
+    PlannerError, Skill,
 };
 
 /// One model call, as the planner reports it. The engine records it as a `planner_call`
