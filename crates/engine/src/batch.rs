@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use rein_ledger::EntryKind;
 use rein_resilience::ToolCall;
-use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ProposedCall};
+use rein_run::{BoxFuture, BudgetName, Digest, ProposedCall};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 
@@ -41,7 +41,6 @@ use crate::depth;
 use crate::driver::Driver;
 use crate::error::EngineError;
 use crate::gate::BeforeRun;
-use crate::project::Projection;
 use crate::tools::ToolEntry;
 
 /// One call of a batch, checked, about to run as attempt `attempt`.
@@ -137,24 +136,17 @@ impl Driver {
             return self.rec.fail(failure.kind, failure.message).await;
         }
         let retry_all = self.shared.config.in_doubt == InDoubtPolicy::RetryAll;
-        let shared = Arc::clone(&self.shared);
         for (index, (tool, input)) in track.calls.iter().enumerate().skip(track.settled) {
             let open = track.open.get(index).cloned().flatten();
-            if let Some(open) = &open
-                && !(open.idempotent || retry_all)
+            let entry = match self
+                .gate()
+                .readmit_member(index, tool, open.as_ref(), retry_all)
             {
-                let failure = Projection::in_doubt_failure(open);
-                return self.rec.fail(failure.kind, failure.message).await;
-            }
-            let Some(entry) = shared.tools.get(tool) else {
-                let message = format!(
-                    "call {index} of the batch names tool `{}`, which is no longer registered",
-                    crate::tools::clip(tool)
-                );
-                return self.rec.fail(FailureKind::InDoubtToolCall, message).await;
+                Ok(entry) => entry,
+                Err(failure) => return self.rec.fail(failure.kind, failure.message).await,
             };
             let member = Member {
-                entry: Arc::clone(entry),
+                entry,
                 input: input.clone(),
                 input_hash: Digest::of_json(input),
                 attempt: open.map_or(1, |open| open.attempt.saturating_add(1)),
@@ -214,10 +206,7 @@ impl Driver {
         }
         if sync {
             // The in-doubt markers must be durable before any side effect can happen.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         let clock = Arc::clone(&self.shared.clock);
         let remaining = self.remaining();

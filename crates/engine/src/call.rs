@@ -140,10 +140,7 @@ impl Driver {
         };
         if !idempotent {
             // The in-doubt marker must be durable before the side effect can happen.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         self.attempt_link.restart();
         let link = Arc::clone(&self.attempt_link);
@@ -250,21 +247,24 @@ impl Driver {
         let tool = attempts.tool.clone();
         let failed_number = attempts.number(failed);
         let duration_ms = millis(elapsed);
-        if let Err(exhausted) = self.gate().fits(&BudgetName::TOOL_CALLS, 1) {
-            self.rec
-                .record(EntryKind::ToolError {
-                    tool,
-                    attempt: failed_number,
-                    duration_ms,
-                    error: error.clone(),
-                    will_retry: false,
-                })
-                .await?;
-            self.rec.record(exhausted_entry(&exhausted)).await?;
-            attempts.veto = Some(error);
-            let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
-            return Ok(());
-        }
+        let consumed = match self.gate().charge(&BudgetName::TOOL_CALLS, 1) {
+            Ok(consumed) => consumed,
+            Err(exhausted) => {
+                self.rec
+                    .record(EntryKind::ToolError {
+                        tool,
+                        attempt: failed_number,
+                        duration_ms,
+                        error: error.clone(),
+                        will_retry: false,
+                    })
+                    .await?;
+                self.rec.record(exhausted_entry(&exhausted)).await?;
+                attempts.veto = Some(error);
+                let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
+                return Ok(());
+            }
+        };
         self.rec
             .record(EntryKind::ToolError {
                 tool: tool.clone(),
@@ -274,18 +274,11 @@ impl Driver {
                 will_retry: true,
             })
             .await?;
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name: BudgetName::TOOL_CALLS,
-                amount: 1,
-                used: self.rec.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
-                limit: self.rec.proj.budget().limit(&BudgetName::TOOL_CALLS),
-            })
-            .await?;
+        self.rec.record(consumed).await?;
         let input = attempts
             .recorded_input()
             .map_err(|e| EngineError::InconsistentLedger {
-                id: self.rec.proj.run.id().clone(),
+                id: self.rec.id().clone(),
                 seq: self.rec.log.len(),
                 source: Box::new(e),
             })?;
@@ -305,10 +298,7 @@ impl Driver {
         };
         if !attempts.idempotent {
             // The same rule as for the first attempt: durable before the side effect.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         attempts.current = attempt;
         // A call dropped meanwhile no longer listens; the attempt is recorded, never run.

@@ -46,20 +46,11 @@ impl Driver {
     pub(crate) async fn charge_one_call(
         &mut self,
     ) -> Result<Result<(), rein_policy::BudgetExhausted>, EngineError> {
-        let name = BudgetName::TOOL_CALLS;
-        if let Some(exhausted) = self.exhausted(&name) {
-            return Ok(Err(exhausted));
-        }
-        let used = self.rec.proj.run.usage().used(&name) + 1;
-        let limit = self.rec.proj.budget().limit(&name);
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount: 1,
-                used,
-                limit,
-            })
-            .await?;
+        let consumed = match self.gate().charge(&BudgetName::TOOL_CALLS, 1) {
+            Ok(consumed) => consumed,
+            Err(exhausted) => return Ok(Err(exhausted)),
+        };
+        self.rec.record(consumed).await?;
         Ok(Ok(()))
     }
 }

@@ -211,22 +211,18 @@ impl Driver {
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
-        let span =
-            tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.state());
+        let span = tracing::info_span!("run", run_id = %self.rec.id(), state = %self.rec.state());
         let result = async {
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
-            while self.rec.proj.run.status() == RunStatus::Running {
-                let step = self.rec.proj.run.steps();
+            while self.rec.status() == RunStatus::Running {
+                let step = self.rec.steps();
                 let span = tracing::debug_span!("step", step, state = %self.rec.state());
                 if let Flow::Stop = self.step().instrument(span).await? {
                     break;
                 }
-                self.shared
-                    .ledgers
-                    .sync_boxed(self.rec.proj.run.id())
-                    .await?;
+                self.shared.ledgers.sync_boxed(self.rec.id()).await?;
             }
             self.rec.persist().await
         }
@@ -250,7 +246,7 @@ impl Driver {
             return Ok(Flow::Stop);
         }
         let max = self.policy.snapshot.max_steps;
-        if self.rec.proj.run.steps() >= max {
+        if self.rec.steps() >= max {
             self.reject(Rejection::MaxSteps {
                 limit: max,
                 state: self.rec.state(),
@@ -311,7 +307,7 @@ impl Driver {
             .await?;
             return Ok(Flow::Continue);
         }
-        let step = self.rec.proj.run.steps();
+        let step = self.rec.steps();
         if self.interrupting
             && let Decision::CallTool { tool, .. } = &decision
         {
@@ -336,7 +332,7 @@ impl Driver {
         };
         let last_chance = self.interrupting;
         self.apply(decision).await?;
-        if last_chance && self.rec.proj.run.status() == RunStatus::Running {
+        if last_chance && self.rec.status() == RunStatus::Running {
             self.rec
                 .record(EntryKind::RunInterrupted {
                     reason: "interrupted through the run handle".into(),
@@ -395,7 +391,6 @@ impl Driver {
                 reason: narrowing.reason().to_owned(),
             })
             .await?;
-        self.rec.set_transitions(policy.snapshot.transitions);
         self.policy = Arc::new(policy);
         Ok(Ok(()))
     }

@@ -11,8 +11,9 @@
 //!   same for each member of a batch ([`Gate::admit_batch`], which adds the batch's own
 //!   rules: not empty, not too large, no call twice), [`Gate::before_run`] (served from the
 //!   cache, refused by an open circuit), [`Gate::needs_approval`], and for the calls a
-//!   resume recovers [`Gate::readmit`] (in doubt) and [`Gate::retry`] (a retry cut short);
-//! - budgets: [`Gate::fits`] and [`Gate::left`] (one body, `Budget::fits` / `Budget::left`,
+//!   resume recovers [`Gate::readmit`] (in doubt), [`Gate::readmit_member`] (a batch's call
+//!   cut short) and [`Gate::retry`] (a retry cut short);
+//! - budgets: [`Gate::fits`], [`Gate::charge`] and [`Gate::left`] (one body, `Budget::fits` / `Budget::left`,
 //!   for tool charges, batches, sub-run carves and planner charges), [`Gate::carve`] (a
 //!   child's budget) and [`Gate::overrun`] (a provider reported more than was left);
 //! - what a failure does to the run: [`Gate::tool_failure`] (the run's `on_tool_error`) and
@@ -235,15 +236,37 @@ impl<'a> Gate<'a> {
         open: &OpenAttempt,
         retry_all: bool,
     ) -> Result<Arc<ToolEntry>, Failure> {
-        if !(open.idempotent || retry_all) {
-            return Err(Projection::in_doubt_failure(open));
-        }
+        in_doubt_rule(open, retry_all)?;
         self.tools.get(open.tool.as_str()).cloned().ok_or_else(|| {
             Failure::new(
                 FailureKind::InDoubtToolCall,
                 format!(
                     "the in-doubt call's tool `{}` is no longer registered",
                     open.tool
+                ),
+            )
+        })
+    }
+
+    /// Whether call `index` of a batch a crash cut short may run, on resume, as its next
+    /// attempt (`open`: it was in doubt, by the same rule as [`Gate::readmit`]) or its first
+    /// (it never started): its tool still registered.
+    pub(crate) fn readmit_member(
+        &self,
+        index: usize,
+        tool: &str,
+        open: Option<&OpenAttempt>,
+        retry_all: bool,
+    ) -> Result<Arc<ToolEntry>, Failure> {
+        if let Some(open) = open {
+            in_doubt_rule(open, retry_all)?;
+        }
+        self.tools.get(tool).cloned().ok_or_else(|| {
+            Failure::new(
+                FailureKind::InDoubtToolCall,
+                format!(
+                    "call {index} of the batch names tool `{}`, which is no longer registered",
+                    crate::tools::clip(tool)
                 ),
             )
         })
@@ -273,6 +296,22 @@ impl<'a> Gate<'a> {
     /// Whether `amount` more of `name` fits what the run has left of it.
     pub(crate) fn fits(&self, name: &BudgetName, amount: u64) -> Result<(), BudgetExhausted> {
         self.proj.budget().fits(self.proj.run.usage(), name, amount)
+    }
+
+    /// The `budget_consumed` entry that charges `amount` of `name`, if it fits what the
+    /// run has left (what every charge before a cost records).
+    pub(crate) fn charge(
+        &self,
+        name: &BudgetName,
+        amount: u64,
+    ) -> Result<rein_ledger::EntryKind, BudgetExhausted> {
+        self.fits(name, amount)?;
+        Ok(rein_ledger::EntryKind::BudgetConsumed {
+            name: name.clone(),
+            amount,
+            used: self.proj.run.usage().used(name).saturating_add(amount),
+            limit: self.proj.budget().limit(name),
+        })
     }
 
     /// What the run has left of `name` (`None` when it has no limit).
@@ -385,6 +424,16 @@ impl<'a> Gate<'a> {
                 "the run's recorded result schema is not a valid JSON Schema: {reason}"
             )],
         }
+    }
+}
+
+/// The in-doubt rule: a call a crash left in doubt runs again only when it is idempotent,
+/// or when the in-doubt policy retries all; otherwise it may have run, and the run fails.
+fn in_doubt_rule(open: &OpenAttempt, retry_all: bool) -> Result<(), Failure> {
+    if open.idempotent || retry_all {
+        Ok(())
+    } else {
+        Err(Projection::in_doubt_failure(open))
     }
 }
 

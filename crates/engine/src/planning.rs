@@ -109,7 +109,7 @@ impl Driver {
         &mut self,
         meter: PlanMeter,
     ) -> Result<(), EngineError> {
-        let step = self.rec.proj.run.steps();
+        let step = self.rec.steps();
         for call in meter.into_calls() {
             let (tokens, cost) = (call.tokens(), call.cost);
             self.rec

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rein_ledger::{Chain, Entry, EntryKind};
 use rein_policy::{Budget, Transitions};
-use rein_run::{BoxFuture, Failure, FailureKind, RunId, State};
+use rein_run::{BoxFuture, Failure, FailureKind, RunId, RunStatus, State};
 use rein_statemachine::{Lifecycle, Transition, TransitionError};
 use tokio::sync::broadcast;
 
@@ -52,9 +52,19 @@ impl Recorder {
         self.lifecycle.state()
     }
 
-    /// Holds the run's moves to `transitions` from now on (the run's policy was narrowed).
-    pub(crate) fn set_transitions(&mut self, transitions: Transitions) {
-        self.lifecycle.set_transitions(transitions);
+    /// The run's id.
+    pub(crate) const fn id(&self) -> &RunId {
+        self.proj.run.id()
+    }
+
+    /// How many decisions the run has recorded: the number of the next step.
+    pub(crate) const fn steps(&self) -> u32 {
+        self.proj.run.steps()
+    }
+
+    /// Whether the run is running, paused, interrupted or ended.
+    pub(crate) const fn status(&self) -> RunStatus {
+        self.proj.run.status()
     }
 
     /// Asks the lifecycle machine to move the run to `to` (into `act` only while `guard`

@@ -23,7 +23,7 @@ impl Driver {
             Some(decision) => decision,
             None => {
                 return Err(EngineError::InconsistentLedger {
-                    id: self.rec.proj.run.id().clone(),
+                    id: self.rec.id().clone(),
                     seq: step.decision_at as u64 + 1,
                     source: Box::new(ProjectionError::DecisionMissing),
                 });
@@ -144,7 +144,7 @@ impl Driver {
     /// The input of an attempt to recover, which a projection rebuilt from its ledger keeps.
     fn recovered_input(&self, input: Option<Value>) -> Result<Value, EngineError> {
         input.ok_or_else(|| EngineError::InconsistentLedger {
-            id: self.rec.proj.run.id().clone(),
+            id: self.rec.id().clone(),
             seq: self.rec.log.len(),
             source: Box::new(ProjectionError::CallInputMissing),
         })

@@ -35,7 +35,7 @@ impl Driver {
         // Boxed: a member is applied by `apply`, which applies a sequence through here.
         Box::pin(async move {
             loop {
-                if self.rec.proj.run.status() != RunStatus::Running {
+                if self.rec.status() != RunStatus::Running {
                     return Ok(());
                 }
                 match self.gate().next_member() {

@@ -178,7 +178,7 @@ impl Driver {
     /// Settles the child a reopened run left open (the first thing its drive does).
     pub(crate) async fn resume_open_child(&mut self) -> Result<(), EngineError> {
         match self.sub.resume.take() {
-            Some((open, answer)) if self.rec.proj.run.status() == RunStatus::Running => {
+            Some((open, answer)) if self.rec.status() == RunStatus::Running => {
                 self.settle_child(open, answer.as_deref()).await
             }
             _ => Ok(()),
@@ -349,7 +349,7 @@ impl Driver {
         let started = open
             .started
             .ok_or_else(|| EngineError::InconsistentLedger {
-                id: self.rec.proj.run.id().clone(),
+                id: self.rec.id().clone(),
                 seq: self.rec.log.len(),
                 source: Box::new(ProjectionError::ChildMismatch {
                     open: None,
@@ -357,7 +357,7 @@ impl Driver {
                 }),
             })?;
         Ok(EntryKind::ChildOf {
-            parent: self.rec.proj.run.id().clone(),
+            parent: self.rec.id().clone(),
             parent_head: started,
             depth: self.rec.proj.tree.depth().saturating_add(1),
             planner: open.planner.clone(),

@@ -95,16 +95,16 @@ impl Fixture {
         )
     }
 
-    fn apply(&mut self, kind: EntryKind) {
+    fn apply(&mut self, kind: &EntryKind) {
         self.proj
-            .apply(&kind, Timestamp::from_unix_millis(2))
+            .apply(kind, Timestamp::from_unix_millis(2))
             .expect("applies");
     }
 
     fn spend(&mut self, name: BudgetName, amount: u64) {
         let used = self.proj.run.usage().used(&name) + amount;
         let limit = self.proj.budget().limit(&name);
-        self.apply(EntryKind::BudgetConsumed {
+        self.apply(&EntryKind::BudgetConsumed {
             name,
             amount,
             used,
@@ -113,7 +113,7 @@ impl Fixture {
     }
 
     fn move_to_explore(&mut self) {
-        self.apply(EntryKind::Transition {
+        self.apply(&EntryKind::Transition {
             from: State::Intake,
             to: State::Explore,
             reason: "test".into(),
@@ -126,7 +126,7 @@ impl Fixture {
             (State::Explore, State::Decide),
             (State::Decide, State::Act),
         ] {
-            self.apply(EntryKind::Transition {
+            self.apply(&EntryKind::Transition {
                 from,
                 to,
                 reason: "test".into(),
@@ -346,6 +346,30 @@ fn an_in_doubt_call_of_a_tool_no_longer_registered_fails_the_run() {
 }
 
 #[test]
+fn a_batch_member_cut_short_runs_again_by_the_in_doubt_rule() {
+    let f = fixture(|b| b);
+    let gate = f.gate();
+    assert!(gate.readmit_member(0, "write", None, false).is_ok());
+    let in_doubt = gate
+        .readmit_member(1, "write", Some(&open("write", false)), false)
+        .map(|_| ())
+        .expect_err("may have run");
+    assert_eq!(in_doubt.kind, FailureKind::InDoubtToolCall);
+    assert!(
+        gate.readmit_member(1, "write", Some(&open("write", false)), true)
+            .is_ok()
+    );
+    let gone = gate
+        .readmit_member(2, "gone", None, false)
+        .map(|_| ())
+        .expect_err("unregistered");
+    assert_eq!(
+        gone.message,
+        "call 2 of the batch names tool `gone`, which is no longer registered"
+    );
+}
+
+#[test]
 fn a_recovered_retry_needs_an_idempotent_registered_tool_and_its_unit() {
     let mut f = fixture(|b| b.budget("tool_calls", 1));
     assert!(f.gate().retry(&open("write", true), false).is_ok());
@@ -390,6 +414,32 @@ fn fits_and_left_follow_the_runs_usage() {
 }
 
 #[test]
+fn a_charge_that_fits_is_the_entry_that_records_it() {
+    let mut f = fixture(|b| b.budget("tool_calls", 2));
+    f.spend(BudgetName::TOOL_CALLS, 1);
+    assert_eq!(
+        f.gate().charge(&BudgetName::TOOL_CALLS, 1),
+        Ok(EntryKind::BudgetConsumed {
+            name: BudgetName::TOOL_CALLS,
+            amount: 1,
+            used: 2,
+            limit: Some(2),
+        })
+    );
+    f.spend(BudgetName::TOOL_CALLS, 1);
+    assert!(f.gate().charge(&BudgetName::TOOL_CALLS, 1).is_err());
+    assert_eq!(
+        f.gate().charge(&BudgetName::TOKENS, 7),
+        Ok(EntryKind::BudgetConsumed {
+            name: BudgetName::TOKENS,
+            amount: 7,
+            used: 7,
+            limit: None,
+        })
+    );
+}
+
+#[test]
 fn a_carve_takes_what_is_asked_and_what_is_left_of_the_rest() {
     let mut f = fixture(|b| b.budget("tool_calls", 5).budget("steps", 10));
     f.spend(BudgetName::STEPS, 4);
@@ -417,7 +467,7 @@ fn an_overrun_fails_the_run_naming_the_budget() {
     f.spend(BudgetName::TOKENS, 100);
     assert_eq!(f.gate().overrun(), None, "reaching the limit is no overrun");
     // A provider reported more than was left: charged all the same.
-    f.apply(EntryKind::BudgetOverrun {
+    f.apply(&EntryKind::BudgetOverrun {
         name: BudgetName::TOKENS,
         amount: 20,
         used: 120,
@@ -504,7 +554,7 @@ fn sequence(f: &mut Fixture) {
         "",
     )
     .expect("a sequence");
-    f.apply(EntryKind::Decision { step: 0, decision });
+    f.apply(&EntryKind::Decision { step: 0, decision });
 }
 
 #[test]
@@ -514,7 +564,7 @@ fn a_sequence_goes_member_by_member_until_the_last() {
     sequence(&mut f);
     assert!(matches!(f.gate().next_member(), NextMember::Apply(0, _)));
     for index in 0..2 {
-        f.apply(EntryKind::SequenceMember {
+        f.apply(&EntryKind::SequenceMember {
             step: 0,
             index,
             kind: "call_tool".into(),
@@ -527,19 +577,19 @@ fn a_sequence_goes_member_by_member_until_the_last() {
 fn a_sequence_stops_at_a_member_that_did_not_take_effect() {
     let mut f = fixture(|b| b.on_tool_error(OnToolError::HandBack));
     sequence(&mut f);
-    f.apply(EntryKind::SequenceMember {
+    f.apply(&EntryKind::SequenceMember {
         step: 0,
         index: 0,
         kind: "call_tool".into(),
     });
-    f.apply(EntryKind::ToolCall {
+    f.apply(&EntryKind::ToolCall {
         tool: name("look"),
         input: json!({"q": 1}),
         input_hash: Digest::of_json(&json!({"q": 1})),
         attempt: 1,
         idempotent: true,
     });
-    f.apply(EntryKind::ToolError {
+    f.apply(&EntryKind::ToolError {
         tool: name("look"),
         attempt: 1,
         duration_ms: 0,

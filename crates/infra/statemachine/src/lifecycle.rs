@@ -14,9 +14,9 @@ use crate::{LifecycleError, TransitionError};
 /// [`Transition`] it made, or refuses with a [`TransitionError`] and stays put. A refusal is
 /// never silent.
 ///
-/// The table can be replaced at run time with [`Lifecycle::set_transitions`] (a live run's
-/// policy narrowed); budgets and their use are passed with each request, so the guard into
-/// `act` always sees the run's current figures. [`Lifecycle::fail`] ends the run in
+/// The table is the run's for its whole life (narrowing a live run's policy never changes
+/// it); budgets and their use are passed with each request, so the guard into `act` always
+/// sees the run's current figures. [`Lifecycle::fail`] ends the run in
 /// `failed` from any working state, whatever the table says: a run's policy fails it
 /// (a budget, a deadline, a tool error, an abort) without the planner asking to move.
 ///
@@ -75,13 +75,6 @@ impl Lifecycle {
         &self.transitions
     }
 
-    /// Replaces the table; the next request is checked against `transitions`. Whether the new
-    /// table may replace the old one (DESIGN.md: a live run's policy may only narrow) is the
-    /// caller's decision, which it records.
-    pub fn set_transitions(&mut self, transitions: Transitions) {
-        self.transitions = transitions;
-    }
-
     /// Ends the run in `failed` from any working state, whatever the table says, and reports
     /// the move: how the engine fails a run its policy stops (a budget, a deadline, a tool
     /// error, an abort), which is no move a planner asked for.
@@ -107,9 +100,8 @@ impl Lifecycle {
     }
 
     /// A lifecycle rebuilt from the moves a run's record shows, in order: it starts in
-    /// `intake` and follows each move as it was made (each was checked when it was made,
-    /// under the policy of its time, which may have been narrowed since), then is guarded
-    /// by `transitions`. It may end in a terminal state: a run whose end is on record, or
+    /// `intake` and follows each move as it was made (each was checked when it was made, and
+    /// the engine's own failures are in no table), then is guarded by `transitions`. It may end in a terminal state: a run whose end is on record, or
     /// whose move to its end is and whose last entry is not.
     ///
     /// ```
@@ -388,33 +380,6 @@ mod tests {
     }
 
     #[test]
-    fn the_table_can_be_replaced_at_run_time() {
-        let mut lc = Lifecycle::new(State::Intake, Transitions::default()).unwrap();
-        check(
-            &mut lc,
-            State::Act,
-            &unlimited(),
-            not_in_table([State::Explore, State::Failed]),
-        );
-        let direct = Transitions::from_edges([
-            (State::Intake, State::Act),
-            (State::Act, State::Done),
-            (State::Act, State::Failed),
-        ])
-        .unwrap();
-        lc.set_transitions(direct);
-        assert_eq!(lc.transitions(), &direct);
-        check(&mut lc, State::Act, &unlimited(), Ok(()));
-        check(
-            &mut lc,
-            State::Validate,
-            &unlimited(),
-            not_in_table([State::Done, State::Failed]),
-        );
-        check(&mut lc, State::Done, &unlimited(), Ok(()));
-    }
-
-    #[test]
     fn fail_ends_a_working_state_whatever_the_table_and_budget() {
         let only_done = Transitions::from_edges([
             (State::Intake, State::Explore),
@@ -469,7 +434,8 @@ mod tests {
                 to: State::Decide,
             },
         ];
-        // A table narrowed since has no intake → explore: the record is followed anyway.
+        // A table without intake → explore: the record is followed anyway (each move was
+        // checked when it was made; the engine's own failures are in no table).
         let narrowed =
             Transitions::from_edges([(State::Decide, State::Done), (State::Intake, State::Failed)])
                 .unwrap();
