@@ -4,10 +4,9 @@
 //! policy refuses is rejected (handed back to the planner, or ending the run).
 
 use rein_ledger::EntryKind;
-use rein_run::{BoxFuture, BudgetName, Decision, FailureKind, State};
+use rein_run::{BoxFuture, Decision, FailureKind, State};
 use serde_json::Value;
 
-use crate::config::OnViolation;
 use crate::driver::Driver;
 use crate::error::EngineError;
 use crate::rejection::Rejection;
@@ -113,47 +112,18 @@ impl Driver {
         Box::pin(async move {
             let message = rejection.to_string();
             tracing::info!(%message, "decision rejected");
-            // Running out of steps cannot be corrected by the planner: those always end the run.
-            // Nor can a decision too deep to record: unrecorded, it does not count as a step,
-            // so a planner handed it back would propose it again at the same step.
-            let fatal = matches!(
-                rejection,
-                Rejection::MaxSteps { .. }
-                    | Rejection::UnsupportedDecision
-                    | Rejection::TooDeep { .. }
-            ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
-            let hands_back = matches!(
-                self.policy.snapshot.on_violation,
-                OnViolation::HandBack { .. }
-            );
-            let handed_back = !fatal
-                && hands_back
-                && !self
-                    .rec
-                    .proj
-                    .budget()
-                    .is_exhausted(self.rec.proj.run.usage(), &BudgetName::VIOLATIONS);
+            let failure = self.gate().rejection_failure(&rejection);
             self.rec
                 .record(EntryKind::PolicyViolation {
                     violation: rejection.violation(),
-                    message: message.clone(),
-                    handed_back,
+                    message,
+                    handed_back: failure.is_none(),
                 })
                 .await?;
-            if handed_back {
-                return Ok(());
+            match failure {
+                Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+                None => Ok(()),
             }
-            let kind = match rejection {
-                Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
-                Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
-                _ => FailureKind::PolicyViolation,
-            };
-            let message = if hands_back && !fatal {
-                format!("{message} (and the violations budget is exhausted)")
-            } else {
-                message
-            };
-            self.rec.fail(kind, message).await
         })
     }
 }

@@ -245,13 +245,8 @@ impl Driver {
             self.exceed_deadline().await?;
             return Ok(Flow::Stop);
         }
-        let max = self.policy.snapshot.max_steps;
-        if self.rec.steps() >= max {
-            self.reject(Rejection::MaxSteps {
-                limit: max,
-                state: self.rec.state(),
-            })
-            .await?;
+        if let Some(max_steps) = self.gate().max_steps_reached() {
+            self.reject(max_steps).await?;
             return Ok(Flow::Continue);
         }
         if let Some(exhausted) = self.exhausted(&BudgetName::STEPS) {

@@ -15,10 +15,15 @@
 //!   cut short) and [`Gate::retry`] (a retry cut short);
 //! - budgets: [`Gate::fits`], [`Gate::charge`] and [`Gate::left`] (one body, `Budget::fits` / `Budget::left`,
 //!   for tool charges, batches, sub-run carves and planner charges), [`Gate::carve`] (a
-//!   child's budget) and [`Gate::overrun`] (a provider reported more than was left);
+//!   child's budget) and [`Gate::overrun`] (a provider reported more than was left). The
+//!   rule that makes such a report an overrun is `overrun::reported_charge`, a leaf module:
+//!   the planner's link applies it while the planner holds the run, and the projection the
+//!   gate reads depends on that link;
 //! - what a failure does to the run: [`Gate::tool_failure`] (the run's `on_tool_error`) and
 //!   [`Gate::after_call`] (a call, or a batch's group, that failed after the deadline fails
 //!   the run by the deadline, otherwise by `on_tool_error`), [`Gate::overdue`];
+//! - decisions: [`Gate::max_steps_reached`] and [`Gate::rejection_failure`] (a refused
+//!   decision handed back to the planner, or the run's failure);
 //! - sequences: [`Gate::next_member`] and [`Gate::member_may_start`];
 //! - the end: [`Gate::result_errors`] (`finish`'s result against the run's result schema).
 //!
@@ -46,7 +51,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rein_policy::{ApprovalReason, BudgetExhausted, OnToolError};
+use rein_policy::{ApprovalReason, BudgetExhausted, OnToolError, OnViolation};
 use rein_resilience::CircuitState;
 use rein_run::{
     BudgetName, Decision, Digest, Failure, FailureKind, Payload, ProposedCall, Spend, Timestamp,
@@ -357,6 +362,48 @@ impl<'a> Gate<'a> {
                 used - limit
             ),
         ))
+    }
+
+    // --- Decisions ----------------------------------------------------------------------
+
+    /// Whether the run may take another step: not past `max_steps` (which no planner can
+    /// correct).
+    pub(crate) fn max_steps_reached(&self) -> Option<Rejection> {
+        let limit = self.policy.snapshot.max_steps;
+        (self.proj.run.steps() >= limit).then(|| Rejection::MaxSteps {
+            limit,
+            state: self.proj.state(),
+        })
+    }
+
+    /// What a refused decision does to the run: handed back to the planner (`None`) under
+    /// `on_violation: hand_back` while the `violations` budget has some left, or the run's
+    /// failure. Running out of steps cannot be corrected by the planner, nor can a decision
+    /// too deep to record (unrecorded, it does not count as a step, so a planner handed it
+    /// back would propose it again at the same step): those always end the run.
+    pub(crate) fn rejection_failure(&self, rejection: &Rejection) -> Option<Failure> {
+        let fatal = matches!(
+            rejection,
+            Rejection::MaxSteps { .. } | Rejection::UnsupportedDecision | Rejection::TooDeep { .. }
+        ) || matches!(rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
+        let hands_back = matches!(
+            self.policy.snapshot.on_violation,
+            OnViolation::HandBack { .. }
+        );
+        if !fatal && hands_back && self.fits(&BudgetName::VIOLATIONS, 1).is_ok() {
+            return None;
+        }
+        let kind = match rejection {
+            Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
+            Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
+            _ => FailureKind::PolicyViolation,
+        };
+        let message = if hands_back && !fatal {
+            format!("{rejection} (and the violations budget is exhausted)")
+        } else {
+            rejection.to_string()
+        };
+        Some(Failure::new(kind, message))
     }
 
     // --- Failures -----------------------------------------------------------------------

@@ -55,6 +55,7 @@ mod handle;
 mod narrow;
 mod open;
 mod overdue;
+mod overrun;
 mod payload;
 mod plan_attempts;
 mod plan_link;

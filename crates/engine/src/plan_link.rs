@@ -238,7 +238,8 @@ impl Live<'_> {
         amount: u64,
     ) -> Result<(), EngineError> {
         let charged = self.charged[at];
-        let Some(entry) = reported_charge(self.budget, self.run.usage(), name, amount, charged)
+        let Some(entry) =
+            crate::overrun::reported_charge(self.budget, self.run.usage(), name, amount, charged)
         else {
             return Ok(());
         };
@@ -252,38 +253,4 @@ impl Live<'_> {
         self.appended.push(entry);
         Ok(())
     }
-}
-
-/// The entry that charges `amount` of `name`, which a planner reported it used, given
-/// `budget`, the run's `usage` and what this step `charged` of it already:
-/// `budget_consumed` when it fits, `budget_overrun` when the provider reported more than was
-/// left (charged all the same: the tokens were spent); none for nothing.
-pub(crate) fn reported_charge(
-    budget: &Budget,
-    usage: &rein_run::BudgetUsage,
-    name: BudgetName,
-    amount: u64,
-    charged: u64,
-) -> Option<EntryKind> {
-    if amount == 0 {
-        return None;
-    }
-    let mut counter = usage.counter(&name);
-    counter.used = counter.used.saturating_add(charged);
-    let limit = budget.limit(&name);
-    let used = counter.used.saturating_add(amount);
-    Some(match counter.fits(&name, amount, limit) {
-        Err(over) => EntryKind::BudgetOverrun {
-            name,
-            amount,
-            used,
-            limit: over.limit,
-        },
-        Ok(()) => EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used,
-            limit,
-        },
-    })
 }

@@ -129,7 +129,7 @@ impl Driver {
         name: BudgetName,
         amount: u64,
     ) -> Result<(), EngineError> {
-        let charge = crate::plan_link::reported_charge(
+        let charge = crate::overrun::reported_charge(
             self.rec.proj.budget(),
             self.rec.proj.run.usage(),
             name,

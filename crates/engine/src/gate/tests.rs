@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rein_ledger::EntryKind;
 use rein_planner::ScriptedPlanner;
-use rein_policy::{ApprovalReason, BudgetExhausted, OnToolError};
+use rein_policy::{ApprovalReason, BudgetExhausted, OnToolError, OnViolation};
 use rein_resilience::CircuitState;
 use rein_run::{
     BudgetName, Decision, Digest, FailureKind, Payload, ProposedCall, RunId, Spend, State,
@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use super::{BeforeRun, Cache, Gate, INTERRUPTED, NextMember};
 use crate::builder::EngineBuilder;
 use crate::deadline::Due;
+use crate::overrun::reported_charge;
 use crate::progress::OpenAttempt;
 use crate::project::Projection;
 use crate::rejection::Rejection;
@@ -481,6 +482,110 @@ fn an_overrun_fails_the_run_naming_the_budget() {
             .starts_with("the `tokens` budget is overrun: 120 used, 20 past its limit of 100"),
         "{failure:?}"
     );
+}
+
+#[test]
+fn a_reported_charge_past_what_was_left_is_an_overrun_charged_all_the_same() {
+    let mut f = fixture(|b| b.budget("tokens", 100));
+    f.spend(BudgetName::TOKENS, 60);
+    let charge = |amount, charged| {
+        reported_charge(
+            f.proj.budget(),
+            f.proj.run.usage(),
+            BudgetName::TOKENS,
+            amount,
+            charged,
+        )
+    };
+    assert_eq!(charge(0, 0), None, "nothing used, nothing recorded");
+    assert_eq!(
+        charge(40, 0),
+        Some(EntryKind::BudgetConsumed {
+            name: BudgetName::TOKENS,
+            amount: 40,
+            used: 100,
+            limit: Some(100),
+        })
+    );
+    // What this step charged already counts.
+    assert_eq!(
+        charge(40, 10),
+        Some(EntryKind::BudgetOverrun {
+            name: BudgetName::TOKENS,
+            amount: 40,
+            used: 110,
+            limit: 100,
+        })
+    );
+}
+
+// --- decisions ----------------------------------------------------------------------------
+
+#[test]
+fn no_step_is_taken_past_max_steps() {
+    let mut f = fixture(|b| b.max_steps(1));
+    assert_eq!(f.gate().max_steps_reached(), None);
+    f.apply(&EntryKind::Decision {
+        step: 0,
+        decision: Decision::transition(State::Explore, "go"),
+    });
+    assert_eq!(
+        f.gate().max_steps_reached(),
+        Some(Rejection::MaxSteps {
+            limit: 1,
+            state: State::Intake,
+        })
+    );
+}
+
+#[test]
+fn a_rejection_is_handed_back_while_the_violations_budget_lasts() {
+    let unknown = Rejection::UnknownTool {
+        name: "nope".into(),
+        known: Vec::new(),
+    };
+    let f = fixture(|b| b);
+    let failure = f.gate().rejection_failure(&unknown).expect("fails the run");
+    assert_eq!(failure.kind, FailureKind::PolicyViolation);
+    assert_eq!(failure.message, unknown.to_string());
+
+    let mut f = fixture(|b| b.on_violation(OnViolation::HandBack { limit: 1 }));
+    assert_eq!(f.gate().rejection_failure(&unknown), None);
+    f.spend(BudgetName::VIOLATIONS, 1);
+    let failure = f.gate().rejection_failure(&unknown).expect("fails the run");
+    assert_eq!(
+        failure.message,
+        format!("{unknown} (and the violations budget is exhausted)")
+    );
+}
+
+#[test]
+fn what_a_planner_cannot_correct_is_never_handed_back() {
+    let f = fixture(|b| b.on_violation(OnViolation::HandBack { limit: 5 }));
+    let max = Rejection::MaxSteps {
+        limit: 3,
+        state: State::Decide,
+    };
+    let failure = f.gate().rejection_failure(&max).expect("fatal");
+    assert_eq!(
+        (failure.kind, failure.message),
+        (FailureKind::MaxSteps, max.to_string())
+    );
+    let steps = Rejection::BudgetExhausted(BudgetExhausted {
+        name: BudgetName::STEPS,
+        limit: 3,
+        used: 3,
+        reserved: 0,
+        requested: 1,
+    });
+    let failure = f.gate().rejection_failure(&steps).expect("fatal");
+    assert_eq!(failure.kind, FailureKind::BudgetExhausted);
+    for fatal in [
+        Rejection::UnsupportedDecision,
+        Rejection::TooDeep { limit: 64 },
+    ] {
+        assert!(f.gate().rejection_failure(&fatal).is_some(), "{fatal:?}");
+    }
 }
 
 // --- failures -----------------------------------------------------------------------------
