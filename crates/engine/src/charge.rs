@@ -10,11 +10,6 @@ use crate::error::EngineError;
 use crate::rejection::Rejection;
 
 impl Driver {
-    /// The error a charge of 1 on `name` would meet, if its limit is reached.
-    pub(crate) fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
-        self.gate().fits(name, 1).err()
-    }
-
     /// Records that a charge would exceed a budget, then rejects the decision that needed it.
     pub(crate) fn refuse_over_budget(
         &mut self,

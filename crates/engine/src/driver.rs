@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, ToolName,
+    BoxFuture, BudgetName, Decision, Digest, Failure, FailureKind, Payload, Run, RunId, RunStatus,
+    ToolName,
 };
 use rein_statemachine::Lifecycle;
 use tokio::sync::{broadcast, mpsc};
@@ -241,15 +242,15 @@ impl Driver {
             self.halt().await?;
             return Ok(Flow::Stop);
         }
-        if self.deadline_passed() {
-            self.exceed_deadline().await?;
+        if let Some(failure) = self.gate().overdue() {
+            self.rec.fail(failure.kind, failure.message).await?;
             return Ok(Flow::Stop);
         }
         if let Some(max_steps) = self.gate().max_steps_reached() {
             self.reject(max_steps).await?;
             return Ok(Flow::Continue);
         }
-        if let Some(exhausted) = self.exhausted(&BudgetName::STEPS) {
+        if let Err(exhausted) = self.gate().fits(&BudgetName::STEPS, 1) {
             self.refuse_over_budget(exhausted).await?;
             return Ok(Flow::Continue);
         }
@@ -269,14 +270,13 @@ impl Driver {
                 self.refuse_planner_call(exhausted).await?;
                 return Ok(Flow::Stop);
             }
-            Planned::Decided(Err(_)) if self.deadline_passed() => {
-                self.exceed_deadline().await?;
-                return Ok(Flow::Stop);
-            }
             Planned::Decided(Err(e)) => {
-                self.rec
-                    .fail(FailureKind::PlannerError, e.to_string())
-                    .await?;
+                // A planner that failed once the deadline passed was cut off by it.
+                let failure = self
+                    .gate()
+                    .overdue()
+                    .unwrap_or_else(|| Failure::new(FailureKind::PlannerError, e.to_string()));
+                self.rec.fail(failure.kind, failure.message).await?;
                 return Ok(Flow::Stop);
             }
             Planned::Aborted => {

@@ -106,9 +106,9 @@ impl Driver {
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
         }
-        if self.deadline_passed() {
+        if let Some(failure) = self.gate().overdue() {
             // The planner took what was left: no child starts after the deadline.
-            return self.exceed_deadline().await;
+            return self.rec.fail(failure.kind, failure.message).await;
         }
         let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
