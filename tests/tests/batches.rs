@@ -431,6 +431,30 @@ async fn one_failure_does_not_cancel_its_siblings_and_the_planner_sees_every_res
 }
 
 #[tokio::test]
+async fn a_failed_call_of_a_batch_fails_the_run_in_the_words_of_a_single_call() {
+    let (read, probe) = support::counting("read", "", Annotations::read_only(), |input| {
+        if input["i"] == 1 {
+            Err(ToolError::failed("file not found"))
+        } else {
+            Ok(json!({ "done": input["i"] }))
+        }
+    });
+    let engine = Engine::builder()
+        .tool(read)
+        .planner(script(State::Explore, reads(3)))
+        .on_tool_error(OnToolError::FailRun)
+        .build()
+        .expect("engine builds");
+    let run = engine.run("one fails").await.expect("run");
+    assert_eq!(run.status(), RunStatus::Failed);
+    assert_eq!(probe.calls(), 3, "the failure cancels no sibling");
+    let failure = run.failure().expect("a failure");
+    assert_eq!(failure.kind, FailureKind::ToolFailed);
+    // The tool's error said once, as for a single call, never "failed: tool failed:".
+    assert_eq!(failure.message, "tool `read` failed: file not found");
+}
+
+#[tokio::test]
 async fn an_abort_mid_group_records_every_call_cancelled_in_order() {
     let (read, gate, probe) = support::gated("read", Annotations::read_only());
     let engine = Engine::builder()

@@ -4,13 +4,11 @@
 //! policy refuses is rejected (handed back to the planner, or ending the run).
 
 use rein_ledger::EntryKind;
-use rein_run::{BoxFuture, BudgetName, Decision, FailureKind, State};
-use rein_statemachine::Lifecycle;
+use rein_run::{BoxFuture, Decision, FailureKind, State};
 use serde_json::Value;
 
-use crate::config::OnViolation;
 use crate::driver::Driver;
-use crate::error::{EngineError, ProjectionError};
+use crate::error::EngineError;
 use crate::rejection::Rejection;
 
 impl Driver {
@@ -25,14 +23,7 @@ impl Driver {
                 to: State::Failed,
                 reason,
             } => self.give_up(reason).await,
-            Decision::Transition { to, reason } => {
-                if let Some(from) = self.move_to(to).await? {
-                    self.rec
-                        .record(EntryKind::Transition { from, to, reason })
-                        .await?;
-                }
-                Ok(())
-            }
+            Decision::Transition { to, reason } => self.move_to(to, reason).await.map(drop),
             Decision::AskHuman { question, options } => {
                 let kind = EntryKind::HumanInputRequested {
                     question: question.clone(),
@@ -67,25 +58,18 @@ impl Driver {
         }
     }
 
-    /// Asks the lifecycle to move to `to`; a refusal is rejected (and recorded).
-    pub(crate) async fn move_to(&mut self, to: State) -> Result<Option<State>, EngineError> {
-        // The lifecycle machine is built from the run's state for each move: the projection
-        // is the one copy of where the run is. It cannot start in a terminal state, and a
-        // run that is driven is never in one: that would be a ledger that contradicts itself.
-        let from = self.rec.proj.state();
-        let mut lifecycle =
-            Lifecycle::new(from, self.policy.snapshot.transitions).map_err(|_| {
-                EngineError::InconsistentLedger {
-                    id: self.rec.proj.run.id().clone(),
-                    seq: self.rec.log.len(),
-                    source: Box::new(ProjectionError::Terminal { state: from }),
-                }
-            })?;
-        match lifecycle.transition(to, &self.policy.act_guard, self.rec.proj.run.usage()) {
-            Ok(transition) => Ok(Some(transition.from)),
-            Err(e) => {
-                self.reject(Rejection::Transition(e)).await?;
-                Ok(None)
+    /// Asks the run's lifecycle machine to move to `to` and records the move with `reason`;
+    /// a refusal is rejected (and recorded). Whether it moved.
+    pub(crate) async fn move_to(&mut self, to: State, reason: String) -> Result<bool, EngineError> {
+        match self
+            .rec
+            .transition(to, reason, &self.policy.act_guard)
+            .await?
+        {
+            Ok(_) => Ok(true),
+            Err(refused) => {
+                self.reject(Rejection::Transition(refused)).await?;
+                Ok(false)
             }
         }
     }
@@ -97,24 +81,11 @@ impl Driver {
     ) -> Result<(), EngineError> {
         // Checked before the move: a result the schema refuses leaves the run where it was,
         // so a planner handed the refusal back can finish again from there.
-        let errors = match &self.policy.result_validator {
-            None => Vec::new(),
-            Some(Ok(validator)) => crate::tools::schema_errors(validator, &result),
-            Some(Err(reason)) => vec![format!(
-                "the run's recorded result schema is not a valid JSON Schema: {reason}"
-            )],
-        };
+        let errors = self.gate().result_errors(&result);
         if !errors.is_empty() {
             return self.reject(Rejection::InvalidResult { errors }).await;
         }
-        if let Some(from) = self.move_to(State::Done).await? {
-            self.rec
-                .record(EntryKind::Transition {
-                    from,
-                    to: State::Done,
-                    reason: summary.clone(),
-                })
-                .await?;
+        if self.move_to(State::Done, summary.clone()).await? {
             self.rec
                 .record(EntryKind::RunCompleted { summary, result })
                 .await?;
@@ -125,14 +96,7 @@ impl Driver {
     pub(crate) fn give_up(&mut self, reason: String) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
-            if let Some(from) = self.move_to(State::Failed).await? {
-                self.rec
-                    .record(EntryKind::Transition {
-                        from,
-                        to: State::Failed,
-                        reason: reason.clone(),
-                    })
-                    .await?;
+            if self.move_to(State::Failed, reason.clone()).await? {
                 self.rec.fail(FailureKind::PlannerGaveUp, reason).await?;
             }
             Ok(())
@@ -148,47 +112,18 @@ impl Driver {
         Box::pin(async move {
             let message = rejection.to_string();
             tracing::info!(%message, "decision rejected");
-            // Running out of steps cannot be corrected by the planner: those always end the run.
-            // Nor can a decision too deep to record: unrecorded, it does not count as a step,
-            // so a planner handed it back would propose it again at the same step.
-            let fatal = matches!(
-                rejection,
-                Rejection::MaxSteps { .. }
-                    | Rejection::UnsupportedDecision
-                    | Rejection::TooDeep { .. }
-            ) || matches!(&rejection, Rejection::BudgetExhausted(e) if e.name == BudgetName::STEPS);
-            let hands_back = matches!(
-                self.policy.snapshot.on_violation,
-                OnViolation::HandBack { .. }
-            );
-            let handed_back = !fatal
-                && hands_back
-                && !self
-                    .rec
-                    .proj
-                    .budget()
-                    .is_exhausted(self.rec.proj.run.usage(), &BudgetName::VIOLATIONS);
+            let failure = self.gate().rejection_failure(&rejection);
             self.rec
                 .record(EntryKind::PolicyViolation {
                     violation: rejection.violation(),
-                    message: message.clone(),
-                    handed_back,
+                    message,
+                    handed_back: failure.is_none(),
                 })
                 .await?;
-            if handed_back {
-                return Ok(());
+            match failure {
+                Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+                None => Ok(()),
             }
-            let kind = match rejection {
-                Rejection::MaxSteps { .. } => FailureKind::MaxSteps,
-                Rejection::BudgetExhausted(_) => FailureKind::BudgetExhausted,
-                _ => FailureKind::PolicyViolation,
-            };
-            let message = if hands_back && !fatal {
-                format!("{message} (and the violations budget is exhausted)")
-            } else {
-                message
-            };
-            self.rec.fail(kind, message).await
         })
     }
 }

@@ -22,7 +22,7 @@ impl Driver {
         input: &Value,
         input_hash: Digest,
     ) -> Result<bool, EngineError> {
-        let Some(reason) = self.policy.snapshot.approvals.requires(&entry.spec) else {
+        let Some(reason) = self.gate().needs_approval(entry) else {
             return Ok(true);
         };
         if self.policy.snapshot.approvals.mode() == ApprovalMode::Durable {
@@ -46,11 +46,10 @@ impl Driver {
             })
             .await?;
         let timeout = self.policy.snapshot.approvals.timeout();
-        let (approver, why, verdict) = match self.shared.approver.clone() {
-            None => (
+        let ruling = match self.shared.approver.clone() {
+            None => Ruling::denied(
                 "engine".to_owned(),
                 "no approver is configured; approvals fail closed".to_owned(),
-                Verdict::Denied,
             ),
             Some(approver) => {
                 // A panicking approver is an approver error: a denial, like any other.
@@ -78,30 +77,33 @@ impl Driver {
                         self.abort().await?;
                         return Ok(false);
                     }
-                    Some(Err(_)) => (
+                    Some(Err(_)) => Ruling::denied(
                         approver.approver_name().to_owned(),
                         format!(
                             "the approver did not answer within {} ms; approvals fail closed",
                             timeout.as_millis()
                         ),
-                        Verdict::Denied,
                     ),
-                    Some(Ok(Err(e))) => (
+                    Some(Ok(Err(e))) => Ruling::denied(
                         approver.approver_name().to_owned(),
                         format!("{e}; approvals fail closed"),
-                        Verdict::Denied,
                     ),
                     Some(Ok(Ok(response))) => judge(&request, &response),
                 }
             }
         };
+        let Ruling {
+            approver,
+            reason,
+            verdict,
+        } = ruling;
         if verdict == Verdict::Granted {
             self.rec
                 .record(EntryKind::ApprovalGranted {
                     tool,
                     input_hash,
                     approver,
-                    reason: why,
+                    reason,
                 })
                 .await?;
             return Ok(true);
@@ -111,21 +113,44 @@ impl Driver {
                 tool: tool.clone(),
                 input_hash,
                 approver: approver.clone(),
-                reason: why.clone(),
+                reason: reason.clone(),
             })
             .await?;
         self.reject(Rejection::ApprovalDenied {
             tool,
             approver,
-            reason: why,
+            reason,
         })
         .await?;
         Ok(false)
     }
 }
 
+/// What came of asking for an approval: who ruled, why, and the verdict (what the ledger's
+/// `approval_granted` / `approval_denied` entry records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ruling {
+    /// Who ruled: the approver's name, or `engine` when none is configured.
+    approver: String,
+    /// Why, as the approver said or as the engine found (a timeout, an error, a mismatch).
+    reason: String,
+    verdict: Verdict,
+}
+
+impl Ruling {
+    /// A denial by `approver`, for `reason`: how every failure to get an answer ends
+    /// (approvals fail closed).
+    const fn denied(approver: String, reason: String) -> Self {
+        Self {
+            approver,
+            reason,
+            verdict: Verdict::Denied,
+        }
+    }
+}
+
 /// Reads an approver's response: granted only if it answers this exact call.
-fn judge(request: &ApprovalRequest, response: &ApprovalResponse) -> (String, String, Verdict) {
+fn judge(request: &ApprovalRequest, response: &ApprovalResponse) -> Ruling {
     if !response.covers(request) {
         let why = if response.input_hash() == request.input_hash() {
             format!(
@@ -142,11 +167,11 @@ fn judge(request: &ApprovalRequest, response: &ApprovalResponse) -> (String, Str
                 request.input_hash()
             )
         };
-        return (response.approver().to_owned(), why, Verdict::Denied);
+        return Ruling::denied(response.approver().to_owned(), why);
     }
-    (
-        response.approver().to_owned(),
-        response.reason().to_owned(),
-        response.verdict(),
-    )
+    Ruling {
+        approver: response.approver().to_owned(),
+        reason: response.reason().to_owned(),
+        verdict: response.verdict(),
+    }
 }

@@ -24,7 +24,7 @@ impl Driver {
             let options = StoreOptions::new()
                 .with_content_type(attachment.media_type())
                 .with_name(name.clone())
-                .with_metadata("run_id", self.rec.proj.run.id().as_str())
+                .with_metadata("run_id", self.rec.id().as_str())
                 .with_metadata("tool", tool.as_str());
             let reference = self
                 .shared

@@ -26,23 +26,21 @@
 //! by the in-doubt rule on its own, then runs the calls that never started, one at a time,
 //! in order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use rein_ledger::EntryKind;
-use rein_resilience::{CircuitState, ToolCall};
-use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ProposedCall, ToolName};
+use rein_resilience::ToolCall;
+use rein_run::{BoxFuture, BudgetName, Digest, ProposedCall};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 
-use crate::config::{InDoubtPolicy, OnToolError};
+use crate::config::InDoubtPolicy;
 use crate::depth;
 use crate::driver::Driver;
 use crate::error::EngineError;
-use crate::project::Projection;
-use crate::rejection::Rejection;
+use crate::gate::BeforeRun;
 use crate::tools::ToolEntry;
 
 /// One call of a batch, checked, about to run as attempt `attempt`.
@@ -75,68 +73,26 @@ impl Driver {
     ) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
-            if calls.is_empty() {
-                return self.reject(Rejection::EmptyBatch).await;
-            }
-            let limit = self.shared.config.max_batch.max(1);
-            if calls.len() > limit {
-                let calls = calls.len();
-                return self.reject(Rejection::BatchTooLarge { calls, limit }).await;
-            }
-            let shared = Arc::clone(&self.shared);
-            let mut members = Vec::with_capacity(calls.len());
-            let mut seen: HashMap<(ToolName, Digest), usize> = HashMap::with_capacity(calls.len());
-            for (index, call) in calls.into_iter().enumerate() {
-                let refused = |source| Rejection::InBatch {
-                    index,
-                    source: Box::new(source),
-                };
-                let Some(entry) = shared.tools.get(&call.tool) else {
-                    let known = shared.tools.names();
-                    let name = crate::tools::clip(&call.tool);
-                    return self
-                        .reject(refused(Rejection::UnknownTool { name, known }))
-                        .await;
-                };
-                let errors = entry.schema_errors(&call.input);
-                if !errors.is_empty() {
-                    let tool = entry.spec.name().clone();
-                    return self
-                        .reject(refused(Rejection::InvalidInput { tool, errors }))
-                        .await;
-                }
-                if let Err(ineligible) = self
-                    .policy
-                    .eligibility
-                    .check(self.rec.proj.state(), &entry.spec)
-                {
-                    return self
-                        .reject(refused(Rejection::Ineligible(ineligible)))
-                        .await;
-                }
-                let input_hash = Digest::of_json(&call.input);
-                if let Some(first) = seen.insert((entry.spec.name().clone(), input_hash), index) {
-                    let tool = entry.spec.name().clone();
-                    return self
-                        .reject(Rejection::DuplicateCall {
-                            tool,
-                            first,
-                            second: index,
-                        })
-                        .await;
-                }
-                members.push(Member {
-                    entry: Arc::clone(entry),
+            let gate = self.gate();
+            let admitted = match gate.admit_batch(&calls, self.shared.config.max_batch) {
+                Ok(admitted) => admitted,
+                Err(rejection) => return self.reject(rejection).await,
+            };
+            let members: Vec<Member> = admitted
+                .into_iter()
+                .zip(calls)
+                .map(|((entry, input_hash), call)| Member {
+                    entry,
                     input: call.input,
                     input_hash,
                     attempt: 1,
-                });
-            }
-            if self.interrupting {
+                })
+                .collect();
+            if !gate.may_call_tools() {
                 // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
                 return Ok(());
             }
-            if let Some(exhausted) = self.short_of(members.len() as u64) {
+            if let Err(exhausted) = gate.fits(&BudgetName::TOOL_CALLS, members.len() as u64) {
                 return self.refuse_over_budget(exhausted).await;
             }
             for member in &members {
@@ -172,31 +128,25 @@ impl Driver {
         let Some(track) = self.rec.proj.batch.clone() else {
             return Ok(());
         };
-        if let Some((tool, error)) = &track.failed
-            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
+        if let Some(failure) = track
+            .failed
+            .as_ref()
+            .and_then(|(tool, error)| self.gate().tool_failure(tool, error))
         {
-            let message = format!("tool `{tool}` failed: {error}");
-            return self.rec.fail(FailureKind::ToolFailed, message).await;
+            return self.rec.fail(failure.kind, failure.message).await;
         }
         let retry_all = self.shared.config.in_doubt == InDoubtPolicy::RetryAll;
-        let shared = Arc::clone(&self.shared);
         for (index, (tool, input)) in track.calls.iter().enumerate().skip(track.settled) {
             let open = track.open.get(index).cloned().flatten();
-            if let Some(open) = &open
-                && !(open.idempotent || retry_all)
+            let entry = match self
+                .gate()
+                .readmit_member(index, tool, open.as_ref(), retry_all)
             {
-                let failure = Projection::in_doubt_failure(open);
-                return self.rec.fail(failure.kind, failure.message).await;
-            }
-            let Some(entry) = shared.tools.get(tool) else {
-                let message = format!(
-                    "call {index} of the batch names tool `{}`, which is no longer registered",
-                    crate::tools::clip(tool)
-                );
-                return self.rec.fail(FailureKind::InDoubtToolCall, message).await;
+                Ok(entry) => entry,
+                Err(failure) => return self.rec.fail(failure.kind, failure.message).await,
             };
             let member = Member {
-                entry: Arc::clone(entry),
+                entry,
                 input: input.clone(),
                 input_hash: Digest::of_json(input),
                 attempt: open.map_or(1, |open| open.attempt.saturating_add(1)),
@@ -212,8 +162,8 @@ impl Driver {
     /// (concurrently, bounded by `batch_concurrency`), then records each outcome in order.
     /// `false` when the run stopped (aborted, or failed by a tool error).
     async fn run_group(&mut self, group: Vec<Member>) -> Result<bool, EngineError> {
-        if self.deadline_passed() {
-            self.exceed_deadline().await?;
+        if let Some(failure) = self.gate().overdue() {
+            self.rec.fail(failure.kind, failure.message).await?;
             return Ok(false);
         }
         let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(group.len());
@@ -222,21 +172,20 @@ impl Driver {
         for (k, member) in group.iter().enumerate() {
             let tool = member.entry.spec.name();
             let annotations = member.entry.spec.annotations();
-            if annotations.is_cacheable()
-                && let Some(output) = self.cache.get(&(tool.clone(), member.input_hash))
+            let circuit = member.entry.stack.circuit_state();
+            match self
+                .gate()
+                .before_run(&member.entry, member.input_hash, circuit, &self.cache)
             {
-                outcomes.push(Some(Outcome::Cached(output.clone())));
-                continue;
-            }
-            if let CircuitState::Open { retry_after } = member.entry.stack.circuit_state()
-                && !retry_after.is_zero()
-            {
-                let error = ToolError::CircuitOpen {
-                    tool: tool.clone(),
-                    retry_after,
-                };
-                outcomes.push(Some(Outcome::Refused(error)));
-                continue;
+                BeforeRun::Cached(output) => {
+                    outcomes.push(Some(Outcome::Cached(output)));
+                    continue;
+                }
+                BeforeRun::Refused(error) => {
+                    outcomes.push(Some(Outcome::Refused(error)));
+                    continue;
+                }
+                BeforeRun::Run => {}
             }
             if let Some(refused) = self.charge_in_batch().await? {
                 outcomes.push(Some(Outcome::Refused(refused)));
@@ -257,10 +206,7 @@ impl Driver {
         }
         if sync {
             // The in-doubt markers must be durable before any side effect can happen.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         let clock = Arc::clone(&self.shared.clock);
         let remaining = self.remaining();
@@ -323,16 +269,13 @@ impl Driver {
             self.abort().await?;
             return Ok(false);
         }
-        if failure.is_some() && self.deadline_passed() {
-            // As for a single call: a call cut off by the deadline fails the run by it.
-            self.exceed_deadline().await?;
-            return Ok(false);
-        }
-        if let Some((tool, error)) = failure
-            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
-        {
-            let message = format!("tool `{tool}` failed: {error}");
-            self.rec.fail(FailureKind::ToolFailed, message).await?;
+        // As for a single call: a call cut off by the deadline fails the run by it, any
+        // other failure by the run's `on_tool_error`.
+        let verdict = self
+            .gate()
+            .after_call(failure.as_ref().map(|(tool, error)| (tool, error)));
+        if let Some(failure) = verdict {
+            self.rec.fail(failure.kind, failure.message).await?;
             return Ok(false);
         }
         Ok(true)
@@ -430,22 +373,5 @@ impl Driver {
                 Ok(Some(ToolError::failed(message)))
             }
         }
-    }
-
-    /// The error a charge of `calls` units of `tool_calls` would meet, if they do not fit.
-    fn short_of(&self, calls: u64) -> Option<rein_policy::BudgetExhausted> {
-        let name = BudgetName::TOOL_CALLS;
-        let usage = self.rec.proj.run.usage();
-        let limit = self.rec.proj.budget().limit(&name)?;
-        let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        (used.saturating_add(reserved).saturating_add(calls) > limit).then_some(
-            rein_policy::BudgetExhausted {
-                name,
-                limit,
-                used,
-                reserved,
-                requested: calls,
-            },
-        )
     }
 }

@@ -6,19 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_ledger::EntryKind;
-use rein_resilience::{CircuitState, ToolCall};
-use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ToolName};
+use rein_resilience::ToolCall;
+use rein_run::{BoxFuture, BudgetName, Digest, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
 use tracing::Instrument as _;
 
 use crate::attempts::{AttemptEvent, AttemptRecord, VETO_MESSAGE};
 use crate::charge::exhausted_entry;
-use crate::config::OnToolError;
 use crate::depth;
 use crate::driver::Driver;
 use crate::error::{EngineError, ProjectionError};
-use crate::rejection::Rejection;
+use crate::gate::BeforeRun;
 use crate::tools::ToolEntry;
 
 /// One call's attempts, as the driver has ledgered them so far.
@@ -71,75 +70,41 @@ enum Next {
 
 impl Driver {
     pub(crate) async fn call_tool(&mut self, name: &str, input: Value) -> Result<(), EngineError> {
-        let shared = Arc::clone(&self.shared);
-        let Some(entry) = shared.tools.get(name) else {
-            let known = shared.tools.names();
-            return self
-                .reject(Rejection::UnknownTool {
-                    name: crate::tools::clip(name),
-                    known,
-                })
-                .await;
+        let gate = self.gate();
+        let entry = match gate.admit(name, &input) {
+            Ok(entry) => entry,
+            Err(rejection) => return self.reject(rejection).await,
         };
-        let errors = entry.schema_errors(&input);
-        if !errors.is_empty() {
-            return self
-                .reject(Rejection::InvalidInput {
-                    tool: entry.spec.name().clone(),
-                    errors,
-                })
-                .await;
-        }
-        if let Err(ineligible) = self
-            .policy
-            .eligibility
-            .check(self.rec.proj.state(), &entry.spec)
-        {
-            return self.reject(Rejection::Ineligible(ineligible)).await;
-        }
-        if self.interrupting {
+        if !gate.may_call_tools() {
             // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
             return Ok(());
         }
         let tool = entry.spec.name().clone();
-        let annotations = *entry.spec.annotations();
         let input_hash = Digest::of_json(&input);
-        if annotations.is_cacheable()
-            && let Some(output) = self.cache.get(&(tool.clone(), input_hash)).cloned()
-        {
-            return self
-                .rec
-                .record(EntryKind::ToolResult {
-                    tool,
-                    attempt: 0,
-                    duration_ms: 0,
-                    cached: true,
-                    output,
-                })
-                .await;
-        }
-        if let CircuitState::Open { retry_after } = entry.stack.circuit_state()
-            && !retry_after.is_zero()
-        {
+        match gate.before_run(&entry, input_hash, entry.stack.circuit_state(), &self.cache) {
+            BeforeRun::Cached(output) => {
+                return self
+                    .rec
+                    .record(EntryKind::ToolResult {
+                        tool,
+                        attempt: 0,
+                        duration_ms: 0,
+                        cached: true,
+                        output,
+                    })
+                    .await;
+            }
             // Refused before any attempt: nothing is charged, nobody is asked to approve.
-            let error = ToolError::CircuitOpen {
-                tool: tool.clone(),
-                retry_after,
-            };
-            return self.tool_failed(tool, error).await;
+            BeforeRun::Refused(error) => return self.tool_failed(tool, error).await,
+            BeforeRun::Run => {}
         }
         // Boxed: most calls need no approval, and their futures need not hold its future.
-        if self
-            .policy
-            .snapshot
-            .approvals
-            .requires(&entry.spec)
-            .is_some()
-            && !Box::pin(self.approve(entry, &input, input_hash)).await?
+        if gate.needs_approval(&entry).is_some()
+            && !Box::pin(self.approve(&entry, &input, input_hash)).await?
         {
             return Ok(());
         }
-        self.execute(entry, input, input_hash, 1).await
+        self.execute(&entry, input, input_hash, 1).await
     }
 
     /// Charges and ledgers attempt `first_attempt`, runs the call through the tool's stack,
@@ -175,15 +140,12 @@ impl Driver {
         };
         if !idempotent {
             // The in-doubt marker must be durable before the side effect can happen.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         self.attempt_link.restart();
         let link = Arc::clone(&self.attempt_link);
         let call = ToolCall::new(input).with_retry_inputs(link);
-        let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.proj.state());
+        let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.state());
         let mut attempts = Attempts {
             tool: tool.clone(),
             input_hash,
@@ -245,17 +207,13 @@ impl Driver {
         if aborted {
             return self.abort().await;
         }
-        if outcome.is_err() && self.deadline_passed() {
-            return self.exceed_deadline().await;
-        }
-        if let Err(error) = outcome
-            && self.policy.snapshot.on_tool_error == OnToolError::FailRun
+        match self
+            .gate()
+            .after_call(outcome.as_ref().err().map(|e| (&tool, e)))
         {
-            self.rec
-                .fail(FailureKind::ToolFailed, error.about(&tool))
-                .await?;
+            Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Handles what the call's observer reports: keeps an attempt's end until it is known
@@ -289,21 +247,24 @@ impl Driver {
         let tool = attempts.tool.clone();
         let failed_number = attempts.number(failed);
         let duration_ms = millis(elapsed);
-        if let Some(exhausted) = self.exhausted(&BudgetName::TOOL_CALLS) {
-            self.rec
-                .record(EntryKind::ToolError {
-                    tool,
-                    attempt: failed_number,
-                    duration_ms,
-                    error: error.clone(),
-                    will_retry: false,
-                })
-                .await?;
-            self.rec.record(exhausted_entry(&exhausted)).await?;
-            attempts.veto = Some(error);
-            let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
-            return Ok(());
-        }
+        let consumed = match self.gate().charge(&BudgetName::TOOL_CALLS, 1) {
+            Ok(consumed) => consumed,
+            Err(exhausted) => {
+                self.rec
+                    .record(EntryKind::ToolError {
+                        tool,
+                        attempt: failed_number,
+                        duration_ms,
+                        error: error.clone(),
+                        will_retry: false,
+                    })
+                    .await?;
+                self.rec.record(exhausted_entry(&exhausted)).await?;
+                attempts.veto = Some(error);
+                let _ = reply.send(Err(ToolError::failed(VETO_MESSAGE)));
+                return Ok(());
+            }
+        };
         self.rec
             .record(EntryKind::ToolError {
                 tool: tool.clone(),
@@ -313,18 +274,11 @@ impl Driver {
                 will_retry: true,
             })
             .await?;
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name: BudgetName::TOOL_CALLS,
-                amount: 1,
-                used: self.rec.proj.run.usage().used(&BudgetName::TOOL_CALLS) + 1,
-                limit: self.rec.proj.budget().limit(&BudgetName::TOOL_CALLS),
-            })
-            .await?;
+        self.rec.record(consumed).await?;
         let input = attempts
             .recorded_input()
             .map_err(|e| EngineError::InconsistentLedger {
-                id: self.rec.proj.run.id().clone(),
+                id: self.rec.id().clone(),
                 seq: self.rec.log.len(),
                 source: Box::new(e),
             })?;
@@ -344,10 +298,7 @@ impl Driver {
         };
         if !attempts.idempotent {
             // The same rule as for the first attempt: durable before the side effect.
-            self.shared
-                .ledgers
-                .sync_boxed(self.rec.proj.run.id())
-                .await?;
+            self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
         attempts.current = attempt;
         // A call dropped meanwhile no longer listens; the attempt is recorded, never run.
@@ -445,7 +396,7 @@ impl Driver {
     ) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
-            let message = error.about(&tool);
+            let failure = self.gate().tool_failure(&tool, &error);
             self.rec
                 .record(EntryKind::ToolError {
                     tool,
@@ -455,10 +406,10 @@ impl Driver {
                     will_retry: false,
                 })
                 .await?;
-            if self.policy.snapshot.on_tool_error == OnToolError::FailRun {
-                self.rec.fail(FailureKind::ToolFailed, message).await?;
+            match failure {
+                Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+                None => Ok(()),
             }
-            Ok(())
         })
     }
 }

@@ -10,20 +10,6 @@ use crate::error::EngineError;
 use crate::rejection::Rejection;
 
 impl Driver {
-    /// The error a charge of 1 on `name` would meet, if its limit is reached.
-    pub(crate) fn exhausted(&self, name: &BudgetName) -> Option<rein_policy::BudgetExhausted> {
-        let usage = self.rec.proj.run.usage();
-        let limit = self.rec.proj.budget().limit(name)?;
-        let (used, reserved) = (usage.used(name), usage.reserved(name));
-        (used.saturating_add(reserved) >= limit).then(|| rein_policy::BudgetExhausted {
-            name: name.clone(),
-            limit,
-            used,
-            reserved,
-            requested: 1,
-        })
-    }
-
     /// Records that a charge would exceed a budget, then rejects the decision that needed it.
     pub(crate) fn refuse_over_budget(
         &mut self,
@@ -55,20 +41,11 @@ impl Driver {
     pub(crate) async fn charge_one_call(
         &mut self,
     ) -> Result<Result<(), rein_policy::BudgetExhausted>, EngineError> {
-        let name = BudgetName::TOOL_CALLS;
-        if let Some(exhausted) = self.exhausted(&name) {
-            return Ok(Err(exhausted));
-        }
-        let used = self.rec.proj.run.usage().used(&name) + 1;
-        let limit = self.rec.proj.budget().limit(&name);
-        self.rec
-            .record(EntryKind::BudgetConsumed {
-                name,
-                amount: 1,
-                used,
-                limit,
-            })
-            .await?;
+        let consumed = match self.gate().charge(&BudgetName::TOOL_CALLS, 1) {
+            Ok(consumed) => consumed,
+            Err(exhausted) => return Ok(Err(exhausted)),
+        };
+        self.rec.record(consumed).await?;
         Ok(Ok(()))
     }
 }

@@ -9,16 +9,17 @@ use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
-    BoxFuture, BudgetName, Decision, Digest, FailureKind, Payload, Run, RunId, RunStatus, ToolName,
+    BoxFuture, BudgetName, Decision, Digest, Failure, FailureKind, Payload, Run, RunId, RunStatus,
+    ToolName,
 };
+use rein_statemachine::Lifecycle;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::attempts::AttemptEvent;
 use crate::depth;
-use crate::error::EngineError;
-use crate::error::NarrowingError;
+use crate::error::{EngineError, NarrowingError, ProjectionError};
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
@@ -98,7 +99,7 @@ impl Driver {
         proj: Projection,
         ledger: &Ledger,
         controls: Option<Controls>,
-    ) -> Self {
+    ) -> Result<Self, EngineError> {
         let (inbox, events) = split(controls);
         let deadline = crate::deadline::due(&shared, &policy, ledger.entries());
         let reopened = proj
@@ -106,9 +107,20 @@ impl Driver {
             .as_ref()
             .and_then(|step| unsettled_decision(ledger, step));
         let log = LedgerWriter::new(Arc::clone(&shared), ledger.chain(), events);
-        let mut driver = Self::with(shared, policy, Recorder::new(proj, log), inbox, deadline);
+        // The lifecycle machine, rebuilt from the moves the ledger records, lives as long as
+        // the driver: every move from here goes through it.
+        let moves = crate::recorder::recorded_moves(ledger.entries());
+        let lifecycle = Lifecycle::rebuild(moves, policy.snapshot.transitions).map_err(|e| {
+            EngineError::InconsistentLedger {
+                id: proj.run.id().clone(),
+                seq: ledger.len() as u64,
+                source: Box::new(ProjectionError::Lifecycle(e.into())),
+            }
+        })?;
+        let rec = Recorder::new(proj, log, lifecycle);
+        let mut driver = Self::with(shared, policy, rec, inbox, deadline);
         driver.reopened = reopened;
-        driver
+        Ok(driver)
     }
 
     /// A driver for a new run, its `run_started` entry recorded.
@@ -121,8 +133,16 @@ impl Driver {
     ) -> Result<Self, EngineError> {
         let (inbox, events) = split(controls);
         let budget = policy.snapshot.budget.clone();
-        let (rec, started) =
-            Recorder::start(Arc::clone(&shared), id, started, budget, events).await?;
+        let transitions = policy.snapshot.transitions;
+        let (rec, started) = Recorder::start(
+            Arc::clone(&shared),
+            id,
+            started,
+            budget,
+            transitions,
+            events,
+        )
+        .await?;
         let deadline = crate::deadline::due(&shared, &policy, std::slice::from_ref(&started));
         Ok(Self::with(shared, policy, rec, inbox, deadline))
     }
@@ -159,6 +179,18 @@ impl Driver {
         }
     }
 
+    /// The run's gate, asked now: every "may it?" of the run (see `gate`).
+    pub(crate) fn gate(&self) -> crate::gate::Gate<'_> {
+        crate::gate::Gate::new(
+            &self.policy,
+            &self.shared.tools,
+            &self.rec.proj,
+            self.interrupting,
+            self.deadline,
+            self.shared.clock.now(),
+        )
+    }
+
     pub(crate) fn run(&self) -> &Run {
         &self.rec.proj.run
     }
@@ -180,21 +212,18 @@ impl Driver {
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
-        let span = tracing::info_span!("run", run_id = %self.rec.proj.run.id(), state = %self.rec.proj.state());
+        let span = tracing::info_span!("run", run_id = %self.rec.id(), state = %self.rec.state());
         let result = async {
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
-            while self.rec.proj.run.status() == RunStatus::Running {
-                let step = self.rec.proj.run.steps();
-                let span = tracing::debug_span!("step", step, state = %self.rec.proj.state());
+            while self.rec.status() == RunStatus::Running {
+                let step = self.rec.steps();
+                let span = tracing::debug_span!("step", step, state = %self.rec.state());
                 if let Flow::Stop = self.step().instrument(span).await? {
                     break;
                 }
-                self.shared
-                    .ledgers
-                    .sync_boxed(self.rec.proj.run.id())
-                    .await?;
+                self.shared.ledgers.sync_boxed(self.rec.id()).await?;
             }
             self.rec.persist().await
         }
@@ -213,20 +242,15 @@ impl Driver {
             self.halt().await?;
             return Ok(Flow::Stop);
         }
-        if self.deadline_passed() {
-            self.exceed_deadline().await?;
+        if let Some(failure) = self.gate().overdue() {
+            self.rec.fail(failure.kind, failure.message).await?;
             return Ok(Flow::Stop);
         }
-        let max = self.policy.snapshot.max_steps;
-        if self.rec.proj.run.steps() >= max {
-            self.reject(Rejection::MaxSteps {
-                limit: max,
-                state: self.rec.proj.state(),
-            })
-            .await?;
+        if let Some(max_steps) = self.gate().max_steps_reached() {
+            self.reject(max_steps).await?;
             return Ok(Flow::Continue);
         }
-        if let Some(exhausted) = self.exhausted(&BudgetName::STEPS) {
+        if let Err(exhausted) = self.gate().fits(&BudgetName::STEPS, 1) {
             self.refuse_over_budget(exhausted).await?;
             return Ok(Flow::Continue);
         }
@@ -246,14 +270,13 @@ impl Driver {
                 self.refuse_planner_call(exhausted).await?;
                 return Ok(Flow::Stop);
             }
-            Planned::Decided(Err(_)) if self.deadline_passed() => {
-                self.exceed_deadline().await?;
-                return Ok(Flow::Stop);
-            }
             Planned::Decided(Err(e)) => {
-                self.rec
-                    .fail(FailureKind::PlannerError, e.to_string())
-                    .await?;
+                // A planner that failed once the deadline passed was cut off by it.
+                let failure = self
+                    .gate()
+                    .overdue()
+                    .unwrap_or_else(|| Failure::new(FailureKind::PlannerError, e.to_string()));
+                self.rec.fail(failure.kind, failure.message).await?;
                 return Ok(Flow::Stop);
             }
             Planned::Aborted => {
@@ -279,7 +302,7 @@ impl Driver {
             .await?;
             return Ok(Flow::Continue);
         }
-        let step = self.rec.proj.run.steps();
+        let step = self.rec.steps();
         if self.interrupting
             && let Decision::CallTool { tool, .. } = &decision
         {
@@ -304,7 +327,7 @@ impl Driver {
         };
         let last_chance = self.interrupting;
         self.apply(decision).await?;
-        if last_chance && self.rec.proj.run.status() == RunStatus::Running {
+        if last_chance && self.rec.status() == RunStatus::Running {
             self.rec
                 .record(EntryKind::RunInterrupted {
                     reason: "interrupted through the run handle".into(),

@@ -397,6 +397,18 @@ pub enum RecordedPolicyError {
     Replay(#[source] Box<BuildError>),
 }
 
+/// What the lifecycle machine of a run refused (see [`ProjectionError::Lifecycle`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LifecycleFault {
+    /// It could not be started or rebuilt.
+    #[error(transparent)]
+    Start(#[from] rein_statemachine::LifecycleError),
+    /// It refused a move the engine had to make.
+    #[error(transparent)]
+    Move(#[from] rein_statemachine::TransitionError),
+}
+
 /// Why a ledger entry does not fit the run its earlier entries describe.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -469,6 +481,22 @@ pub enum ProjectionError {
         /// The state.
         state: State,
     },
+    /// The run's lifecycle machine and its projection disagree on where the run is: the
+    /// engine recorded a move the machine did not make, or the other way round.
+    #[error(
+        "the lifecycle machine is in {machine} but the recorded run is in {recorded}; the engine \
+         moved one without the other, which is a bug in rein-engine"
+    )]
+    LifecycleDrift {
+        /// Where the machine is.
+        machine: State,
+        /// Where the projection of the ledger puts the run.
+        recorded: State,
+    },
+    /// The run's lifecycle machine could not be started, rebuilt from the ledger's moves,
+    /// or moved to end the run.
+    #[error("the run's lifecycle machine: {0}")]
+    Lifecycle(#[source] LifecycleFault),
     /// An entry the engine checked was refused by the run: a bug in the engine.
     #[error("{kind}: {source}")]
     Refused {

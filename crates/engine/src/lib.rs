@@ -50,10 +50,12 @@ mod durable;
 mod engine;
 mod error;
 mod events;
+mod gate;
 mod handle;
 mod narrow;
 mod open;
 mod overdue;
+mod overrun;
 mod payload;
 mod plan_attempts;
 mod plan_link;
@@ -83,7 +85,8 @@ pub use config::{
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
 pub use error::{
-    BuildError, EngineError, NarrowingError, ProjectionError, RecordedPolicyError, TreeError,
+    BuildError, EngineError, LifecycleFault, NarrowingError, ProjectionError, RecordedPolicyError,
+    TreeError,
 };
 pub use events::{RunEvent, RunEvents};
 pub use handle::{RunControl, RunHandle};

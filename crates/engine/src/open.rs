@@ -274,7 +274,7 @@ pub(crate) async fn reopen(
         ));
     }
     note.push_str(&snapshot.note());
-    let mut driver = Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, controls);
+    let mut driver = Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, controls)?;
     // The projection's step was taken above; the driver still needs its decision.
     driver.reopened = unsettled
         .as_ref()
@@ -366,13 +366,7 @@ pub(crate) async fn stopped(shared: &Arc<Shared>, id: &RunId) -> Result<Driver, 
             status: proj.run.status(),
         });
     }
-    Ok(Driver::new(
-        Arc::clone(shared),
-        policy,
-        proj,
-        &loaded.ledger,
-        None,
-    ))
+    Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, None)
 }
 
 /// Narrows the policy of run `id`, not being driven now (see `Engine::narrow`).

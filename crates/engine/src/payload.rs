@@ -24,7 +24,7 @@ impl Driver {
         let options = StoreOptions::new()
             .with_content_type("application/json")
             .with_name(format!("{tool} output"))
-            .with_metadata("run_id", self.rec.proj.run.id().as_str());
+            .with_metadata("run_id", self.rec.id().as_str());
         let reference = self.shared.artifacts.put_boxed(bytes, options).await?;
         Ok(Payload::Artifact(ArtifactLink {
             id: reference.id().to_string(),

@@ -18,7 +18,7 @@ impl Driver {
                 .proj
                 .apply(entry.event(), entry.at())
                 .map_err(|e| EngineError::InconsistentLedger {
-                    id: self.rec.proj.run.id().clone(),
+                    id: self.rec.id().clone(),
                     seq: entry.seq(),
                     source: Box::new(e),
                 })?;

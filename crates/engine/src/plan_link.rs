@@ -237,11 +237,10 @@ impl Live<'_> {
         name: BudgetName,
         amount: u64,
     ) -> Result<(), EngineError> {
-        let limit = self.budget.limit(&name);
-        let usage = self.run.usage();
-        let used = usage.used(&name).saturating_add(self.charged[at]);
-        let reserved = usage.reserved(&name);
-        let Some(entry) = reported_charge(name, amount, limit, used, reserved) else {
+        let charged = self.charged[at];
+        let Some(entry) =
+            crate::overrun::reported_charge(self.budget, self.run.usage(), name, amount, charged)
+        else {
             return Ok(());
         };
         self.charged[at] = self.charged[at].saturating_add(amount);
@@ -254,35 +253,4 @@ impl Live<'_> {
         self.appended.push(entry);
         Ok(())
     }
-}
-
-/// The entry that charges `amount` of `name`, which a planner reported it used, given the
-/// budget's `limit` and what is `used` and `reserved` of it: `budget_consumed` when it fits,
-/// `budget_overrun` when the provider reported more than was left (charged all the same:
-/// the tokens were spent); none for nothing.
-pub(crate) fn reported_charge(
-    name: BudgetName,
-    amount: u64,
-    limit: Option<u64>,
-    used: u64,
-    reserved: u64,
-) -> Option<EntryKind> {
-    if amount == 0 {
-        return None;
-    }
-    let after = used.saturating_add(amount);
-    Some(match limit {
-        Some(limit) if after.saturating_add(reserved) > limit => EntryKind::BudgetOverrun {
-            name,
-            amount,
-            used: after,
-            limit,
-        },
-        limit => EntryKind::BudgetConsumed {
-            name,
-            amount,
-            used: after,
-            limit,
-        },
-    })
 }

@@ -109,7 +109,7 @@ impl Driver {
         &mut self,
         meter: PlanMeter,
     ) -> Result<(), EngineError> {
-        let step = self.rec.proj.run.steps();
+        let step = self.rec.steps();
         for call in meter.into_calls() {
             let (tokens, cost) = (call.tokens(), call.cost);
             self.rec
@@ -129,10 +129,14 @@ impl Driver {
         name: BudgetName,
         amount: u64,
     ) -> Result<(), EngineError> {
-        let limit = self.rec.proj.budget().limit(&name);
-        let usage = self.rec.proj.run.usage();
-        let (used, reserved) = (usage.used(&name), usage.reserved(&name));
-        match crate::plan_link::reported_charge(name, amount, limit, used, reserved) {
+        let charge = crate::overrun::reported_charge(
+            self.rec.proj.budget(),
+            self.rec.proj.run.usage(),
+            name,
+            amount,
+            0,
+        );
+        match charge {
             Some(entry) => self.rec.record(entry).await,
             None => Ok(()),
         }
@@ -142,30 +146,10 @@ impl Driver {
     /// stops, failed as over budget, and whatever the planner proposed with that call is
     /// not applied. `true` when it stopped.
     pub(crate) async fn stop_on_overrun(&mut self) -> Result<bool, EngineError> {
-        let usage = self.rec.proj.run.usage();
-        let over = self
-            .rec
-            .proj
-            .budget()
-            .limits()
-            .iter()
-            .find(|(name, limit)| usage.used(name) > **limit)
-            .map(|(name, &limit)| (name.clone(), limit, usage.used(name)));
-        let Some((name, limit, used)) = over else {
+        let Some(failure) = self.gate().overrun() else {
             return Ok(false);
         };
-        self.rec
-            .fail(
-                FailureKind::BudgetExhausted,
-                format!(
-                    "the `{name}` budget is overrun: {used} used, {} past its limit of {limit} \
-                     (a model provider reported more than the budget had left); the run stops, \
-                     and a model reply that brought it there is not applied; raise the budget \
-                     or lower the model's max_output_tokens",
-                    used - limit
-                ),
-            )
-            .await?;
+        self.rec.fail(failure.kind, failure.message).await?;
         Ok(true)
     }
 

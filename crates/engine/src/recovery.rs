@@ -1,18 +1,15 @@
 //! Recovery: finishing the step a crash cut short, making a retry the ledger shows due,
 //! and settling a call left in doubt — each from where the ledger stops.
 
-use std::sync::Arc;
-
 use rein_ledger::EntryKind;
-use rein_run::{BudgetName, Decision, Digest, FailureKind, State};
+use rein_run::{Decision, Digest, FailureKind, State};
 use rein_tool::ToolError;
 use serde_json::Value;
 
 use crate::charge::exhausted_entry;
-use crate::config::OnToolError;
 use crate::driver::Driver;
 use crate::error::{EngineError, ProjectionError};
-use crate::project::{OpenAttempt, Progress, Projection, Unsettled};
+use crate::project::{OpenAttempt, Progress, Unsettled};
 use crate::rejection::Rejection;
 
 impl Driver {
@@ -26,7 +23,7 @@ impl Driver {
             Some(decision) => decision,
             None => {
                 return Err(EngineError::InconsistentLedger {
-                    id: self.rec.proj.run.id().clone(),
+                    id: self.rec.id().clone(),
                     seq: step.decision_at as u64 + 1,
                     source: Box::new(ProjectionError::DecisionMissing),
                 });
@@ -80,14 +77,10 @@ impl Driver {
                 .await
             }
             Progress::Batch => self.resume_batch().await,
-            Progress::ToolFailed { tool, error } => {
-                if self.policy.snapshot.on_tool_error != OnToolError::FailRun {
-                    return Ok(());
-                }
-                self.rec
-                    .fail(FailureKind::ToolFailed, error.about(&tool))
-                    .await
-            }
+            Progress::ToolFailed { tool, error } => match self.gate().tool_failure(&tool, &error) {
+                Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+                None => Ok(()),
+            },
         }
     }
 
@@ -101,41 +94,32 @@ impl Driver {
         error: ToolError,
         charged: bool,
     ) -> Result<(), EngineError> {
-        let shared = Arc::clone(&self.shared);
-        let entry = shared
-            .tools
-            .get(failed.tool.as_str())
-            .filter(|_| failed.idempotent);
-        let exhausted = if charged {
-            None
-        } else {
-            self.exhausted(&BudgetName::TOOL_CALLS)
-        };
-        let Some(entry) = entry.filter(|_| exhausted.is_none()) else {
-            self.rec
-                .record(EntryKind::ToolError {
-                    tool: failed.tool.clone(),
-                    attempt: failed.attempt,
-                    duration_ms: 0,
-                    error: error.clone(),
-                    will_retry: false,
-                })
-                .await?;
-            if let Some(exhausted) = exhausted {
-                self.rec.record(exhausted_entry(&exhausted)).await?;
-            }
-            if self.policy.snapshot.on_tool_error == OnToolError::FailRun {
+        let entry = match self.gate().retry(&failed, charged) {
+            Ok(entry) => entry,
+            Err(exhausted) => {
                 self.rec
-                    .fail(FailureKind::ToolFailed, error.about(&failed.tool))
+                    .record(EntryKind::ToolError {
+                        tool: failed.tool.clone(),
+                        attempt: failed.attempt,
+                        duration_ms: 0,
+                        error: error.clone(),
+                        will_retry: false,
+                    })
                     .await?;
+                if let Some(exhausted) = exhausted {
+                    self.rec.record(exhausted_entry(&exhausted)).await?;
+                }
+                return match self.gate().tool_failure(&failed.tool, &error) {
+                    Some(failure) => self.rec.fail(failure.kind, failure.message).await,
+                    None => Ok(()),
+                };
             }
-            return Ok(());
         };
         let input = self.recovered_input(failed.input)?;
         let input_hash = Digest::of_json(&input);
         self.prepaid = charged;
         let executed = self
-            .execute(entry, input, input_hash, failed.attempt.saturating_add(1))
+            .execute(&entry, input, input_hash, failed.attempt.saturating_add(1))
             .await;
         self.prepaid = false;
         executed
@@ -147,38 +131,20 @@ impl Driver {
         open: OpenAttempt,
         retry_all: bool,
     ) -> Result<(), EngineError> {
-        if !(open.idempotent || retry_all) {
-            return self
-                .rec
-                .fail(
-                    FailureKind::InDoubtToolCall,
-                    Projection::in_doubt_failure(&open).message,
-                )
-                .await;
-        }
-        let shared = Arc::clone(&self.shared);
-        let Some(entry) = shared.tools.get(open.tool.as_str()) else {
-            return self
-                .rec
-                .fail(
-                    FailureKind::InDoubtToolCall,
-                    format!(
-                        "the in-doubt call's tool `{}` is no longer registered",
-                        open.tool
-                    ),
-                )
-                .await;
+        let entry = match self.gate().readmit(&open, retry_all) {
+            Ok(entry) => entry,
+            Err(failure) => return self.rec.fail(failure.kind, failure.message).await,
         };
         let input = self.recovered_input(open.input)?;
         let input_hash = Digest::of_json(&input);
-        self.execute(entry, input, input_hash, open.attempt.saturating_add(1))
+        self.execute(&entry, input, input_hash, open.attempt.saturating_add(1))
             .await
     }
 
     /// The input of an attempt to recover, which a projection rebuilt from its ledger keeps.
     fn recovered_input(&self, input: Option<Value>) -> Result<Value, EngineError> {
         input.ok_or_else(|| EngineError::InconsistentLedger {
-            id: self.rec.proj.run.id().clone(),
+            id: self.rec.id().clone(),
             seq: self.rec.log.len(),
             source: Box::new(ProjectionError::CallInputMissing),
         })

@@ -19,17 +19,14 @@
 //! whose `sequence_stopped` is not gets it.
 
 use rein_ledger::EntryKind;
-use rein_run::{BoxFuture, Decision, RunStatus};
+use rein_run::{BoxFuture, RunStatus};
 
 use crate::driver::Driver;
 use crate::error::EngineError;
+use crate::gate::NextMember;
 
 /// Why a sequence stops when the run is stopped through its handle.
 const STOPPED: &str = "the run was stopped through its handle, so nothing new is started";
-
-/// Why a sequence stops before a member that calls a tool, after a graceful interrupt.
-const INTERRUPTED: &str = "the run was interrupted through its handle, so no further tool is \
-     called";
 
 impl Driver {
     /// Applies the members of the step's sequence from the next one on, as the ledger
@@ -38,17 +35,13 @@ impl Driver {
         // Boxed: a member is applied by `apply`, which applies a sequence through here.
         Box::pin(async move {
             loop {
-                if self.rec.proj.run.status() != RunStatus::Running {
+                if self.rec.status() != RunStatus::Running {
                     return Ok(());
                 }
-                let Some(track) = self.rec.proj.sequence.as_ref() else {
-                    return Ok(());
-                };
-                if track.next >= track.members.len() {
-                    return Ok(());
-                }
-                if let Some(reason) = track.stopped.clone() {
-                    return self.stop_sequence(reason).await;
+                match self.gate().next_member() {
+                    NextMember::Done => return Ok(()),
+                    NextMember::Stop(reason) => return self.stop_sequence(reason).await,
+                    NextMember::Apply(..) => {}
                 }
                 // Between members as between steps: controls first, then the run's limits.
                 self.drain_controls().await?;
@@ -59,25 +52,20 @@ impl Driver {
                     self.stop_sequence(STOPPED.to_owned()).await?;
                     return self.halt().await;
                 }
-                if self.deadline_passed() {
-                    return self.exceed_deadline().await;
+                let gate = self.gate();
+                if let Some(failure) = gate.overdue() {
+                    return self.rec.fail(failure.kind, failure.message).await;
                 }
-                let Some(track) = self.rec.proj.sequence.as_ref() else {
+                let NextMember::Apply(index, member) = gate.next_member() else {
                     return Ok(());
                 };
-                let index = track.next;
-                let member = track.members[index].clone();
-                if self.interrupting
-                    && matches!(
-                        member,
-                        Decision::CallTool { .. }
-                            | Decision::CallTools { .. }
-                            | Decision::Delegate { .. }
-                    )
-                {
-                    return self.stop_sequence(INTERRUPTED.to_owned()).await;
+                if let Err(reason) = gate.member_may_start(member) {
+                    return self.stop_sequence(reason.to_owned()).await;
                 }
-                let step = track.step;
+                let member = member.clone();
+                let Some(step) = self.rec.proj.sequence.as_ref().map(|track| track.step) else {
+                    return Ok(());
+                };
                 self.rec
                     .record(EntryKind::SequenceMember {
                         step,

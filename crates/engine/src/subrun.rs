@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rein_ledger::{EntryKind, InterruptKind};
 use rein_run::{
-    BudgetExhausted, ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval,
-    Run, RunId, RunStatus, Spend,
+    ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval, Run, RunId,
+    RunStatus, Spend,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -106,9 +106,9 @@ impl Driver {
         if goal.trim().is_empty() {
             return self.reject(Rejection::EmptyDelegation).await;
         }
-        if self.deadline_passed() {
+        if let Some(failure) = self.gate().overdue() {
             // The planner took what was left: no child starts after the deadline.
-            return self.exceed_deadline().await;
+            return self.rec.fail(failure.kind, failure.message).await;
         }
         let depth = self.rec.proj.tree.depth().saturating_add(1);
         let limit = self.shared.config.max_depth;
@@ -129,7 +129,7 @@ impl Driver {
                 })
                 .await;
         }
-        let carved = match self.carve(budget) {
+        let carved = match self.gate().carve(budget) {
             Ok(carved) => carved,
             Err(exhausted) => return self.reject(Rejection::BudgetExhausted(exhausted)).await,
         };
@@ -178,38 +178,11 @@ impl Driver {
     /// Settles the child a reopened run left open (the first thing its drive does).
     pub(crate) async fn resume_open_child(&mut self) -> Result<(), EngineError> {
         match self.sub.resume.take() {
-            Some((open, answer)) if self.rec.proj.run.status() == RunStatus::Running => {
+            Some((open, answer)) if self.rec.status() == RunStatus::Running => {
                 self.settle_child(open, answer.as_deref()).await
             }
             _ => Ok(()),
         }
-    }
-
-    /// The child's budget: what `asked` names, and what is left of every other budget
-    /// this run limits.
-    fn carve(&self, asked: &Spend) -> Result<Spend, BudgetExhausted> {
-        let usage = self.rec.proj.run.usage();
-        let limits = self.rec.proj.budget().limits();
-        let mut carved = Spend::new();
-        for (name, &limit) in limits {
-            let (used, reserved) = (usage.used(name), usage.reserved(name));
-            let left = limit.saturating_sub(used.saturating_add(reserved));
-            let amount = asked.get(name).copied().unwrap_or(left);
-            if amount > left {
-                return Err(BudgetExhausted {
-                    name: name.clone(),
-                    limit,
-                    used,
-                    reserved,
-                    requested: amount,
-                });
-            }
-            carved.insert(name.clone(), amount);
-        }
-        for (name, &amount) in asked {
-            carved.entry(name.clone()).or_insert(amount);
-        }
-        Ok(carved)
     }
 
     /// Drives the open child (starting it, resuming it, or reading how it ended) and
@@ -376,7 +349,7 @@ impl Driver {
         let started = open
             .started
             .ok_or_else(|| EngineError::InconsistentLedger {
-                id: self.rec.proj.run.id().clone(),
+                id: self.rec.id().clone(),
                 seq: self.rec.log.len(),
                 source: Box::new(ProjectionError::ChildMismatch {
                     open: None,
@@ -384,7 +357,7 @@ impl Driver {
                 }),
             })?;
         Ok(EntryKind::ChildOf {
-            parent: self.rec.proj.run.id().clone(),
+            parent: self.rec.id().clone(),
             parent_head: started,
             depth: self.rec.proj.tree.depth().saturating_add(1),
             planner: open.planner.clone(),

@@ -75,10 +75,43 @@ impl Budget {
         Ok(())
     }
 
+    /// Whether `amount` more of `name` fits what `usage` has left of it: `limit - used -
+    /// reserved`, the one body behind every tool charge, batch, sub-run carve and planner
+    /// charge. A counter without a limit always fits.
+    ///
+    /// ```
+    /// use rein_policy::Budget;
+    /// use rein_run::{BudgetName, BudgetUsage};
+    /// let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 2);
+    /// let usage = BudgetUsage::default();
+    /// assert!(budget.fits(&usage, &BudgetName::TOOL_CALLS, 2).is_ok());
+    /// assert!(budget.fits(&usage, &BudgetName::TOOL_CALLS, 3).is_err());
+    /// assert!(budget.fits(&usage, &BudgetName::TOKENS, u64::MAX).is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// [`BudgetExhausted`] with the limit, what is used and reserved, and `amount`.
+    pub fn fits(
+        &self,
+        usage: &BudgetUsage,
+        name: &BudgetName,
+        amount: u64,
+    ) -> Result<(), BudgetExhausted> {
+        usage.counter(name).fits(name, amount, self.limit(name))
+    }
+
+    /// What is left of `name`: `limit - used - reserved`, never below zero (`None` when it
+    /// has no limit).
+    #[must_use]
+    pub fn left(&self, usage: &BudgetUsage, name: &BudgetName) -> Option<u64> {
+        self.limit(name)
+            .map(|limit| usage.counter(name).left(limit))
+    }
+
     /// Whether nothing is left of `name` (never true for a counter without a limit).
     #[must_use]
     pub fn is_exhausted(&self, usage: &BudgetUsage, name: &BudgetName) -> bool {
-        self.snapshot(usage).remaining(name) == Some(0)
+        self.left(usage, name) == Some(0)
     }
 
     /// The first limited budget with nothing left, if any.
@@ -157,6 +190,61 @@ mod tests {
             .unwrap_err();
         assert_eq!((err.limit, err.used, err.requested), (3, 3, 1));
         assert_eq!(usage.used(&BudgetName::STEPS), 3);
+    }
+
+    fn with_reserved(used: u64, reserved: u64) -> BudgetUsage {
+        let mut usage = BudgetUsage::default();
+        let spent = usage.reserve(&BudgetName::TOOL_CALLS, used, None).unwrap();
+        usage.commit(spent);
+        // Held for good: the test only reads the counters.
+        let _held = usage
+            .reserve(&BudgetName::TOOL_CALLS, reserved, None)
+            .unwrap();
+        usage
+    }
+
+    #[test]
+    fn fits_exactly_what_is_left() {
+        let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 5);
+        let usage = with_reserved(3, 0);
+        assert_eq!(budget.left(&usage, &BudgetName::TOOL_CALLS), Some(2));
+        assert_eq!(budget.fits(&usage, &BudgetName::TOOL_CALLS, 2), Ok(()));
+    }
+
+    #[test]
+    fn one_over_what_is_left_names_the_figures() {
+        let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 5);
+        let usage = with_reserved(3, 0);
+        let err = budget.fits(&usage, &BudgetName::TOOL_CALLS, 3).unwrap_err();
+        assert_eq!(
+            (err.name, err.limit, err.used, err.reserved, err.requested),
+            (BudgetName::TOOL_CALLS, 5, 3, 0, 3)
+        );
+    }
+
+    #[test]
+    fn unlimited_counters_always_fit_and_have_no_left() {
+        let budget = Budget::new();
+        let usage = with_reserved(u64::MAX, 0);
+        assert_eq!(budget.left(&usage, &BudgetName::TOOL_CALLS), None);
+        assert_eq!(
+            budget.fits(&usage, &BudgetName::TOOL_CALLS, u64::MAX),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn reserved_counts_against_what_is_left() {
+        let budget = Budget::new().with_limit(BudgetName::TOOL_CALLS, 10);
+        let usage = with_reserved(3, 4);
+        assert_eq!(budget.left(&usage, &BudgetName::TOOL_CALLS), Some(3));
+        assert_eq!(budget.fits(&usage, &BudgetName::TOOL_CALLS, 3), Ok(()));
+        let err = budget.fits(&usage, &BudgetName::TOOL_CALLS, 4).unwrap_err();
+        assert_eq!((err.used, err.reserved, err.requested), (3, 4, 4));
+        // Over the limit already (a provider's overrun): nothing left, never negative.
+        let over = Budget::new().with_limit(BudgetName::TOOL_CALLS, 2);
+        assert_eq!(over.left(&usage, &BudgetName::TOOL_CALLS), Some(0));
+        assert!(over.fits(&usage, &BudgetName::TOOL_CALLS, 1).is_err());
     }
 
     #[test]

@@ -121,6 +121,39 @@ impl Counter {
     pub const fn committed_or_reserved(&self) -> u64 {
         self.used.saturating_add(self.reserved)
     }
+
+    /// What is left under `limit`: `limit - used - reserved`, never below zero.
+    #[must_use]
+    pub const fn left(&self, limit: u64) -> u64 {
+        limit.saturating_sub(self.committed_or_reserved())
+    }
+
+    /// Whether `amount` more of `name` fits under `limit` (`None`: no limit, everything
+    /// fits). The one body of "limit - used - reserved" every charge, reservation, carve
+    /// and declared worst case goes through.
+    ///
+    /// # Errors
+    /// [`BudgetExhausted`] with this counter's figures when it does not fit.
+    pub fn fits(
+        &self,
+        name: &BudgetName,
+        amount: u64,
+        limit: Option<u64>,
+    ) -> Result<(), BudgetExhausted> {
+        let Some(limit) = limit else {
+            return Ok(());
+        };
+        if amount > self.left(limit) {
+            return Err(BudgetExhausted {
+                name: name.clone(),
+                limit,
+                used: self.used,
+                reserved: self.reserved,
+                requested: amount,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// What a run has spent of each budget. Part of the run's persisted state, so pausing,
@@ -202,20 +235,8 @@ impl BudgetUsage {
         amount: u64,
         limit: Option<u64>,
     ) -> Result<Reservation, BudgetExhausted> {
-        let counter = self.counters.entry(name.clone()).or_default();
-        if let Some(limit) = limit {
-            let after = counter.committed_or_reserved().checked_add(amount);
-            if after.is_none_or(|after| after > limit) {
-                return Err(BudgetExhausted {
-                    name: name.clone(),
-                    limit,
-                    used: counter.used,
-                    reserved: counter.reserved,
-                    requested: amount,
-                });
-            }
-        }
-        counter.reserved += amount;
+        self.counter(name).fits(name, amount, limit)?;
+        self.counters.entry(name.clone()).or_default().reserved += amount;
         Ok(Reservation {
             name: name.clone(),
             amount,
@@ -245,6 +266,12 @@ impl BudgetUsage {
     #[must_use]
     pub fn reserved(&self, name: &BudgetName) -> u64 {
         self.counters.get(name).map_or(0, |c| c.reserved)
+    }
+
+    /// The counter of `name` (zero when it was never touched).
+    #[must_use]
+    pub fn counter(&self, name: &BudgetName) -> Counter {
+        self.counters.get(name).copied().unwrap_or_default()
     }
 
     /// Every counter that was ever touched, by name.
@@ -292,9 +319,8 @@ impl<'a> BudgetSnapshot<'a> {
     /// What is left of `name` (`None` when it has no limit).
     #[must_use]
     pub fn remaining(&self, name: &BudgetName) -> Option<u64> {
-        let counter = self.usage.counters.get(name).copied().unwrap_or_default();
-        self.limit(name)
-            .map(|l| l.saturating_sub(counter.committed_or_reserved()))
+        let counter = self.usage.counter(name);
+        self.limit(name).map(|limit| counter.left(limit))
     }
 
     /// Every limited budget with its limit and counter.

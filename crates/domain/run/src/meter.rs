@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Digest, ModelReply, PlannerError, Skill,
+    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Counter, Digest, ModelReply,
+    PlannerError, Skill,
 };
 
 /// One model call, as the planner reports it. The engine records it as a `planner_call`
@@ -256,16 +257,11 @@ impl PlanMeter {
             let Some(Limit { limit, used }) = limit else {
                 continue;
             };
-            let used = used.saturating_add(spent);
-            if used.saturating_add(requested) > limit {
-                return Err(BudgetExhausted {
-                    name,
-                    limit,
-                    used,
-                    reserved: 0,
-                    requested,
-                });
-            }
+            let counter = Counter {
+                used: used.saturating_add(spent),
+                reserved: 0,
+            };
+            counter.fits(&name, requested, Some(limit))?;
         }
         Ok(())
     }
@@ -322,16 +318,11 @@ impl PlanMeter {
         {
             let mut steps = self.lock();
             if let Some(Limit { limit, used }) = self.violations {
-                let used = used.saturating_add(steps.corrections);
-                if used >= limit {
-                    return Err(PlannerError::OverBudget(BudgetExhausted {
-                        name: BudgetName::VIOLATIONS,
-                        limit,
-                        used,
-                        reserved: 0,
-                        requested: 1,
-                    }));
-                }
+                let counter = Counter {
+                    used: used.saturating_add(steps.corrections),
+                    reserved: 0,
+                };
+                counter.fits(&BudgetName::VIOLATIONS, 1, Some(limit))?;
             }
             steps.corrections += 1;
         }

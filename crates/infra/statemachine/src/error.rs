@@ -15,6 +15,21 @@ pub enum LifecycleError {
         /// The terminal state asked for.
         state: State,
     },
+    /// A recorded move cannot be followed when rebuilding a lifecycle: it does not start
+    /// where the move before it ended, or it leaves a terminal state.
+    #[error(
+        "recorded move {index} ({from} → {to}) cannot be followed from {state}: the record of the run's states is broken"
+    )]
+    Unfollowable {
+        /// The move's place among the moves, from 0.
+        index: usize,
+        /// Where the recorded move starts.
+        from: State,
+        /// Where it ends.
+        to: State,
+        /// Where the lifecycle was when it met the move.
+        state: State,
+    },
 }
 
 /// Why a [`Lifecycle::transition`](crate::Lifecycle::transition) did not happen. The

@@ -12,8 +12,10 @@
 //!
 //! The machine is built on [`statig`](https://docs.rs/statig) (blocking flavour), which stays
 //! an implementation detail: no statig type appears in this crate's API. A [`Lifecycle`] is
-//! `Send + Sync` and owned by the one task that drives its run; a resumed run starts it again
-//! in the state it was persisted in with [`Lifecycle::new`].
+//! `Send + Sync` and owned by the one task that drives its run, for as long as it drives
+//! it; a resumed run gets it back with [`Lifecycle::rebuild`], which follows the moves its
+//! record shows. The engine's own ends of a run (a budget, a deadline, an abort) go through
+//! [`Lifecycle::fail`].
 //!
 //! ```
 //! use rein_policy::{Budget, RefusalRule, Transitions};

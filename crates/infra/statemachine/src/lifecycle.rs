@@ -14,9 +14,11 @@ use crate::{LifecycleError, TransitionError};
 /// [`Transition`] it made, or refuses with a [`TransitionError`] and stays put. A refusal is
 /// never silent.
 ///
-/// The table can be replaced at run time with [`Lifecycle::set_transitions`]; budgets and
-/// their use are passed with each request, so the guard into `act` always sees the run's
-/// current figures.
+/// The table is the run's for its whole life (narrowing a live run's policy never changes
+/// it); budgets and their use are passed with each request, so the guard into `act` always
+/// sees the run's current figures. [`Lifecycle::fail`] ends the run in
+/// `failed` from any working state, whatever the table says: a run's policy fails it
+/// (a budget, a deadline, a tool error, an abort) without the planner asking to move.
 ///
 /// ```
 /// use rein_policy::{Budget, Transitions};
@@ -73,11 +75,89 @@ impl Lifecycle {
         &self.transitions
     }
 
-    /// Replaces the table; the next request is checked against `transitions`. Whether the new
-    /// table may replace the old one (DESIGN.md: a live run's policy may only narrow) is the
-    /// caller's decision, which it records.
-    pub fn set_transitions(&mut self, transitions: Transitions) {
-        self.transitions = transitions;
+    /// Ends the run in `failed` from any working state, whatever the table says, and reports
+    /// the move: how the engine fails a run its policy stops (a budget, a deadline, a tool
+    /// error, an abort), which is no move a planner asked for.
+    ///
+    /// ```
+    /// use rein_policy::{Budget, Transitions};
+    /// use rein_run::{BudgetUsage, State};
+    /// use rein_statemachine::{Lifecycle, Transition};
+    ///
+    /// // A table without intake → failed: a run's policy can still fail it there.
+    /// let table = Transitions::from_edges([(State::Intake, State::Done)])?;
+    /// let mut run = Lifecycle::new(State::Intake, table)?;
+    /// assert!(run.transition(State::Failed, &Budget::new(), &BudgetUsage::default()).is_err());
+    /// assert_eq!(run.fail()?, Transition { from: State::Intake, to: State::Failed });
+    /// assert!(run.fail().is_err(), "a terminal state has no way out");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TransitionError::Refused`] from a terminal state (`done`, or `failed` already).
+    pub fn fail(&mut self) -> Result<Transition, TransitionError> {
+        self.force(State::Failed)
+    }
+
+    /// A lifecycle rebuilt from the moves a run's record shows, in order: it starts in
+    /// `intake` and follows each move as it was made (each was checked when it was made, and
+    /// the engine's own failures are in no table), then is guarded by `transitions`. It may end in a terminal state: a run whose end is on record, or
+    /// whose move to its end is and whose last entry is not.
+    ///
+    /// ```
+    /// use rein_policy::Transitions;
+    /// use rein_run::State;
+    /// use rein_statemachine::{Lifecycle, Transition};
+    ///
+    /// let moves = [
+    ///     Transition { from: State::Intake, to: State::Explore },
+    ///     Transition { from: State::Explore, to: State::Done },
+    /// ];
+    /// let run = Lifecycle::rebuild(moves, Transitions::default())?;
+    /// assert_eq!(run.state(), State::Done);
+    /// let gap = [Transition { from: State::Decide, to: State::Act }];
+    /// assert!(Lifecycle::rebuild(gap, Transitions::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LifecycleError::Unfollowable`] naming the first move that does not start where the
+    /// one before it ended, or that leaves a terminal state.
+    pub fn rebuild(
+        moves: impl IntoIterator<Item = Transition>,
+        transitions: Transitions,
+    ) -> Result<Self, LifecycleError> {
+        let mut lifecycle = Self {
+            machine: machine::start(State::Intake),
+            transitions,
+        };
+        for (index, recorded) in moves.into_iter().enumerate() {
+            let state = lifecycle.state();
+            let followed = (recorded.from == state)
+                .then(|| lifecycle.force(recorded.to).ok())
+                .flatten();
+            if followed != Some(recorded) {
+                return Err(LifecycleError::Unfollowable {
+                    index,
+                    from: recorded.from,
+                    to: recorded.to,
+                    state,
+                });
+            }
+        }
+        Ok(lifecycle)
+    }
+
+    /// Moves to `to` whatever the table and budgets say (a terminal state still refuses).
+    fn force(&mut self, to: State) -> Result<Transition, TransitionError> {
+        match machine::force(&mut self.machine, to) {
+            Answer::Accepted(transition) => Ok(transition),
+            Answer::Refused(refused) => Err(TransitionError::Refused(refused)),
+            Answer::Unanswered => Err(TransitionError::Unanswered {
+                from: self.state(),
+                to,
+            }),
+        }
     }
 
     /// Moves to `to` if the rules allow it, and reports the move.
@@ -300,30 +380,114 @@ mod tests {
     }
 
     #[test]
-    fn the_table_can_be_replaced_at_run_time() {
-        let mut lc = Lifecycle::new(State::Intake, Transitions::default()).unwrap();
+    fn fail_ends_a_working_state_whatever_the_table_and_budget() {
+        let only_done = Transitions::from_edges([
+            (State::Intake, State::Explore),
+            (State::Explore, State::Done),
+        ])
+        .unwrap();
+        for start in [State::Intake, State::Explore] {
+            let mut lc = Lifecycle::new(start, only_done).unwrap();
+            let spent = exhausted();
+            check(
+                &mut lc,
+                State::Failed,
+                &spent,
+                Err(RefusalRule::NotInTable {
+                    allowed: only_done.targets(start).collect(),
+                }),
+            );
+            assert_eq!(
+                lc.fail(),
+                Ok(Transition {
+                    from: start,
+                    to: State::Failed
+                })
+            );
+            assert_eq!(lc.state(), State::Failed);
+        }
+    }
+
+    #[test]
+    fn fail_is_refused_from_a_terminal_state() {
+        for end in [State::Done, State::Failed] {
+            let mut lc = Lifecycle::new(State::Validate, Transitions::default()).unwrap();
+            check(&mut lc, end, &unlimited(), Ok(()));
+            let err = lc.fail().unwrap_err();
+            assert_eq!(
+                err.refusal().map(|r| (&r.rule, r.from)),
+                Some((&RefusalRule::FromTerminal, end))
+            );
+            assert_eq!(lc.state(), end);
+        }
+    }
+
+    #[test]
+    fn a_rebuilt_lifecycle_follows_the_recorded_moves_whatever_the_table_says_now() {
+        let moves = [
+            Transition {
+                from: State::Intake,
+                to: State::Explore,
+            },
+            Transition {
+                from: State::Explore,
+                to: State::Decide,
+            },
+        ];
+        // A table without intake → explore: the record is followed anyway (each move was
+        // checked when it was made; the engine's own failures are in no table).
+        let narrowed =
+            Transitions::from_edges([(State::Decide, State::Done), (State::Intake, State::Failed)])
+                .unwrap();
+        let mut lc = Lifecycle::rebuild(moves, narrowed).unwrap();
+        assert_eq!(lc.state(), State::Decide);
         check(
             &mut lc,
             State::Act,
             &unlimited(),
-            not_in_table([State::Explore, State::Failed]),
-        );
-        let direct = Transitions::from_edges([
-            (State::Intake, State::Act),
-            (State::Act, State::Done),
-            (State::Act, State::Failed),
-        ])
-        .unwrap();
-        lc.set_transitions(direct);
-        assert_eq!(lc.transitions(), &direct);
-        check(&mut lc, State::Act, &unlimited(), Ok(()));
-        check(
-            &mut lc,
-            State::Validate,
-            &unlimited(),
-            not_in_table([State::Done, State::Failed]),
+            not_in_table([State::Done]),
         );
         check(&mut lc, State::Done, &unlimited(), Ok(()));
+        assert_eq!(
+            Lifecycle::rebuild([], Transitions::default())
+                .unwrap()
+                .state(),
+            State::Intake
+        );
+    }
+
+    #[test]
+    fn a_rebuild_refuses_a_move_that_does_not_follow() {
+        let moves = [
+            Transition {
+                from: State::Intake,
+                to: State::Failed,
+            },
+            Transition {
+                from: State::Failed,
+                to: State::Explore,
+            },
+        ];
+        let err = Lifecycle::rebuild(moves, Transitions::default()).unwrap_err();
+        assert_eq!(
+            err,
+            LifecycleError::Unfollowable {
+                index: 1,
+                from: State::Failed,
+                to: State::Explore,
+                state: State::Failed,
+            }
+        );
+        let gap = [Transition {
+            from: State::Explore,
+            to: State::Decide,
+        }];
+        let err = Lifecycle::rebuild(gap, Transitions::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "recorded move 0 (explore → decide) cannot be followed from intake: the record of the \
+             run's states is broken"
+        );
     }
 
     #[test]

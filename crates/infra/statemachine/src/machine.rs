@@ -20,10 +20,12 @@ pub(crate) struct Machine;
 /// A started machine, ready for requests.
 pub(crate) type Running = InitializedStateMachine<Machine>;
 
-/// One request: move to `to`.
+/// One request: move to `to`, checked by the guard, or (`forced`) whatever the table and
+/// budgets say (only a terminal state still refuses).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Request {
     to: State,
+    forced: bool,
 }
 
 /// What a request is checked against, and the machine's answer.
@@ -110,6 +112,9 @@ impl Machine {
 
 /// A working state's answer: move if the table (and, into `act`, the budget) allows it.
 fn guard(from: State, event: &Request, context: &mut Ctx<'_>) -> Outcome<Node> {
+    if event.forced {
+        return Outcome::Transition(Node::of(event.to));
+    }
     match context.check(from, event.to) {
         Ok(()) => Outcome::Transition(Node::of(event.to)),
         Err(refused) => {
@@ -202,7 +207,25 @@ pub(crate) fn request(
     usage: &BudgetUsage,
 ) -> Answer {
     let mut context = Ctx::new(transitions, budget, usage);
-    machine.handle_with_context(&Request { to }, &mut context);
+    machine.handle_with_context(&Request { to, forced: false }, &mut context);
+    answer(context)
+}
+
+/// Moves `machine` to `to` whatever the table and budgets say; only a terminal state
+/// refuses. For the engine's own ends of a run and for following recorded moves.
+pub(crate) fn force(machine: &mut Running, to: State) -> Answer {
+    let (transitions, budget, usage) = (
+        Transitions::default(),
+        Budget::new(),
+        BudgetUsage::default(),
+    );
+    let mut context = Ctx::new(&transitions, &budget, &usage);
+    machine.handle_with_context(&Request { to, forced: true }, &mut context);
+    answer(context)
+}
+
+/// The machine's answer, from what its handlers and hook left in `context`.
+fn answer(context: Ctx<'_>) -> Answer {
     match (context.accepted, context.refused) {
         (Some(transition), _) => Answer::Accepted(transition),
         (None, Some(refused)) => Answer::Refused(refused),

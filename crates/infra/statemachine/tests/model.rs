@@ -19,8 +19,8 @@ const WORKING: [State; 5] = [
 enum Op {
     /// Ask to move to `to`, with the tool-call budget spent or not.
     Request { to: State, exhausted: bool },
-    /// Replace the table with the other one.
-    SwapTable,
+    /// End the run in failed, as the engine does when its policy stops it.
+    Fail,
 }
 
 /// A table from random rows over the working states; may be invalid (trapped), which the
@@ -43,7 +43,7 @@ fn state() -> impl Strategy<Value = State> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (state(), any::<bool>()).prop_map(|(to, exhausted)| Op::Request { to, exhausted }),
-        1 => Just(Op::SwapTable),
+        1 => Just(Op::Fail),
     ]
 }
 
@@ -95,28 +95,40 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Every answer equals the model's, the state follows the model, a refusal never moves
-    /// the run, and a terminal state is never left.
+    /// the run, a terminal state is never left, and the accepted moves rebuild the same
+    /// lifecycle.
     #[test]
     fn the_lifecycle_follows_the_model(
-        first in table(),
-        second in table(),
+        table in table(),
         start in proptest::sample::select(WORKING.to_vec()),
         ops in proptest::collection::vec(op(), 0..64),
     ) {
-        let (Ok(first), Ok(second)) = (first, second) else { return Ok(()) };
-        let mut tables = [first, second];
-        let mut lifecycle = Lifecycle::new(start, first).unwrap();
+        let Ok(table) = table else { return Ok(()) };
+        let mut lifecycle = Lifecycle::new(start, table).unwrap();
         let mut expected_state = start;
         let mut moves = Vec::new();
         for op in ops {
             match op {
-                Op::SwapTable => {
-                    tables.swap(0, 1);
-                    lifecycle.set_transitions(tables[0]);
+                Op::Fail => {
+                    let expected = if expected_state.is_terminal() {
+                        Err(TransitionError::Refused(TransitionRefused {
+                            from: expected_state,
+                            to: State::Failed,
+                            rule: RefusalRule::FromTerminal,
+                        }))
+                    } else {
+                        Ok(Transition { from: expected_state, to: State::Failed })
+                    };
+                    let got = lifecycle.fail();
+                    prop_assert_eq!(&got, &expected);
+                    if let Ok(moved) = got {
+                        expected_state = State::Failed;
+                        moves.push(moved);
+                    }
                 }
                 Op::Request { to, exhausted } => {
                     let (budget, usage) = budget(exhausted);
-                    let expected = model(&tables[0], expected_state, to, exhausted);
+                    let expected = model(&table, expected_state, to, exhausted);
                     let got = lifecycle.transition(to, &budget, &usage);
                     prop_assert_eq!(&got, &expected);
                     if let Ok(moved) = got {
@@ -131,6 +143,11 @@ proptest! {
         // The accepted moves chain: each starts where the previous one ended.
         for pair in moves.windows(2) {
             prop_assert_eq!(pair[0].to, pair[1].from);
+        }
+        // A run's record starts in intake: from there, its moves rebuild where it is.
+        if start == State::Intake {
+            let rebuilt = Lifecycle::rebuild(moves, table).unwrap();
+            prop_assert_eq!(rebuilt.state(), expected_state);
         }
     }
 
