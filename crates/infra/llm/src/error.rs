@@ -190,6 +190,25 @@ impl LlmError {
         }
     }
 
+    /// A context-window error, when `text` (a server's error message) says the prompt is
+    /// too long in the words OpenAI, Anthropic, llama.cpp or vLLM use.
+    pub(crate) fn context_too_long(text: &str) -> Option<Self> {
+        let lower = text.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "context length",
+            "maximum context",
+            "context window",
+            "prompt is too long",
+            "exceeds the available context",
+        ]
+        .iter()
+        .any(|p| lower.contains(p))
+        .then(|| Self::ContextTooLong {
+            excerpt: excerpt(text),
+        })
+    }
+
     /// A malformed-reply error quoting (a bounded excerpt of) `text`.
     pub(crate) fn malformed(reason: impl Into<String>, text: &str) -> Self {
         Self::Malformed {
@@ -290,6 +309,20 @@ mod tests {
         ] {
             assert!(!e.another_model_may_answer(), "{e}");
         }
+    }
+
+    #[test]
+    fn context_errors_are_recognised() {
+        for text in [
+            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#,
+        ] {
+            assert!(matches!(
+                LlmError::context_too_long(text),
+                Some(LlmError::ContextTooLong { .. })
+            ));
+        }
+        assert!(LlmError::context_too_long("bad temperature").is_none());
     }
 
     #[test]

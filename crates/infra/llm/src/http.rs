@@ -14,23 +14,20 @@ use tokio::time::Instant;
 use tower::ServiceExt as _;
 use tower::retry::Retry;
 
+use crate::anthropic::Anthropic;
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
-use crate::provider::{AttemptHook, Completion, Provider};
-use crate::{anthropic, openai};
+use crate::openai::OpenAi;
+use crate::provider::{AttemptHook, Completion, NoHook, Provider};
+use crate::wire::Wire;
 
 mod retry;
 
 use retry::{Breaker, RetryPolicy, retry_after};
 
-/// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
-/// server asking for more fails the call instead.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// The longest error body read from a failing server.
 const MAX_ERROR_BODY: usize = 64 << 10;
-/// The cap of the doubling backoff.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How far a streamed reply has come, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,12 +47,16 @@ pub type ProgressFn = Arc<dyn Fn(StreamProgress) + Send + Sync>;
 /// is keyed by.
 #[must_use]
 pub fn request_body(config: &ProviderConfig, request: &ChatRequest) -> Vec<u8> {
-    let body = match config.api {
-        Api::OpenAi => openai::body(config, request),
-        Api::Anthropic => anthropic::body(config, request),
-    };
     // A `Value` of strings, numbers and objects always serializes.
-    serde_json::to_vec(&body).unwrap_or_default()
+    serde_json::to_vec(&wire(config.api).body(config, request)).unwrap_or_default()
+}
+
+/// The one place an [`Api`] becomes its wire format.
+fn wire(api: Api) -> &'static dyn Wire {
+    match api {
+        Api::OpenAi => &OpenAi,
+        Api::Anthropic => &Anthropic,
+    }
 }
 
 /// A model server reached over HTTP. Cheap to clone: clones share the connection pool and
@@ -75,6 +76,7 @@ pub struct HttpProvider {
 
 struct Inner {
     config: ProviderConfig,
+    wire: &'static dyn Wire,
     url: String,
     client: reqwest::Client,
     headers: HeaderMap,
@@ -132,23 +134,18 @@ impl HttpProvider {
                 "max_output_tokens and max_reply_bytes must be above 0".into(),
             ));
         }
-        let url = match config.api {
-            Api::OpenAi => format!("{base}/chat/completions"),
-            Api::Anthropic => format!("{base}/messages"),
-        };
+        let wire = wire(config.api);
+        let url = format!("{base}/{}", wire.endpoint());
         let mut headers = HeaderMap::new();
         headers.insert(
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if config.api == Api::Anthropic {
-            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        for (name, value) in wire.fixed_headers() {
+            headers.insert(*name, HeaderValue::from_static(value));
         }
         if let Some(key) = key {
-            let (name, value) = match config.api {
-                Api::OpenAi => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
-                Api::Anthropic => (HeaderName::from_static("x-api-key"), key.to_owned()),
-            };
+            let (name, value) = wire.key_header(key);
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 LlmError::Config(format!(
                     "the key in `{}` holds characters a header cannot carry",
@@ -181,6 +178,7 @@ impl HttpProvider {
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
+                wire,
                 url,
                 client,
                 headers,
@@ -198,6 +196,7 @@ impl HttpProvider {
         Self {
             inner: Arc::new(Inner {
                 config: inner.config.clone(),
+                wire: inner.wire,
                 url: inner.url.clone(),
                 client: inner.client.clone(),
                 headers: inner.headers.clone(),
@@ -319,10 +318,7 @@ impl Inner {
                     &String::from_utf8_lossy(e.as_bytes()),
                 )
             })?;
-            return match self.config.api {
-                Api::OpenAi => openai::parse(&text),
-                Api::Anthropic => anthropic::parse(&text),
-            };
+            return self.wire.parse(&text);
         }
         self.stream(response, started).await
     }
@@ -346,7 +342,7 @@ impl Inner {
             }
         });
         let mut events = bytes.eventsource();
-        let (mut oa, mut an) = (openai::Stream::default(), anthropic::Stream::default());
+        let mut reply = self.wire.stream();
         let mut count = 0u64;
         while let Some(event) = events.next().await {
             let event = match event {
@@ -368,14 +364,11 @@ impl Inner {
                 }
             };
             count += 1;
-            let (done, len) = match self.config.api {
-                Api::OpenAi => (oa.feed(&event.data)?, oa.text_len()),
-                Api::Anthropic => (an.feed(&event.data)?, an.text_len()),
-            };
+            let done = reply.feed(&event.data)?;
             if let Some(progress) = &self.progress {
                 progress(StreamProgress {
                     events: count,
-                    bytes: len,
+                    bytes: reply.text_len(),
                     elapsed: started.elapsed(),
                 });
             }
@@ -383,10 +376,7 @@ impl Inner {
                 break;
             }
         }
-        match self.config.api {
-            Api::OpenAi => oa.finish(),
-            Api::Anthropic => an.finish(),
-        }
+        reply.finish()
     }
 
     /// The reply broke off after `received` bytes.
@@ -422,7 +412,7 @@ impl Inner {
                 status,
                 excerpt: excerpt(text),
             },
-            _ => classify_error_text(text).unwrap_or_else(|| LlmError::Rejected {
+            _ => LlmError::context_too_long(text).unwrap_or_else(|| LlmError::Rejected {
                 status,
                 excerpt: excerpt(text),
             }),
@@ -431,37 +421,6 @@ impl Inner {
 }
 
 const TOO_LARGE: &str = "\u{0}reply too large";
-
-/// The hook of a plain `complete`: lets every attempt go.
-pub(crate) struct NoHook;
-
-impl AttemptHook for NoHook {
-    fn before(&self, _: u32, _: Digest) -> rein_run::BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn failed<'a>(&'a self, _: u32, _: &'a LlmError) -> rein_run::BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
-    }
-}
-
-/// A context-window error, recognised by the phrases OpenAI, Anthropic, llama.cpp and vLLM
-/// use.
-pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
-    let lower = text.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "context length",
-        "maximum context",
-        "context window",
-        "prompt is too long",
-        "exceeds the available context",
-    ]
-    .iter()
-    .any(|p| lower.contains(p))
-    .then(|| LlmError::ContextTooLong {
-        excerpt: excerpt(text),
-    })
-}
 
 /// Reads at most `limit` bytes of the body; `true` when it was cut there. An error comes
 /// with how many bytes had arrived.
@@ -484,20 +443,6 @@ async fn read_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn context_errors_are_recognised() {
-        for text in [
-            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#,
-            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#,
-        ] {
-            assert!(matches!(
-                classify_error_text(text),
-                Some(LlmError::ContextTooLong { .. })
-            ));
-        }
-        assert!(classify_error_text("bad temperature").is_none());
-    }
 
     #[test]
     fn the_key_is_never_in_debug() {

@@ -26,6 +26,7 @@ mod anthropic;
 mod cassette;
 mod chat;
 mod config;
+mod dialogue;
 mod env;
 mod error;
 mod fallback;
@@ -35,19 +36,24 @@ mod openai;
 mod planner;
 mod prompt;
 mod provider;
+mod render;
+mod reply;
+mod wire;
 
 pub use cassette::{Recorded, Recorder, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
-pub use config::{Api, HeaderSource, ProviderConfig};
+pub use config::{
+    Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, Prices, PromptConfig,
+    ProviderConfig,
+};
+pub use dialogue::state_guidance;
 pub use env::EnvError;
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use fallback::FallbackProvider;
-pub use http::{HttpProvider, MAX_RETRY_AFTER, ProgressFn, StreamProgress, request_body};
+pub use http::{HttpProvider, ProgressFn, StreamProgress, request_body};
 pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
-pub use planner::{LlmConfig, LlmPlanner, Prices};
-pub use prompt::{
-    DEFAULT_SYSTEM_PROMPT, PromptConfig, build_request, estimate_tokens, state_guidance,
-};
+pub use planner::LlmPlanner;
+pub use prompt::{build_request, estimate_tokens};
 pub use provider::{AttemptHook, Completion, DynProvider, Provider};
 
 #[cfg(feature = "fake-server")]

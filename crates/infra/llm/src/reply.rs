@@ -8,17 +8,27 @@ use rein_run::ProposedCall;
 use rein_run::{BudgetName, Decision, Delegation, SequenceError, Spend, State};
 use serde_json::Value;
 
-use super::LlmPlanner;
 use crate::chat::{ChatResponse, FunctionCall};
 use crate::error::excerpt;
 use crate::names::NameMap;
 
-impl LlmPlanner {
+/// Reads replies under the planner's limits.
+pub(crate) struct Reader<'a> {
+    /// The largest function arguments accepted, in bytes.
+    pub(crate) max_argument_bytes: usize,
+    /// The deepest nesting accepted in function arguments.
+    pub(crate) max_argument_depth: usize,
+    /// Every tool the engine has, by function name: a call of one not offered here still
+    /// becomes the decision it names, for the engine to refuse.
+    pub(crate) known: &'a NameMap,
+}
+
+impl Reader<'_> {
     /// The decision of a reply; or the correction to hand back when it has none. A reply
     /// is taken whole or not at all: one malformed call, or a call after one that ends or
     /// pauses the run, hands the whole reply back, so nothing it asked for is dropped
     /// silently.
-    pub(super) fn interpret(
+    pub(crate) fn interpret(
         &self,
         reply: &ChatResponse,
         offered: &NameMap,
@@ -132,11 +142,11 @@ impl LlmPlanner {
     /// The call's arguments: a JSON object within the size and depth limits.
     fn arguments(&self, call: &FunctionCall) -> Result<Value, String> {
         let name = excerpt(&call.name);
-        if call.arguments.len() > self.config.max_argument_bytes {
+        if call.arguments.len() > self.max_argument_bytes {
             return Err(format!(
                 "The arguments of `{name}` are {} bytes, over the limit of {}.",
                 call.arguments.len(),
-                self.config.max_argument_bytes
+                self.max_argument_bytes
             ));
         }
         let raw = if call.arguments.trim().is_empty() {
@@ -150,10 +160,10 @@ impl LlmPlanner {
                 excerpt(raw)
             )
         })?;
-        if depth(&value) > self.config.max_argument_depth {
+        if depth(&value) > self.max_argument_depth {
             return Err(format!(
                 "The arguments of `{name}` nest deeper than {} levels.",
-                self.config.max_argument_depth
+                self.max_argument_depth
             ));
         }
         if !value.is_object() {
