@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::chat::{ChatResponse, FunctionCall, Message};
 use crate::config::PromptConfig;
-use crate::names::{CONTROL_FUNCTIONS, function_name};
+use crate::names::{ControlFunction, function_name};
 use crate::render;
 
 /// What each working state is for, as the model is told.
@@ -297,7 +297,7 @@ impl Builder<'_, '_> {
                     at += 1;
                     render::result(kind, self.config.max_item_chars)
                 }
-                _ if CONTROL_FUNCTIONS.contains(&call.name.as_str()) => {
+                _ if ControlFunction::from_name(&call.name).is_some() => {
                     ("accepted".to_owned(), false)
                 }
                 _ => (NOT_COMPLETED.to_owned(), true),
@@ -329,8 +329,12 @@ fn answers(function: &str, kind: &EvidenceKind) -> bool {
             source: NoteSource::Violation,
             ..
         } => true,
-        EvidenceKind::HumanInput { .. } => function == "ask_human",
-        EvidenceKind::Child { .. } => function == "delegate",
+        EvidenceKind::HumanInput { .. } => {
+            ControlFunction::from_name(function) == Some(ControlFunction::AskHuman)
+        }
+        EvidenceKind::Child { .. } => {
+            ControlFunction::from_name(function) == Some(ControlFunction::Delegate)
+        }
         EvidenceKind::ToolResult { tool, .. } | EvidenceKind::ToolFailure { tool, .. } => {
             function_name(tool) == function
         }

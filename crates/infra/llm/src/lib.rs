@@ -51,9 +51,9 @@ pub use env::EnvError;
 pub use error::{EXCERPT_CHARS, LlmError, excerpt};
 pub use fallback::FallbackProvider;
 pub use http::{HttpProvider, ProgressFn, StreamProgress, request_body};
-pub use names::{CONTROL_FUNCTIONS, NameError, NameMap, function_name};
+pub use names::{ControlFunction, NameError, NameMap, function_name};
 pub use planner::LlmPlanner;
-pub use prompt::{build_request, estimate_tokens};
+pub use prompt::{Compaction, build_request, estimate_tokens};
 pub use provider::{AttemptHook, Completion, DynProvider, Provider};
 
 #[cfg(feature = "fake-server")]

@@ -14,7 +14,7 @@ use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
 use crate::config::{LlmConfig, Prices, PromptConfig};
 use crate::dialogue::{StepSoFar, record};
-use crate::prompt::{build_request, build_request_with_skills, estimate_tokens};
+use crate::prompt::{Compaction, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 use crate::reply::Reader;
 
@@ -109,7 +109,7 @@ impl LlmPlanner {
     /// correction or compaction retry): what `inspect` shows.
     #[must_use]
     pub fn prompt(&self, request: &PlanRequest<'_>) -> ChatRequest {
-        build_request(&self.config.prompt, request, false)
+        build_request(&self.config.prompt, request, Compaction::WhenOverLimit)
     }
 
     /// One model call: every attempt announced to the engine's meter with its worst case
@@ -286,7 +286,7 @@ impl LlmPlanner {
         };
         [prompt, &harder]
             .into_iter()
-            .map(|config| build_request_with_skills(config, request, so_far, true).0)
+            .map(|config| build_request_with_skills(config, request, so_far, Compaction::Always).0)
             .find(|candidate| estimate_tokens(candidate) < before)
     }
 }
@@ -304,21 +304,26 @@ impl Planner for LlmPlanner {
             .map_err(|e| failed(e.to_string(), e))?;
         let mut so_far = StepSoFar::default();
         let (mut chat, skills) =
-            build_request_with_skills(&self.config.prompt, &request, &so_far, false);
+            build_request_with_skills(
+            &self.config.prompt,
+            &request,
+            &so_far,
+            Compaction::WhenOverLimit,
+        );
         // On the record before the call that carries them (the engine keeps the first).
         if let Some(meter) = request.meter() {
             for skill in skills {
                 meter.skill_entered(skill).await?;
             }
         }
-        let mut compacted = false;
+        let mut compaction = Compaction::WhenOverLimit;
         let mut corrections = 0;
         let mut attempts = 0;
         loop {
             let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
-                Err(e @ LlmError::ContextTooLong { .. }) if !compacted => {
-                    compacted = true;
+                Err(e @ LlmError::ContextTooLong { .. }) if compaction == Compaction::WhenOverLimit => {
+                    compaction = Compaction::Always;
                     chat = self.compacted(&request, &so_far, &chat).ok_or_else(|| {
                         failed(
                             format!(
@@ -373,7 +378,7 @@ impl Planner for LlmPlanner {
                         &self.config.prompt,
                         &request,
                         &so_far,
-                        compacted,
+                        compaction,
                     )
                     .0;
                 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::chat::{ChatRequest, FunctionDef};
 use crate::config::PromptConfig;
 use crate::dialogue::{self, SKILL_LOAD, StepSoFar, next_states};
-use crate::names::function_name;
+use crate::names::{ControlFunction, function_name};
 
 /// An upper-leaning token count: a third of the request's bytes, rounded up (tokenizers
 /// average three to four bytes a token). The budget check uses it before a call; the
@@ -23,6 +23,19 @@ use crate::names::function_name;
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
     let bytes = serde_json::to_vec(request).map_or(0, |b| b.len());
     u64::try_from(bytes.div_ceil(3)).unwrap_or(u64::MAX)
+}
+
+/// When [`build_request`] compacts the older part of the dialogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Compaction {
+    /// Only when the request's estimate exceeds [`PromptConfig::max_prompt_tokens`]: what
+    /// a step's first model call sends, and what `inspect` shows.
+    #[default]
+    WhenOverLimit,
+    /// Always: what the planner sends again after the provider said the prompt exceeds
+    /// the model's context.
+    Always,
 }
 
 /// Builds the request for the step in `request` (its first model call).
@@ -35,7 +48,7 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
 /// answer, a child run's outcome; a call that never completed says so), then the rest of
 /// the evidence, the body (with its checksum) of each skill the evidence triggers or a
 /// `skill.load` call loaded, and before each step's first reply the state the run was in
-/// and what that state allows. With `compact`, or when the estimate exceeds
+/// and what that state allows. With [`Compaction::Always`], or when the estimate exceeds
 /// [`PromptConfig::max_prompt_tokens`], the replies and tool results older than the last
 /// [`PromptConfig::keep_last`] evidence items are replaced, together, by one summary note
 /// (the goal, human answers and notes stay).
@@ -43,9 +56,9 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
 pub fn build_request(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
-    compact: bool,
+    compaction: Compaction,
 ) -> ChatRequest {
-    build_request_with_skills(config, request, &StepSoFar::default(), compact).0
+    build_request_with_skills(config, request, &StepSoFar::default(), compaction).0
 }
 
 /// [`build_request`], with what the step added so far, and the skills whose body the
@@ -55,7 +68,7 @@ pub(crate) fn build_request_with_skills<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
-    compact: bool,
+    compaction: Compaction,
 ) -> (ChatRequest, Vec<&'a Skill>) {
     let functions = functions(request);
     let system = with_skills(&config.system, request.skills());
@@ -68,7 +81,7 @@ pub(crate) fn build_request_with_skills<'a>(
     let over = config
         .max_prompt_tokens
         .is_some_and(|limit| estimate_tokens(&full) > limit);
-    if compact || over {
+    if compaction == Compaction::Always || over {
         let (messages, bodies) = dialogue::messages(config, request, so_far, true);
         (ChatRequest { messages, ..full }, bodies)
     } else {
@@ -127,7 +140,7 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
         .collect();
     if !working.is_empty() {
         out.push(FunctionDef {
-            name: "transition".into(),
+            name: ControlFunction::Transition.name().into(),
             description: "Move the run to another working state.".into(),
             parameters: json!({"type": "object", "properties": {
                 "to": {"type": "string", "enum": working},
@@ -136,7 +149,7 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
     }
     if next.contains(&State::Done) {
         out.push(FunctionDef {
-            name: "finish".into(),
+            name: ControlFunction::Finish.name().into(),
             description: "End the run successfully with a summary and a result.".into(),
             // The run's result schema, when it has one, is `result`'s: the model sees what
             // rein will check. It comes from the run's policy, so it is the same at every step.
@@ -151,14 +164,14 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
     }
     if next.contains(&State::Failed) {
         out.push(FunctionDef {
-            name: "fail".into(),
+            name: ControlFunction::Fail.name().into(),
             description: "End the run as failed, saying why the goal cannot be met.".into(),
             parameters: json!({"type": "object", "properties": {
                 "reason": {"type": "string"}}, "required": ["reason"]}),
         });
     }
     out.push(FunctionDef {
-        name: "ask_human".into(),
+        name: ControlFunction::AskHuman.name().into(),
         description: "Pause the run and ask a person; offer options when the answer is a choice."
             .into(),
         parameters: json!({"type": "object", "properties": {
@@ -193,7 +206,7 @@ fn delegate_function(planners: &[String]) -> FunctionDef {
         });
     }
     FunctionDef {
-        name: "delegate".into(),
+        name: ControlFunction::Delegate.name().into(),
         description: "Delegate a sub-task to a child run with its own ledger and a budget \
             carved out of this run's; its summary and result come back as evidence."
             .into(),
