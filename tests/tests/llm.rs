@@ -5,7 +5,7 @@
 mod support;
 
 use rein::llm::{
-    Api, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Recorder, Replayer,
+    Api, CassetteRecorder, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Replayer,
 };
 use rein::tool::Digest;
 use rein::{
@@ -292,7 +292,7 @@ async fn a_recorded_run_replays_with_the_server_stopped() {
     let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
         .with_max_output_tokens(256);
     let live = HttpProvider::with_key(config.clone(), None).unwrap();
-    let recording = LlmPlanner::new(Recorder::new(live, &cassette), LlmConfig::default());
+    let recording = LlmPlanner::new(CassetteRecorder::new(live, &cassette), LlmConfig::default());
     let engine1 = engine(recording, &[("tokens", 100_000)]);
     let recorded = engine1.run("read a").await.unwrap();
     assert_eq!(recorded.status(), RunStatus::Completed);

@@ -206,7 +206,7 @@ impl From<WireUsage> for Usage {
 /// A non-streamed reply.
 pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
     let reply: Reply = serde_json::from_str(text)
-        .map_err(|e| LlmError::malformed(format!("not a Messages reply ({e})"), text))?;
+        .map_err(|e| LlmError::unparsable("not a Messages reply", text, e))?;
     let mut out = ChatResponse {
         finish_reason: reply.stop_reason,
         ..ChatResponse::default()
@@ -316,7 +316,7 @@ impl WireStream for Stream {
     /// Feeds one SSE event's data; `Ok(true)` at `message_stop`.
     fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
         let event: Event = serde_json::from_str(data)
-            .map_err(|e| LlmError::malformed(format!("not a Messages event ({e})"), data))?;
+            .map_err(|e| LlmError::unparsable("not a Messages event", data, e))?;
         match event {
             Event::MessageStart { message } => {
                 if let Some(u) = message.and_then(|m| m.usage) {
@@ -365,11 +365,9 @@ impl WireStream for Stream {
             Event::ContentBlockStop {} | Event::Ping {} => {}
             Event::Error { error } => {
                 let message = error.to_string();
-                return Err(
-                    LlmError::context_too_long(&message).unwrap_or_else(|| {
-                        LlmError::malformed("the stream reported an error", &message)
-                    }),
-                );
+                return Err(LlmError::context_too_long(&message).unwrap_or_else(|| {
+                    LlmError::malformed("the stream reported an error", &message)
+                }));
             }
         }
         Ok(false)

@@ -146,22 +146,28 @@ impl HttpProvider {
         }
         if let Some(key) = key {
             let (name, value) = wire.key_header(key);
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                LlmError::Config(format!(
-                    "the key in `{}` holds characters a header cannot carry",
-                    config.api_key_env.as_deref().unwrap_or("<none>")
-                ))
-            })?;
+            let mut value =
+                HeaderValue::from_str(&value).map_err(|e| LlmError::KeyNotHeaderSafe {
+                    var: config
+                        .api_key_env
+                        .clone()
+                        .unwrap_or_else(|| "<none>".into()),
+                    source: Box::new(e),
+                })?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
         let mut secrets: Vec<String> = key.map(str::to_owned).into_iter().collect();
         for (name, source) in &config.extra_headers {
             let text = source.resolve(name)?;
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
-            let mut value = HeaderValue::from_str(&text).map_err(|_| {
-                LlmError::Config(format!("the value of header `{name}` is invalid"))
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| LlmError::HeaderName {
+                    header: name.clone(),
+                    source: Box::new(e),
+                })?;
+            let mut value = HeaderValue::from_str(&text).map_err(|e| LlmError::HeaderValue {
+                header: name.to_string(),
+                source: Box::new(e),
             })?;
             // Any header value may be a credential: kept out of logs, and of error texts.
             value.set_sensitive(true);
@@ -170,10 +176,13 @@ impl HttpProvider {
                 secrets.push(text);
             }
         }
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let client =
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .map_err(|e| LlmError::HttpClient {
+                    source: Box::new(e),
+                })?;
         let breaker = Breaker::new(config.breaker_failures, config.breaker_open_for);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -293,7 +302,7 @@ impl Inner {
             .body(body.to_vec())
             .send()
             .await
-            .map_err(|e| self.connection(&e))?;
+            .map_err(|e| self.connection(e))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
@@ -306,16 +315,17 @@ impl Inner {
         if !self.config.stream {
             let (text, cut) = read_bounded(response, self.config.max_reply_bytes)
                 .await
-                .map_err(|(received, e)| self.cut(received, &e.to_string()))?;
+                .map_err(|(received, e)| self.cut(received, e))?;
             if cut {
                 return Err(LlmError::TooLarge {
                     limit: self.config.max_reply_bytes,
                 });
             }
             let text = String::from_utf8(text).map_err(|e| {
-                LlmError::malformed(
+                LlmError::unparsable(
                     "the reply is not UTF-8",
                     &String::from_utf8_lossy(e.as_bytes()),
+                    e.utf8_error(),
                 )
             })?;
             return self.wire.parse(&text);
@@ -333,10 +343,10 @@ impl Inner {
         let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&received);
         let bytes = response.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(|e| e.to_string())?;
+            let chunk = chunk.map_err(ChunkError::Transport)?;
             let seen = counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit {
-                Err(TOO_LARGE.to_owned())
+                Err(ChunkError::TooLarge)
             } else {
                 Ok(chunk)
             }
@@ -347,14 +357,18 @@ impl Inner {
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
-                Err(EventStreamError::Transport(e)) if e == TOO_LARGE => {
+                Err(EventStreamError::Transport(ChunkError::TooLarge)) => {
                     return Err(LlmError::TooLarge { limit });
                 }
-                Err(EventStreamError::Transport(e)) => {
-                    return Err(self.cut(received.load(Ordering::Relaxed), &e));
+                Err(EventStreamError::Transport(ChunkError::Transport(e))) => {
+                    return Err(self.cut(received.load(Ordering::Relaxed), e));
                 }
-                Err(EventStreamError::Utf8(_)) => {
-                    return Err(LlmError::malformed("the event stream is not UTF-8", ""));
+                Err(EventStreamError::Utf8(e)) => {
+                    return Err(LlmError::unparsable(
+                        "the event stream is not UTF-8",
+                        "",
+                        e.utf8_error(),
+                    ));
                 }
                 Err(EventStreamError::Parser(e)) => {
                     return Err(LlmError::malformed(
@@ -380,20 +394,19 @@ impl Inner {
     }
 
     /// The reply broke off after `received` bytes.
-    fn cut(&self, received: usize, message: &str) -> LlmError {
-        // reqwest's messages name the URL, never the headers.
+    fn cut(&self, received: usize, e: reqwest::Error) -> LlmError {
         LlmError::ReplyCut {
             url: self.url.clone(),
             received,
-            message: excerpt(message),
+            // The URL is in the error already; the headers never are in reqwest's.
+            source: Box::new(e.without_url()),
         }
     }
 
-    fn connection(&self, e: &reqwest::Error) -> LlmError {
-        // reqwest's messages name the URL, never the headers.
+    fn connection(&self, e: reqwest::Error) -> LlmError {
         LlmError::Connection {
             url: self.url.clone(),
-            message: excerpt(&e.to_string()),
+            source: Box::new(e.without_url()),
         }
     }
 
@@ -420,7 +433,13 @@ impl Inner {
     }
 }
 
-const TOO_LARGE: &str = "\u{0}reply too large";
+/// Why the bytes of a streamed reply stopped coming.
+enum ChunkError {
+    /// The connection failed.
+    Transport(reqwest::Error),
+    /// More arrived than the reply may hold.
+    TooLarge,
+}
 
 /// Reads at most `limit` bytes of the body; `true` when it was cut there. An error comes
 /// with how many bytes had arrived.

@@ -19,7 +19,7 @@
 //! `tokens` and `cost` and refuses a call that could exceed them. [`build_request`] is the
 //! one function that builds a step's messages from the run's history: the model's own
 //! dialogue, projected from the ledger, which only grows at its end so a provider can
-//! cache its prefix. [`Recorder`] and
+//! cache its prefix. [`CassetteRecorder`] and
 //! [`Replayer`] record calls to a cassette and serve them back without a network.
 
 mod anthropic;
@@ -40,7 +40,7 @@ mod render;
 mod reply;
 mod wire;
 
-pub use cassette::{Recorded, Recorder, Replayer};
+pub use cassette::{CassetteRecorder, Recorded, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
 pub use config::{
     Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, Prices, PromptConfig,
@@ -48,7 +48,7 @@ pub use config::{
 };
 pub use dialogue::state_guidance;
 pub use env::EnvError;
-pub use error::{EXCERPT_CHARS, LlmError, excerpt};
+pub use error::{Cause, EXCERPT_CHARS, LlmError, excerpt};
 pub use fallback::FallbackProvider;
 pub use http::{HttpProvider, ProgressFn, StreamProgress, request_body};
 pub use names::{ControlFunction, NameError, NameMap, function_name};

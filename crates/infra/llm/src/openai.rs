@@ -175,7 +175,7 @@ impl From<WireUsage> for Usage {
 /// A non-streamed reply.
 pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
     let reply: Reply = serde_json::from_str(text)
-        .map_err(|e| LlmError::malformed(format!("not a chat completion ({e})"), text))?;
+        .map_err(|e| LlmError::unparsable("not a chat completion", text, e))?;
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(LlmError::malformed("the reply has no choices", text));
     };
@@ -223,7 +223,7 @@ impl WireStream for Stream {
             return Ok(true);
         }
         let chunk: Reply = serde_json::from_str(data)
-            .map_err(|e| LlmError::malformed(format!("not a chat completion chunk ({e})"), data))?;
+            .map_err(|e| LlmError::unparsable("not a chat completion chunk", data, e))?;
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
         }

@@ -10,10 +10,10 @@ use rein_run::{
 };
 
 use crate::chat::{ChatRequest, ChatResponse};
-use crate::error::LlmError;
-use crate::names::{NameError, NameMap};
 use crate::config::{LlmConfig, Prices, PromptConfig};
 use crate::dialogue::{StepSoFar, record};
+use crate::error::LlmError;
+use crate::names::{NameError, NameMap};
 use crate::prompt::{Compaction, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 use crate::reply::Reader;
@@ -139,20 +139,16 @@ impl LlmPlanner {
             )),
             worst_tokens: input.saturating_add(output),
             worst_cost: cost(input, output),
-            refused: Mutex::new(None),
             offset: *attempts,
             last: AtomicU32::new(0),
         };
         let outcome = self.provider.complete_with_boxed(chat, &hook).await;
         *attempts = attempts.saturating_add(hook.last.load(Ordering::Relaxed));
-        if let Some(refused) = hook
-            .refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            return Err(refused);
-        }
+        // The meter's refusal, returned as it said it.
+        let outcome = match outcome {
+            Err(LlmError::AttemptRefused { source }) => return Err(source),
+            other => other,
+        };
         if let Ok(c) = &outcome {
             let usage = c.response.usage;
             // The model the last attempt went to answered (a fallback, perhaps).
@@ -214,8 +210,6 @@ struct MeterHook<'a> {
     sent_to: Mutex<(String, String)>,
     worst_tokens: u64,
     worst_cost: u64,
-    /// Why the meter refused an attempt, for `plan` to return as is.
-    refused: Mutex<Option<PlannerError>>,
     /// The attempts the step announced before this call: its attempts are numbered on.
     offset: u32,
     /// The provider's number of this call's last attempt announced.
@@ -243,11 +237,7 @@ impl AttemptHook for MeterHook<'_> {
                     worst_cost: self.worst_cost,
                 })
                 .await;
-            announced.map_err(|e| {
-                let reason = e.to_string();
-                *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
-                LlmError::AttemptRefused { reason }
-            })
+            announced.map_err(|source| LlmError::AttemptRefused { source })
         })
     }
 
@@ -303,8 +293,7 @@ impl Planner for LlmPlanner {
         let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
         let mut so_far = StepSoFar::default();
-        let (mut chat, skills) =
-            build_request_with_skills(
+        let (mut chat, skills) = build_request_with_skills(
             &self.config.prompt,
             &request,
             &so_far,
@@ -322,7 +311,9 @@ impl Planner for LlmPlanner {
         loop {
             let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
-                Err(e @ LlmError::ContextTooLong { .. }) if compaction == Compaction::WhenOverLimit => {
+                Err(e @ LlmError::ContextTooLong { .. })
+                    if compaction == Compaction::WhenOverLimit =>
+                {
                     compaction = Compaction::Always;
                     chat = self.compacted(&request, &so_far, &chat).ok_or_else(|| {
                         failed(
@@ -347,7 +338,11 @@ impl Planner for LlmPlanner {
                         max_argument_depth: self.config.max_argument_depth,
                         known: &self.known,
                     }
-                    .interpret(&completion.response, &offered, request.delegation()),
+                    .interpret(
+                        &completion.response,
+                        &offered,
+                        request.delegation(),
+                    ),
                 };
             match interpreted {
                 Ok(decision) => return Ok(decision),
