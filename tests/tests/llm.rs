@@ -669,7 +669,11 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
     for (step, call) in recorded.iter().enumerate() {
         let chat = engine
             .plan_request_at(&ledger, u32::try_from(step).unwrap(), |request| {
-                rein::llm::build_request(&Default::default(), &request, false)
+                rein::llm::build_request(
+                    &Default::default(),
+                    &request,
+                    rein::llm::Compaction::WhenOverLimit,
+                )
             })
             .unwrap()
             .expect("the step was planned");
