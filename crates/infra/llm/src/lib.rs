@@ -6,13 +6,15 @@
 //! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
 //! repeated failures; a [`FallbackProvider`] asks the next model of an ordered list when
 //! one fails in a way another model may answer (rate limited, overloaded, unreachable).
-//! Every problem is a typed, bounded [`LlmError`]; the API key is read
-//! from the environment variable the configuration names and never shown.
+//! Each API is one wire format behind one trait, so the HTTP provider is written once.
+//! Every problem is a typed, bounded [`LlmError`] keeping the error that caused it as its
+//! source; the API key is read from the environment variable the configuration names and
+//! never shown.
 //! [`HttpProvider::from_env`] builds one from the conventional variables (`OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY`, their `_BASE_URL`s, `REIN_LLM_MODEL`).
 //!
 //! [`LlmPlanner`] turns a model into a rein planner: each step offers the run's tools and
-//! control functions (the same list every step), shows the model its own earlier turns
+//! the [`ControlFunction`]s (the same list every step), shows the model its own earlier turns
 //! with their results, and one reply becomes one decision that the engine checks like any
 //! other. Before each call it declares the call's worst case to the step's
 //! [`PlanMeter`](rein_run::PlanMeter) and reports the usage after, so the engine charges
