@@ -5,7 +5,7 @@
 mod support;
 
 use rein::llm::{
-    Api, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Recorder, Replayer,
+    Api, CassetteRecorder, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Replayer,
 };
 use rein::tool::Digest;
 use rein::{
@@ -292,7 +292,7 @@ async fn a_recorded_run_replays_with_the_server_stopped() {
     let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model")
         .with_max_output_tokens(256);
     let live = HttpProvider::with_key(config.clone(), None).unwrap();
-    let recording = LlmPlanner::new(Recorder::new(live, &cassette), LlmConfig::default());
+    let recording = LlmPlanner::new(CassetteRecorder::new(live, &cassette), LlmConfig::default());
     let engine1 = engine(recording, &[("tokens", 100_000)]);
     let recorded = engine1.run("read a").await.unwrap();
     assert_eq!(recorded.status(), RunStatus::Completed);
@@ -669,7 +669,11 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
     for (step, call) in recorded.iter().enumerate() {
         let chat = engine
             .plan_request_at(&ledger, u32::try_from(step).unwrap(), |request| {
-                rein::llm::build_request(&Default::default(), &request, false)
+                rein::llm::build_request(
+                    &Default::default(),
+                    &request,
+                    rein::llm::Compaction::WhenOverLimit,
+                )
             })
             .unwrap()
             .expect("the step was planned");

@@ -237,7 +237,11 @@ async fn each_step_is_the_dialogue_so_far_plus_what_happened_since() {
         for (step, call) in calls.iter().enumerate() {
             let chat = engine
                 .plan_request_at(&ledger, u32::try_from(step).unwrap(), |request| {
-                    rein::llm::build_request(&Default::default(), &request, false)
+                    rein::llm::build_request(
+                        &Default::default(),
+                        &request,
+                        rein::llm::Compaction::WhenOverLimit,
+                    )
                 })
                 .unwrap()
                 .expect("the step was planned");

@@ -179,7 +179,11 @@ async fn an_llm_planned_parent_delegates_to_an_llm_planned_child_and_uses_its_re
         let config = ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model");
         let chat = engine
             .plan_request_at(ledger, step, |request| {
-                rein::llm::build_request(&Default::default(), &request, false)
+                rein::llm::build_request(
+                    &Default::default(),
+                    &request,
+                    rein::llm::Compaction::WhenOverLimit,
+                )
             })
             .unwrap()
             .expect("the step was planned");

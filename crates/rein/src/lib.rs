@@ -316,11 +316,11 @@ pub use schemars;
 pub mod llm {
     #[doc(inline)]
     pub use rein_llm::{
-        Api, ChatRequest, ChatResponse, Completion, DynProvider, EnvError, FallbackProvider,
-        FunctionCall, FunctionDef, HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner,
-        Message, NameError, NameMap, Prices, ProgressFn, PromptConfig, Provider, ProviderConfig,
-        Recorded, Recorder, Replayer, StreamProgress, Usage, build_request, estimate_tokens,
-        function_name, request_body,
+        Api, CassetteRecorder, ChatRequest, ChatResponse, Compaction, Completion, DynProvider,
+        EnvError, FallbackProvider, FunctionCall, FunctionDef, HeaderSource, HttpProvider,
+        LlmConfig, LlmError, LlmPlanner, Message, NameError, NameMap, Prices, ProgressFn,
+        PromptConfig, Provider, ProviderConfig, Recorded, Replayer, StreamProgress, Usage,
+        build_request, estimate_tokens, function_name, request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).

@@ -2,7 +2,7 @@
 //! step's model call sent, rebuilt from the ledger and the scenario's planner configuration,
 //! and checked against the hash the ledger recorded.
 
-use rein::llm::{build_request, request_body};
+use rein::llm::{Compaction, build_request, request_body};
 use rein::tool::Digest;
 use rein::{Entry, EntryKind, Ledger, ScriptedPlanner};
 
@@ -73,7 +73,7 @@ pub(crate) fn prompt(
     }
     let chat = engine
         .plan_request_at_call(&ledger, step, index, |request| {
-            build_request(&def.planner.prompt, &request, false)
+            build_request(&def.planner.prompt, &request, Compaction::WhenOverLimit)
         })
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?
         .ok_or_else(|| {

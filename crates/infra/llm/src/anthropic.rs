@@ -2,12 +2,43 @@
 //! `cache_control` breakpoints on the stable prefix), the reply, and its SSE events
 //! (`message_start`, `content_block_*`, `message_delta`, …).
 
+use reqwest::header::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message, Usage};
 use crate::config::ProviderConfig;
 use crate::error::LlmError;
+use crate::wire::{Wire, WireStream};
+
+/// The Anthropic Messages API (`POST {base}/messages`).
+pub(crate) struct Anthropic;
+
+impl Wire for Anthropic {
+    fn endpoint(&self) -> &'static str {
+        "messages"
+    }
+
+    fn key_header(&self, key: &str) -> (HeaderName, String) {
+        (HeaderName::from_static("x-api-key"), key.to_owned())
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[("anthropic-version", "2023-06-01")]
+    }
+
+    fn body(&self, config: &ProviderConfig, request: &ChatRequest) -> Value {
+        body(config, request)
+    }
+
+    fn parse(&self, text: &str) -> Result<ChatResponse, LlmError> {
+        parse(text)
+    }
+
+    fn stream(&self) -> Box<dyn WireStream> {
+        Box::<Stream>::default()
+    }
+}
 
 /// The request body for `request` under `config`.
 pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
@@ -175,7 +206,7 @@ impl From<WireUsage> for Usage {
 /// A non-streamed reply.
 pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
     let reply: Reply = serde_json::from_str(text)
-        .map_err(|e| LlmError::malformed(format!("not a Messages reply ({e})"), text))?;
+        .map_err(|e| LlmError::unparsable("not a Messages reply", text, e))?;
     let mut out = ChatResponse {
         finish_reason: reply.stop_reason,
         ..ChatResponse::default()
@@ -281,11 +312,11 @@ pub(crate) struct Stream {
     done: bool,
 }
 
-impl Stream {
+impl WireStream for Stream {
     /// Feeds one SSE event's data; `Ok(true)` at `message_stop`.
-    pub(crate) fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
+    fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
         let event: Event = serde_json::from_str(data)
-            .map_err(|e| LlmError::malformed(format!("not a Messages event ({e})"), data))?;
+            .map_err(|e| LlmError::unparsable("not a Messages event", data, e))?;
         match event {
             Event::MessageStart { message } => {
                 if let Some(u) = message.and_then(|m| m.usage) {
@@ -334,30 +365,29 @@ impl Stream {
             Event::ContentBlockStop {} | Event::Ping {} => {}
             Event::Error { error } => {
                 let message = error.to_string();
-                return Err(
-                    crate::http::classify_error_text(&message).unwrap_or_else(|| {
-                        LlmError::malformed("the stream reported an error", &message)
-                    }),
-                );
+                return Err(LlmError::context_too_long(&message).unwrap_or_else(|| {
+                    LlmError::malformed("the stream reported an error", &message)
+                }));
             }
         }
         Ok(false)
     }
 
     /// Bytes of text and arguments generated so far (for progress).
-    pub(crate) fn text_len(&self) -> usize {
+    fn text_len(&self) -> usize {
         self.text.len() + self.calls.iter().map(|c| c.partial.len()).sum::<usize>()
     }
 
     /// The assembled reply.
-    pub(crate) fn finish(self) -> Result<ChatResponse, LlmError> {
-        if !self.done {
+    fn finish(&mut self) -> Result<ChatResponse, LlmError> {
+        let this = std::mem::take(self);
+        if !this.done {
             return Err(LlmError::malformed(
                 "the stream ended before message_stop",
-                &self.text,
+                &this.text,
             ));
         }
-        let calls = self
+        let calls = this
             .calls
             .into_iter()
             .map(|c| FunctionCall {
@@ -373,10 +403,10 @@ impl Stream {
             })
             .collect();
         Ok(ChatResponse {
-            text: self.text,
+            text: this.text,
             calls,
-            usage: self.usage.into(),
-            finish_reason: self.finish_reason,
+            usage: this.usage.into(),
+            finish_reason: this.finish_reason,
         })
     }
 }

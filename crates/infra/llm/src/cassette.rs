@@ -1,6 +1,7 @@
-//! Record and replay: [`Recorder`] wraps any provider and appends each request/reply pair
-//! to a cassette (JSON lines); [`Replayer`] serves them back, keyed by the SHA-256 of the
-//! exact request body, and fails loudly on a request it has not seen. No network.
+//! Record and replay: [`CassetteRecorder`] wraps any provider and appends each
+//! request/reply pair to a cassette (JSON lines); [`Replayer`] serves them back, keyed by
+//! the SHA-256 of the exact request body, and fails loudly on a request it has not seen.
+//! No network.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::OpenOptions;
@@ -35,22 +36,22 @@ pub struct Recorded {
 ///
 /// Writes are small appends made while the call's future runs (the file is a test and
 /// debugging aid, not a hot path).
-pub struct Recorder {
+pub struct CassetteRecorder {
     inner: Box<dyn DynProvider>,
     path: PathBuf,
     file: Mutex<()>,
 }
 
-impl std::fmt::Debug for Recorder {
+impl std::fmt::Debug for CassetteRecorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder")
+        f.debug_struct("CassetteRecorder")
             .field("provider", &self.inner.name())
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
 
-impl Recorder {
+impl CassetteRecorder {
     /// Records the calls of `inner` to `path` (appended; created when missing).
     #[must_use]
     pub fn new(inner: impl Provider, path: impl Into<PathBuf>) -> Self {
@@ -62,11 +63,11 @@ impl Recorder {
     }
 
     fn append(&self, line: &Recorded) -> Result<(), LlmError> {
-        let error = |e: &dyn std::fmt::Display| LlmError::Cassette {
+        let error = |source| LlmError::Cassette {
             path: self.path.display().to_string(),
-            message: e.to_string(),
+            source,
         };
-        let mut text = serde_json::to_string(line).map_err(|e| error(&e))?;
+        let mut text = serde_json::to_string(line).map_err(|e| error(e.into()))?;
         text.push('\n');
         let _guard = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         OpenOptions::new()
@@ -74,11 +75,11 @@ impl Recorder {
             .append(true)
             .open(&self.path)
             .and_then(|mut f| f.write_all(text.as_bytes()))
-            .map_err(|e| error(&e))
+            .map_err(error)
     }
 }
 
-impl Provider for Recorder {
+impl Provider for CassetteRecorder {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -110,7 +111,7 @@ impl Provider for Recorder {
     }
 }
 
-impl Recorder {
+impl CassetteRecorder {
     fn keep(&self, request: &ChatRequest, completion: Completion) -> Result<Completion, LlmError> {
         self.append(&Recorded {
             provider: self.inner.name().to_owned(),
@@ -135,14 +136,14 @@ impl Replayer {
     /// Loads the cassette at `path`, recorded with `config`.
     ///
     /// # Errors
-    /// [`LlmError::Cassette`] when the file cannot be read or a line is not a recording.
+    /// [`LlmError::Cassette`] when the file cannot be read, [`LlmError::CassetteLine`]
+    /// when a line is not a recording.
     pub fn open(path: impl AsRef<Path>, config: ProviderConfig) -> Result<Self, LlmError> {
         let path = path.as_ref();
-        let error = |message: String| LlmError::Cassette {
+        let text = std::fs::read_to_string(path).map_err(|source| LlmError::Cassette {
             path: path.display().to_string(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+            source,
+        })?;
         let mut replies: HashMap<Digest, VecDeque<Completion>> = HashMap::new();
         for (n, line) in text
             .lines()
@@ -150,7 +151,11 @@ impl Replayer {
             .filter(|(_, l)| !l.trim().is_empty())
         {
             let recorded: Recorded =
-                serde_json::from_str(line).map_err(|e| error(format!("line {}: {e}", n + 1)))?;
+                serde_json::from_str(line).map_err(|source| LlmError::CassetteLine {
+                    path: path.display().to_string(),
+                    line: n + 1,
+                    source,
+                })?;
             replies
                 .entry(recorded.completion.request_hash)
                 .or_default()
@@ -186,17 +191,13 @@ impl Provider for Replayer {
         let queue = replies
             .get_mut(&hash)
             .filter(|q| !q.is_empty())
-            .ok_or_else(|| LlmError::NotRecorded {
-                hash: hash.to_string(),
-            })?;
+            .ok_or(LlmError::NotRecorded { hash })?;
         // The last reply for a request stays: a replay may ask it once more.
         let completion = if queue.len() > 1 {
             queue.pop_front()
         } else {
             queue.front().cloned()
         };
-        completion.ok_or_else(|| LlmError::NotRecorded {
-            hash: hash.to_string(),
-        })
+        completion.ok_or(LlmError::NotRecorded { hash })
     }
 }

@@ -1,4 +1,6 @@
-//! `ProviderConfig`: where the model is, how to call it, and how hard to try.
+//! The configurations: `ProviderConfig` (where the model is, how to call it, how hard to
+//! try), `PromptConfig` (how prompts are built) and `LlmConfig` (how the planner talks to
+//! its model).
 
 use std::time::Duration;
 
@@ -6,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LlmError;
 use crate::provider::millis;
+
+/// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
+/// server asking for more fails the call instead.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 
 /// Which wire protocol the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +33,125 @@ impl Api {
             Self::Anthropic => "anthropic",
         }
     }
+}
+
+/// How the planner talks to its model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// How prompts are built and compacted.
+    #[serde(default)]
+    pub prompt: PromptConfig,
+    /// Replies without a usable function call handed back to the model, per step, before
+    /// the step fails.
+    #[serde(default = "default_corrections")]
+    pub max_corrections: u32,
+    /// The largest function arguments accepted, in bytes.
+    #[serde(default = "default_max_argument_bytes")]
+    pub max_argument_bytes: usize,
+    /// The deepest nesting accepted in function arguments.
+    #[serde(default = "default_max_depth")]
+    pub max_argument_depth: usize,
+    /// The model's prices, to charge the `cost` budget; none: calls cost 0.
+    #[serde(default)]
+    pub prices: Option<Prices>,
+}
+
+/// A model's prices in integer micro-units of a currency per million tokens (so
+/// `input_per_million: 2_500_000` is 2.50 per million input tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Per million input (prompt) tokens.
+    pub input_per_million: u64,
+    /// Per million output (generated) tokens.
+    pub output_per_million: u64,
+}
+
+impl Prices {
+    /// The cost of `input` and `output` tokens, in micro-units, rounded up.
+    ///
+    /// ```
+    /// use rein_llm::Prices;
+    /// let p = Prices { input_per_million: 2_500_000, output_per_million: 10_000_000 };
+    /// assert_eq!(p.cost(1_000, 100), 3_500); // 0.0025 + 0.001 = 0.0035 of the currency
+    /// ```
+    #[must_use]
+    pub fn cost(&self, input: u64, output: u64) -> u64 {
+        let micro = u128::from(input) * u128::from(self.input_per_million)
+            + u128::from(output) * u128::from(self.output_per_million);
+        u64::try_from(micro.div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    }
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            prompt: PromptConfig::default(),
+            max_corrections: default_corrections(),
+            max_argument_bytes: default_max_argument_bytes(),
+            max_argument_depth: default_max_depth(),
+            prices: None,
+        }
+    }
+}
+
+const fn default_corrections() -> u32 {
+    2
+}
+const fn default_max_argument_bytes() -> usize {
+    256 << 10
+}
+const fn default_max_depth() -> usize {
+    32
+}
+
+/// The default system prompt.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are the planner of an agent run governed by rein. \
+Each reply calls functions: tools to gather evidence or act, `transition` to move to another \
+state, `finish` when the goal is met, `fail` when it cannot be met, or `ask_human` when only a \
+person can answer. One reply may do several things in order (move to a state and call its \
+tools, or call tools and then `finish`); rein applies them in that order, checks each against \
+its policies, stops at the first it refuses and tells you why; then choose differently.";
+
+/// How prompts are built and compacted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptConfig {
+    /// The system prompt.
+    #[serde(default = "default_system")]
+    pub system: String,
+    /// Above this estimated prompt size (tokens), older tool I/O is compacted; none: never
+    /// before the provider says the context is too long.
+    #[serde(default)]
+    pub max_prompt_tokens: Option<u64>,
+    /// Evidence items kept verbatim when compacting (the most recent ones).
+    #[serde(default = "default_keep_last")]
+    pub keep_last: usize,
+    /// The longest rendering of one evidence item, in characters; longer ones are cut.
+    #[serde(default = "default_max_item_chars")]
+    pub max_item_chars: usize,
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        Self {
+            system: default_system(),
+            max_prompt_tokens: None,
+            keep_last: default_keep_last(),
+            max_item_chars: default_max_item_chars(),
+        }
+    }
+}
+
+fn default_system() -> String {
+    DEFAULT_SYSTEM_PROMPT.to_owned()
+}
+const fn default_keep_last() -> usize {
+    4
+}
+const fn default_max_item_chars() -> usize {
+    4000
 }
 
 /// Where the value of one of [`ProviderConfig::extra_headers`] comes from.
@@ -180,7 +305,7 @@ pub struct ProviderConfig {
 impl ProviderConfig {
     /// A configuration with the defaults: 1024 output tokens, 120 s timeout, no streaming,
     /// 2 retries from 500 ms, a breaker opening after 3 failed calls for 30 s, 4 MiB replies,
-    /// a `Retry-After` honoured up to [`MAX_RETRY_AFTER`](crate::MAX_RETRY_AFTER), prompt-cache
+    /// a `Retry-After` honoured up to [`MAX_RETRY_AFTER`], prompt-cache
     /// breakpoints on.
     #[must_use]
     pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -279,5 +404,5 @@ const fn default_prompt_cache() -> bool {
     true
 }
 const fn default_max_retry_after() -> Duration {
-    crate::http::MAX_RETRY_AFTER
+    MAX_RETRY_AFTER
 }

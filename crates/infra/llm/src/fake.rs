@@ -45,37 +45,8 @@ use tokio::task::JoinHandle;
 mod script;
 mod strict;
 
-pub use script::Call;
+pub use script::{Call, Reply};
 use strict::Wire;
-
-/// One scripted answer.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Reply {
-    /// `200` with this JSON body.
-    Json(Value),
-    /// `200 text/event-stream`, the body written in exactly these pieces; then the connection
-    /// hangs when `hang` is set.
-    Sse {
-        /// The raw pieces (they may cut a character or a JSON value anywhere).
-        chunks: Vec<Vec<u8>>,
-        /// Whether to stall forever after the last piece.
-        hang: bool,
-    },
-    /// Any status, headers and body.
-    Status {
-        /// The HTTP status.
-        status: u16,
-        /// Extra headers.
-        headers: Vec<(String, String)>,
-        /// The body.
-        body: String,
-    },
-    /// `200` with these raw bytes (e.g. invalid UTF-8).
-    Raw(Vec<u8>),
-    /// Never answers.
-    Hang,
-}
 
 /// A request the server received.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::chat::ChatRequest;
 use crate::error::LlmError;
-use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
+use crate::provider::{AttemptHook, Completion, DynProvider, NoHook, Provider};
 
 /// A primary provider and its fallbacks, tried in order. A call goes to the next one only
 /// when the previous one failed with an error another model may answer
@@ -81,7 +81,7 @@ impl Provider for FallbackProvider {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        self.complete_with(request, &crate::http::NoHook).await
+        self.complete_with(request, &NoHook).await
     }
 
     /// The primary's body's hash.

@@ -14,23 +14,20 @@ use tokio::time::Instant;
 use tower::ServiceExt as _;
 use tower::retry::Retry;
 
+use crate::anthropic::Anthropic;
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
-use crate::provider::{AttemptHook, Completion, Provider};
-use crate::{anthropic, openai};
+use crate::openai::OpenAi;
+use crate::provider::{AttemptHook, Completion, NoHook, Provider};
+use crate::wire::Wire;
 
 mod retry;
 
 use retry::{Breaker, RetryPolicy, retry_after};
 
-/// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
-/// server asking for more fails the call instead.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// The longest error body read from a failing server.
 const MAX_ERROR_BODY: usize = 64 << 10;
-/// The cap of the doubling backoff.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How far a streamed reply has come, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,12 +47,16 @@ pub type ProgressFn = Arc<dyn Fn(StreamProgress) + Send + Sync>;
 /// is keyed by.
 #[must_use]
 pub fn request_body(config: &ProviderConfig, request: &ChatRequest) -> Vec<u8> {
-    let body = match config.api {
-        Api::OpenAi => openai::body(config, request),
-        Api::Anthropic => anthropic::body(config, request),
-    };
     // A `Value` of strings, numbers and objects always serializes.
-    serde_json::to_vec(&body).unwrap_or_default()
+    serde_json::to_vec(&wire(config.api).body(config, request)).unwrap_or_default()
+}
+
+/// The one place an [`Api`] becomes its wire format.
+fn wire(api: Api) -> &'static dyn Wire {
+    match api {
+        Api::OpenAi => &OpenAi,
+        Api::Anthropic => &Anthropic,
+    }
 }
 
 /// A model server reached over HTTP. Cheap to clone: clones share the connection pool and
@@ -75,6 +76,7 @@ pub struct HttpProvider {
 
 struct Inner {
     config: ProviderConfig,
+    wire: &'static dyn Wire,
     url: String,
     client: reqwest::Client,
     headers: HeaderMap,
@@ -132,39 +134,40 @@ impl HttpProvider {
                 "max_output_tokens and max_reply_bytes must be above 0".into(),
             ));
         }
-        let url = match config.api {
-            Api::OpenAi => format!("{base}/chat/completions"),
-            Api::Anthropic => format!("{base}/messages"),
-        };
+        let wire = wire(config.api);
+        let url = format!("{base}/{}", wire.endpoint());
         let mut headers = HeaderMap::new();
         headers.insert(
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if config.api == Api::Anthropic {
-            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        for (name, value) in wire.fixed_headers() {
+            headers.insert(*name, HeaderValue::from_static(value));
         }
         if let Some(key) = key {
-            let (name, value) = match config.api {
-                Api::OpenAi => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
-                Api::Anthropic => (HeaderName::from_static("x-api-key"), key.to_owned()),
-            };
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                LlmError::Config(format!(
-                    "the key in `{}` holds characters a header cannot carry",
-                    config.api_key_env.as_deref().unwrap_or("<none>")
-                ))
-            })?;
+            let (name, value) = wire.key_header(key);
+            let mut value =
+                HeaderValue::from_str(&value).map_err(|e| LlmError::KeyNotHeaderSafe {
+                    var: config
+                        .api_key_env
+                        .clone()
+                        .unwrap_or_else(|| "<none>".into()),
+                    source: Box::new(e),
+                })?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
         let mut secrets: Vec<String> = key.map(str::to_owned).into_iter().collect();
         for (name, source) in &config.extra_headers {
             let text = source.resolve(name)?;
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| LlmError::Config(format!("`{name}` is not a header name")))?;
-            let mut value = HeaderValue::from_str(&text).map_err(|_| {
-                LlmError::Config(format!("the value of header `{name}` is invalid"))
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| LlmError::HeaderName {
+                    header: name.clone(),
+                    source: Box::new(e),
+                })?;
+            let mut value = HeaderValue::from_str(&text).map_err(|e| LlmError::HeaderValue {
+                header: name.to_string(),
+                source: Box::new(e),
             })?;
             // Any header value may be a credential: kept out of logs, and of error texts.
             value.set_sensitive(true);
@@ -173,14 +176,18 @@ impl HttpProvider {
                 secrets.push(text);
             }
         }
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let client =
+            reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .map_err(|e| LlmError::HttpClient {
+                    source: Box::new(e),
+                })?;
         let breaker = Breaker::new(config.breaker_failures, config.breaker_open_for);
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
+                wire,
                 url,
                 client,
                 headers,
@@ -198,6 +205,7 @@ impl HttpProvider {
         Self {
             inner: Arc::new(Inner {
                 config: inner.config.clone(),
+                wire: inner.wire,
                 url: inner.url.clone(),
                 client: inner.client.clone(),
                 headers: inner.headers.clone(),
@@ -294,7 +302,7 @@ impl Inner {
             .body(body.to_vec())
             .send()
             .await
-            .map_err(|e| self.connection(&e))?;
+            .map_err(|e| self.connection(e))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
@@ -307,22 +315,20 @@ impl Inner {
         if !self.config.stream {
             let (text, cut) = read_bounded(response, self.config.max_reply_bytes)
                 .await
-                .map_err(|(received, e)| self.cut(received, &e.to_string()))?;
+                .map_err(|(received, e)| self.cut(received, e))?;
             if cut {
                 return Err(LlmError::TooLarge {
                     limit: self.config.max_reply_bytes,
                 });
             }
             let text = String::from_utf8(text).map_err(|e| {
-                LlmError::malformed(
+                LlmError::unparsable(
                     "the reply is not UTF-8",
                     &String::from_utf8_lossy(e.as_bytes()),
+                    e.utf8_error(),
                 )
             })?;
-            return match self.config.api {
-                Api::OpenAi => openai::parse(&text),
-                Api::Anthropic => anthropic::parse(&text),
-            };
+            return self.wire.parse(&text);
         }
         self.stream(response, started).await
     }
@@ -337,28 +343,32 @@ impl Inner {
         let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&received);
         let bytes = response.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(|e| e.to_string())?;
+            let chunk = chunk.map_err(ChunkError::Transport)?;
             let seen = counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit {
-                Err(TOO_LARGE.to_owned())
+                Err(ChunkError::TooLarge)
             } else {
                 Ok(chunk)
             }
         });
         let mut events = bytes.eventsource();
-        let (mut oa, mut an) = (openai::Stream::default(), anthropic::Stream::default());
+        let mut reply = self.wire.stream();
         let mut count = 0u64;
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
-                Err(EventStreamError::Transport(e)) if e == TOO_LARGE => {
+                Err(EventStreamError::Transport(ChunkError::TooLarge)) => {
                     return Err(LlmError::TooLarge { limit });
                 }
-                Err(EventStreamError::Transport(e)) => {
-                    return Err(self.cut(received.load(Ordering::Relaxed), &e));
+                Err(EventStreamError::Transport(ChunkError::Transport(e))) => {
+                    return Err(self.cut(received.load(Ordering::Relaxed), e));
                 }
-                Err(EventStreamError::Utf8(_)) => {
-                    return Err(LlmError::malformed("the event stream is not UTF-8", ""));
+                Err(EventStreamError::Utf8(e)) => {
+                    return Err(LlmError::unparsable(
+                        "the event stream is not UTF-8",
+                        "",
+                        e.utf8_error(),
+                    ));
                 }
                 Err(EventStreamError::Parser(e)) => {
                     return Err(LlmError::malformed(
@@ -368,14 +378,11 @@ impl Inner {
                 }
             };
             count += 1;
-            let (done, len) = match self.config.api {
-                Api::OpenAi => (oa.feed(&event.data)?, oa.text_len()),
-                Api::Anthropic => (an.feed(&event.data)?, an.text_len()),
-            };
+            let done = reply.feed(&event.data)?;
             if let Some(progress) = &self.progress {
                 progress(StreamProgress {
                     events: count,
-                    bytes: len,
+                    bytes: reply.text_len(),
                     elapsed: started.elapsed(),
                 });
             }
@@ -383,27 +390,23 @@ impl Inner {
                 break;
             }
         }
-        match self.config.api {
-            Api::OpenAi => oa.finish(),
-            Api::Anthropic => an.finish(),
-        }
+        reply.finish()
     }
 
     /// The reply broke off after `received` bytes.
-    fn cut(&self, received: usize, message: &str) -> LlmError {
-        // reqwest's messages name the URL, never the headers.
+    fn cut(&self, received: usize, e: reqwest::Error) -> LlmError {
         LlmError::ReplyCut {
             url: self.url.clone(),
             received,
-            message: excerpt(message),
+            // The URL is in the error already; the headers never are in reqwest's.
+            source: Box::new(e.without_url()),
         }
     }
 
-    fn connection(&self, e: &reqwest::Error) -> LlmError {
-        // reqwest's messages name the URL, never the headers.
+    fn connection(&self, e: reqwest::Error) -> LlmError {
         LlmError::Connection {
             url: self.url.clone(),
-            message: excerpt(&e.to_string()),
+            source: Box::new(e.without_url()),
         }
     }
 
@@ -422,7 +425,7 @@ impl Inner {
                 status,
                 excerpt: excerpt(text),
             },
-            _ => classify_error_text(text).unwrap_or_else(|| LlmError::Rejected {
+            _ => LlmError::context_too_long(text).unwrap_or_else(|| LlmError::Rejected {
                 status,
                 excerpt: excerpt(text),
             }),
@@ -430,37 +433,12 @@ impl Inner {
     }
 }
 
-const TOO_LARGE: &str = "\u{0}reply too large";
-
-/// The hook of a plain `complete`: lets every attempt go.
-pub(crate) struct NoHook;
-
-impl AttemptHook for NoHook {
-    fn before(&self, _: u32, _: Digest) -> rein_run::BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-    fn failed<'a>(&'a self, _: u32, _: &'a LlmError) -> rein_run::BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
-    }
-}
-
-/// A context-window error, recognised by the phrases OpenAI, Anthropic, llama.cpp and vLLM
-/// use.
-pub(crate) fn classify_error_text(text: &str) -> Option<LlmError> {
-    let lower = text.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "context length",
-        "maximum context",
-        "context window",
-        "prompt is too long",
-        "exceeds the available context",
-    ]
-    .iter()
-    .any(|p| lower.contains(p))
-    .then(|| LlmError::ContextTooLong {
-        excerpt: excerpt(text),
-    })
+/// Why the bytes of a streamed reply stopped coming.
+enum ChunkError {
+    /// The connection failed.
+    Transport(reqwest::Error),
+    /// More arrived than the reply may hold.
+    TooLarge,
 }
 
 /// Reads at most `limit` bytes of the body; `true` when it was cut there. An error comes
@@ -484,20 +462,6 @@ async fn read_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn context_errors_are_recognised() {
-        for text in [
-            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#,
-            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#,
-        ] {
-            assert!(matches!(
-                classify_error_text(text),
-                Some(LlmError::ContextTooLong { .. })
-            ));
-        }
-        assert!(classify_error_text("bad temperature").is_none());
-    }
 
     #[test]
     fn the_key_is_never_in_debug() {

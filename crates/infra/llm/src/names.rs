@@ -5,9 +5,66 @@ use std::collections::BTreeMap;
 
 use rein_run::ToolName;
 
-/// The control functions a step offers besides tools (`delegate` only while the run may
-/// delegate). No tool may take one of these names, whether or not a step offers it.
-pub const CONTROL_FUNCTIONS: [&str; 5] = ["transition", "finish", "fail", "ask_human", "delegate"];
+/// A function a step offers the model besides tools, to steer the run (`delegate` only
+/// while the run may delegate). No tool may take one of their names, whether or not a step
+/// offers it.
+///
+/// ```
+/// use rein_llm::ControlFunction;
+/// assert_eq!(ControlFunction::from_name("ask_human"), Some(ControlFunction::AskHuman));
+/// assert_eq!(ControlFunction::AskHuman.name(), "ask_human");
+/// assert_eq!(ControlFunction::from_name("fs_read"), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ControlFunction {
+    /// `transition`: move the run to another working state.
+    Transition,
+    /// `finish`: end the run successfully.
+    Finish,
+    /// `fail`: end the run as failed.
+    Fail,
+    /// `ask_human`: pause the run and ask a person.
+    AskHuman,
+    /// `delegate`: hand a sub-task to a child run.
+    Delegate,
+}
+
+impl ControlFunction {
+    /// Every control function, in the order a step offers them.
+    pub const ALL: [Self; 5] = [
+        Self::Transition,
+        Self::Finish,
+        Self::Fail,
+        Self::AskHuman,
+        Self::Delegate,
+    ];
+
+    /// The function's name on the wire.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Transition => "transition",
+            Self::Finish => "finish",
+            Self::Fail => "fail",
+            Self::AskHuman => "ask_human",
+            Self::Delegate => "delegate",
+        }
+    }
+
+    /// The control function a model's call of `name` stands for; `None` for any other name
+    /// (a tool's, or one no one offered).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl std::fmt::Display for ControlFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Why a set of tool names cannot be offered to a model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,7 +122,7 @@ impl NameMap {
         let mut to_tool: BTreeMap<String, ToolName> = BTreeMap::new();
         for tool in tools {
             let function = function_name(tool);
-            if CONTROL_FUNCTIONS.contains(&function.as_str()) {
+            if ControlFunction::from_name(&function).is_some() {
                 return Err(NameError::Reserved {
                     tool: tool.to_string(),
                     function,
@@ -140,6 +197,17 @@ mod tests {
         );
         // Only the exact function name is reserved.
         assert!(NameMap::new(&names(&["team.delegate", "delegate-task"])).is_ok());
+    }
+
+    #[test]
+    fn every_control_function_reads_back_from_its_name_and_only_from_it() {
+        for control in ControlFunction::ALL {
+            assert_eq!(ControlFunction::from_name(control.name()), Some(control));
+            assert_eq!(control.to_string(), control.name());
+        }
+        for other in ["Finish", "ask-human", "fs_read", ""] {
+            assert_eq!(ControlFunction::from_name(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -1,12 +1,43 @@
 //! OpenAI-compatible Chat Completions: the request body, the reply, and the SSE chunks
 //! (tool-call deltas assembled by index, the final usage chunk).
 
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message, Usage};
 use crate::config::ProviderConfig;
 use crate::error::LlmError;
+use crate::wire::{Wire, WireStream};
+
+/// The OpenAI-compatible Chat Completions API (`POST {base}/chat/completions`).
+pub(crate) struct OpenAi;
+
+impl Wire for OpenAi {
+    fn endpoint(&self) -> &'static str {
+        "chat/completions"
+    }
+
+    fn key_header(&self, key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn body(&self, config: &ProviderConfig, request: &ChatRequest) -> Value {
+        body(config, request)
+    }
+
+    fn parse(&self, text: &str) -> Result<ChatResponse, LlmError> {
+        parse(text)
+    }
+
+    fn stream(&self) -> Box<dyn WireStream> {
+        Box::<Stream>::default()
+    }
+}
 
 /// The request body for `request` under `config`.
 pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
@@ -144,7 +175,7 @@ impl From<WireUsage> for Usage {
 /// A non-streamed reply.
 pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
     let reply: Reply = serde_json::from_str(text)
-        .map_err(|e| LlmError::malformed(format!("not a chat completion ({e})"), text))?;
+        .map_err(|e| LlmError::unparsable("not a chat completion", text, e))?;
     let Some(choice) = reply.choices.into_iter().next() else {
         return Err(LlmError::malformed("the reply has no choices", text));
     };
@@ -184,15 +215,15 @@ pub(crate) struct Stream {
     done: bool,
 }
 
-impl Stream {
+impl WireStream for Stream {
     /// Feeds one SSE event's data; `Ok(true)` once the stream says it is done.
-    pub(crate) fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
+    fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(true);
         }
         let chunk: Reply = serde_json::from_str(data)
-            .map_err(|e| LlmError::malformed(format!("not a chat completion chunk ({e})"), data))?;
+            .map_err(|e| LlmError::unparsable("not a chat completion chunk", data, e))?;
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
         }
@@ -233,19 +264,20 @@ impl Stream {
     }
 
     /// Tokens generated so far, as far as the stream says (for progress).
-    pub(crate) fn text_len(&self) -> usize {
+    fn text_len(&self) -> usize {
         self.text.len() + self.calls.iter().map(|c| c.3.len()).sum::<usize>()
     }
 
     /// The assembled reply.
-    pub(crate) fn finish(self) -> Result<ChatResponse, LlmError> {
-        if !self.done && self.finish_reason.is_none() {
+    fn finish(&mut self) -> Result<ChatResponse, LlmError> {
+        let this = std::mem::take(self);
+        if !this.done && this.finish_reason.is_none() {
             return Err(LlmError::malformed(
                 "the stream ended before a finish reason or [DONE]",
-                &self.text,
+                &this.text,
             ));
         }
-        let calls = self
+        let calls = this
             .calls
             .into_iter()
             .map(|(index, id, name, arguments)| FunctionCall {
@@ -259,10 +291,10 @@ impl Stream {
             })
             .collect();
         Ok(ChatResponse {
-            text: self.text,
+            text: this.text,
             calls,
-            usage: self.usage,
-            finish_reason: self.finish_reason,
+            usage: this.usage,
+            finish_reason: this.finish_reason,
         })
     }
 }

@@ -8,89 +8,15 @@ use rein_run::{
     BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
     PlannerError, ToolName,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::chat::{ChatRequest, ChatResponse};
+use crate::config::{LlmConfig, Prices, PromptConfig};
+use crate::dialogue::{StepSoFar, record};
 use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
-use crate::prompt::{
-    PromptConfig, StepSoFar, build_request, build_request_with_skills, estimate_tokens, record,
-};
+use crate::prompt::{Compaction, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
-
-mod reply;
-mod setup;
-
-/// How the planner talks to its model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LlmConfig {
-    /// How prompts are built and compacted.
-    #[serde(default)]
-    pub prompt: PromptConfig,
-    /// Replies without a usable function call handed back to the model, per step, before
-    /// the step fails.
-    #[serde(default = "default_corrections")]
-    pub max_corrections: u32,
-    /// The largest function arguments accepted, in bytes.
-    #[serde(default = "default_max_argument_bytes")]
-    pub max_argument_bytes: usize,
-    /// The deepest nesting accepted in function arguments.
-    #[serde(default = "default_max_depth")]
-    pub max_argument_depth: usize,
-    /// The model's prices, to charge the `cost` budget; none: calls cost 0.
-    #[serde(default)]
-    pub prices: Option<Prices>,
-}
-
-/// A model's prices in integer micro-units of a currency per million tokens (so
-/// `input_per_million: 2_500_000` is 2.50 per million input tokens).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    /// Per million input (prompt) tokens.
-    pub input_per_million: u64,
-    /// Per million output (generated) tokens.
-    pub output_per_million: u64,
-}
-
-impl Prices {
-    /// The cost of `input` and `output` tokens, in micro-units, rounded up.
-    ///
-    /// ```
-    /// use rein_llm::Prices;
-    /// let p = Prices { input_per_million: 2_500_000, output_per_million: 10_000_000 };
-    /// assert_eq!(p.cost(1_000, 100), 3_500); // 0.0025 + 0.001 = 0.0035 of the currency
-    /// ```
-    #[must_use]
-    pub fn cost(&self, input: u64, output: u64) -> u64 {
-        let micro = u128::from(input) * u128::from(self.input_per_million)
-            + u128::from(output) * u128::from(self.output_per_million);
-        u64::try_from(micro.div_ceil(1_000_000)).unwrap_or(u64::MAX)
-    }
-}
-
-impl Default for LlmConfig {
-    fn default() -> Self {
-        Self {
-            prompt: PromptConfig::default(),
-            max_corrections: default_corrections(),
-            max_argument_bytes: default_max_argument_bytes(),
-            max_argument_depth: default_max_depth(),
-            prices: None,
-        }
-    }
-}
-
-const fn default_corrections() -> u32 {
-    2
-}
-const fn default_max_argument_bytes() -> usize {
-    256 << 10
-}
-const fn default_max_depth() -> usize {
-    32
-}
+use crate::reply::Reader;
 
 /// A planner backed by a model.
 ///
@@ -183,7 +109,7 @@ impl LlmPlanner {
     /// correction or compaction retry): what `inspect` shows.
     #[must_use]
     pub fn prompt(&self, request: &PlanRequest<'_>) -> ChatRequest {
-        build_request(&self.config.prompt, request, false)
+        build_request(&self.config.prompt, request, Compaction::WhenOverLimit)
     }
 
     /// One model call: every attempt announced to the engine's meter with its worst case
@@ -213,20 +139,16 @@ impl LlmPlanner {
             )),
             worst_tokens: input.saturating_add(output),
             worst_cost: cost(input, output),
-            refused: Mutex::new(None),
             offset: *attempts,
             last: AtomicU32::new(0),
         };
         let outcome = self.provider.complete_with_boxed(chat, &hook).await;
         *attempts = attempts.saturating_add(hook.last.load(Ordering::Relaxed));
-        if let Some(refused) = hook
-            .refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            return Err(refused);
-        }
+        // The meter's refusal, returned as it said it.
+        let outcome = match outcome {
+            Err(LlmError::AttemptRefused { source }) => return Err(source),
+            other => other,
+        };
         if let Ok(c) = &outcome {
             let usage = c.response.usage;
             // The model the last attempt went to answered (a fallback, perhaps).
@@ -255,6 +177,32 @@ impl LlmPlanner {
     }
 }
 
+impl LlmPlanner {
+    /// The same planner with another system prompt (default:
+    /// [`DEFAULT_SYSTEM_PROMPT`](crate::DEFAULT_SYSTEM_PROMPT)).
+    ///
+    /// ```no_run
+    /// use rein_llm::{HttpProvider, LlmConfig, LlmPlanner, Prices};
+    /// let planner = LlmPlanner::new(HttpProvider::from_env()?, LlmConfig::default())
+    ///     .with_system_prompt("You triage support tickets. Be brief.")
+    ///     .with_prices(Prices { input_per_million: 150_000, output_per_million: 600_000 });
+    /// assert_eq!(planner.config().prompt.system, "You triage support tickets. Be brief.");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_system_prompt(mut self, system: impl Into<String>) -> Self {
+        self.config.prompt.system = system.into();
+        self
+    }
+
+    /// The same planner charging the `cost` budget at `prices` (default: calls cost 0).
+    #[must_use]
+    pub const fn with_prices(mut self, prices: Prices) -> Self {
+        self.config.prices = Some(prices);
+        self
+    }
+}
+
 /// Puts each attempt of a model call on the engine's record before it is sent.
 struct MeterHook<'a> {
     meter: &'a PlanMeter,
@@ -262,8 +210,6 @@ struct MeterHook<'a> {
     sent_to: Mutex<(String, String)>,
     worst_tokens: u64,
     worst_cost: u64,
-    /// Why the meter refused an attempt, for `plan` to return as is.
-    refused: Mutex<Option<PlannerError>>,
     /// The attempts the step announced before this call: its attempts are numbered on.
     offset: u32,
     /// The provider's number of this call's last attempt announced.
@@ -291,11 +237,7 @@ impl AttemptHook for MeterHook<'_> {
                     worst_cost: self.worst_cost,
                 })
                 .await;
-            announced.map_err(|e| {
-                let reason = e.to_string();
-                *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
-                LlmError::AttemptRefused { reason }
-            })
+            announced.map_err(|source| LlmError::AttemptRefused { source })
         })
     }
 
@@ -334,7 +276,7 @@ impl LlmPlanner {
         };
         [prompt, &harder]
             .into_iter()
-            .map(|config| build_request_with_skills(config, request, so_far, true).0)
+            .map(|config| build_request_with_skills(config, request, so_far, Compaction::Always).0)
             .find(|candidate| estimate_tokens(candidate) < before)
     }
 }
@@ -351,22 +293,28 @@ impl Planner for LlmPlanner {
         let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
         let mut so_far = StepSoFar::default();
-        let (mut chat, skills) =
-            build_request_with_skills(&self.config.prompt, &request, &so_far, false);
+        let (mut chat, skills) = build_request_with_skills(
+            &self.config.prompt,
+            &request,
+            &so_far,
+            Compaction::WhenOverLimit,
+        );
         // On the record before the call that carries them (the engine keeps the first).
         if let Some(meter) = request.meter() {
             for skill in skills {
                 meter.skill_entered(skill).await?;
             }
         }
-        let mut compacted = false;
+        let mut compaction = Compaction::WhenOverLimit;
         let mut corrections = 0;
         let mut attempts = 0;
         loop {
             let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
-                Err(e @ LlmError::ContextTooLong { .. }) if !compacted => {
-                    compacted = true;
+                Err(e @ LlmError::ContextTooLong { .. })
+                    if compaction == Compaction::WhenOverLimit =>
+                {
+                    compaction = Compaction::Always;
                     chat = self.compacted(&request, &so_far, &chat).ok_or_else(|| {
                         failed(
                             format!(
@@ -385,7 +333,16 @@ impl Planner for LlmPlanner {
             let interpreted =
                 match cut_short(&completion.response, self.provider.max_output_tokens()) {
                     Some(correction) => Err(correction),
-                    None => self.interpret(&completion.response, &offered, request.delegation()),
+                    None => Reader {
+                        max_argument_bytes: self.config.max_argument_bytes,
+                        max_argument_depth: self.config.max_argument_depth,
+                        known: &self.known,
+                    }
+                    .interpret(
+                        &completion.response,
+                        &offered,
+                        request.delegation(),
+                    ),
                 };
             match interpreted {
                 Ok(decision) => return Ok(decision),
@@ -416,7 +373,7 @@ impl Planner for LlmPlanner {
                         &self.config.prompt,
                         &request,
                         &so_far,
-                        compacted,
+                        compaction,
                     )
                     .0;
                 }
@@ -451,5 +408,36 @@ fn failed(message: String, source: impl std::error::Error + Send + Sync + 'stati
     PlannerError::Failed {
         message,
         source: Some(Box::new(source)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Api, HttpProvider, ProviderConfig};
+
+    #[test]
+    fn setters_change_only_what_they_name() {
+        let provider = HttpProvider::with_key(
+            ProviderConfig::new(Api::OpenAi, "http://127.0.0.1:9/v1", "m"),
+            None,
+        )
+        .unwrap();
+        let prices = Prices {
+            input_per_million: 1,
+            output_per_million: 2,
+        };
+        let planner = LlmPlanner::new(provider, LlmConfig::default())
+            .with_system_prompt("be brief")
+            .with_prices(prices);
+        let expected = LlmConfig {
+            prices: Some(prices),
+            prompt: crate::PromptConfig {
+                system: "be brief".into(),
+                ..crate::PromptConfig::default()
+            },
+            ..LlmConfig::default()
+        };
+        assert_eq!(planner.config(), &expected);
     }
 }

@@ -8,79 +8,13 @@
 //! short user messages appended at the end. The system prompt and the functions offered
 //! stay the same from one step to the next, so a provider can reuse its cached prefix.
 
-use rein_run::{Evidence, PlanRequest, Skill, State, Turn};
-use serde::{Deserialize, Serialize};
+use rein_run::{PlanRequest, Skill, State};
 use serde_json::{Value, json};
 
 use crate::chat::{ChatRequest, FunctionDef};
-use crate::names::function_name;
-
-mod dialogue;
-mod render;
-
-pub(crate) use dialogue::record;
-
-/// The default system prompt.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are the planner of an agent run governed by rein. \
-Each reply calls functions: tools to gather evidence or act, `transition` to move to another \
-state, `finish` when the goal is met, `fail` when it cannot be met, or `ask_human` when only a \
-person can answer. One reply may do several things in order (move to a state and call its \
-tools, or call tools and then `finish`); rein applies them in that order, checks each against \
-its policies, stops at the first it refuses and tells you why; then choose differently.";
-
-/// How prompts are built and compacted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptConfig {
-    /// The system prompt.
-    #[serde(default = "default_system")]
-    pub system: String,
-    /// Above this estimated prompt size (tokens), older tool I/O is compacted; none: never
-    /// before the provider says the context is too long.
-    #[serde(default)]
-    pub max_prompt_tokens: Option<u64>,
-    /// Evidence items kept verbatim when compacting (the most recent ones).
-    #[serde(default = "default_keep_last")]
-    pub keep_last: usize,
-    /// The longest rendering of one evidence item, in characters; longer ones are cut.
-    #[serde(default = "default_max_item_chars")]
-    pub max_item_chars: usize,
-}
-
-impl Default for PromptConfig {
-    fn default() -> Self {
-        Self {
-            system: default_system(),
-            max_prompt_tokens: None,
-            keep_last: default_keep_last(),
-            max_item_chars: default_max_item_chars(),
-        }
-    }
-}
-
-fn default_system() -> String {
-    DEFAULT_SYSTEM_PROMPT.to_owned()
-}
-const fn default_keep_last() -> usize {
-    4
-}
-const fn default_max_item_chars() -> usize {
-    4000
-}
-
-/// What each working state is for, as the model is told.
-#[must_use]
-pub const fn state_guidance(state: State) -> &'static str {
-    match state {
-        State::Intake => "understand the goal; no tools run here",
-        State::Explore => "gather information with read-only tools",
-        State::Decide => "choose what to do from the evidence; no tools run here",
-        State::Act => "make the changes the goal needs",
-        State::Validate => "check that the result meets the goal",
-        State::Done => "the run is complete",
-        State::Failed => "the run has failed",
-    }
-}
+use crate::config::PromptConfig;
+use crate::dialogue::{self, SKILL_LOAD, StepSoFar, next_states};
+use crate::names::{ControlFunction, function_name};
 
 /// An upper-leaning token count: a third of the request's bytes, rounded up (tokenizers
 /// average three to four bytes a token). The budget check uses it before a call; the
@@ -91,17 +25,17 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
     u64::try_from(bytes.div_ceil(3)).unwrap_or(u64::MAX)
 }
 
-/// The name of the built-in tool that loads a skill's body.
-pub(crate) const SKILL_LOAD: &str = "skill.load";
-
-/// What a step added to the run's history while it planned, before the engine applies it:
-/// the replies the model gave and the corrections handed back to it.
-#[derive(Debug, Default)]
-pub(crate) struct StepSoFar {
-    /// The model's replies in this step, in order.
-    pub(crate) turns: Vec<Turn>,
-    /// The corrections handed back, as the engine will record them (violation notes).
-    pub(crate) evidence: Vec<Evidence>,
+/// When [`build_request`] compacts the older part of the dialogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Compaction {
+    /// Only when the request's estimate exceeds [`PromptConfig::max_prompt_tokens`]: what
+    /// a step's first model call sends, and what `inspect` shows.
+    #[default]
+    WhenOverLimit,
+    /// Always: what the planner sends again after the provider said the prompt exceeds
+    /// the model's context.
+    Always,
 }
 
 /// Builds the request for the step in `request` (its first model call).
@@ -114,7 +48,7 @@ pub(crate) struct StepSoFar {
 /// answer, a child run's outcome; a call that never completed says so), then the rest of
 /// the evidence, the body (with its checksum) of each skill the evidence triggers or a
 /// `skill.load` call loaded, and before each step's first reply the state the run was in
-/// and what that state allows. With `compact`, or when the estimate exceeds
+/// and what that state allows. With [`Compaction::Always`], or when the estimate exceeds
 /// [`PromptConfig::max_prompt_tokens`], the replies and tool results older than the last
 /// [`PromptConfig::keep_last`] evidence items are replaced, together, by one summary note
 /// (the goal, human answers and notes stay).
@@ -122,9 +56,9 @@ pub(crate) struct StepSoFar {
 pub fn build_request(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
-    compact: bool,
+    compaction: Compaction,
 ) -> ChatRequest {
-    build_request_with_skills(config, request, &StepSoFar::default(), compact).0
+    build_request_with_skills(config, request, &StepSoFar::default(), compaction).0
 }
 
 /// [`build_request`], with what the step added so far, and the skills whose body the
@@ -134,7 +68,7 @@ pub(crate) fn build_request_with_skills<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
-    compact: bool,
+    compaction: Compaction,
 ) -> (ChatRequest, Vec<&'a Skill>) {
     let functions = functions(request);
     let system = with_skills(&config.system, request.skills());
@@ -147,7 +81,7 @@ pub(crate) fn build_request_with_skills<'a>(
     let over = config
         .max_prompt_tokens
         .is_some_and(|limit| estimate_tokens(&full) > limit);
-    if compact || over {
+    if compaction == Compaction::Always || over {
         let (messages, bodies) = dialogue::messages(config, request, so_far, true);
         (ChatRequest { messages, ..full }, bodies)
     } else {
@@ -169,18 +103,6 @@ fn with_skills(system: &str, skills: &[Skill]) -> String {
         out.push_str(&format!("- {}: {}\n", skill.name(), skill.description()));
     }
     out
-}
-
-/// The states the engine allows from `state`: from the request's rules when it has them,
-/// else (the current state) the request's next states, else every state but `state`.
-pub(crate) fn next_states(request: &PlanRequest<'_>, state: State) -> Vec<State> {
-    if let Some(rules) = request.rules() {
-        return rules.next(state).to_vec();
-    }
-    request.next_states().map_or_else(
-        || State::ALL.into_iter().filter(|s| *s != state).collect(),
-        <[State]>::to_vec,
-    )
 }
 
 /// The functions offered. With the run's rules ([`PlanRequest::rules`]): every tool of the
@@ -218,7 +140,7 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
         .collect();
     if !working.is_empty() {
         out.push(FunctionDef {
-            name: "transition".into(),
+            name: ControlFunction::Transition.name().into(),
             description: "Move the run to another working state.".into(),
             parameters: json!({"type": "object", "properties": {
                 "to": {"type": "string", "enum": working},
@@ -227,7 +149,7 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
     }
     if next.contains(&State::Done) {
         out.push(FunctionDef {
-            name: "finish".into(),
+            name: ControlFunction::Finish.name().into(),
             description: "End the run successfully with a summary and a result.".into(),
             // The run's result schema, when it has one, is `result`'s: the model sees what
             // rein will check. It comes from the run's policy, so it is the same at every step.
@@ -242,14 +164,14 @@ fn functions(request: &PlanRequest<'_>) -> Vec<FunctionDef> {
     }
     if next.contains(&State::Failed) {
         out.push(FunctionDef {
-            name: "fail".into(),
+            name: ControlFunction::Fail.name().into(),
             description: "End the run as failed, saying why the goal cannot be met.".into(),
             parameters: json!({"type": "object", "properties": {
                 "reason": {"type": "string"}}, "required": ["reason"]}),
         });
     }
     out.push(FunctionDef {
-        name: "ask_human".into(),
+        name: ControlFunction::AskHuman.name().into(),
         description: "Pause the run and ask a person; offer options when the answer is a choice."
             .into(),
         parameters: json!({"type": "object", "properties": {
@@ -284,7 +206,7 @@ fn delegate_function(planners: &[String]) -> FunctionDef {
         });
     }
     FunctionDef {
-        name: "delegate".into(),
+        name: ControlFunction::Delegate.name().into(),
         description: "Delegate a sub-task to a child run with its own ledger and a budget \
             carved out of this run's; its summary and result come back as evidence."
             .into(),

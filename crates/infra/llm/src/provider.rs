@@ -140,6 +140,18 @@ impl<P: Provider> DynProvider for P {
     }
 }
 
+/// The hook of a plain `complete`: lets every attempt go.
+pub(crate) struct NoHook;
+
+impl AttemptHook for NoHook {
+    fn before(&self, _: u32, _: Digest) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn failed<'a>(&'a self, _: u32, _: &'a LlmError) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
 /// Durations as whole milliseconds in JSON.
 pub(crate) mod millis {
     use std::time::Duration;

@@ -475,7 +475,7 @@ fn the_prompt_is_a_pure_function_of_the_run() {
         let request = PlanRequest::new(run, &specs, BudgetSnapshot::new(&limits, &usage));
         rein_llm::request_body(
             &ProviderConfig::new(Api::Anthropic, "http://x", "m"),
-            &rein_llm::build_request(&config, &request, false),
+            &rein_llm::build_request(&config, &request, rein_llm::Compaction::WhenOverLimit),
         )
     };
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rein_llm::{PromptConfig, build_request};
+use rein_llm::{Compaction, PromptConfig, build_request};
 use rein_run::{BudgetSnapshot, BudgetUsage, PlanRequest, Run, State, Timestamp};
 use serde_json::{Value, json};
 
@@ -33,12 +33,16 @@ fn finish_parameters(run: &Run, schema: Option<&Value>) -> Value {
     if let Some(schema) = schema {
         request = request.with_result_schema(schema);
     }
-    build_request(&PromptConfig::default(), &request, false)
-        .functions
-        .into_iter()
-        .find(|f| f.name == "finish")
-        .expect("finish is offered in decide")
-        .parameters
+    build_request(
+        &PromptConfig::default(),
+        &request,
+        Compaction::WhenOverLimit,
+    )
+    .functions
+    .into_iter()
+    .find(|f| f.name == "finish")
+    .expect("finish is offered in decide")
+    .parameters
 }
 
 #[test]

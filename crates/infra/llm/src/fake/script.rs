@@ -3,7 +3,34 @@
 
 use serde_json::{Value, json};
 
-use super::Reply;
+/// One scripted answer.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Reply {
+    /// `200` with this JSON body.
+    Json(Value),
+    /// `200 text/event-stream`, the body written in exactly these pieces; then the connection
+    /// hangs when `hang` is set.
+    Sse {
+        /// The raw pieces (they may cut a character or a JSON value anywhere).
+        chunks: Vec<Vec<u8>>,
+        /// Whether to stall forever after the last piece.
+        hang: bool,
+    },
+    /// Any status, headers and body.
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
+    /// `200` with these raw bytes (e.g. invalid UTF-8).
+    Raw(Vec<u8>),
+    /// Never answers.
+    Hang,
+}
 
 /// A function call in a scripted reply: provider name and arguments (JSON text, so invalid
 /// arguments can be scripted too).

@@ -8,13 +8,15 @@ use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 use tower::retry::Policy;
 
-use super::MAX_BACKOFF;
 use crate::chat::ChatResponse;
 use crate::error::LlmError;
 
+/// The cap of the doubling backoff.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
 /// `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (RFC 9110 §10.2.3),
 /// read against the wall clock. A date in the past means now; the caller bounds the wait by
-/// [`MAX_RETRY_AFTER`](super::MAX_RETRY_AFTER).
+/// [`MAX_RETRY_AFTER`](crate::MAX_RETRY_AFTER).
 pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     retry_after_at(headers, std::time::SystemTime::now())
 }

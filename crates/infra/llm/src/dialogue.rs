@@ -11,9 +11,49 @@ use rein_run::{
 };
 use serde_json::Value;
 
-use super::{PromptConfig, SKILL_LOAD, StepSoFar, next_states, render, state_guidance};
 use crate::chat::{ChatResponse, FunctionCall, Message};
-use crate::names::{CONTROL_FUNCTIONS, function_name};
+use crate::config::PromptConfig;
+use crate::names::{ControlFunction, function_name};
+use crate::render;
+
+/// What each working state is for, as the model is told.
+#[must_use]
+pub const fn state_guidance(state: State) -> &'static str {
+    match state {
+        State::Intake => "understand the goal; no tools run here",
+        State::Explore => "gather information with read-only tools",
+        State::Decide => "choose what to do from the evidence; no tools run here",
+        State::Act => "make the changes the goal needs",
+        State::Validate => "check that the result meets the goal",
+        State::Done => "the run is complete",
+        State::Failed => "the run has failed",
+    }
+}
+
+/// The name of the built-in tool that loads a skill's body.
+pub(crate) const SKILL_LOAD: &str = "skill.load";
+
+/// What a step added to the run's history while it planned, before the engine applies it:
+/// the replies the model gave and the corrections handed back to it.
+#[derive(Debug, Default)]
+pub(crate) struct StepSoFar {
+    /// The model's replies in this step, in order.
+    pub(crate) turns: Vec<Turn>,
+    /// The corrections handed back, as the engine will record them (violation notes).
+    pub(crate) evidence: Vec<Evidence>,
+}
+
+/// The states the engine allows from `state`: from the request's rules when it has them,
+/// else (the current state) the request's next states, else every state but `state`.
+pub(crate) fn next_states(request: &PlanRequest<'_>, state: State) -> Vec<State> {
+    if let Some(rules) = request.rules() {
+        return rules.next(state).to_vec();
+    }
+    request.next_states().map_or_else(
+        || State::ALL.into_iter().filter(|s| *s != state).collect(),
+        <[State]>::to_vec,
+    )
+}
 
 /// What a call that never got a result (its reply was cut short, rein stopped before it,
 /// the process stopped) is answered with, so strict APIs accept the history.
@@ -80,7 +120,7 @@ fn safe_name(name: &str, fallback: &str) -> String {
 
 /// The messages of the request for `request`'s step, with what the step added so far, and
 /// the skills whose bodies they carry.
-pub(super) fn messages<'a>(
+pub(crate) fn messages<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
@@ -257,7 +297,7 @@ impl Builder<'_, '_> {
                     at += 1;
                     render::result(kind, self.config.max_item_chars)
                 }
-                _ if CONTROL_FUNCTIONS.contains(&call.name.as_str()) => {
+                _ if ControlFunction::from_name(&call.name).is_some() => {
                     ("accepted".to_owned(), false)
                 }
                 _ => (NOT_COMPLETED.to_owned(), true),
@@ -289,8 +329,12 @@ fn answers(function: &str, kind: &EvidenceKind) -> bool {
             source: NoteSource::Violation,
             ..
         } => true,
-        EvidenceKind::HumanInput { .. } => function == "ask_human",
-        EvidenceKind::Child { .. } => function == "delegate",
+        EvidenceKind::HumanInput { .. } => {
+            ControlFunction::from_name(function) == Some(ControlFunction::AskHuman)
+        }
+        EvidenceKind::Child { .. } => {
+            ControlFunction::from_name(function) == Some(ControlFunction::Delegate)
+        }
         EvidenceKind::ToolResult { tool, .. } | EvidenceKind::ToolFailure { tool, .. } => {
             function_name(tool) == function
         }

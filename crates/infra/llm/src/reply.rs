@@ -8,17 +8,27 @@ use rein_run::ProposedCall;
 use rein_run::{BudgetName, Decision, Delegation, SequenceError, Spend, State};
 use serde_json::Value;
 
-use super::LlmPlanner;
 use crate::chat::{ChatResponse, FunctionCall};
 use crate::error::excerpt;
-use crate::names::NameMap;
+use crate::names::{ControlFunction, NameMap};
 
-impl LlmPlanner {
+/// Reads replies under the planner's limits.
+pub(crate) struct Reader<'a> {
+    /// The largest function arguments accepted, in bytes.
+    pub(crate) max_argument_bytes: usize,
+    /// The deepest nesting accepted in function arguments.
+    pub(crate) max_argument_depth: usize,
+    /// Every tool the engine has, by function name: a call of one not offered here still
+    /// becomes the decision it names, for the engine to refuse.
+    pub(crate) known: &'a NameMap,
+}
+
+impl Reader<'_> {
     /// The decision of a reply; or the correction to hand back when it has none. A reply
     /// is taken whole or not at all: one malformed call, or a call after one that ends or
     /// pauses the run, hands the whole reply back, so nothing it asked for is dropped
     /// silently.
-    pub(super) fn interpret(
+    pub(crate) fn interpret(
         &self,
         reply: &ChatResponse,
         offered: &NameMap,
@@ -78,8 +88,20 @@ impl LlmPlanner {
         let args = self.arguments(call)?;
         let field = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
         let reason = || field("reason").unwrap_or_default();
-        match call.name.as_str() {
-            "transition" => {
+        let Some(control) = ControlFunction::from_name(&call.name) else {
+            // Offered, or known to the engine but not eligible here: the engine decides,
+            // refuses what it must and records it. Unknown: the model is told the
+            // functions it was offered, by the names it can call.
+            let name = call.name.as_str();
+            let Some(tool) = offered.tool(name).or_else(|| self.known.tool(name)) else {
+                return Err(unknown_function(name, offered, delegation.is_some()));
+            };
+            let tool = tool.to_string();
+            let reason: String = text.chars().take(500).collect();
+            return Ok(Decision::call_tool(tool, args, reason));
+        };
+        match control {
+            ControlFunction::Transition => {
                 let to = field("to").ok_or("`transition` needs `to`, a state name.")?;
                 let to: State = to.parse().map_err(|_| {
                     format!(
@@ -89,17 +111,17 @@ impl LlmPlanner {
                 })?;
                 Ok(Decision::transition(to, reason()))
             }
-            "finish" => {
+            ControlFunction::Finish => {
                 let summary = field("summary").ok_or("`finish` needs `summary`, a string.")?;
                 Ok(Decision::finish(
                     summary,
                     args.get("result").cloned().unwrap_or(Value::Null),
                 ))
             }
-            "fail" => Ok(Decision::fail(
+            ControlFunction::Fail => Ok(Decision::fail(
                 field("reason").ok_or("`fail` needs `reason`, a string.")?,
             )),
-            "ask_human" => {
+            ControlFunction::AskHuman => {
                 let question =
                     field("question").ok_or("`ask_human` needs `question`, a string.")?;
                 let options: Vec<String> = args
@@ -114,29 +136,18 @@ impl LlmPlanner {
                     .unwrap_or_default();
                 Ok(Decision::ask_human(question, options))
             }
-            "delegate" => delegate(&args, delegation),
-            name => {
-                // Offered, or known to the engine but not eligible here: the engine decides,
-                // refuses what it must and records it. Unknown: the model is told the
-                // functions it was offered, by the names it can call.
-                let Some(tool) = offered.tool(name).or_else(|| self.known.tool(name)) else {
-                    return Err(unknown_function(name, offered, delegation.is_some()));
-                };
-                let tool = tool.to_string();
-                let reason: String = text.chars().take(500).collect();
-                Ok(Decision::call_tool(tool, args, reason))
-            }
+            ControlFunction::Delegate => delegate(&args, delegation),
         }
     }
 
     /// The call's arguments: a JSON object within the size and depth limits.
     fn arguments(&self, call: &FunctionCall) -> Result<Value, String> {
         let name = excerpt(&call.name);
-        if call.arguments.len() > self.config.max_argument_bytes {
+        if call.arguments.len() > self.max_argument_bytes {
             return Err(format!(
                 "The arguments of `{name}` are {} bytes, over the limit of {}.",
                 call.arguments.len(),
-                self.config.max_argument_bytes
+                self.max_argument_bytes
             ));
         }
         let raw = if call.arguments.trim().is_empty() {
@@ -150,10 +161,10 @@ impl LlmPlanner {
                 excerpt(raw)
             )
         })?;
-        if depth(&value) > self.config.max_argument_depth {
+        if depth(&value) > self.max_argument_depth {
             return Err(format!(
                 "The arguments of `{name}` nest deeper than {} levels.",
-                self.config.max_argument_depth
+                self.max_argument_depth
             ));
         }
         if !value.is_object() {
@@ -235,10 +246,11 @@ fn delegate(args: &Value, delegation: Option<&Delegation>) -> Result<Decision, S
 /// The correction for a call of `name`, which is no function the model was offered: the
 /// functions it may call, as it was offered them.
 fn unknown_function(name: &str, offered: &NameMap, delegate: bool) -> String {
-    let controls = ["transition", "finish", "fail", "ask_human"];
-    let mut names: Vec<&str> = offered.functions().chain(controls).collect();
-    if delegate {
-        names.push("delegate");
+    let mut names: Vec<&str> = offered.functions().collect();
+    for control in ControlFunction::ALL {
+        if delegate || control != ControlFunction::Delegate {
+            names.push(control.name());
+        }
     }
     format!(
         "There is no function `{}`; the functions offered are: {}.",
