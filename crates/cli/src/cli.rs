@@ -1,5 +1,7 @@
 //! The command line, as clap types: commands, arguments, and help text that teaches.
 
+pub(crate) mod mcp;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -181,7 +183,7 @@ pub(crate) enum Command {
     Tools(ToolsArgs),
     /// Work with MCP servers: list the tools rein would import from one.
     #[command(subcommand)]
-    Mcp(crate::commands::mcp::McpCommand),
+    Mcp(mcp::McpCommand),
 }
 
 /// `rein tools`.

@@ -31,7 +31,6 @@
 #[macro_use]
 mod output;
 
-mod approver;
 mod cli;
 mod commands;
 mod datadir;
@@ -41,7 +40,7 @@ mod ledger_file;
 mod locate;
 mod render;
 mod scenario;
-mod tools;
+mod text;
 mod tree;
 
 use std::path::Path;
@@ -106,7 +105,7 @@ fn quiet_fixture_panics() {
         let on_purpose = info
             .payload()
             .downcast_ref::<String>()
-            .is_some_and(|m| m.starts_with(tools::PANIC_PREFIX));
+            .is_some_and(|m| m.starts_with(scenario::PANIC_PREFIX));
         if !on_purpose {
             default(info);
         }

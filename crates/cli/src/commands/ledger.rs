@@ -1,6 +1,6 @@
 //! `rein ledger verify` and `rein ledger show`: read a ledger file straight from disk.
 
-use rein::Entry;
+use rein::ledger::Entry;
 
 use super::find_ledger;
 use crate::cli::{LedgerShowArgs, LedgerVerifyArgs};

@@ -4,13 +4,15 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rein::{EntryKind, RunId};
+use rein::RunId;
+use rein::ledger::EntryKind;
 
 use crate::cli::DataDirArg;
 use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
 use crate::ledger_file::{Broken, LedgerFile};
-use crate::render::{age, truncate};
+use crate::render::age;
+use crate::text::truncate;
 
 /// The width of the run id column: a UUID's.
 const ID_WIDTH: usize = 36;
@@ -192,7 +194,7 @@ fn id_label(id: &RunId, depth: usize) -> String {
 }
 
 /// The call a run waits for under a durable approval, in words: tool, risk and step.
-fn waiting_for_approval(entries: &[rein::Entry]) -> Option<String> {
+fn waiting_for_approval(entries: &[rein::ledger::Entry]) -> Option<String> {
     crate::tree::pending_approval(entries).map(|pending| {
         format!(
             "{} (risk {}, step {})",
