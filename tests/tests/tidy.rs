@@ -2,7 +2,8 @@
 //! model is rust-analyzer's `tidy.rs`). Every `.rs` file opens with a `//!` line; no test is
 //! ignored without a reason or expects a panic; domain crates stay pure (no clock, no I/O,
 //! no environment, no threads, and only their allowed dependencies); no crate's modules
-//! import each other in a circle; docs/ARCHITECTURE.md names only types that exist.
+//! import each other in a circle; the facade re-exports each name once and no bare function
+//! at its root; docs/ARCHITECTURE.md names only types that exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -430,4 +431,72 @@ fn the_architecture_document_names_only_types_that_exist() {
         "docs/ARCHITECTURE.md",
         &problems.into_iter().collect::<Vec<_>>(),
     );
+}
+
+/// The facade's modules whose names repeat others on purpose: the prelude gathers the
+/// everyday names once more.
+const FACADE_GATHERINGS: [&str; 1] = ["prelude"];
+
+/// The lowercase names the facade's root may re-export: a macro and two modules.
+const FACADE_ROOT_LOWERCASE: [&str; 3] = ["json", "schemars", "shell"];
+
+#[test]
+fn the_facade_names_each_item_once() {
+    let lib = fs::read_to_string(root().join("crates/rein/src/lib.rs")).expect("the facade");
+    let mut module = String::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut problems = Vec::new();
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let code = line.split("//").next().unwrap_or_default().trim();
+        if let Some(rest) = code.strip_prefix("pub mod ") {
+            module = rest.trim_end_matches(['{', ' ']).to_owned();
+            continue;
+        }
+        if code == "}" && statement.is_empty() {
+            module.clear();
+            continue;
+        }
+        if code.starts_with("pub use ") || !statement.is_empty() {
+            statement.push_str(code);
+            statement.push(' ');
+        }
+        if !statement.trim_end().ends_with(';') {
+            continue;
+        }
+        let taken = std::mem::take(&mut statement);
+        if FACADE_GATHERINGS.contains(&module.as_str()) {
+            continue;
+        }
+        // What the statement names: the last segment of each path it brings in.
+        let list = taken
+            .trim_start_matches("pub use ")
+            .trim_end()
+            .trim_end_matches(';');
+        let list = list.split_once('{').map_or(list, |(_, inner)| inner);
+        for item in list.trim_end_matches('}').split(',') {
+            let name = item.rsplit("::").next().unwrap_or_default().trim();
+            let name = name.rsplit(" as ").next().unwrap_or_default().trim();
+            if name.is_empty() || name == "self" {
+                continue;
+            }
+            let here = if module.is_empty() {
+                "the crate root".to_owned()
+            } else {
+                format!("rein::{module}")
+            };
+            if let Some(before) = seen.insert(name.to_owned(), here.clone()) {
+                problems.push(format!("`{name}` is re-exported in {before} and in {here}"));
+            }
+            if module.is_empty()
+                && name.chars().next().is_some_and(char::is_lowercase)
+                && !FACADE_ROOT_LOWERCASE.contains(&name)
+            {
+                problems.push(format!(
+                    "`{name}` is a bare function or module at the crate root; put it in the module it belongs to"
+                ));
+            }
+        }
+    }
+    report("the facade's re-exports", &problems);
 }
