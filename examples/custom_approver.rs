@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
+use rein::ledger::EntryKind;
+use rein::policy::OnViolation;
 use rein::prelude::*;
-use rein::{
-    ApprovalRequest, ApprovalResponse, ApproverError, EntryKind, OnViolation, Value as Json,
-};
+use rein::{ApprovalRequest, ApprovalResponse, ApproverError, Value as Json};
 use tokio::sync::{Mutex, mpsc};
 
 /// Grants routine calls; asks a person about destructive ones and denies after `patience`.

@@ -7,7 +7,8 @@
 #![allow(clippy::print_stdout)]
 
 use rein::prelude::*;
-use rein::{EvidenceKind, Payload, PlanRequest, PlannerError, RunSpec};
+use rein::run::{EvidenceKind, Payload};
+use rein::{PlanRequest, PlannerError, RunSpec};
 
 /// Looks up each city once, then picks the warmest.
 #[derive(Debug)]

@@ -6,8 +6,10 @@
 
 #![allow(clippy::print_stdout)]
 
+use rein::EngineError;
+use rein::planner::Condition;
 use rein::prelude::*;
-use rein::{BudgetName, Condition, EngineError};
+use rein::run::BudgetName;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

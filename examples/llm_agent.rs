@@ -10,9 +10,10 @@
 
 #![allow(clippy::print_stdout)]
 
+use rein::ledger::EntryKind;
 use rein::llm::{HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::prelude::*;
-use rein::{BudgetName, EntryKind};
+use rein::run::BudgetName;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

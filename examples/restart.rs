@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rein::RunId;
 use rein::prelude::*;
-use rein::{BudgetName, RunId};
+use rein::run::BudgetName;
 
 type Error = Box<dyn std::error::Error>;
 

@@ -8,8 +8,10 @@
 
 use std::time::Duration;
 
+use rein::RunEvent;
+use rein::ledger::EntryKind;
+use rein::planner::Condition;
 use rein::prelude::*;
-use rein::{Condition, EntryKind, RunEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

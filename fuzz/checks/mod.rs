@@ -12,12 +12,12 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use rein::ledger::Entry;
+use rein::policy::{EligibilityRules, PolicySnapshot, Transitions};
+use rein::run::BudgetName;
 use rein::shell::{METACHARACTERS, ShellGuard};
-use rein::{
-    ApprovalPolicy, ArtifactId, BudgetName, Checksum, Decision, EligibilityRules, Entry, FsStores,
-    FsyncPolicy, Ledger, LedgerStore, PolicySnapshot, RunId, ScriptStep, State, ToolName,
-    Transitions, Value,
-};
+use rein::store::{ArtifactId, Checksum, FsStores, FsyncPolicy, LedgerStore};
+use rein::{ApprovalPolicy, Decision, Ledger, RunId, ScriptStep, State, ToolName, Value};
 
 /// A check over arbitrary bytes.
 pub(crate) type Check = fn(&[u8]);

@@ -9,11 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rein::ToolSpec;
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::ApprovalReason;
+use rein::run::FailureKind;
 use rein::tool::Digest;
 use rein::{
-    Annotations, ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver,
-    ApproverError, AutoApprover, Decision, DenyApprover, Engine, EntryKind, FailureKind, RiskLevel,
-    RunStatus, ScriptStep, ScriptedPlanner, State, Value, Violation, json,
+    Annotations, ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
+    AutoApprover, Decision, DenyApprover, Engine, RiskLevel, RunStatus, ScriptStep,
+    ScriptedPlanner, State, Value, json,
 };
 use support::{count, echo, violations, walk_to};
 

@@ -6,10 +6,14 @@ mod support;
 
 use std::sync::Arc;
 
+use rein::ledger::EntryKind;
+use rein::run::{EvidenceKind, Payload};
+use rein::store::{
+    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, FsStores, MemoryArtifactStore,
+    StoreOptions,
+};
 use rein::{
-    Annotations, ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, Decision, Engine,
-    EntryKind, EvidenceKind, FsStores, MemoryArtifactStore, Payload, RunStatus, ScriptStep,
-    ScriptedPlanner, State, StoreOptions, Value, json,
+    Annotations, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, Value, json,
 };
 use support::{constant, walk_to};
 
@@ -165,9 +169,9 @@ impl rein::tool::Tool for Screenshot {
         &self.0
     }
     async fn call(&self, _input: Value) -> Result<rein::ToolOutput, rein::ToolError> {
-        let png = rein::Attachment::new("screen.png", "image/png", PNG.to_vec())
+        let png = rein::tool::Attachment::new("screen.png", "image/png", PNG.to_vec())
             .map_err(|e| rein::ToolError::failed(e.to_string()))?;
-        let log = rein::Attachment::new("log", "text/plain", b"line 1\nline 2\n".to_vec())
+        let log = rein::tool::Attachment::new("log", "text/plain", b"line 1\nline 2\n".to_vec())
             .map_err(|e| rein::ToolError::failed(e.to_string()))?;
         rein::ToolOutput::new(json!({"see": ["screen.png", "log"]}))
             .with_attachment(png)
@@ -256,8 +260,8 @@ async fn the_calls_of_a_batch_keep_their_attachments() {
             State::Explore,
             Decision::call_tools(
                 [
-                    rein::ProposedCall::new("front", json!({}), "front page"),
-                    rein::ProposedCall::new("back", json!({}), "back page"),
+                    rein::planner::ProposedCall::new("front", json!({}), "front page"),
+                    rein::planner::ProposedCall::new("back", json!({}), "back page"),
                 ],
                 "both pages",
             ),
@@ -311,21 +315,21 @@ async fn the_calls_of_a_batch_keep_their_attachments() {
 
 #[test]
 fn an_oversized_attachment_is_a_typed_error_not_a_buffer() {
-    let over = vec![0; rein::Attachment::MAX_BYTES + 1];
+    let over = vec![0; rein::tool::Attachment::MAX_BYTES + 1];
     assert!(matches!(
-        rein::Attachment::new("big", "application/octet-stream", over),
-        Err(rein::AttachmentError::TooLarge { size, limit, .. })
-            if size == rein::Attachment::MAX_BYTES + 1 && limit == rein::Attachment::MAX_BYTES
+        rein::tool::Attachment::new("big", "application/octet-stream", over),
+        Err(rein::tool::AttachmentError::TooLarge { size, limit, .. })
+            if size == rein::tool::Attachment::MAX_BYTES + 1 && limit == rein::tool::Attachment::MAX_BYTES
     ));
     let mut output = rein::ToolOutput::new(json!(null));
     for i in 0..rein::ToolOutput::MAX_ATTACHMENTS {
-        let a = rein::Attachment::new(format!("a{i}"), "text/plain", vec![]).expect("valid");
+        let a = rein::tool::Attachment::new(format!("a{i}"), "text/plain", vec![]).expect("valid");
         output = output.with_attachment(a).expect("room");
     }
-    let one_more = rein::Attachment::new("late", "text/plain", vec![]).expect("valid");
+    let one_more = rein::tool::Attachment::new("late", "text/plain", vec![]).expect("valid");
     assert!(matches!(
         output.with_attachment(one_more),
-        Err(rein::AttachmentError::TooMany { .. })
+        Err(rein::tool::AttachmentError::TooMany { .. })
     ));
 }
 

@@ -5,10 +5,12 @@
 
 mod support;
 
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::PolicySnapshot;
+use rein::run::{FailureKind, RunError};
 use rein::{
-    Annotations, BuildError, Decision, Engine, EngineError, EntryKind, FailureKind, FnTool,
-    PolicySnapshot, RunError, RunId, RunStatus, ScriptStep, ScriptedPlanner, State, ToolBuildError,
-    Value, Violation, json,
+    Annotations, BuildError, Decision, Engine, EngineError, FnTool, RunId, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolBuildError, Value, json,
 };
 use support::{count, echo, violations, walk_to};
 
@@ -320,7 +322,8 @@ async fn engine_errors_keep_their_cause_and_name_no_cli_command() {
         panic!("expected a store error, got {built:?}");
     };
     assert!(
-        e.source().is_some_and(|s| s.is::<rein::StorageError>()),
+        e.source()
+            .is_some_and(|s| s.is::<rein::store::StorageError>()),
         "{e:?}"
     );
 
@@ -335,7 +338,7 @@ async fn engine_errors_keep_their_cause_and_name_no_cli_command() {
     assert!(!missing.to_string().contains("runs list"), "{missing}");
     let mut ledger = rein::Ledger::new(id.clone());
     ledger.append(
-        rein::Timestamp::from_unix_millis(1),
+        rein::run::Timestamp::from_unix_millis(1),
         State::Intake,
         EntryKind::Steering { note: "x".into() },
     );
@@ -343,6 +346,9 @@ async fn engine_errors_keep_their_cause_and_name_no_cli_command() {
     let EngineError::InvalidRecordedPolicy { ref source, .. } = replayed else {
         panic!("expected an unusable recorded policy, got {replayed:?}");
     };
-    assert!(matches!(source, rein::RecordedPolicyError::NoRunStarted));
+    assert!(matches!(
+        source,
+        rein::policy::RecordedPolicyError::NoRunStarted
+    ));
     assert!(replayed.source().is_some());
 }

@@ -11,10 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use rein::ledger::{Entry, EntryKind, Violation};
+use rein::planner::ProposedCall;
+use rein::policy::{InDoubtPolicy, OnToolError, OnViolation};
+use rein::run::{BudgetName, EvidenceKind, FailureKind};
 use rein::{
-    Annotations, BudgetName, Decision, Engine, EngineBuilder, Entry, EntryKind, EvidenceKind,
-    FailureKind, FnTool, InDoubtPolicy, OnToolError, OnViolation, ProposedCall, RunStatus,
-    ScriptStep, ScriptedPlanner, State, ToolError, Value, Violation, json,
+    Annotations, Decision, Engine, EngineBuilder, FnTool, RunStatus, ScriptStep, ScriptedPlanner,
+    State, ToolError, Value, json,
 };
 use support::{
     CrashingLedgers, Probe, StagingOnly, assert_chain, count, echo, entries, violations, walk_to,
@@ -95,7 +98,7 @@ fn order(ledger: &rein::Ledger, kind: &str) -> Vec<u64> {
         .filter_map(|e| match e.event() {
             EntryKind::ToolCall { input, .. } => input["i"].as_u64(),
             EntryKind::ToolResult {
-                output: rein::Payload::Inline(v),
+                output: rein::run::Payload::Inline(v),
                 ..
             } => v["done"].as_u64(),
             _ => None,
@@ -170,7 +173,7 @@ async fn the_ledger_holds_the_batch_order_when_later_calls_finish_first() {
         .filter_map(|e| match &e.kind {
             EvidenceKind::ToolResult {
                 input,
-                output: rein::Payload::Inline(out),
+                output: rein::run::Payload::Inline(out),
                 ..
             } => Some((input["i"].as_u64()?, out["done"].as_u64()?)),
             _ => None,
@@ -608,7 +611,7 @@ async fn a_crash_mid_group_retries_its_idempotent_calls_and_runs_the_rest() {
         .iter()
         .filter_map(|e| match e.event() {
             EntryKind::ToolResult {
-                output: rein::Payload::Inline(v),
+                output: rein::run::Payload::Inline(v),
                 ..
             } => v["echo"]["i"].as_u64(),
             _ => None,

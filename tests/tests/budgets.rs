@@ -8,10 +8,13 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::OnViolation;
+use rein::resilience::{ResilienceConfig, RetryConfig};
+use rein::run::{BudgetName, FailureKind};
 use rein::{
-    Annotations, BudgetName, Decision, Engine, EntryKind, FailureKind, OnViolation,
-    ResilienceConfig, RetryConfig, Run, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
-    Violation, json,
+    Annotations, Decision, Engine, Run, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
+    json,
 };
 use support::{Probe, count, echo, entries, failing, violations, walk_to};
 

@@ -6,11 +6,13 @@
 
 mod support;
 
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::ApprovalReason;
+use rein::run::Payload;
 use rein::shell::{ShellConfig, ShellGuard, ShellRun};
 use rein::tools::{FsOp, FsTool, Workspace};
 use rein::{
-    ApprovalReason, AutoApprover, Decision, Engine, EntryKind, Payload, RunStatus, ScriptStep,
-    ScriptedPlanner, State, Value, Violation, json,
+    AutoApprover, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, Value, json,
 };
 use support::{assert_chain, violations, walk_to};
 
@@ -215,8 +217,9 @@ async fn a_refused_path_is_a_recorded_tool_error_and_nothing_changes() {
 /// puts its name and checksum in the ledger at that step; they add no tool.
 #[tokio::test]
 async fn skills_are_offered_to_the_planner_and_a_loaded_skill_is_on_the_record() {
+    use rein::PlannerError;
+    use rein::planner::MockPlanner;
     use rein::tools::{SkillLoad, load_skills};
-    use rein::{MockPlanner, PlannerError};
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("review")).unwrap();

@@ -12,11 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chaos::{Counter, assert_chain, count, counted};
+use rein::ledger::{EntryKind, Violation};
+use rein::planner::MockPlanner;
+use rein::policy::{DynApprover, EligibilityRules};
+use rein::run::{BudgetName, EvidenceKind, FailureKind};
 use rein::{
     Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, AutoApprover,
-    BudgetName, BuildError, Decision, DenyApprover, DynApprover, EligibilityRules, Engine,
-    EngineError, EntryKind, EvidenceKind, FailureKind, Ledger, MockPlanner, PlanRequest, Run,
-    RunStatus, State, Value, Violation, json,
+    BuildError, Decision, DenyApprover, Engine, EngineError, Ledger, PlanRequest, Run, RunStatus,
+    State, Value, json,
 };
 
 // ---- helpers -------------------------------------------------------------------------------------
@@ -662,7 +665,7 @@ async fn skipping_validate_or_looping_forever_is_refused() {
             })
         }))
         .transitions(
-            rein::Transitions::from_edges([
+            rein::policy::Transitions::from_edges([
                 (State::Intake, State::Explore),
                 (State::Explore, State::Decide),
                 (State::Decide, State::Explore),

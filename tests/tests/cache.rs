@@ -4,10 +4,9 @@
 
 mod support;
 
-use rein::{
-    Annotations, BudgetName, Decision, Engine, EntryKind, EvidenceKind, Payload, ScriptStep,
-    ScriptedPlanner, State, Value, json,
-};
+use rein::ledger::EntryKind;
+use rein::run::{BudgetName, EvidenceKind, Payload};
+use rein::{Annotations, Decision, Engine, ScriptStep, ScriptedPlanner, State, Value, json};
 use support::{count, echo, walk_to};
 
 /// Calls `lookup` with each input in explore, then finishes; checks which calls were served

@@ -6,9 +6,11 @@ mod support;
 
 use std::sync::Arc;
 
+use rein::planner::DynPlanner;
+use rein::run::{EvidenceKind, Payload};
 use rein::{
-    Annotations, Decision, DynPlanner, Engine, EngineError, EvidenceKind, FnTool, Payload, RunId,
-    RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State, Value, json,
+    Annotations, Decision, Engine, EngineError, FnTool, RunId, RunSpec, RunStatus, ScriptStep,
+    ScriptedPlanner, State, Value, json,
 };
 use support::{gated, walk_to};
 use tokio::sync::Barrier;

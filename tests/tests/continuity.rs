@@ -6,10 +6,13 @@ mod support;
 
 use std::io::Write as _;
 
+use rein::ledger::{EntryKind, Violation};
+use rein::planner::Condition;
+use rein::run::{BudgetName, EvidenceKind, FailureKind};
+use rein::store::FsStores;
 use rein::{
-    Annotations, BudgetName, Condition, Decision, Engine, EngineError, EntryKind, EvidenceKind,
-    FailureKind, FsStores, Ledger, Run, RunStatus, ScriptStep, ScriptedPlanner, State, Violation,
-    json,
+    Annotations, Decision, Engine, EngineError, Ledger, Run, RunStatus, ScriptStep,
+    ScriptedPlanner, State, json,
 };
 use support::{assert_chain, count, echo, entries, violations, walk_to};
 

@@ -6,11 +6,13 @@ mod support;
 
 use std::sync::Arc;
 
+use rein::ledger::{EntryKind, InterruptKind};
+use rein::planner::Condition;
+use rein::run::{EvidenceKind, FailureKind, NoteSource};
 use rein::{
-    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, Condition, Decision,
-    Engine, EngineBuilder, EntryKind, EvidenceKind, FailureKind, InterruptKind, NoteSource,
-    PlanRequest, Planner, PlannerError, RunEvent, RunStatus, ScriptStep, ScriptedPlanner, State,
-    json,
+    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, Decision, Engine,
+    EngineBuilder, PlanRequest, Planner, PlannerError, RunEvent, RunStatus, ScriptStep,
+    ScriptedPlanner, State, json,
 };
 use support::{Gate, Probe, assert_chain, count, echo, gated, walk_to};
 use tokio::sync::Notify;
@@ -354,8 +356,8 @@ fn engine_notes(request: &PlanRequest<'_>) -> Vec<String> {
 
 /// Explore: call the gated `slow` tool; then, when told of an interrupt, give up if `obey`
 /// (else propose another call); after a resume, finish with the engine's notes it saw.
-fn told(obey: bool) -> rein::MockPlanner {
-    rein::MockPlanner::new(move |request| {
+fn told(obey: bool) -> rein::planner::MockPlanner {
+    rein::planner::MockPlanner::new(move |request| {
         let notes = engine_notes(request);
         let slow_done = request.evidence().iter().any(
             |e| matches!(&e.kind, EvidenceKind::ToolResult { tool, .. } if tool.as_str() == "slow"),

@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rein::{
-    BudgetName, Entry, EntryKind, FailureKind, FsStores, Ledger, RunId, RunStore, RunStoreError,
-    Value,
-};
+use rein::ledger::{Entry, EntryKind};
+use rein::run::{BudgetName, FailureKind};
+use rein::store::{FsStores, RunStore, RunStoreError};
+use rein::{Ledger, RunId, Value};
 
 /// A seeded PRNG (splitmix64): the same seed gives the same kill points.
 struct Rng(u64);

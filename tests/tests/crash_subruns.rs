@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rein::{Entry, EntryKind, FailureKind, Ledger, RunId};
+use rein::ledger::{Entry, EntryKind};
+use rein::run::FailureKind;
+use rein::{Ledger, RunId};
 
 /// A seeded PRNG (splitmix64): the same seed gives the same kill points.
 struct Rng(u64);

@@ -9,10 +9,13 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rein::clock::{Clock, ManualClock};
+use rein::ledger::EntryKind;
+use rein::policy::Deadline;
+use rein::run::{FailureKind, Timestamp};
 use rein::{
-    Annotations, BuildError, Clock, Deadline, Decision, Engine, EngineError, EntryKind,
-    FailureKind, FnTool, ManualClock, RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State,
-    Timestamp, ToolError, json,
+    Annotations, BuildError, Decision, Engine, EngineError, FnTool, RunSpec, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolError, json,
 };
 use support::{count, entries};
 
@@ -241,7 +244,7 @@ async fn time_spent_waiting_for_a_durable_approval_does_not_count() {
         .planner(ScriptedPlanner::new(steps))
         .approvals(
             rein::ApprovalPolicy::default()
-                .with_mode(rein::ApprovalMode::Durable)
+                .with_mode(rein::policy::ApprovalMode::Durable)
                 .with_timeout(Duration::from_secs(3600)),
         )
         .deadline(Deadline::new(Duration::from_millis(1_000)))
@@ -315,7 +318,7 @@ fn hanging(name: &str) -> FnTool {
 }
 
 /// Whether `entry` is a `tool_error` of a call the deadline cut off after `ms`.
-fn cut_off_after(entry: &rein::Entry, ms: u64) -> bool {
+fn cut_off_after(entry: &rein::ledger::Entry, ms: u64) -> bool {
     matches!(entry.event(), EntryKind::ToolError { error: ToolError::TimedOut { after }, duration_ms, .. }
         if *after == Duration::from_millis(ms) && *duration_ms == ms)
 }
@@ -323,7 +326,7 @@ fn cut_off_after(entry: &rein::Entry, ms: u64) -> bool {
 #[tokio::test(start_paused = true)]
 async fn every_call_of_a_batch_gets_only_the_time_that_remains() {
     let batch = Decision::call_tools(
-        (0..3).map(|i| rein::ProposedCall::new("hang", json!({ "i": i }), "all at once")),
+        (0..3).map(|i| rein::planner::ProposedCall::new("hang", json!({ "i": i }), "all at once")),
         "read everything",
     );
     let planner = ScriptedPlanner::new([

@@ -9,10 +9,13 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
+use rein::clock::ManualClock;
+use rein::ledger::EntryKind;
+use rein::policy::{ApprovalMode, OnViolation};
+use rein::run::{FailureKind, PendingApproval};
 use rein::tool::Digest;
 use rein::{
-    Annotations, ApprovalMode, ApprovalPolicy, ApprovalResponse, Decision, Engine, EngineError,
-    EntryKind, FailureKind, ManualClock, OnViolation, PendingApproval, RunId, RunStatus,
+    Annotations, ApprovalPolicy, ApprovalResponse, Decision, Engine, EngineError, RunId, RunStatus,
     ScriptStep, ScriptedPlanner, State, Value, Verdict, json,
 };
 use support::{Probe, count, echo, entries, walk_to};
@@ -312,7 +315,7 @@ async fn a_run_that_waits_for_no_approval_takes_no_verdict() {
         input_hash: Digest::of_json(&json!({})),
         risk: rein::RiskLevel::Low,
         reason: "made up".into(),
-        requested_at: rein::Timestamp::from_unix_millis(0),
+        requested_at: rein::run::Timestamp::from_unix_millis(0),
     };
     let verdict = ApprovalResponse::answer(&pending, Verdict::Granted, "alice", "why not");
     assert!(matches!(
@@ -336,8 +339,8 @@ async fn a_batch_waits_for_a_verdict_on_each_call_that_needs_one_then_runs_whole
             State::Act,
             Decision::call_tools(
                 [
-                    rein::ProposedCall::new("deploy", deploy("eu"), "ship eu"),
-                    rein::ProposedCall::new("deploy", deploy("us"), "ship us"),
+                    rein::planner::ProposedCall::new("deploy", deploy("eu"), "ship eu"),
+                    rein::planner::ProposedCall::new("deploy", deploy("us"), "ship us"),
                 ],
                 "ship both",
             ),

@@ -5,9 +5,13 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use rein::ledger::Violation;
+use rein::planner::MockPlanner;
+use rein::policy::EligibilityRules;
+use rein::run::FailureKind;
 use rein::{
-    Annotations, AutoApprover, BuildError, Decision, EligibilityRules, Engine, FailureKind,
-    MockPlanner, RunStatus, ScriptStep, ScriptedPlanner, State, Violation, json,
+    Annotations, AutoApprover, BuildError, Decision, Engine, RunStatus, ScriptStep,
+    ScriptedPlanner, State, json,
 };
 use support::{echo, violations, walk_to};
 

@@ -6,9 +6,11 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use rein::policy::OnToolError;
+use rein::run::{Evidence, EvidenceKind, Payload};
 use rein::{
-    Annotations, Decision, Engine, Evidence, EvidenceKind, OnToolError, Payload, PlanRequest,
-    Planner, PlannerError, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, json,
+    Annotations, Decision, Engine, PlanRequest, Planner, PlannerError, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolError, json,
 };
 use support::{echo, failing, walk_to};
 
@@ -161,7 +163,7 @@ async fn a_failed_tool_fails_the_run_unless_failures_are_handed_back() {
         } else {
             assert_eq!(
                 run.failure().map(|f| f.kind),
-                Some(rein::FailureKind::ToolFailed)
+                Some(rein::run::FailureKind::ToolFailed)
             );
             assert!(
                 run.failure()

@@ -8,10 +8,14 @@ mod support;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use rein::ledger::{Entry, EntryKind};
+use rein::planner::MockPlanner;
+use rein::resilience::{BreakerConfig, ResilienceConfig};
+use rein::run::FailureKind;
+use rein::store::LedgerStoreError;
 use rein::{
-    Annotations, BreakerConfig, Decision, Engine, EngineBuilder, EngineError, Entry, EntryKind,
-    FailureKind, FnTool, Ledger, LedgerStoreError, MockPlanner, PlanRequest, Planner, PlannerError,
-    ResilienceConfig, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, Value, json,
+    Annotations, Decision, Engine, EngineBuilder, EngineError, FnTool, Ledger, PlanRequest,
+    Planner, PlannerError, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, Value, json,
 };
 use support::{echo, walk_to};
 
@@ -102,7 +106,7 @@ async fn a_panicking_tool_is_a_recorded_tool_error() {
     let builder = Engine::builder()
         .tool(panicking())
         .resilience(ResilienceConfig {
-            retry: rein::RetryConfig::disabled(),
+            retry: rein::resilience::RetryConfig::disabled(),
             ..ResilienceConfig::default()
         });
     let expected = ToolError::Panicked {
@@ -148,9 +152,9 @@ async fn a_hanging_tool_times_out_under_its_annotated_timeout_and_retries_if_ide
             Annotations::read_only().with_timeout(Duration::from_millis(250)),
         ))
         .resilience(ResilienceConfig {
-            retry: rein::RetryConfig {
+            retry: rein::resilience::RetryConfig {
                 max_attempts: NonZeroU32::new(2).expect("non-zero"),
-                ..rein::RetryConfig::default()
+                ..rein::resilience::RetryConfig::default()
             },
             ..ResilienceConfig::default()
         });
@@ -171,7 +175,7 @@ async fn an_open_circuit_refuses_calls_without_running_the_tool() {
     let engine = Engine::builder()
         .tool(flaky)
         .resilience(ResilienceConfig {
-            retry: rein::RetryConfig::disabled(),
+            retry: rein::resilience::RetryConfig::disabled(),
             breaker: BreakerConfig {
                 consecutive_failures: NonZeroU32::new(2).expect("non-zero"),
                 open_for: Duration::from_secs(60),
@@ -195,12 +199,12 @@ async fn an_open_circuit_refuses_calls_without_running_the_tool() {
     );
     assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::ToolFailed));
     // Refused before any attempt: nothing charged, no tool_call entry, nobody asked.
-    assert_eq!(run.usage().used(&rein::BudgetName::TOOL_CALLS), 0);
+    assert_eq!(run.usage().used(&rein::run::BudgetName::TOOL_CALLS), 0);
     assert!(
         !ledger
             .entries()
             .iter()
-            .any(|e| matches!(e.event(), rein::EntryKind::ToolCall { .. })),
+            .any(|e| matches!(e.event(), rein::ledger::EntryKind::ToolCall { .. })),
         "no attempt was recorded"
     );
 
@@ -214,7 +218,7 @@ async fn an_open_circuit_refuses_calls_without_running_the_tool() {
 #[derive(Debug)]
 struct DiskFull;
 
-impl rein::LedgerStore for DiskFull {
+impl rein::store::LedgerStore for DiskFull {
     async fn append(&self, _: &Entry) -> Result<(), LedgerStoreError> {
         Err(LedgerStoreError::Io {
             context: "appending".into(),
@@ -224,7 +228,10 @@ impl rein::LedgerStore for DiskFull {
     async fn sync(&self, _: &rein::RunId) -> Result<(), LedgerStoreError> {
         Ok(())
     }
-    async fn load(&self, run_id: &rein::RunId) -> Result<rein::LoadedLedger, LedgerStoreError> {
+    async fn load(
+        &self,
+        run_id: &rein::RunId,
+    ) -> Result<rein::ledger::LoadedLedger, LedgerStoreError> {
         Err(LedgerStoreError::NotFound {
             run_id: run_id.clone(),
         })
@@ -282,7 +289,7 @@ impl std::fmt::Debug for FailsOn {
     }
 }
 
-impl rein::LedgerStore for FailsOn {
+impl rein::store::LedgerStore for FailsOn {
     async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
         if (self.0)(entry) {
             return DiskFull.append(entry).await;
@@ -292,7 +299,10 @@ impl rein::LedgerStore for FailsOn {
     async fn sync(&self, _: &rein::RunId) -> Result<(), LedgerStoreError> {
         Ok(())
     }
-    async fn load(&self, run_id: &rein::RunId) -> Result<rein::LoadedLedger, LedgerStoreError> {
+    async fn load(
+        &self,
+        run_id: &rein::RunId,
+    ) -> Result<rein::ledger::LoadedLedger, LedgerStoreError> {
         DiskFull.load(run_id).await
     }
     async fn list(&self) -> Result<Vec<rein::RunId>, LedgerStoreError> {
@@ -371,9 +381,9 @@ async fn every_retry_runs_on_the_input_the_call_was_proposed_with() {
         .tool(flaky)
         .planner(ScriptedPlanner::new(steps))
         .resilience(ResilienceConfig {
-            retry: rein::RetryConfig {
+            retry: rein::resilience::RetryConfig {
                 max_attempts: NonZeroU32::new(3).expect("non-zero"),
-                ..rein::RetryConfig::default()
+                ..rein::resilience::RetryConfig::default()
             },
             ..ResilienceConfig::default()
         })

@@ -16,11 +16,16 @@ use std::io;
 use std::sync::Arc;
 
 use chaos::{Counter, Faults, Faulty, assert_chain, counted};
+use rein::clock::ManualClock;
+use rein::ledger::{Entry, EntryKind};
+use rein::run::FailureKind;
+use rein::store::{
+    ArtifactError, FsStores, FsyncPolicy, LedgerStore, LedgerStoreError, MemoryArtifactStore,
+    MemoryLedgerStore, MemoryRunStore, RunStore, RunStoreError,
+};
 use rein::{
-    Annotations, ArtifactError, Decision, Engine, EngineError, Entry, EntryKind, FailureKind,
-    FsStores, FsyncPolicy, Ledger, LedgerStore, LedgerStoreError, ManualClock, MemoryArtifactStore,
-    MemoryLedgerStore, MemoryRunStore, Run, RunId, RunSpec, RunStatus, RunStore, RunStoreError,
-    ScriptStep, ScriptedPlanner, State, json,
+    Annotations, Decision, Engine, EngineError, Ledger, Run, RunId, RunSpec, RunStatus, ScriptStep,
+    ScriptedPlanner, State, json,
 };
 
 /// Looks something up, then in `act` writes (not idempotent) and puts (idempotent), then
@@ -77,7 +82,7 @@ fn engine<L, R, A>(ledgers: L, runs: R, artifacts: A) -> (Engine, Tools)
 where
     L: LedgerStore,
     R: RunStore,
-    A: rein::ArtifactStore,
+    A: rein::store::ArtifactStore,
 {
     let (look, look_n) = counted("look", Annotations::read_only());
     let (write, write_n) = counted("write", Annotations::side_effecting());
@@ -732,14 +737,14 @@ fn retry_engine(memory: &Memory, faults: &Arc<Faults>, runs: &Counter, seen: &Se
         .tool(flaky)
         .planner(retry_script())
         .budget("tool_calls", 10)
-        .resilience(rein::ResilienceConfig {
-            retry: rein::RetryConfig {
+        .resilience(rein::resilience::ResilienceConfig {
+            retry: rein::resilience::RetryConfig {
                 max_attempts: 3.try_into().expect("non-zero"),
                 min_backoff: std::time::Duration::ZERO,
                 max_backoff: std::time::Duration::ZERO,
-                ..rein::RetryConfig::default()
+                ..rein::resilience::RetryConfig::default()
             },
-            ..rein::ResilienceConfig::default()
+            ..rein::resilience::ResilienceConfig::default()
         })
         .clock(ManualClock::starting_at(1_700_000_000_000).with_step(1))
         .ledger_store(Faulty::new(&memory.ledgers, faults))
@@ -754,7 +759,7 @@ fn tool_calls_used(entries: &[Entry]) -> usize {
     entries
         .iter()
         .filter(|e| {
-            matches!(e.event(), EntryKind::BudgetConsumed { name, .. } if *name == rein::BudgetName::TOOL_CALLS)
+            matches!(e.event(), EntryKind::BudgetConsumed { name, .. } if *name == rein::run::BudgetName::TOOL_CALLS)
         })
         .count()
 }

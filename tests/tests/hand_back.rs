@@ -3,10 +3,11 @@
 
 mod support;
 
-use rein::{
-    Annotations, BudgetName, Decision, Engine, EvidenceKind, FailureKind, MockPlanner, NoteSource,
-    OnViolation, PlanRequest, RunStatus, State, Violation, json,
-};
+use rein::ledger::Violation;
+use rein::planner::MockPlanner;
+use rein::policy::OnViolation;
+use rein::run::{BudgetName, EvidenceKind, FailureKind, NoteSource};
+use rein::{Annotations, Decision, Engine, PlanRequest, RunStatus, State, json};
 use support::{echo, violations};
 
 /// How many violation notes the run has been handed so far.

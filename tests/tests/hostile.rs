@@ -17,11 +17,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chaos::{Counter, assert_chain, count, counted, counted_with, deep_array, deep_object};
+use rein::ledger::{EntryKind, MAX_JSON_DEPTH, Violation};
+use rein::planner::MockPlanner;
+use rein::policy::OnViolation;
+use rein::run::FailureKind;
+use rein::store::{
+    ArtifactError, ArtifactId, ArtifactStore, FsStores, LedgerStore, LedgerStoreError, StoreOptions,
+};
 use rein::{
-    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, ArtifactError,
-    ArtifactId, ArtifactStore, Decision, Engine, EngineError, EntryKind, FailureKind, FsStores,
-    Ledger, LedgerStore, LedgerStoreError, MAX_JSON_DEPTH, MockPlanner, OnViolation, PlanRequest,
-    RunId, RunSpec, RunStatus, State, StoreOptions, Value, Violation, json,
+    Annotations, ApprovalRequest, ApprovalResponse, Approver, ApproverError, Decision, Engine,
+    EngineError, Ledger, PlanRequest, RunId, RunSpec, RunStatus, State, Value, json,
 };
 
 // ---- the table ---------------------------------------------------------------------------------

@@ -5,10 +5,10 @@
 
 mod support;
 
-use rein::{
-    Annotations, BudgetName, Decision, Engine, Entry, EntryKind, FailureKind, InDoubtPolicy,
-    RunStatus, ScriptStep, ScriptedPlanner, State, json,
-};
+use rein::ledger::{Entry, EntryKind};
+use rein::policy::InDoubtPolicy;
+use rein::run::{BudgetName, FailureKind};
+use rein::{Annotations, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, json};
 use support::{CrashingLedgers, Probe, assert_chain, count, echo, walk_to};
 
 fn is_tool_call(entry: &Entry) -> bool {

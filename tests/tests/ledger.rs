@@ -9,9 +9,11 @@ mod support;
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
+use rein::ledger::{Entry, EntryKind, Problem};
+use rein::policy::{OnToolError, OnViolation};
+use rein::store::{LedgerStore, LedgerStoreError};
 use rein::{
-    Annotations, Decision, Engine, EngineError, Entry, EntryKind, Ledger, LedgerStore,
-    LedgerStoreError, OnToolError, OnViolation, Problem, RunStatus, ScriptStep, ScriptedPlanner,
+    Annotations, Decision, Engine, EngineError, Ledger, RunStatus, ScriptStep, ScriptedPlanner,
     State, ToolError, Value, json,
 };
 use support::{StagingOnly, assert_chain, count, echo, failing, walk_to};
@@ -265,7 +267,7 @@ async fn a_tampered_ledger_on_disk_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
 
-    let path = rein::FsStores::open(dir.path())
+    let path = rein::store::FsStores::open(dir.path())
         .expect("stores")
         .ledgers()
         .ledger_path(run.id());
@@ -297,7 +299,7 @@ async fn a_tampered_ledger_on_disk_is_refused() {
 async fn a_chosen_id_whose_ledger_was_emptied_behind_its_snapshot_is_not_reused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
-    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
     let snapshot_path = stores.runs().snapshot_path(run.id());
     let snapshot = std::fs::read(&snapshot_path).expect("snapshot");
     std::fs::write(stores.ledgers().ledger_path(run.id()), b"").expect("empty the ledger");
@@ -340,7 +342,7 @@ async fn paused_on_disk(dir: &std::path::Path) -> (rein::Run, impl Fn() -> Engin
 async fn a_ledger_cut_behind_its_snapshot_is_refused_and_left_as_it_is() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
-    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
     let path = stores.ledgers().ledger_path(run.id());
     let original = std::fs::read(&path).expect("ledger file");
     let head = run
@@ -419,7 +421,7 @@ async fn a_ledger_cut_behind_its_snapshot_is_refused_and_left_as_it_is() {
 async fn the_last_entry_rewritten_behind_the_snapshot_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
-    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
     let path = stores.ledgers().ledger_path(run.id());
     let text = std::fs::read_to_string(&path).expect("ledger file");
     let mut entries: Vec<Entry> = text
@@ -452,7 +454,7 @@ async fn the_last_entry_rewritten_behind_the_snapshot_is_refused() {
 async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
-    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
     let snapshot = stores.runs().snapshot_path(run.id());
     let mut json: Value =
         serde_json::from_slice(&std::fs::read(&snapshot).expect("snapshot")).expect("json");
@@ -462,7 +464,7 @@ async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
         .remove("ledger_head");
     std::fs::write(&snapshot, serde_json::to_vec(&json).expect("json")).expect("write");
 
-    let old = rein::RunStore::load(stores.runs(), run.id())
+    let old = rein::store::RunStore::load(stores.runs(), run.id())
         .await
         .expect("an old snapshot loads");
     assert_eq!(old.ledger_head(), None);
@@ -474,7 +476,7 @@ async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
         .await
         .expect("resumes");
     assert_eq!(done.status(), RunStatus::Completed);
-    let saved = rein::RunStore::load(stores.runs(), run.id())
+    let saved = rein::store::RunStore::load(stores.runs(), run.id())
         .await
         .expect("saved");
     let ledger = build().ledger(run.id()).await.expect("ledger");
@@ -485,7 +487,7 @@ async fn a_snapshot_saved_before_ledger_heads_still_loads_and_resumes() {
 async fn an_unreadable_snapshot_does_not_stop_resume_and_the_skipped_check_is_recorded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (run, build) = paused_on_disk(dir.path()).await;
-    let stores = rein::FsStores::open(dir.path()).expect("stores");
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
     std::fs::write(stores.runs().snapshot_path(run.id()), b"{ not json").expect("write");
     let done = build()
         .resume_with_input(run.id(), "yes")

@@ -6,9 +6,13 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use rein::clock::{ManualClock, SequentialIds};
+use rein::ledger::EntryKind;
+use rein::planner::MockPlanner;
+use rein::run::FailureKind;
 use rein::{
-    Decision, Engine, EntryKind, FailureKind, ManualClock, MockPlanner, PlannerError, RunSpec,
-    RunStatus, ScriptStep, ScriptedPlanner, SequentialIds, State, Value, json,
+    Decision, Engine, PlannerError, RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State, Value,
+    json,
 };
 use support::{assert_chain, walk_to};
 

@@ -4,13 +4,16 @@
 
 mod support;
 
+use rein::ledger::{EntryKind, Violation};
 use rein::llm::{
     Api, CassetteRecorder, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Replayer,
 };
+use rein::planner::{PlannerCall, WorstCase};
+use rein::policy::OnViolation;
+use rein::run::{BudgetName, FailureKind};
 use rein::tool::Digest;
 use rein::{
-    Annotations, BudgetName, Decision, Engine, EntryKind, FailureKind, OnViolation, PlanRequest,
-    Planner, PlannerCall, PlannerError, RunStatus, State, Violation, WorstCase, json,
+    Annotations, Decision, Engine, PlanRequest, Planner, PlannerError, RunStatus, State, json,
 };
 use rein_llm::fake::{Call, FakeServer, Reply};
 use support::echo;
@@ -240,7 +243,7 @@ impl Planner for Thrifty {
         let answered = request
             .evidence()
             .iter()
-            .any(|e| matches!(e.kind, rein::EvidenceKind::HumanInput { .. }));
+            .any(|e| matches!(e.kind, rein::run::EvidenceKind::HumanInput { .. }));
         Ok(match request.state() {
             State::Intake if !answered => Decision::ask_human("go on?", ["yes"]),
             _ => Decision::fail("stopping here"),
@@ -368,7 +371,7 @@ async fn the_api_key_reaches_neither_the_ledger_nor_the_run() {
         ledger
             .entries()
             .iter()
-            .map(rein::Entry::to_json_line)
+            .map(rein::ledger::Entry::to_json_line)
             .collect::<String>()
     );
     assert!(!everything.contains("very-secret"));
@@ -465,8 +468,11 @@ async fn a_call_killed_mid_stream_is_charged_at_its_worst_case_after_a_restart()
         dir.path(),
     );
     let before = ledger(&second).await;
-    let Some(EntryKind::PlannerAttempt { step: 1, attempt }) =
-        before.entries().last().map(rein::Entry::event).cloned()
+    let Some(EntryKind::PlannerAttempt { step: 1, attempt }) = before
+        .entries()
+        .last()
+        .map(rein::ledger::Entry::event)
+        .cloned()
     else {
         panic!("the attempt is the last thing on record: {before:?}");
     };
@@ -606,14 +612,14 @@ async fn triggered_skills_enter_the_prompt_and_replay_rebuilds_the_same_hash() {
     ])
     .await
     .unwrap();
-    let notes = rein::Skill::new(
+    let notes = rein::run::Skill::new(
         "release-notes",
         "How to write release notes",
         vec!["release".into()],
         "# Release notes\nGroup changes by crate.\n",
     )
     .unwrap();
-    let migrations = rein::Skill::new(
+    let migrations = rein::run::Skill::new(
         "db-migrations",
         "How to write a database migration",
         vec!["migration".into()],
@@ -721,7 +727,7 @@ async fn a_skill_loaded_through_skill_load_enters_the_record_at_the_next_step() 
     .await
     .unwrap();
     let skill = |name: &str, trigger: &str, body: &str| {
-        rein::Skill::new(name, format!("How to {name}"), vec![trigger.into()], body).unwrap()
+        rein::run::Skill::new(name, format!("How to {name}"), vec![trigger.into()], body).unwrap()
     };
     let migrations = skill("db-migrations", "schema-change", "Never drop a column.\n");
     let never = skill("kubernetes", "kubectl", "Pin the image digest.\n");
@@ -811,7 +817,7 @@ impl Planner for Careful {
         let meter = request.meter().expect("the engine hands a meter");
         let request_hash = Digest::of_bytes(request.goal().as_bytes());
         meter
-            .begin(rein::PlannerAttempt {
+            .begin(rein::planner::PlannerAttempt {
                 attempt: 1,
                 provider: "in-house".into(),
                 model: "rules".into(),

@@ -5,11 +5,14 @@
 
 mod support;
 
+use rein::ledger::EntryKind;
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
+use rein::planner::MockPlanner;
+use rein::policy::{DEFAULT_HAND_BACK_LIMIT, OnToolError, OnViolation};
+use rein::run::{EvidenceKind, FailureKind};
 use rein::{
-    Annotations, DEFAULT_HAND_BACK_LIMIT, Decision, Engine, EngineBuilder, EntryKind, EvidenceKind,
-    FailureKind, MockPlanner, OnToolError, OnViolation, PlanRequest, Planner, Run, RunStatus,
-    ScriptStep, ScriptedPlanner, State, ToolError, Value, json,
+    Annotations, Decision, Engine, EngineBuilder, PlanRequest, Planner, Run, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolError, Value, json,
 };
 use rein_llm::fake::{Call, FakeServer, Reply};
 use support::failing;

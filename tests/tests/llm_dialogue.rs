@@ -6,12 +6,13 @@
 
 mod support;
 
+use rein::ledger::{EntryKind, Violation};
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
+use rein::planner::PlannerCall;
+use rein::policy::OnViolation;
+use rein::run::BudgetName;
 use rein::tool::Digest;
-use rein::{
-    Annotations, BudgetName, Engine, EntryKind, OnViolation, PlannerCall, RunStatus, Violation,
-    json,
-};
+use rein::{Annotations, Engine, RunStatus, json};
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::Value;
 use support::echo;

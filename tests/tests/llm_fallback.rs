@@ -7,8 +7,10 @@ mod support;
 
 use std::time::Duration;
 
+use rein::ledger::EntryKind;
 use rein::llm::{Api, FallbackProvider, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
-use rein::{Annotations, Engine, EntryKind, OnViolation, RunStatus, json};
+use rein::policy::OnViolation;
+use rein::{Annotations, Engine, RunStatus, json};
 use rein_llm::fake::{Call, FakeServer, Reply};
 use support::echo;
 

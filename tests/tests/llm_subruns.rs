@@ -7,11 +7,12 @@
 
 mod support;
 
+use rein::ledger::{EntryKind, Violation};
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
-use rein::{
-    Annotations, BudgetName, ChildOutcome, Engine, EntryKind, EvidenceKind, OnViolation, RunStatus,
-    Violation, json,
-};
+use rein::policy::OnViolation;
+use rein::run::{BudgetName, EvidenceKind};
+use rein::subrun::ChildOutcome;
+use rein::{Annotations, Engine, RunStatus, json};
 use rein_llm::fake::{Call, FakeServer, Received, Reply};
 use support::{assert_chain, count, echo, started_children, violations};
 

@@ -3,10 +3,11 @@
 
 mod support;
 
-use rein::{
-    Annotations, BudgetName, Decision, Engine, EngineError, EntryKind, FailureKind, MockPlanner,
-    NarrowingError, PolicyNarrowing, RunStatus, State, ToolName, Violation, json,
-};
+use rein::ledger::{EntryKind, Violation};
+use rein::planner::MockPlanner;
+use rein::policy::{NarrowingError, PolicyNarrowing};
+use rein::run::{BudgetName, FailureKind};
+use rein::{Annotations, Decision, Engine, EngineError, RunStatus, State, ToolName, json};
 use support::{count, echo, gated, violations};
 
 fn name(tool: &str) -> ToolName {
@@ -19,7 +20,7 @@ fn planner() -> MockPlanner {
     MockPlanner::new(|request| {
         let done = |tool: &str| {
             request.evidence().iter().any(|e| {
-                matches!(&e.kind, rein::EvidenceKind::ToolResult { tool: t, .. } if t.as_str() == tool)
+                matches!(&e.kind, rein::run::EvidenceKind::ToolResult { tool: t, .. } if t.as_str() == tool)
             })
         };
         Ok(match request.state() {

@@ -8,10 +8,13 @@ use std::sync::Arc;
 
 use chaos::{Counter, Faults, Faulty, assert_chain, count, counted};
 use proptest::prelude::*;
+use rein::ledger::EntryKind;
+use rein::policy::{OnToolError, OnViolation};
+use rein::run::BudgetName;
+use rein::store::{LedgerStore, MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore};
 use rein::{
-    Annotations, BudgetName, Decision, Engine, EngineError, EntryKind, LedgerStore,
-    MemoryArtifactStore, MemoryLedgerStore, MemoryRunStore, OnToolError, OnViolation, Run, RunId,
-    RunSpec, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError, json,
+    Annotations, Decision, Engine, EngineError, Run, RunId, RunSpec, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolError, json,
 };
 
 /// One proposed decision, in a form proptest can shrink.

@@ -3,10 +3,12 @@
 
 mod support;
 
+use rein::run::FailureKind;
+use rein::store::RegistryBuilder;
 use rein::tool::{Registry, SharedTool};
 use rein::{
-    Annotations, BuildError, Decision, Engine, FailureKind, RegistryBuilder, RunStatus, ScriptStep,
-    ScriptedPlanner, State, ToolSpec, json,
+    Annotations, BuildError, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State,
+    ToolSpec, json,
 };
 use support::{echo, walk_to};
 

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use rein::policy::{OnToolError, OnViolation};
+use rein::resilience::{ResilienceConfig, RetryConfig};
 use rein::{
-    Annotations, Decision, Engine, EngineBuilder, FnTool, OnToolError, OnViolation,
-    ResilienceConfig, RetryConfig, Run, RunStatus, ScriptStep, ScriptedPlanner, State, ToolError,
-    Value, json,
+    Annotations, Decision, Engine, EngineBuilder, FnTool, Run, RunStatus, ScriptStep,
+    ScriptedPlanner, State, ToolError, Value, json,
 };
 use support::{Probe, StagingOnly, echo, failing, walk_to};
 

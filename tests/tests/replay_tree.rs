@@ -5,9 +5,12 @@
 
 mod support;
 
+use rein::ledger::EntryKind;
+use rein::store::{LedgerStore, MemoryLedgerStore};
+use rein::subrun::TreeError;
 use rein::{
-    Annotations, Decision, Engine, EngineBuilder, EngineError, EntryKind, FnTool, Ledger,
-    LedgerStore, MemoryLedgerStore, RunStatus, ScriptStep, ScriptedPlanner, State, TreeError, json,
+    Annotations, Decision, Engine, EngineBuilder, EngineError, FnTool, Ledger, RunStatus,
+    ScriptStep, ScriptedPlanner, State, json,
 };
 use support::{Probe, calls, echo, explore_script, started_children, walk_to};
 
@@ -288,7 +291,7 @@ async fn a_child_started_after_the_parent_ended_breaks_the_tree_for_verify_and_r
             parent,
             child,
             reason:
-                TreeError::Recorded(rein::ChildLinkError::AfterEnd {
+                TreeError::Recorded(rein::ledger::ChildLinkError::AfterEnd {
                     kind, seq, ended, ..
                 }),
         } => {

@@ -6,9 +6,12 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
+use rein::ledger::Violation;
+use rein::policy::OnViolation;
+use rein::run::FailureKind;
 use rein::{
-    BuildError, Decision, Engine, FailureKind, OnViolation, PlanRequest, Planner, PlannerError,
-    RunStatus, ScriptStep, ScriptedPlanner, State, Violation, json,
+    BuildError, Decision, Engine, PlanRequest, Planner, PlannerError, RunStatus, ScriptStep,
+    ScriptedPlanner, State, json,
 };
 use support::{count, violations, walk_to};
 
@@ -52,7 +55,7 @@ async fn a_result_that_does_not_match_is_handed_back_and_the_next_one_completes_
         .evidence()
         .iter()
         .filter_map(|e| match &e.kind {
-            rein::EvidenceKind::SystemNote { note, .. } => Some(note.clone()),
+            rein::run::EvidenceKind::SystemNote { note, .. } => Some(note.clone()),
             _ => None,
         })
         .collect();
@@ -216,14 +219,14 @@ async fn every_plan_request_carries_the_result_schema() {
 
 #[test]
 fn adding_a_result_schema_narrows_a_policy_and_dropping_or_changing_one_does_not() {
-    let none = rein::PolicySnapshot::default();
-    let with = rein::PolicySnapshot {
+    let none = rein::policy::PolicySnapshot::default();
+    let with = rein::policy::PolicySnapshot {
         result_schema: Some(schema()),
-        ..rein::PolicySnapshot::default()
+        ..rein::policy::PolicySnapshot::default()
     };
-    let other = rein::PolicySnapshot {
+    let other = rein::policy::PolicySnapshot {
         result_schema: Some(json!({"type": "string"})),
-        ..rein::PolicySnapshot::default()
+        ..rein::policy::PolicySnapshot::default()
     };
     assert!(with.is_within(&none, &[]));
     assert!(with.is_within(&with, &[]));
@@ -232,7 +235,7 @@ fn adding_a_result_schema_narrows_a_policy_and_dropping_or_changing_one_does_not
     // Recorded only when set: a snapshot without one reads and writes as before.
     assert!(none.to_value().get("result_schema").is_none());
     assert_eq!(
-        rein::PolicySnapshot::from_value(&with.to_value()).unwrap(),
+        rein::policy::PolicySnapshot::from_value(&with.to_value()).unwrap(),
         with
     );
 }

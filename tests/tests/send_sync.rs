@@ -5,11 +5,17 @@
 
 use std::sync::Arc;
 
+use rein::ledger::ReplayReport;
+use rein::planner::DynPlanner;
+use rein::policy::DynApprover;
+use rein::store::{
+    DynArtifactStore, DynLedgerStore, DynRunStore, MemoryArtifactStore, MemoryLedgerStore,
+    MemoryRunStore,
+};
 use rein::tool::DynTool;
 use rein::{
-    BuildError, DynApprover, DynArtifactStore, DynLedgerStore, DynPlanner, DynRunStore, Engine,
-    EngineBuilder, EngineError, FnTool, Ledger, MemoryArtifactStore, MemoryLedgerStore,
-    MemoryRunStore, ReplayReport, Run, RunEvent, RunEvents, RunHandle, RunId, ScriptedPlanner,
+    BuildError, Engine, EngineBuilder, EngineError, FnTool, Ledger, Run, RunEvent, RunEvents,
+    RunHandle, RunId, ScriptedPlanner,
 };
 
 fn send_sync<T: Send + Sync>() {}
@@ -38,9 +44,9 @@ fn errors_can_cross_threads_and_be_boxed() {
     static_error::<rein::ToolError>();
     static_error::<rein::PlannerError>();
     static_error::<rein::ApproverError>();
-    static_error::<rein::LedgerStoreError>();
-    static_error::<rein::RunStoreError>();
-    static_error::<rein::ArtifactError>();
+    static_error::<rein::store::LedgerStoreError>();
+    static_error::<rein::store::RunStoreError>();
+    static_error::<rein::store::ArtifactError>();
 }
 
 #[test]

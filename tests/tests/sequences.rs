@@ -5,10 +5,11 @@
 
 mod support;
 
-use rein::{
-    Annotations, Decision, Engine, EntryKind, EvidenceKind, FailureKind, MockPlanner, NoteSource,
-    OnViolation, RunStatus, ScriptStep, ScriptedPlanner, SequenceError, State, Violation, json,
-};
+use rein::ledger::{EntryKind, Violation};
+use rein::planner::{MockPlanner, SequenceError};
+use rein::policy::OnViolation;
+use rein::run::{EvidenceKind, FailureKind, NoteSource};
+use rein::{Annotations, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, json};
 use support::{CrashingLedgers, assert_chain, count, echo, entries, kinds, violations};
 
 /// Explore, then read `a` and `b`, move to decide and finish, all in one decision.
@@ -244,7 +245,7 @@ async fn a_failed_call_stops_the_sequence_when_tool_errors_are_handed_back() {
             ),
             ScriptStep::expect(State::Explore, Decision::fail("the tool broke")),
         ]))
-        .on_tool_error(rein::OnToolError::HandBack)
+        .on_tool_error(rein::policy::OnToolError::HandBack)
         .build()
         .expect("engine builds");
     let run = engine.run("broken").await.expect("run");
@@ -262,19 +263,19 @@ async fn a_failed_call_stops_the_sequence_when_tool_errors_are_handed_back() {
     );
 }
 
-fn after_first_result(entry: &rein::Entry) -> bool {
+fn after_first_result(entry: &rein::ledger::Entry) -> bool {
     // The run's first result is the first member's.
     matches!(entry.event(), EntryKind::ToolResult { .. })
 }
 
-fn after_second_member(entry: &rein::Entry) -> bool {
+fn after_second_member(entry: &rein::ledger::Entry) -> bool {
     matches!(entry.event(), EntryKind::SequenceMember { index: 1, .. })
 }
 
 /// Runs `read_then_finish` over a ledger that "crashes" after `crash_after`, resumes it in
 /// a second engine, and returns each engine's (reads, writes) and the final ledger.
 async fn crash_mid_sequence(
-    crash_after: fn(&rein::Entry) -> bool,
+    crash_after: fn(&rein::ledger::Entry) -> bool,
 ) -> ((usize, usize), (usize, usize), rein::Run, rein::Ledger) {
     let build = |ledgers: CrashingLedgers| {
         let (read, reads) = echo("read", Annotations::read_only());

@@ -7,10 +7,13 @@ mod support;
 
 use std::time::Duration;
 
+use rein::ledger::EntryKind;
+use rein::policy::ApprovalMode;
+use rein::run::EvidenceKind;
+use rein::subrun::ChildOutcome;
 use rein::{
-    Annotations, ApprovalMode, ApprovalPolicy, ApprovalResponse, ChildOutcome, Decision, Engine,
-    EngineError, EntryKind, EvidenceKind, RunId, RunStatus, ScriptStep, ScriptedPlanner, State,
-    Verdict, json,
+    Annotations, ApprovalPolicy, ApprovalResponse, Decision, Engine, EngineError, RunId, RunStatus,
+    ScriptStep, ScriptedPlanner, State, Verdict, json,
 };
 use support::{Probe, calls, count, echo, explore_script, started_children, walk_to};
 

@@ -11,10 +11,12 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rein::ledger::{EntryKind, Violation};
+use rein::run::{BudgetName, EvidenceKind, FailureKind};
+use rein::subrun::{ChildOutcome, MAX_DEPTH_CEILING};
 use rein::{
-    Annotations, BudgetName, BuildError, ChildOutcome, Decision, Engine, EngineBuilder, EntryKind,
-    EvidenceKind, FailureKind, FnTool, Ledger, MAX_DEPTH_CEILING, Run, RunEvent, RunId, RunStatus,
-    ScriptStep, ScriptedPlanner, State, Violation, json,
+    Annotations, BuildError, Decision, Engine, EngineBuilder, FnTool, Ledger, Run, RunEvent, RunId,
+    RunStatus, ScriptStep, ScriptedPlanner, State, json,
 };
 use support::{
     assert_chain, calls, count, echo, explore_script, started_children, violations, walk_to,
@@ -771,7 +773,7 @@ async fn runs_naming_each_other_as_children_are_refused_at_the_ceiling() {
     let started = |child: &RunId| EntryKind::ChildStarted {
         child: child.clone(),
         goal: "the other".into(),
-        carved: rein::Spend::new(),
+        carved: rein::subrun::Spend::new(),
         planner: None,
     };
     let mut ledgers = [Ledger::new(a.clone()), Ledger::new(b.clone())];
@@ -797,7 +799,7 @@ async fn runs_naming_each_other_as_children_are_refused_at_the_ceiling() {
             .iter()
             .flat_map(|e| e.json_line().iter().copied())
             .collect();
-        let path = rein::FsLayout::new(dir.path()).ledger(ledger.run_id());
+        let path = rein::store::FsLayout::new(dir.path()).ledger(ledger.run_id());
         std::fs::write(path, lines).expect("write the ledger");
     }
     let err = engine.verify_tree(&a).await.expect_err("a loop is no tree");
@@ -805,7 +807,7 @@ async fn runs_naming_each_other_as_children_are_refused_at_the_ceiling() {
         matches!(
             &err,
             rein::EngineError::TreeBroken {
-                reason: rein::TreeError::TooDeep {
+                reason: rein::subrun::TreeError::TooDeep {
                     ceiling: MAX_DEPTH_CEILING
                 },
                 ..

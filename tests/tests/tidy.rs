@@ -1,8 +1,9 @@
 //! The tidy test: rules about the source tree itself, checked by plain `cargo test` (the
 //! model is rust-analyzer's `tidy.rs`). Every `.rs` file opens with a `//!` line; no test is
 //! ignored without a reason or expects a panic; domain crates stay pure (no clock, no I/O,
-//! no environment, no threads, and only their allowed dependencies); the engine's modules
-//! import each other without a circle; docs/ARCHITECTURE.md names only types that exist.
+//! no environment, no threads, and only their allowed dependencies); no crate's modules
+//! import each other in a circle; the facade re-exports each name once and no bare function
+//! at its root; docs/ARCHITECTURE.md names only types that exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -158,67 +159,218 @@ fn domain_crates_stay_pure() {
     report("impure domain code", &problems);
 }
 
-#[test]
-fn the_engines_modules_import_each_other_without_a_circle() {
-    let dir = root().join("crates/engine/src");
-    let modules: BTreeMap<String, String> = files(&dir, ".rs")
-        .into_iter()
-        .filter_map(|path| {
-            let name = path.file_stem()?.to_string_lossy().into_owned();
-            let text = fs::read_to_string(&path).ok()?;
-            // Unit tests may reach anywhere.
-            let code = text
-                .split("#[cfg(test)]")
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            (name != "lib").then_some((name, code))
-        })
-        .collect();
-    let imports: BTreeMap<&str, BTreeSet<&str>> = modules
-        .iter()
-        .map(|(name, code)| {
-            let uses = modules
-                .keys()
-                .filter(|other| *other != name)
-                .filter(|other| {
-                    code.contains(&format!("crate::{other}::"))
-                        || code.contains(&format!("crate::{other};"))
-                })
-                .map(String::as_str)
+/// Import circles known to exist, per crate: the modules of each strongly connected group.
+/// The check compares the exact set, so an entry that no longer matches fails too. None
+/// today: a new circle is a defect to fix, not an entry to add.
+const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[];
+
+/// The modules a `crate::…` path in `code` names: `crate::a::X`, `crate::a;` and each
+/// first name of a group `crate::{a::X, b, C}`. Names re-exported at the crate root
+/// (`crate::X`) are not followed: a module that wants to be below another imports it by
+/// its path.
+fn crate_paths(code: &str) -> Vec<&str> {
+    fn first_name(text: &str) -> &str {
+        let text = text.trim_start();
+        let end = text
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(text.len());
+        &text[..end]
+    }
+    let mut names = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            names.push(first_name(rest));
+            continue;
+        };
+        // The group's top-level items, up to its closing brace.
+        let mut depth = 1;
+        let mut item_start = 0;
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 1 => {
+                    names.push(first_name(&group[item_start..i]));
+                    item_start = i + 1;
+                }
+                _ => {}
+            }
+            if depth == 0 {
+                names.push(first_name(&group[item_start..i]));
+                break;
+            }
+        }
+    }
+    names.retain(|name| !name.is_empty());
+    names
+}
+
+/// A crate's modules (the first name under `src/`: `src/fs/read.rs` belongs to `fs`) and
+/// the other modules each one imports. Unit tests may reach anywhere.
+fn module_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut code: BTreeMap<String, String> = BTreeMap::new();
+    for path in files(src, ".rs") {
+        let Ok(relative) = path.strip_prefix(src) else {
+            continue;
+        };
+        let Some(first) = relative.components().next() else {
+            continue;
+        };
+        let first = first.as_os_str().to_string_lossy();
+        let module = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+        if ["lib", "main", "bin"].contains(&module.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).expect("a readable source file");
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let entry = code.entry(module).or_default();
+        entry.push_str(text);
+        entry.push('\n');
+    }
+    code.iter()
+        .map(|(module, text)| {
+            let uses = crate_paths(text)
+                .into_iter()
+                .filter(|name| *name != module && code.contains_key(*name))
+                .map(str::to_owned)
                 .collect();
-            (name.as_str(), uses)
+            (module.clone(), uses)
         })
-        .collect();
-    // Depth-first search for a back edge.
-    fn visit<'a>(
-        module: &'a str,
-        imports: &BTreeMap<&'a str, BTreeSet<&'a str>>,
-        path: &mut Vec<&'a str>,
-        done: &mut BTreeSet<&'a str>,
-        circles: &mut Vec<String>,
-    ) {
-        if let Some(at) = path.iter().position(|m| *m == module) {
-            let mut circle = path[at..].to_vec();
-            circle.push(module);
-            circles.push(circle.join(" → "));
-            return;
-        }
-        if !done.insert(module) {
-            return;
-        }
-        path.push(module);
-        for next in imports.get(module).into_iter().flatten() {
-            visit(next, imports, path, done, circles);
-        }
-        path.pop();
+        .collect()
+}
+
+/// The groups of modules that import each other in a circle (strongly connected components
+/// of more than one module, Tarjan's algorithm), each sorted.
+fn circles(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Search<'a> {
+        imports: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        groups: Vec<Vec<String>>,
     }
-    let mut circles = Vec::new();
-    let mut done = BTreeSet::new();
+    impl<'a> Search<'a> {
+        fn visit(&mut self, module: &'a str) {
+            let at = self.index.len();
+            self.index.insert(module, at);
+            self.low.insert(module, at);
+            self.stack.push(module);
+            for next in self.imports.get(module).into_iter().flatten() {
+                let next = next.as_str();
+                if !self.index.contains_key(next) {
+                    self.visit(next);
+                    let low = self.low[module].min(self.low[next]);
+                    self.low.insert(module, low);
+                } else if self.stack.contains(&next) {
+                    let low = self.low[module].min(self.index[next]);
+                    self.low.insert(module, low);
+                }
+            }
+            if self.low[module] == self.index[module] {
+                let from = self
+                    .stack
+                    .iter()
+                    .position(|m| *m == module)
+                    .expect("a module on the stack");
+                let mut group: Vec<String> = self.stack.drain(from..).map(str::to_owned).collect();
+                if group.len() > 1 {
+                    group.sort();
+                    self.groups.push(group);
+                }
+            }
+        }
+    }
+    let mut search = Search {
+        imports,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        groups: Vec::new(),
+    };
     for module in imports.keys() {
-        visit(module, &imports, &mut Vec::new(), &mut done, &mut circles);
+        if !search.index.contains_key(module.as_str()) {
+            search.visit(module);
+        }
     }
-    report("import circles among the engine's modules", &circles);
+    search.groups.sort();
+    search.groups
+}
+
+/// One circle through `group`, shortest first, for the message: `a → b → a`.
+fn one_circle(group: &[String], imports: &BTreeMap<String, BTreeSet<String>>) -> String {
+    let start = &group[0];
+    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut todo = std::collections::VecDeque::from([start.as_str()]);
+    while let Some(module) = todo.pop_front() {
+        for next in imports.get(module).into_iter().flatten() {
+            if !group.contains(next) || came_from.contains_key(next.as_str()) {
+                continue;
+            }
+            came_from.insert(next, module);
+            if next == start {
+                let mut path = vec![start.as_str()];
+                let mut at = came_from[start.as_str()];
+                while at != start {
+                    path.push(at);
+                    at = came_from[at];
+                }
+                path.push(start);
+                path.reverse();
+                return path.join(" → ");
+            }
+            todo.push_back(next);
+        }
+    }
+    group.join(", ")
+}
+
+#[test]
+fn every_crates_modules_import_each_other_without_a_circle() {
+    let root = root();
+    let mut problems = Vec::new();
+    let mut found = BTreeSet::new();
+    let mut crates = 0;
+    for manifest in files(&root.join("crates"), "Cargo.toml") {
+        let dir = manifest.parent().expect("a manifest's folder");
+        let src = dir.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        crates += 1;
+        let name = dir.strip_prefix(&root).unwrap_or(dir).display().to_string();
+        let imports = module_imports(&src);
+        for group in circles(&imports) {
+            let allowed = ALLOWED_CIRCLES
+                .iter()
+                .any(|(krate, modules)| *krate == name && *modules == group.as_slice());
+            if !allowed {
+                problems.push(format!(
+                    "{name}: {} (import the shared piece from a module below both)",
+                    one_circle(&group, &imports)
+                ));
+            }
+            found.insert((name.clone(), group));
+        }
+    }
+    for (krate, modules) in ALLOWED_CIRCLES {
+        let group: Vec<String> = modules.iter().map(|m| (*m).to_owned()).collect();
+        if !found.contains(&((*krate).to_owned(), group)) {
+            problems.push(format!(
+                "{krate}: the allowed circle among {} is gone; remove it from ALLOWED_CIRCLES",
+                modules.join(", ")
+            ));
+        }
+    }
+    assert!(crates >= 15, "found only {crates} crates under crates/");
+    report("import circles among a crate's modules", &problems);
+}
+
+#[test]
+fn crate_paths_read_single_paths_and_groups() {
+    let code =
+        "use crate::a::X;\nuse crate::b;\nuse crate::{c::Y, D, e::{f, g}};\nlet x = crate::h::z();";
+    assert_eq!(crate_paths(code), ["a", "b", "c", "D", "e", "h"]);
 }
 
 /// Types the architecture document may name that live outside the workspace.
@@ -276,4 +428,72 @@ fn the_architecture_document_names_only_types_that_exist() {
         "docs/ARCHITECTURE.md",
         &problems.into_iter().collect::<Vec<_>>(),
     );
+}
+
+/// The facade's modules whose names repeat others on purpose: the prelude gathers the
+/// everyday names once more.
+const FACADE_GATHERINGS: [&str; 1] = ["prelude"];
+
+/// The lowercase names the facade's root may re-export: a macro and two modules.
+const FACADE_ROOT_LOWERCASE: [&str; 4] = ["json", "postgres", "schemars", "shell"];
+
+#[test]
+fn the_facade_names_each_item_once() {
+    let lib = fs::read_to_string(root().join("crates/rein/src/lib.rs")).expect("the facade");
+    let mut module = String::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut problems = Vec::new();
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let code = line.split("//").next().unwrap_or_default().trim();
+        if let Some(rest) = code.strip_prefix("pub mod ") {
+            module = rest.trim_end_matches(['{', ' ']).to_owned();
+            continue;
+        }
+        if code == "}" && statement.is_empty() {
+            module.clear();
+            continue;
+        }
+        if code.starts_with("pub use ") || !statement.is_empty() {
+            statement.push_str(code);
+            statement.push(' ');
+        }
+        if !statement.trim_end().ends_with(';') {
+            continue;
+        }
+        let taken = std::mem::take(&mut statement);
+        if FACADE_GATHERINGS.contains(&module.as_str()) {
+            continue;
+        }
+        // What the statement names: the last segment of each path it brings in.
+        let list = taken
+            .trim_start_matches("pub use ")
+            .trim_end()
+            .trim_end_matches(';');
+        let list = list.split_once('{').map_or(list, |(_, inner)| inner);
+        for item in list.trim_end_matches('}').split(',') {
+            let name = item.rsplit("::").next().unwrap_or_default().trim();
+            let name = name.rsplit(" as ").next().unwrap_or_default().trim();
+            if name.is_empty() || name == "self" {
+                continue;
+            }
+            let here = if module.is_empty() {
+                "the crate root".to_owned()
+            } else {
+                format!("rein::{module}")
+            };
+            if let Some(before) = seen.insert(name.to_owned(), here.clone()) {
+                problems.push(format!("`{name}` is re-exported in {before} and in {here}"));
+            }
+            if module.is_empty()
+                && name.chars().next().is_some_and(char::is_lowercase)
+                && !FACADE_ROOT_LOWERCASE.contains(&name)
+            {
+                problems.push(format!(
+                    "`{name}` is a bare function or module at the crate root; put it in the module it belongs to"
+                ));
+            }
+        }
+    }
+    report("the facade's re-exports", &problems);
 }

@@ -5,10 +5,10 @@
 mod support;
 
 use proptest::prelude::*;
-use rein::{
-    Decision, Engine, EntryKind, FailureKind, OnViolation, RunStatus, ScriptStep, ScriptedPlanner,
-    State, Transitions, Violation, json,
-};
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::{OnViolation, Transitions};
+use rein::run::FailureKind;
+use rein::{Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, json};
 use support::{assert_chain, count, violations, walk_to};
 
 const WORKING: [State; 5] = [
@@ -151,12 +151,12 @@ async fn a_refused_transition_handed_back_leaves_the_run_in_its_state() {
         .evidence()
         .iter()
         .filter_map(|e| match &e.kind {
-            rein::EvidenceKind::SystemNote { source, note } => Some((*source, note.clone())),
+            rein::run::EvidenceKind::SystemNote { source, note } => Some((*source, note.clone())),
             _ => None,
         })
         .collect();
     assert_eq!(notes.len(), 1);
-    assert_eq!(notes[0].0, rein::NoteSource::Violation);
+    assert_eq!(notes[0].0, rein::run::NoteSource::Violation);
     assert!(notes[0].1.contains("explore → act"), "{}", notes[0].1);
 }
 

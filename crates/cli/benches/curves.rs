@@ -22,8 +22,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use rein::ledger::Chain;
 use rein::prelude::*;
-use rein::{Chain, EngineBuilder, FsyncPolicy, PlanRequest, PlannerError, Timestamp};
+use rein::run::Timestamp;
+use rein::store::FsyncPolicy;
+use rein::{EngineBuilder, PlanRequest, PlannerError};
 use sha2::{Digest as _, Sha256};
 
 /// Repetitions of each timed figure; the median is shown with the min–max.

@@ -13,7 +13,8 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use rein::{FsLayout, RunId};
+use rein::RunId;
+use rein::store::FsLayout;
 
 use crate::exit::CliError;
 use crate::scenario::Scenario;

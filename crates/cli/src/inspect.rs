@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rein::{
-    ApprovalPolicy, Eligibility, Entry, EntryKind, RunOutline, State, ToolSpec, Transitions, Value,
-    json,
-};
+use rein::ledger::{Entry, EntryKind, RunOutline};
+use rein::policy::{Eligibility, Transitions};
+use rein::{ApprovalPolicy, State, ToolSpec, Value, json};
 
 use crate::cli::Format;
-use crate::render::{serde_name, truncate};
+use crate::render::serde_name;
+use crate::text::truncate;
 
 /// One stay in a state: how the run got there, and the tools it called there.
 #[derive(Debug, Clone)]

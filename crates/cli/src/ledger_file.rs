@@ -5,10 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rein::{
-    Entry, Ledger, LedgerHead, LedgerLines, Run, RunId, RunOutline, Timestamp, TornTail,
-    VerifyError,
-};
+use rein::ledger::{Entry, LedgerLines, RunOutline, TornTail, VerifyError};
+use rein::run::{LedgerHead, Timestamp};
+use rein::{Ledger, Run, RunId};
 
 use crate::datadir::DataDir;
 use crate::exit::{CliError, Exit};
@@ -206,7 +205,7 @@ impl LedgerFile {
     /// The snapshot of the run whose ledger in `data` is `path`, if it is one.
     pub(crate) fn anchor(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Anchor {
         let id = expected.cloned().or_else(|| {
-            let id = rein::FsLayout::ledger_run(path.file_name()?.to_str()?)?;
+            let id = rein::store::FsLayout::ledger_run(path.file_name()?.to_str()?)?;
             let ours = data.ledger(&id).canonicalize().ok()?;
             (path.canonicalize().ok()? == ours).then_some(id)
         });

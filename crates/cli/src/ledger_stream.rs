@@ -6,7 +6,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use rein::{ChainVerifier, LedgerHead, LedgerLines, RunId, TornTail};
+use rein::RunId;
+use rein::ledger::{ChainVerifier, LedgerLines, TornTail};
+use rein::run::LedgerHead;
 
 use crate::datadir::DataDir;
 use crate::exit::CliError;

@@ -31,7 +31,6 @@
 #[macro_use]
 mod output;
 
-mod approver;
 mod cli;
 mod commands;
 mod datadir;
@@ -45,7 +44,7 @@ mod prune;
 mod render;
 mod run_index;
 mod scenario;
-mod tools;
+mod text;
 mod tree;
 
 use std::path::Path;
@@ -110,7 +109,7 @@ fn quiet_fixture_panics() {
         let on_purpose = info
             .payload()
             .downcast_ref::<String>()
-            .is_some_and(|m| m.starts_with(tools::PANIC_PREFIX));
+            .is_some_and(|m| m.starts_with(scenario::PANIC_PREFIX));
         if !on_purpose {
             default(info);
         }

@@ -5,42 +5,16 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use rein::{ArtifactId, FsRunIndex, IndexedRun, RunId, RunStatus};
+use rein::store::{ArtifactId, FsRunIndex, IndexedRun};
+use rein::{RunId, RunStatus};
 
 use crate::cli::{PrunedStatus, RunsPruneArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::render::age;
 use crate::run_index::RunSummary;
-
-/// Parses an age such as `90s`, `30m`, `12h` or `7d`.
-///
-/// # Errors
-/// A message saying what a duration looks like.
-pub(crate) fn parse_age(text: &str) -> Result<Duration, String> {
-    let bad = || {
-        format!(
-            "{text:?} is not a duration; write a whole number and a unit: s, m, h or d (e.g. 90m, 12h, 30d)"
-        )
-    };
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        _ => return Err(bad()),
-    };
-    number
-        .checked_mul(seconds)
-        .map(Duration::from_secs)
-        .ok_or_else(bad)
-}
 
 /// `rein runs prune`.
 pub(crate) fn prune(args: &RunsPruneArgs) -> CliResult {
@@ -328,24 +302,6 @@ fn scan(path: &Path, mut found: impl FnMut(&str)) -> Result<(), CliError> {
             {
                 found(token);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_take_a_number_and_a_unit() {
-        assert_eq!(parse_age("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_age("30m"), Ok(Duration::from_secs(1_800)));
-        assert_eq!(parse_age("12h"), Ok(Duration::from_secs(43_200)));
-        assert_eq!(parse_age("7d"), Ok(Duration::from_secs(604_800)));
-        assert_eq!(parse_age("0s"), Ok(Duration::ZERO));
-        for bad in ["", "12", "h", "1.5h", "-1d", "3w", "99999999999999999999d"] {
-            let message = parse_age(bad).unwrap_err();
-            assert!(message.contains("is not a duration"), "{bad}: {message}");
         }
     }
 }

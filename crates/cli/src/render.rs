@@ -3,8 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use rein::{Entry, EntryKind, Value};
+use rein::Value;
+use rein::ledger::{Entry, EntryKind};
 use serde::Serialize;
+
+use crate::text::truncate;
 
 mod summary;
 
@@ -22,16 +25,6 @@ pub(crate) fn serde_name<T: Serialize>(value: &T) -> String {
 /// `value` as compact JSON, cut to about `max` characters.
 pub(crate) fn short_json(value: &Value, max: usize) -> String {
     truncate(&value.to_string(), max)
-}
-
-/// `text` cut to `max` characters, with an ellipsis if it was longer.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 fn limit(limit: Option<u64>) -> String {
@@ -226,11 +219,5 @@ mod tests {
             "skill `release-notes` entered the context (sha256 \
              9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08)"
         );
-    }
-
-    #[test]
-    fn long_text_is_cut_with_an_ellipsis() {
-        assert_eq!(truncate("abcdef", 4), "abc…");
-        assert_eq!(truncate("abc", 4), "abc");
     }
 }

@@ -2,13 +2,15 @@
 //! source of truth) and checked against its snapshot, kept in the data directory's run
 //! index so that only runs whose files changed are read again.
 
-use rein::{EntryKind, FsRunIndex, IndexedRun, RunId, RunStatus};
+use rein::ledger::EntryKind;
+use rein::store::{FsRunIndex, IndexedRun};
+use rein::{RunId, RunStatus};
 use serde::{Deserialize, Serialize};
 
 use crate::datadir::DataDir;
 use crate::exit::{CliError, Exit};
 use crate::ledger_file::{Anchor, Broken, LedgerFile};
-use crate::render::truncate;
+use crate::text::truncate;
 
 /// The status shown for a run that waits for a verdict.
 pub(crate) const WAITING_APPROVAL: &str = "WAITING-APPROVAL";
@@ -105,7 +107,7 @@ impl RunSummary {
             ),
             _ => truncate(&info.goal, 60),
         };
-        let last_seq = file.entries.last().map_or(0, rein::Entry::seq);
+        let last_seq = file.entries.last().map_or(0, rein::ledger::Entry::seq);
         let settled = info.status != RunStatus::Running;
         let snapshot = match (&file.anchor, &file.verdict) {
             (Anchor::NoSnapshot(_), Ok(())) if settled => {

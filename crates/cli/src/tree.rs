@@ -8,7 +8,10 @@
 
 use std::fmt::Write as _;
 
-use rein::{ChildLink, Entry, EntryKind, LedgerHead, PendingApproval, RunId, RunStatus, Spend};
+use rein::ledger::{ChildLink, Entry, EntryKind};
+use rein::run::{LedgerHead, PendingApproval};
+use rein::subrun::Spend;
+use rein::{RunId, RunStatus};
 
 use crate::cli::Format;
 use crate::datadir::DataDir;
@@ -44,7 +47,7 @@ pub(crate) fn read(id: &RunId, entries: &[Entry], data: &DataDir) -> Result<Node
 }
 
 /// The run `id` at `depth` below the run read, and its children. No tree rein grows is
-/// deeper than [`rein::MAX_DEPTH_CEILING`]: ledgers that would be (a loop of runs naming
+/// deeper than [`rein::subrun::MAX_DEPTH_CEILING`]: ledgers that would be (a loop of runs naming
 /// each other as children) are refused there, before the recursion could exhaust the stack.
 fn node(
     id: &RunId,
@@ -53,7 +56,7 @@ fn node(
     data: &DataDir,
     depth: u32,
 ) -> Result<Node, CliError> {
-    let info = rein::RunOutline::of(entries);
+    let info = rein::ledger::RunOutline::of(entries);
     let broken = |child: &RunId, why: String| {
         CliError::new(
             Exit::LedgerBroken,
@@ -78,14 +81,14 @@ fn node(
                 ),
             ));
         }
-        if depth >= rein::MAX_DEPTH_CEILING {
+        if depth >= rein::subrun::MAX_DEPTH_CEILING {
             return Err(broken(
                 child,
                 format!(
                     "the child would be more than {} levels below the run verified, deeper \
                      than any tree rein grows; its ledgers were assembled or edited by hand (a \
                      loop of runs naming each other as children included)",
-                    rein::MAX_DEPTH_CEILING
+                    rein::subrun::MAX_DEPTH_CEILING
                 ),
             ));
         }
@@ -214,7 +217,7 @@ pub(crate) fn child_lines(entries: &[Entry]) -> Vec<String> {
             } if c == child => Some((outcome, spent)),
             _ => None,
         });
-        let goal = crate::render::truncate(goal, 40);
+        let goal = crate::text::truncate(goal, 40);
         lines.push(match ended {
             Some((outcome, spent)) => {
                 let status = if outcome.is_completed() {
@@ -276,7 +279,7 @@ pub(crate) fn diagram(root: &Node, format: Format) -> String {
             "{}\n{} · {}",
             n.id,
             n.status,
-            crate::render::truncate(&n.goal, 40)
+            crate::text::truncate(&n.goal, 40)
         )
     };
     match format {

@@ -8,7 +8,9 @@ mod support;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use rein::{Entry, EntryKind, Ledger, RunId, State, Timestamp};
+use rein::ledger::{Entry, EntryKind};
+use rein::run::Timestamp;
+use rein::{Ledger, RunId, State};
 use support::{Outcome, Scratch, rein};
 
 /// Writes a ledger of `n` entries of run `id` to `path`.

@@ -122,7 +122,7 @@ fn a_child_forged_after_the_parent_ended_fails_the_tree_and_the_replay_says_so()
     // child that does not exist: the root's own chain still verifies.
     let path = scratch.ledger(&root);
     let text = std::fs::read_to_string(&path).unwrap();
-    let entries: Vec<rein::Entry> = text
+    let entries: Vec<rein::ledger::Entry> = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
@@ -133,10 +133,10 @@ fn a_child_forged_after_the_parent_ended_fails_the_tree_and_the_replay_says_so()
     let entry = ledger.append(
         last.at(),
         last.state(),
-        rein::EntryKind::ChildStarted {
+        rein::ledger::EntryKind::ChildStarted {
             child: forged.parse().unwrap(),
             goal: "a child that never ran".into(),
-            carved: rein::Spend::default(),
+            carved: rein::subrun::Spend::default(),
             planner: None,
         },
     );
@@ -450,7 +450,7 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
     // overflowed.
     let (scratch, root, _child) = delegated();
     let text = std::fs::read_to_string(scratch.ledger(&root)).unwrap();
-    let first: rein::Entry = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let first: rein::ledger::Entry = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     let ids: [rein::RunId; 2] = [
         "0193c6a2-0000-7000-8000-00000000a00a".parse().unwrap(),
         "0193c6a2-0000-7000-8000-00000000b00b".parse().unwrap(),
@@ -462,10 +462,10 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
     let mut heads = Vec::new();
     for (ledger, child) in ledgers.iter_mut().zip([&ids[1], &ids[0]]) {
         ledger.append(first.at(), first.state(), first.event().clone());
-        let started = rein::EntryKind::ChildStarted {
+        let started = rein::ledger::EntryKind::ChildStarted {
             child: child.clone(),
             goal: "the other".into(),
-            carved: rein::Spend::default(),
+            carved: rein::subrun::Spend::default(),
             planner: None,
         };
         heads.push(ledger.append(first.at(), first.state(), started).head());
@@ -474,7 +474,7 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
         .iter_mut()
         .zip([(&ids[1], heads[1]), (&ids[0], heads[0])])
     {
-        let link = rein::EntryKind::ChildOf {
+        let link = rein::ledger::EntryKind::ChildOf {
             parent: parent.clone(),
             parent_head: head,
             depth: 1,

@@ -107,7 +107,7 @@ impl EngineBuilder {
     }
 
     /// Registers every tool a catalogue lists (a [`Registry`], such as
-    /// `rein::MemoryRegistry` or a team's own), in the order of its `specs`. The engine
+    /// `rein::store::MemoryRegistry` or a team's own), in the order of its `specs`. The engine
     /// takes the tools at build time: it compiles each schema and builds each execution
     /// stack once, as the `Registry` contract expects. A name registered twice, here or
     /// with [`tool`](Self::tool), is a [`BuildError::DuplicateTool`].

@@ -33,8 +33,10 @@ use common::{
     CALLS, DECISIONS, Figure, GOAL, REPS, call_input, current_thread, engine, hashed_bytes, noop,
     raw_sha256, recorded_ledger, repeat_each, repeat_pair, run_w1,
 };
+use rein::Ledger;
+use rein::ledger::EntryKind;
 use rein::prelude::*;
-use rein::{ArtifactStore as _, EntryKind, FsyncPolicy, Ledger, MemoryArtifactStore, StoreOptions};
+use rein::store::{ArtifactStore as _, FsyncPolicy, MemoryArtifactStore, StoreOptions};
 use sha2::{Digest as _, Sha256};
 
 fn main() {
@@ -597,7 +599,8 @@ fn w1_script(batched: bool) -> ScriptedPlanner {
         Decision::transition(State::Explore, "start exploring"),
     )];
     if batched {
-        let calls = (0..8).map(|i| rein::ProposedCall::new("noop", call_input(i), "look it up"));
+        let calls =
+            (0..8).map(|i| rein::planner::ProposedCall::new("noop", call_input(i), "look it up"));
         steps.push(ScriptStep::expect(
             State::Explore,
             Decision::call_tools(calls, "look everything up at once"),

@@ -40,14 +40,27 @@
 //! the input satisfies its schema, the tool is eligible in the state (side effects only in
 //! `act`), approval if the policy asks for it, budget — runs it, and records every step in
 //! the run's [`Ledger`] *before* it changes the run. A rejected decision is never silent: it
-//! is recorded and, by default, fails the run ([`OnViolation`] can hand it back instead).
+//! is recorded and, by default, fails the run ([`policy::OnViolation`] can hand it back
+//! instead).
 //!
 //! # Plugging in your own parts
-//! Implement [`Planner`], [`Approver`], [`tool::Tool`], [`RunStore`], [`LedgerStore`] or
-//! [`ArtifactStore`] with plain `async fn`s; see each trait's docs for an example.
+//! Implement [`Planner`], [`Approver`], [`tool::Tool`], [`store::RunStore`],
+//! [`store::LedgerStore`] or [`store::ArtifactStore`] with plain `async fn`s; see each
+//! trait's docs for an example.
 //! [`tool::Tool`] is the trait a tool implements; [`FnTool`] is its implementation from a
 //! closure, built with [`FnTool::builder`], or from an `async fn` over typed input and
 //! output with [`FnTool::typed`] (schemas derived with [`schemars`]).
+//!
+//! # Where things are
+//! The crate root holds what the example above and a first program use: the engine and its
+//! builder, a run and its states, decisions and planners, tools and their signature types,
+//! approvals, the ledger. Everything else lives in a module named after what it is about:
+//! [`run`] (evidence, failures, budgets of a run), [`planner`] (the planning protocol, model
+//! calls on the record, mock planners), [`subrun`] (delegation and trees of runs),
+//! [`policy`] (eligibility, transitions, budgets, approvals, what a violation does),
+//! [`ledger`] (entries, verification, replay), [`store`] (stores and artifacts),
+//! [`resilience`], [`clock`] (time and ids), [`tool`], [`tools`] (built-in tools),
+//! [`shell`], [`mcp`], [`llm`], [`layer`]. [`prelude`] imports the everyday names at once.
 //!
 //! # Durability
 //! [`EngineBuilder::filesystem`] keeps runs, ledgers (append-only JSONL) and artifacts under
@@ -56,11 +69,49 @@
 
 mod fn_tool;
 mod typed_tool;
-/// A guard for tools that run commands (the built-in `shell.run` uses it).
-#[doc(inline)]
-pub use rein_tools::shell;
 
+// ---- the crate root: what a first program uses ------------------------------------------------
+
+// The engine: build it, run or resume a run, follow or steer it while it runs.
+#[doc(inline)]
+pub use rein_engine::{
+    BuildError, Engine, EngineBuilder, EngineError, RunControl, RunEvent, RunEvents, RunHandle,
+    RunSpec,
+};
+
+// A run, its states and the decisions a planner proposes.
+#[doc(inline)]
+pub use rein_run::{Decision, PlanRequest, Planner, PlannerError, Run, RunId, RunStatus, State};
+
+// The scripted planner: the run's decisions written down in advance (tests, demos).
+#[doc(inline)]
+pub use rein_planner::{ScriptStep, ScriptedPlanner};
+
+// Tools: the closure tool, and the types every tool's signature uses.
 pub use fn_tool::{FnTool, FnToolBuilder, ToolBuildError};
+#[doc(inline)]
+pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
+
+// Approvals: the approver port, its request and response, the policy that asks for one.
+#[doc(inline)]
+pub use rein_policy::{
+    ApprovalPolicy, ApprovalRequest, ApprovalResponse, Approver, ApproverError, AutoApprover,
+    DenyApprover, Verdict,
+};
+
+// The run's audit trail, as `Engine::ledger` returns it.
+#[doc(inline)]
+pub use rein_ledger::Ledger;
+
+// JSON values: tool inputs and outputs, results, run variables.
+#[doc(no_inline)]
+pub use serde_json::{Value, json};
+
+/// JSON Schema from Rust types, for typed tools ([`FnTool::typed`]): derive `JsonSchema` on a
+/// tool's input and output with `use rein::schemars::{self, JsonSchema};` in scope (the
+/// derive names the crate `schemars`), so the schema and rein agree on one version.
+#[doc(no_inline)]
+pub use schemars;
 
 /// The closure tool's old name: use [`FnTool`].
 #[deprecated(
@@ -72,10 +123,116 @@ pub type Tool = FnTool;
 #[deprecated(note = "renamed FnToolBuilder, the builder of FnTool")]
 pub type ToolBuilder = FnToolBuilder;
 
+// ---- modules: everything else, by what it is about ---------------------------------------------
+
+/// The parts of a [`Run`]: its evidence, failure, budgets, pending question or approval,
+/// and the skills it may load.
+pub mod run {
+    #[doc(inline)]
+    pub use rein_run::{
+        BudgetName, BudgetSnapshot, BudgetUsage, Evidence, EvidenceKind, Failure, FailureKind,
+        LedgerHead, NoteSource, Payload, PendingApproval, PendingQuestion, RunError, Skill,
+        SkillError, Timestamp,
+    };
+}
+
+/// The planning protocol beyond [`Planner`] and [`PlanRequest`]: the calls of a batch,
+/// sequences, the model's own dialogue as the ledger records it, how planners put each model
+/// call on the record before sending it and report what it cost, and the mock planner.
+pub mod planner {
+    #[doc(inline)]
+    pub use rein_planner::{Condition, MockPlanner};
+    #[doc(inline)]
+    pub use rein_run::{
+        DynPlanner, ModelCall, ModelReply, PlanEvent, PlanMeter, PlanSink, PlanSinkClosed,
+        PlannerAttempt, PlannerCall, ProposedCall, SequenceError, StateRules, Turn, WorstCase,
+    };
+}
+
+/// Sub-runs: what a planner may delegate to, how a child run ended and what it spent, the
+/// depth of delegation, and the verified tree of runs.
+pub mod subrun {
+    #[doc(inline)]
+    pub use rein_engine::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CEILING, RunTree, TreeError};
+    #[doc(inline)]
+    pub use rein_run::{ChildOutcome, Delegation, Spend};
+}
+
+/// Policies: which tools may run in which state, the transitions allowed, budgets and
+/// deadlines, when a call needs approval, what a rejected decision or a failed tool call does
+/// to the run, what resume does with a call in doubt, and narrowing a recorded policy.
+pub mod policy {
+    #[doc(inline)]
+    pub use rein_engine::{
+        DEFAULT_HAND_BACK_LIMIT, InDoubtPolicy, NarrowingError, OnToolError, OnViolation,
+        PolicyNarrowing, RecordedPolicyError,
+    };
+    #[doc(inline)]
+    pub use rein_policy::{
+        ApprovalMode, ApprovalReason, Budget, BudgetExhausted, Deadline, DeadlineError,
+        DynApprover, Eligibility, EligibilityError, EligibilityRules, Ineligible, PolicySnapshot,
+        RefusalRule, TransitionRefused, TransitionTableError, Transitions,
+    };
+}
+
+/// The ledger beyond [`Ledger`]: its entries, how it is verified and read back (also torn
+/// or from a file), the links between the ledgers of a tree of runs, and replay.
+pub mod ledger {
+    #[doc(inline)]
+    pub use rein_engine::{MAX_JSON_DEPTH, ProjectionError, ReplayReport};
+    #[doc(inline)]
+    pub use rein_ledger::{
+        Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind, InterruptKind,
+        LedgerLines, LineError, LoadedLedger, Problem, RunOutline, TornTail, Verified, VerifyError,
+        Violation,
+    };
+}
+
+/// Stores: the ports for runs, ledgers and artifacts, their in-memory and filesystem
+/// implementations ([`EngineBuilder::filesystem`] uses the latter), and artifacts.
+pub mod store {
+    #[doc(inline)]
+    pub use rein_artifact::{
+        ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, DynArtifactStore,
+        StoreOptions,
+    };
+    #[doc(inline)]
+    pub use rein_ledger::{DynLedgerStore, LedgerStore, LedgerStoreError};
+    #[doc(inline)]
+    pub use rein_run::{DynRunStore, RunStore, RunStoreError};
+    #[doc(inline)]
+    pub use rein_storage::{
+        FileStamp, FsConfig, FsLayout, FsRunIndex, FsStores, FsyncPolicy, IndexedRun,
+        MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, Refreshed,
+        RegistryBuilder, RunIndexError, Stamp, StorageError,
+    };
+}
+
+/// The PostgreSQL stores: runs, ledgers and artifacts in one database shared by many
+/// engines, with run leases and fencing tokens (docs/POSTGRES.md).
+pub use rein_postgres as postgres;
+
+/// How a tool call runs: bulkhead, timeout, circuit breaker, retries (idempotent tools
+/// only), per tool. Your own layers around every call are in [`layer`].
+pub mod resilience {
+    #[doc(inline)]
+    pub use rein_resilience::{
+        BreakerConfig, Bulkhead, Jitter, ResilienceConfig, RetryConfig, ToolOverrides, ToolPolicy,
+    };
+}
+
+/// Time and identity, which the engine takes as inputs: its clock and its run-id generator,
+/// fixed in tests ([`ManualClock`](clock::ManualClock), [`SequentialIds`](clock::SequentialIds)).
+pub mod clock {
+    #[doc(inline)]
+    pub use rein_engine::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
+}
+
 /// The tool port: implement [`tool::Tool`] to write a tool as a type ([`FnTool`] is its
 /// closure implementation, from [`FnTool::builder`]). The types a tool's
 /// signature uses — [`ToolSpec`], [`ToolOutput`], [`ToolError`], [`ToolName`],
-/// [`Annotations`], [`RiskLevel`] — are at the crate root, once.
+/// [`Annotations`], [`RiskLevel`] — are at the crate root, once; the files a tool may return
+/// beside its output ([`Attachment`](tool::Attachment)) are here.
 ///
 /// ```
 /// use rein::tool::Tool;
@@ -104,11 +261,40 @@ pub type ToolBuilder = FnToolBuilder;
 pub mod tool {
     #[doc(inline)]
     pub use rein_tool::{
-        AnnotationsError, Digest, DynTool, ElicitAnswer, Elicitation, Elicitor, Registry,
-        RegistryError, SampleError, SampleReply, SampleRequest, SampleRole, Sampler, SharedTool,
-        Tool, ToolNameError,
+        AnnotationsError, Attachment, AttachmentError, Digest, DynTool, ElicitAnswer, Elicitation,
+        Elicitor, Registry, RegistryError, SampleError, SampleReply, SampleRequest, SampleRole,
+        Sampler, SharedTool, Tool, ToolNameError,
     };
 }
+
+/// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
+/// confined to a [`Workspace`](tools::Workspace), and skill loading.
+///
+/// ```
+/// use rein::tools::{FsOp, FsTool, Workspace};
+///
+/// let dir = tempfile::tempdir()?;
+/// let grep = FsTool::new(FsOp::Grep, Workspace::open(dir.path())?);
+/// let engine = rein::Engine::builder()
+///     .tool(grep)
+///     .planner(rein::ScriptedPlanner::new([]))
+///     .build()?;
+/// # let _ = engine;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod tools {
+    #[doc(inline)]
+    pub use rein_tools::{
+        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES,
+        MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
+        Workspace, WorkspaceError, check_relative_path, load_skills, parse_skill,
+    };
+}
+
+/// A guard for tools that run commands (the built-in `shell.run` uses it).
+#[doc(inline)]
+pub use rein_tools::shell;
 
 /// MCP: the tools of any MCP server, imported as governed tools (`SERVER.TOOL`, hints mapped
 /// onto [`Annotations`], missing hints taking MCP's cautious defaults).
@@ -134,99 +320,53 @@ pub mod mcp {
     pub use rein_tool::BoxFuture;
 }
 
-// ---- the engine ------------------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_engine::{
-    BuildError, Clock, DEFAULT_HAND_BACK_LIMIT, Engine, EngineBuilder, EngineError, IdGenerator,
-    InDoubtPolicy, MAX_JSON_DEPTH, ManualClock, NarrowingError, OnToolError, OnViolation,
-    PolicyNarrowing, ProjectionError, RecordedPolicyError, ReplayReport, RunControl, RunEvent,
-    RunEvents, RunHandle, RunSpec, SequentialIds, SystemClock, UuidV7Ids,
-};
+/// Model providers and the LLM planner (feature `llm`, on by default): OpenAI-compatible
+/// Chat Completions and Anthropic Messages, streamed or not, with retries, a breaker and
+/// typed, bounded errors. The loopback fake server is behind the `fake-server` feature.
+///
+/// [`HttpProvider::from_env`](llm::HttpProvider::from_env) reads the conventional variables
+/// (`OPENAI_API_KEY` or `ANTHROPIC_API_KEY`, their `_BASE_URL`s, and `REIN_LLM_MODEL`);
+/// `from_env_with` takes the lookup as a function. An engine driven by an [`LlmPlanner`](llm::LlmPlanner)
+/// hands rejected decisions and failed tool calls back to the model by default (rejections
+/// at most the `violations` budget's limit, [`DEFAULT_HAND_BACK_LIMIT`](policy::DEFAULT_HAND_BACK_LIMIT) without one), and
+/// every run records that in its policy; `on_violation` and `on_tool_error` say otherwise.
+///
+/// ```
+/// use rein::llm::{HttpProvider, LlmConfig, LlmPlanner};
+/// use rein::policy::{DEFAULT_HAND_BACK_LIMIT, OnToolError, OnViolation};
+///
+/// # let env = |name: &str| match name {
+/// #     "OPENAI_API_KEY" => Some("sk-example".to_owned()),
+/// #     "REIN_LLM_MODEL" => Some("gpt-4o-mini".to_owned()),
+/// #     _ => None,
+/// # };
+/// # let from_env = || HttpProvider::from_env_with(env);
+/// // OPENAI_API_KEY=… REIN_LLM_MODEL=gpt-4o-mini (from_env reads the process's variables)
+/// let planner = LlmPlanner::new(from_env()?, LlmConfig::default())
+///     .with_system_prompt("You triage support tickets. Be brief.");
+/// let engine = rein::Engine::builder()
+///     .planner(planner)
+///     .budget("tokens", 50_000)
+///     .build()?;
+/// assert_eq!(engine.policy().on_violation, OnViolation::HandBack { limit: DEFAULT_HAND_BACK_LIMIT });
+/// assert_eq!(engine.policy().on_tool_error, OnToolError::HandBack);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "llm")]
+pub mod llm {
+    #[doc(inline)]
+    pub use rein_llm::{
+        Api, CassetteRecorder, ChatRequest, ChatResponse, Compaction, Completion, ControlFunction,
+        DynProvider, EnvError, FallbackProvider, FunctionCall, FunctionDef, HeaderSource,
+        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, NameMap, Prices,
+        ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded, Replayer, StreamProgress,
+        Usage, build_request, estimate_tokens, function_name, request_body,
+    };
 
-/// Sub-runs: delegation depth, the verified tree of runs.
-#[doc(inline)]
-pub use rein_engine::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CEILING, RunTree, TreeError};
-
-// ---- runs, decisions, planners -----------------------------------------------------------------
-#[doc(inline)]
-pub use rein_planner::{Condition, MockPlanner, ScriptStep, ScriptedPlanner};
-#[doc(inline)]
-pub use rein_run::{
-    BudgetName, BudgetSnapshot, BudgetUsage, Decision, DynPlanner, DynRunStore, Evidence,
-    EvidenceKind, Failure, FailureKind, LedgerHead, NoteSource, Payload, PendingQuestion,
-    PlanRequest, Planner, PlannerError, Run, RunError, RunId, RunStatus, RunStore, RunStoreError,
-    State, Timestamp,
-};
-
-/// The model's own dialogue, as the ledger records it: its replies (kept with each
-/// `planner_call`), where they fall among the evidence, and what each state allows.
-#[doc(inline)]
-pub use rein_run::{ModelCall, ModelReply, StateRules, Turn};
-/// How planners put each model call on the record before sending it.
-#[doc(inline)]
-pub use rein_run::{PlanEvent, PlanSink, PlanSinkClosed, PlannerAttempt};
-/// How planners declare and report model calls (the engine charges `tokens` and `cost`).
-#[doc(inline)]
-pub use rein_run::{PlanMeter, PlannerCall, WorstCase};
-
-/// What a plan request says a planner may delegate to (sub-runs).
-#[doc(inline)]
-pub use rein_run::Delegation;
-/// One call of a [`Decision::CallTools`] batch.
-#[doc(inline)]
-pub use rein_run::ProposedCall;
-/// Why a list of decisions cannot be a [`Decision::Sequence`].
-#[doc(inline)]
-pub use rein_run::SequenceError;
-/// How a child run ended and what it spent (sub-runs).
-#[doc(inline)]
-pub use rein_run::{ChildOutcome, Spend};
-
-// ---- tools ---------------------------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_tool::{Annotations, RiskLevel, ToolError, ToolName, ToolOutput, ToolSpec};
-/// Files a tool returns beside its output; the engine stores them as artifacts.
-#[doc(inline)]
-pub use rein_tool::{Attachment, AttachmentError};
-
-// ---- policies and approvals --------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_policy::{
-    ApprovalPolicy, ApprovalReason, ApprovalRequest, ApprovalResponse, Approver, ApproverError,
-    AutoApprover, Budget, BudgetExhausted, DenyApprover, DynApprover, Eligibility,
-    EligibilityError, EligibilityRules, Ineligible, PolicySnapshot, RefusalRule, TransitionRefused,
-    TransitionTableError, Transitions, Verdict,
-};
-
-// ---- the ledger ----------------------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_ledger::{
-    Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, DynLedgerStore, Entry, EntryKind,
-    InterruptKind, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LineError, LoadedLedger,
-    Problem, RunOutline, TornTail, Verified, VerifyError, Violation,
-};
-
-// ---- artifacts and stores -------------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_artifact::{
-    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Checksum, DynArtifactStore, StoreOptions,
-};
-#[doc(inline)]
-pub use rein_storage::{
-    FileStamp, FsConfig, FsLayout, FsRunIndex, FsStores, FsyncPolicy, IndexedRun,
-    MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, Refreshed,
-    RegistryBuilder, RunIndexError, Stamp, StorageError,
-};
-
-/// The PostgreSQL stores: runs, ledgers and artifacts in one database shared by many
-/// engines, with run leases and fencing tokens (docs/POSTGRES.md).
-pub use rein_postgres as postgres;
-
-// ---- resilience ----------------------------------------------------------------------------------
-#[doc(inline)]
-pub use rein_resilience::{
-    BreakerConfig, Bulkhead, Jitter, ResilienceConfig, RetryConfig, ToolOverrides, ToolPolicy,
-};
+    /// The loopback fake model server (feature `fake-server`).
+    #[cfg(feature = "fake-server")]
+    pub use rein_llm::fake;
+}
 
 /// Your own [tower](https://docs.rs/tower) layers around every tool call, added with
 /// [`EngineBuilder::layer`]. They run inside the policy layers, so they can observe,
@@ -270,103 +410,6 @@ pub mod layer {
     #[doc(no_inline)]
     pub use tower::{Layer, Service};
 }
-
-#[doc(no_inline)]
-pub use serde_json::{Value, json};
-
-/// JSON Schema from Rust types, for typed tools ([`FnTool::typed`]): derive `JsonSchema` on a
-/// tool's input and output with `use rein::schemars::{self, JsonSchema};` in scope (the
-/// derive names the crate `schemars`), so the schema and rein agree on one version.
-#[doc(no_inline)]
-pub use schemars;
-
-/// Model providers and the LLM planner (feature `llm`, on by default): OpenAI-compatible
-/// Chat Completions and Anthropic Messages, streamed or not, with retries, a breaker and
-/// typed, bounded errors. The loopback fake server is behind the `fake-server` feature.
-///
-/// [`HttpProvider::from_env`](llm::HttpProvider::from_env) reads the conventional variables
-/// (`OPENAI_API_KEY` or `ANTHROPIC_API_KEY`, their `_BASE_URL`s, and `REIN_LLM_MODEL`);
-/// `from_env_with` takes the lookup as a function. An engine driven by an [`LlmPlanner`](llm::LlmPlanner)
-/// hands rejected decisions and failed tool calls back to the model by default (rejections
-/// at most the `violations` budget's limit, [`DEFAULT_HAND_BACK_LIMIT`] without one), and
-/// every run records that in its policy; `on_violation` and `on_tool_error` say otherwise.
-///
-/// ```
-/// use rein::llm::{HttpProvider, LlmConfig, LlmPlanner};
-/// use rein::{OnToolError, OnViolation};
-///
-/// # let env = |name: &str| match name {
-/// #     "OPENAI_API_KEY" => Some("sk-example".to_owned()),
-/// #     "REIN_LLM_MODEL" => Some("gpt-4o-mini".to_owned()),
-/// #     _ => None,
-/// # };
-/// # let from_env = || HttpProvider::from_env_with(env);
-/// // OPENAI_API_KEY=… REIN_LLM_MODEL=gpt-4o-mini (from_env reads the process's variables)
-/// let planner = LlmPlanner::new(from_env()?, LlmConfig::default())
-///     .with_system_prompt("You triage support tickets. Be brief.");
-/// let engine = rein::Engine::builder()
-///     .planner(planner)
-///     .budget("tokens", 50_000)
-///     .build()?;
-/// assert_eq!(engine.policy().on_violation, OnViolation::HandBack { limit: rein::DEFAULT_HAND_BACK_LIMIT });
-/// assert_eq!(engine.policy().on_tool_error, OnToolError::HandBack);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[cfg(feature = "llm")]
-pub mod llm {
-    #[doc(inline)]
-    pub use rein_llm::{
-        Api, CassetteRecorder, ChatRequest, ChatResponse, Compaction, Completion, DynProvider,
-        EnvError, FallbackProvider, FunctionCall, FunctionDef, HeaderSource, HttpProvider,
-        LlmConfig, LlmError, LlmPlanner, Message, NameError, NameMap, Prices, ProgressFn,
-        PromptConfig, Provider, ProviderConfig, Recorded, Replayer, StreamProgress, Usage,
-        build_request, estimate_tokens, function_name, request_body,
-    };
-
-    /// The loopback fake model server (feature `fake-server`).
-    #[cfg(feature = "fake-server")]
-    pub use rein_llm::fake;
-}
-
-// ---- built-in tools ------------------------------------------------------------------------------
-/// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
-/// confined to a [`Workspace`](tools::Workspace), and skill loading.
-///
-/// ```
-/// use rein::tools::{FsOp, FsTool, Workspace};
-///
-/// let dir = tempfile::tempdir()?;
-/// let grep = FsTool::new(FsOp::Grep, Workspace::open(dir.path())?);
-/// let engine = rein::Engine::builder()
-///     .tool(grep)
-///     .planner(rein::ScriptedPlanner::new([]))
-///     .build()?;
-/// # let _ = engine;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub mod tools {
-    #[doc(inline)]
-    pub use rein_tools::{
-        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES,
-        MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
-        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
-        Workspace, WorkspaceError, check, load_skills, parse_skill,
-    };
-}
-
-/// Skills: knowledge a planner may load (`EngineBuilder::skills`, the `skill.load` tool).
-#[doc(inline)]
-pub use rein_run::{Skill, SkillError};
-
-/// Durable approvals: a call that needs approval pauses the run until `Engine::approve`.
-#[doc(inline)]
-pub use rein_policy::ApprovalMode;
-#[doc(inline)]
-pub use rein_run::PendingApproval;
-
-/// Deadlines: a run's `time` budget on the engine's clock (`EngineBuilder::deadline`).
-#[doc(inline)]
-pub use rein_policy::{Deadline, DeadlineError};
 
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {

@@ -2,9 +2,11 @@
 //! derived schema refuses is handed back as a rejection, and an input that passes the schema
 //! but not deserialization is a typed `invalid_input` tool error, handed back — never a panic.
 
+use rein::ledger::{EntryKind, Violation};
+use rein::policy::{OnToolError, OnViolation};
 use rein::prelude::*;
+use rein::run::{EvidenceKind, NoteSource};
 use rein::schemars::{self, JsonSchema};
-use rein::{EntryKind, EvidenceKind, NoteSource, OnToolError, OnViolation, Violation};
 use serde::{Deserialize, Serialize};
 
 /// A support ticket to score.
@@ -114,7 +116,7 @@ async fn a_typed_tool_runs_refuses_bad_input_and_hands_it_back() {
     };
     assert_eq!(
         output,
-        &rein::Payload::Inline(json!({"priority": 4, "notify": "ana@example.com"}))
+        &rein::run::Payload::Inline(json!({"priority": 4, "notify": "ana@example.com"}))
     );
     assert!(
         note.contains("severity"),

@@ -9,11 +9,12 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use rein::{
-    Annotations, ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Entry, FnTool, Ledger,
-    LedgerStore, LedgerStoreError, LoadedLedger, Run, RunId, RunStore, RunStoreError, StoreOptions,
-    Value, json,
+use rein::ledger::{Entry, LoadedLedger};
+use rein::store::{
+    ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, LedgerStore, LedgerStoreError, RunStore,
+    RunStoreError, StoreOptions,
 };
+use rein::{Annotations, FnTool, Ledger, Run, RunId, Value, json};
 
 // ---- fault injection ---------------------------------------------------------------------------
 

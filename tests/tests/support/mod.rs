@@ -7,9 +7,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rein::ledger::{Entry, EntryKind, Violation};
+use rein::run::BudgetName;
 use rein::{
-    Annotations, BudgetName, Decision, Entry, EntryKind, FnTool, Ledger, ScriptStep,
-    ScriptedPlanner, State, ToolError, Value, Violation, json,
+    Annotations, Decision, FnTool, Ledger, ScriptStep, ScriptedPlanner, State, ToolError, Value,
+    json,
 };
 use tokio::sync::Notify;
 
@@ -235,13 +237,13 @@ pub(crate) fn assert_chain(ledger: &Ledger) {
     );
 }
 
-/// A ledger store over a shared [`rein::MemoryLedgerStore`] that can "crash": once an entry
+/// A ledger store over a shared [`rein::store::MemoryLedgerStore`] that can "crash": once an entry
 /// matching `crash_after` is stored, it silently stores nothing more — as if the process died
 /// right after writing that entry. Another engine over the same inner store then sees the
 /// ledger exactly as the crash left it.
 #[derive(Clone)]
 pub(crate) struct CrashingLedgers {
-    pub(crate) inner: Arc<rein::MemoryLedgerStore>,
+    pub(crate) inner: Arc<rein::store::MemoryLedgerStore>,
     crashed: Arc<std::sync::atomic::AtomicBool>,
     crash_after: Option<fn(&Entry) -> bool>,
 }
@@ -279,8 +281,8 @@ impl CrashingLedgers {
     }
 }
 
-impl rein::LedgerStore for CrashingLedgers {
-    async fn append(&self, entry: &Entry) -> Result<(), rein::LedgerStoreError> {
+impl rein::store::LedgerStore for CrashingLedgers {
+    async fn append(&self, entry: &Entry) -> Result<(), rein::store::LedgerStoreError> {
         if self.has_crashed() {
             return Ok(());
         }
@@ -291,7 +293,7 @@ impl rein::LedgerStore for CrashingLedgers {
         Ok(())
     }
 
-    async fn sync(&self, run_id: &rein::RunId) -> Result<(), rein::LedgerStoreError> {
+    async fn sync(&self, run_id: &rein::RunId) -> Result<(), rein::store::LedgerStoreError> {
         if self.has_crashed() {
             return Ok(());
         }
@@ -301,11 +303,11 @@ impl rein::LedgerStore for CrashingLedgers {
     async fn load(
         &self,
         run_id: &rein::RunId,
-    ) -> Result<rein::LoadedLedger, rein::LedgerStoreError> {
+    ) -> Result<rein::ledger::LoadedLedger, rein::store::LedgerStoreError> {
         self.inner.load(run_id).await
     }
 
-    async fn list(&self) -> Result<Vec<rein::RunId>, rein::LedgerStoreError> {
+    async fn list(&self) -> Result<Vec<rein::RunId>, rein::store::LedgerStoreError> {
         self.inner.list().await
     }
 }

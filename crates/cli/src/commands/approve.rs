@@ -2,7 +2,9 @@
 //! given from any process; the run then goes on, and the outcome is printed as `rein
 //! resume` prints it.
 
-use rein::{ApprovalResponse, Entry, EntryKind, PendingApproval, Run, RunStatus, Verdict};
+use rein::ledger::{Entry, EntryKind};
+use rein::run::PendingApproval;
+use rein::{ApprovalResponse, Run, RunStatus, Verdict};
 
 use super::run::{Driven, Reopened, finish, reopen};
 use super::{engine_error, run_id};

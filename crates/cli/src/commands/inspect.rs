@@ -1,6 +1,6 @@
 //! `rein inspect`: a run's path through the state machine, or a scenario's policy.
 
-use rein::Eligibility;
+use rein::policy::Eligibility;
 
 use super::find_ledger;
 use crate::cli::InspectArgs;

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use rein::{Entry, RunId, TornTail};
+use rein::RunId;
+use rein::ledger::{Entry, TornTail};
 
 use super::find_ledger;
 use crate::cli::{LedgerShowArgs, LedgerVerifyArgs};

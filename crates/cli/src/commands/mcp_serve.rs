@@ -18,11 +18,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 
+use rein::clock::{IdGenerator, UuidV7Ids};
 use rein::mcp::{BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedResource, Session};
+use rein::policy::{Eligibility, OnToolError, OnViolation, Transitions};
+use rein::run::{EvidenceKind, NoteSource, Payload};
 use rein::{
-    Decision, Eligibility, Engine, EvidenceKind, IdGenerator, NoteSource, OnToolError, OnViolation,
-    Payload, PlanRequest, Planner, PlannerError, RunId, RunSpec, State, ToolSpec, Transitions,
-    UuidV7Ids, Value, json,
+    Decision, Engine, PlanRequest, Planner, PlannerError, RunId, RunSpec, State, ToolSpec, Value,
+    json,
 };
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -226,7 +228,7 @@ fn next(route: &Route, state: State, call: &Call) -> Result<Decision, Refusal> {
 }
 
 /// The first violation handed back among `new` evidence.
-fn violation(new: &[rein::Evidence]) -> Option<&str> {
+fn violation(new: &[rein::run::Evidence]) -> Option<&str> {
     new.iter().find_map(|e| match &e.kind {
         EvidenceKind::SystemNote {
             source: NoteSource::Violation,
@@ -237,7 +239,7 @@ fn violation(new: &[rein::Evidence]) -> Option<&str> {
 }
 
 /// What the engine recorded for the call of `tool` among `new` evidence.
-fn outcome(new: &[rein::Evidence], tool: &str) -> Result<Value, Refusal> {
+fn outcome(new: &[rein::run::Evidence], tool: &str) -> Result<Value, Refusal> {
     for e in new {
         match &e.kind {
             EvidenceKind::ToolResult { output, .. } => {
@@ -276,7 +278,7 @@ pub(crate) struct EngineGovernor {
     pub(crate) bridge: Arc<Bridge>,
     pub(crate) goal: String,
     /// The scenario's skills, offered as prompts.
-    pub(crate) skills: Vec<rein::Skill>,
+    pub(crate) skills: Vec<rein::run::Skill>,
 }
 
 /// The resource holding a session's ledger.

@@ -17,7 +17,8 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
-use rein::{BuildError, EngineError, LedgerStoreError, RunId};
+use rein::store::LedgerStoreError;
+use rein::{BuildError, EngineError, RunId};
 
 use crate::cli::{Command, LedgerCommand, RunsCommand, SchemaKind};
 use crate::datadir::DataDir;
@@ -260,7 +261,7 @@ pub(crate) fn find_ledger(
 /// The data directory and run of a path shaped `DIR/ledgers/RUN_ID.jsonl`, when `DIR` holds
 /// a `runs` directory.
 fn data_dir_of(path: &Path) -> Option<(DataDir, RunId)> {
-    let (layout, id) = rein::FsLayout::of_ledger(path)?;
+    let (layout, id) = rein::store::FsLayout::of_ledger(path)?;
     if !layout.runs().is_dir() {
         return None;
     }

@@ -2,7 +2,10 @@
 //! (lower budgets and steps, tools taken away, more approvals, fewer rejections handed back),
 //! recorded in its ledger; a request that would widen anything is refused whole.
 
-use rein::{BudgetName, EntryKind, OnViolation, PolicyNarrowing, RunStatus, ToolName};
+use rein::ledger::EntryKind;
+use rein::policy::{OnViolation, PolicyNarrowing};
+use rein::run::BudgetName;
+use rein::{RunStatus, ToolName};
 
 use super::run::{Reopened, reopen};
 use super::{engine_error, run_id};
@@ -34,7 +37,7 @@ pub(crate) async fn narrow(args: NarrowArgs) -> CliResult {
         .iter()
         .rev()
         .find(|e| matches!(e.event(), EntryKind::PolicyNarrowed { .. }))
-        .map_or(0, rein::Entry::seq);
+        .map_or(0, rein::ledger::Entry::seq);
     println!("run {id}  policy narrowed ✓ (policy_narrowed, entry {entry})");
     println!("  reason     {}", args.reason);
     for line in asked {

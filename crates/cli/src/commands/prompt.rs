@@ -2,9 +2,10 @@
 //! step's model call sent, rebuilt from the ledger and the scenario's planner configuration,
 //! and checked against the hash the ledger recorded.
 
+use rein::ledger::{Entry, EntryKind};
 use rein::llm::{Compaction, build_request, request_body};
 use rein::tool::Digest;
-use rein::{Entry, EntryKind, Ledger, ScriptedPlanner};
+use rein::{Ledger, ScriptedPlanner};
 
 use crate::exit::{CliError, CliResult, Exit};
 use crate::scenario::{self, PlannerDef, Setup};

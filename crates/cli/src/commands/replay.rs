@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use rein::{ReplayReport, RunOutline};
+use rein::ledger::{ReplayReport, RunOutline};
 
 use super::run::{Reopened, reopen};
 use super::{engine_error, run_id};

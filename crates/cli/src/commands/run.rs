@@ -3,9 +3,9 @@
 
 use std::io::IsTerminal as _;
 
-use rein::{
-    EntryKind, IdGenerator as _, Run, RunEvent, RunHandle, RunId, RunSpec, RunStatus, UuidV7Ids,
-};
+use rein::clock::{IdGenerator as _, UuidV7Ids};
+use rein::ledger::EntryKind;
+use rein::{Run, RunEvent, RunHandle, RunId, RunSpec, RunStatus};
 
 use super::{build_error, checked_scenario, engine_error, run_id};
 use crate::cli::{ResumeArgs, RunArgs};

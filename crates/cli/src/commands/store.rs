@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+use rein::RunId;
 use rein::postgres::{PgError, PgStores};
-use rein::{LedgerStore as _, LedgerStoreError, RunId, RunStore as _};
+use rein::store::{LedgerStore as _, LedgerStoreError, RunStore as _};
 
 use crate::exit::{CliError, CliResult, Exit};
 

@@ -1,8 +1,9 @@
 //! `rein tools`: every built-in tool, its annotations, the states the default eligibility
 //! lets it run in, and whether the default approval policy asks before it runs.
 
+use rein::policy::{Eligibility, EligibilityRules};
 use rein::tools::SkillLoad;
-use rein::{ApprovalPolicy, Eligibility, EligibilityRules, State, ToolSpec, Value, json};
+use rein::{ApprovalPolicy, State, ToolSpec, Value, json};
 
 use crate::cli::ToolsArgs;
 use crate::exit::{CliError, CliResult, Exit};

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rein::{BudgetName, EntryKind, PolicySnapshot, Run, RunStatus};
+use rein::ledger::EntryKind;
+use rein::policy::PolicySnapshot;
+use rein::run::BudgetName;
+use rein::{Run, RunStatus};
 
 use super::{limit, serde_name, shell_word, short_json};
 use crate::ledger_file::LedgerFile;
@@ -13,7 +16,7 @@ use crate::tree::Waiting;
 /// The summary printed after `rein run` / `rein resume`; `below` are the runs below this
 /// one that wait for an approval (the verdict they need comes before anything else).
 pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_dir: &str) -> String {
-    let ledger_path = rein::FsLayout::new(data_dir).ledger(run.id());
+    let ledger_path = rein::store::FsLayout::new(data_dir).ledger(run.id());
     let mut out = String::new();
     let mark = match run.status() {
         RunStatus::Completed => "✓",

@@ -3,16 +3,18 @@
 
 use std::time::Duration;
 
+use rein::policy::{Budget, OnToolError, OnViolation, PolicySnapshot};
+use rein::resilience::ResilienceConfig;
+use rein::run::BudgetName;
 use rein::{
-    AutoApprover, Budget, BudgetName, DenyApprover, Engine, EngineBuilder, OnToolError,
-    OnViolation, PolicySnapshot, ResilienceConfig, ScriptedPlanner, ToolName, ToolSpec, json,
+    AutoApprover, DenyApprover, Engine, EngineBuilder, ScriptedPlanner, ToolName, ToolSpec, json,
 };
 
+use super::approver::ScriptedApprover;
 use super::model::{
     ApproverDef, Behavior, OnToolErrorDef, OnViolationDef, PlannerDef, Scenario, ToolDef,
 };
-use crate::approver::ScriptedApprover;
-use crate::tools::{CountFile, FixtureTool, add_builtin};
+use super::tools::{CountFile, FixtureTool, add_builtin};
 
 /// The engine a scenario describes, without stores. `approvals_used` is how many scripted
 /// approver answers an earlier process of the same run already gave (0 for a new run).

@@ -130,13 +130,13 @@ fn check_shell(def: &ToolDef, path: &JsonPath) -> Result<(), ToolProblem> {
         ));
     }
     if let Some(cap) = shell.spill_cap
-        && cap > rein::Attachment::MAX_BYTES
+        && cap > rein::tool::Attachment::MAX_BYTES
     {
         return Err((
             at.key("spill_cap"),
             format!(
                 "`shell.spill_cap` ({cap}) is above the {} bytes an attachment may hold",
-                rein::Attachment::MAX_BYTES
+                rein::tool::Attachment::MAX_BYTES
             ),
             None,
         ));

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use rein::{BudgetName, BuildError, Decision, EligibilityError, ToolName};
+use rein::policy::EligibilityError;
+use rein::run::BudgetName;
+use rein::{BuildError, Decision, ToolName};
 
 use super::build::builder;
 use super::model::{Behavior, Scenario, ToolDef, ToolKind};
@@ -219,7 +221,7 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     }
 
     // A durable approval is decided by `rein approve`, never by the scenario's approver.
-    if scenario.policies.approvals.mode() == rein::ApprovalMode::Durable
+    if scenario.policies.approvals.mode() == rein::policy::ApprovalMode::Durable
         && scenario.approver.is_some()
     {
         warnings.push(format!(
@@ -403,7 +405,7 @@ fn locate_build_error(loaded: &Loaded, scenario: &Scenario, e: &BuildError) -> S
 
 /// The state whose explicit eligibility rule names `tool`.
 fn scenario_rule_state(scenario: &Scenario, tool: &ToolName) -> Option<String> {
-    let rein::EligibilityRules::Explicit { allow } = &scenario.policies.eligibility else {
+    let rein::policy::EligibilityRules::Explicit { allow } = &scenario.policies.eligibility else {
         return None;
     };
     allow

@@ -1,6 +1,7 @@
 //! Scenario files: the format ([`Scenario`]), reading one with errors that point into the
 //! file, checking it (including building the engine), and turning it into an engine.
 
+mod approver;
 mod build;
 pub(crate) mod builtin;
 mod check;
@@ -10,16 +11,15 @@ pub(crate) mod mcp;
 mod model;
 mod paths;
 pub(crate) mod secrets;
+mod tools;
 
 use std::path::{Path, PathBuf};
 
 pub(crate) use build::builder;
 pub(crate) use check::{Setup, check};
 pub use error::ScenarioError;
-pub(crate) use model::{
-    Answer, ApproverDef, Behavior, Builtin, IsolationDef, PlannerDef, Scenario, ScriptedAnswer,
-    ToolDef,
-};
+pub(crate) use model::{ApproverDef, Builtin, PlannerDef, Scenario};
+pub(crate) use tools::PANIC_PREFIX;
 
 /// The JSON Schema of scenario files (`rein schema scenario`).
 pub(crate) const SCHEMA: &str = include_str!("../../schema/scenario.schema.json");

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
-use rein::{ApprovalPolicy, EligibilityRules, ScriptStep, Transitions, Value};
+use rein::policy::{EligibilityRules, Transitions};
+use rein::{ApprovalPolicy, ScriptStep, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 
@@ -63,7 +64,7 @@ pub(crate) struct Scenario {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) planners: BTreeMap<String, Vec<ScriptStep>>,
     /// How deep delegation may go: the run is at depth 0, its children at 1 (default 2, at
-    /// most `rein::MAX_DEPTH_CEILING`, which building the engine checks).
+    /// most `rein::subrun::MAX_DEPTH_CEILING`, which building the engine checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_depth: Option<u32>,
     /// The data directory count files are confined to: set by the check from the command
@@ -97,7 +98,7 @@ pub(crate) struct Policies {
     pub(crate) on_tool_error: Option<OnToolErrorDef>,
     /// How long the run may take (its `time` budget), on the engine's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) deadline: Option<rein::Deadline>,
+    pub(crate) deadline: Option<rein::policy::Deadline>,
     /// The JSON Schema the run's `finish` result must match; none: any result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) result_schema: Option<serde_json::Value>,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use rein::tools::{FsError, Workspace, check};
+use rein::tools::{FsError, Workspace, check_relative_path};
 
 use super::model::{Builtin, ToolDef, ToolKind};
 use crate::locate::JsonPath;
@@ -81,7 +81,7 @@ pub(crate) fn check_count_file(file: &Path, data_dir: Option<&Path>) -> Result<(
     let why = |e: &dyn std::fmt::Display| {
         format!("{e}; the count file is relative to the data directory and stays inside it")
     };
-    check(text).map_err(|e| why(&e))?;
+    check_relative_path(text).map_err(|e| why(&e))?;
     if let Some(workspace) = data_dir.and_then(|dir| Workspace::open(dir).ok())
         && let Err(e @ FsError::Path(_)) = workspace.check_on_disk(text)
     {
@@ -97,7 +97,7 @@ pub(crate) fn check_count_file(file: &Path, data_dir: Option<&Path>) -> Result<(
 /// # Errors
 /// Why the tool would refuse the path, in words.
 pub(crate) fn check_script_path(workspace: Option<&Path>, path: &str) -> Result<(), String> {
-    check(path).map_err(|e| e.to_string())?;
+    check_relative_path(path).map_err(|e| e.to_string())?;
     if let Some(workspace) = workspace.and_then(|dir| Workspace::open(dir).ok())
         && let Err(e @ FsError::Path(_)) = workspace.check_on_disk(path)
     {

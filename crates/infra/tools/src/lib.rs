@@ -19,17 +19,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod error;
 mod fs;
 mod http;
+mod path;
 pub mod shell;
 mod skill;
 mod workspace;
 
-pub use fs::{
-    FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_RESULTS,
-};
+pub use error::FsError;
+pub use fs::{FsOp, FsTool, MAX_EDIT_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_RESULTS};
 pub use http::{HttpConfig, HttpError, HttpFetch};
+pub use path::{MAX_NAME_BYTES, MAX_PATH_BYTES, PathError, check_relative_path};
 pub use skill::{
     MAX_FRONT_MATTER_BRACKETS, MAX_SKILL_BYTES, SkillLoad, SkillLoadError, load_skills, parse_skill,
 };
-pub use workspace::{MAX_NAME_BYTES, MAX_PATH_BYTES, PathError, Workspace, WorkspaceError, check};
+pub use workspace::{Workspace, WorkspaceError};

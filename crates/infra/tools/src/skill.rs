@@ -227,20 +227,20 @@ pub fn load_skills(dir: &Path) -> Result<Vec<Skill>, SkillLoadError> {
         match root.metadata(&name) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => continue,
-            Err(e) if crate::workspace::is_escape(&e) => return Err(escapes(&folder)),
+            Err(e) if crate::path::is_escape(&e) => return Err(escapes(&folder)),
             Err(e) => return Err(io(&folder)(e)),
         }
         // Looked at before it is opened: opening a FIFO named SKILL.md would block.
         match root.metadata(&relative) {
             Ok(meta) if meta.is_file() => {}
             Ok(_) => continue,
-            Err(e) if crate::workspace::is_escape(&e) => return Err(escapes(&file)),
+            Err(e) if crate::path::is_escape(&e) => return Err(escapes(&file)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io(&file)(e)),
         }
         let handle = match root.open(&relative) {
             Ok(handle) => handle.into_std(),
-            Err(e) if crate::workspace::is_escape(&e) => return Err(escapes(&file)),
+            Err(e) if crate::path::is_escape(&e) => return Err(escapes(&file)),
             Err(e) => return Err(io(&file)(e)),
         };
         let meta = handle.metadata().map_err(io(&file))?;

@@ -9,19 +9,14 @@
 //! refused too: their content may be shared with a file outside the workspace.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use crate::FsError;
-
-/// The longest path, in bytes, a tool accepts (Linux's `PATH_MAX`).
-pub const MAX_PATH_BYTES: usize = 4096;
-
-/// The longest name of one path component, in bytes (Linux's `NAME_MAX`).
-pub const MAX_NAME_BYTES: usize = 255;
+use crate::error::FsError;
+use crate::path::{PathError, check_relative_path};
 
 /// A directory that built-in tools are confined to. Cheap to clone.
 ///
@@ -53,63 +48,6 @@ pub enum WorkspaceError {
         /// What the operating system said.
         #[source]
         source: io::Error,
-    },
-}
-
-/// Why a path was refused. Every variant names the path as it was given.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PathError {
-    /// The path is empty.
-    #[error("the path is empty; use \".\" for the workspace itself")]
-    Empty,
-    /// The path holds a NUL byte.
-    #[error("path {path:?} contains a NUL byte; refused")]
-    Nul {
-        /// The path as given.
-        path: String,
-    },
-    /// The path is absolute.
-    #[error("path {path:?} is absolute; give a path relative to the workspace")]
-    Absolute {
-        /// The path as given.
-        path: String,
-    },
-    /// The path holds a `..` component.
-    #[error("path {path:?} contains `..`; paths stay inside the workspace")]
-    ParentDir {
-        /// The path as given.
-        path: String,
-    },
-    /// The path, or one of its names, is longer than the system allows.
-    #[error(
-        "path {path:?} is too long (at most {MAX_PATH_BYTES} bytes, {MAX_NAME_BYTES} per name); shorten it"
-    )]
-    TooLong {
-        /// The path as given (cut to its first 64 characters).
-        path: String,
-    },
-    /// Resolving the path led outside the workspace (a symbolic link).
-    #[error("path {path:?} leads outside the workspace (through a symbolic link); refused")]
-    Escapes {
-        /// The path as given.
-        path: String,
-    },
-    /// The path names a regular file with more than one hard link.
-    #[error(
-        "path {path:?} is a file with {links} hard links; its content may be shared with a file outside the workspace, so it is refused"
-    )]
-    HardLink {
-        /// The path as given.
-        path: String,
-        /// How many links the file has.
-        links: u64,
-    },
-    /// The path names the workspace itself where a file is needed.
-    #[error("path {path:?} names the workspace itself; name a file inside it")]
-    IsRoot {
-        /// The path as given.
-        path: String,
     },
 }
 
@@ -145,7 +83,7 @@ impl Workspace {
     /// # Errors
     /// The [`PathError`] that says what is wrong: empty, NUL byte, absolute, `..`, too long.
     pub fn check(&self, path: &str) -> Result<PathBuf, PathError> {
-        check(path)
+        check_relative_path(path)
     }
 
     /// Checks `path` as a tool would before using it: lexically, then on disk — the part
@@ -156,7 +94,7 @@ impl Workspace {
     /// # Errors
     /// The [`FsError`] a tool would give: a [`PathError`] for a path that is refused.
     pub fn check_on_disk(&self, path: &str) -> Result<PathBuf, FsError> {
-        let rel = check(path)?;
+        let rel = check_relative_path(path)?;
         let mut existing = rel.clone();
         while !existing.as_os_str().is_empty() && self.dir.symlink_metadata(&existing).is_err() {
             existing.pop();
@@ -175,7 +113,7 @@ impl Workspace {
     /// # Errors
     /// The [`FsError`] that says why the path was refused or could not be opened.
     pub fn open_append(&self, path: &str) -> Result<std::fs::File, FsError> {
-        let rel = check(path)?;
+        let rel = check_relative_path(path)?;
         let io = |e| FsError::io(path, e);
         let Some(name) = rel.file_name() else {
             return Err(PathError::IsRoot {
@@ -208,7 +146,7 @@ impl Workspace {
             )
             .map_err(io)?
             .into_std();
-        crate::fs::single_link(path, &file.metadata().map_err(io)?)?;
+        single_link(path, &file.metadata().map_err(io)?)?;
         Ok(file)
     }
 
@@ -218,7 +156,7 @@ impl Workspace {
     /// # Errors
     /// The [`FsError`] that says why the path was refused or is not a directory.
     pub fn resolve_dir(&self, path: &str) -> Result<PathBuf, FsError> {
-        let rel = check(path)?;
+        let rel = check_relative_path(path)?;
         let rel = if rel.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
@@ -246,75 +184,20 @@ impl Workspace {
     }
 }
 
-/// Checks `path` lexically (see [`Workspace::check`]).
-///
-/// # Errors
-/// What is wrong with the path.
-pub fn check(path: &str) -> Result<PathBuf, PathError> {
-    if path.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if path.contains('\0') {
-        return Err(PathError::Nul {
-            path: path.to_owned(),
-        });
-    }
-    if path.len() > MAX_PATH_BYTES {
-        return Err(PathError::TooLong {
-            path: path.chars().take(64).collect(),
-        });
-    }
-    let mut clean = PathBuf::new();
-    for component in Path::new(path).components() {
-        match component {
-            Component::Normal(name) => {
-                if name.len() > MAX_NAME_BYTES {
-                    return Err(PathError::TooLong {
-                        path: path.chars().take(64).collect(),
-                    });
-                }
-                clean.push(name);
+/// Refuses a regular file with more than one hard link.
+pub(crate) fn single_link(path: &str, meta: &std::fs::Metadata) -> Result<(), FsError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.is_file() && meta.nlink() > 1 {
+            return Err(PathError::HardLink {
+                path: path.to_owned(),
+                links: meta.nlink(),
             }
-            Component::CurDir => {}
-            Component::ParentDir => {
-                return Err(PathError::ParentDir {
-                    path: path.to_owned(),
-                });
-            }
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(PathError::Absolute {
-                    path: path.to_owned(),
-                });
-            }
+            .into());
         }
     }
-    Ok(clean)
-}
-
-/// Whether an I/O error from a confined operation means "this led outside".
-pub(crate) fn is_escape(e: &io::Error) -> bool {
-    // cap-std reports every escape (`..` past the root, an absolute or outward symbolic
-    // link, `EXDEV` from `RESOLVE_BENEATH`) as this one error.
-    e.kind() == io::ErrorKind::PermissionDenied
-        && e.to_string().contains("outside of the filesystem")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lexical_checks() {
-        assert_eq!(check("a/./b").unwrap(), PathBuf::from("a/b"));
-        assert_eq!(check(".").unwrap(), PathBuf::new());
-        assert_eq!(check(""), Err(PathError::Empty));
-        assert!(matches!(check("a\0b"), Err(PathError::Nul { .. })));
-        assert!(matches!(check("/a"), Err(PathError::Absolute { .. })));
-        assert!(matches!(check("a/../b"), Err(PathError::ParentDir { .. })));
-        assert!(matches!(
-            check(&"x".repeat(256)),
-            Err(PathError::TooLong { .. })
-        ));
-        assert!(check(&"x".repeat(255)).is_ok());
-    }
+    #[cfg(not(unix))]
+    let _ = (path, meta);
+    Ok(())
 }

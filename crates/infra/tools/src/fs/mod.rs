@@ -6,7 +6,6 @@
 //! blocking entry point; the [`Tool`] impl runs it on the blocking pool and maps an
 //! [`FsError`] onto a [`ToolError`] (a refused path is invalid input).
 
-mod error;
 mod read;
 mod search;
 mod write;
@@ -18,7 +17,7 @@ use serde_json::Value;
 
 use crate::Workspace;
 
-pub use error::FsError;
+use crate::error::FsError;
 pub use read::{MAX_LIST_ENTRIES, MAX_READ_BYTES};
 pub use search::MAX_RESULTS;
 pub use write::MAX_EDIT_BYTES;
@@ -260,21 +259,3 @@ pub(crate) fn sha256(bytes: &[u8]) -> String {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Refuses a regular file with more than one hard link.
-pub(crate) fn single_link(path: &str, meta: &std::fs::Metadata) -> Result<(), FsError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        if meta.is_file() && meta.nlink() > 1 {
-            return Err(crate::PathError::HardLink {
-                path: path.to_owned(),
-                links: meta.nlink(),
-            }
-            .into());
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (path, meta);
-    Ok(())
-}

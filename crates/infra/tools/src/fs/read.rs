@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{FsError, single_link};
+use crate::error::FsError;
+use crate::workspace::single_link;
 use crate::{PathError, Workspace};
 
 /// The most `fs.read` returns in one call, whatever `max_bytes` asks.

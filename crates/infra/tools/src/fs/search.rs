@@ -17,8 +17,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::read::dot;
-use super::{FsError, single_link};
 use crate::Workspace;
+use crate::error::FsError;
+use crate::workspace::single_link;
 
 /// The most results `fs.glob` and `fs.grep` return in one call.
 pub const MAX_RESULTS: usize = 5000;

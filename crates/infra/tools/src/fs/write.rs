@@ -11,7 +11,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{FsError, sha256, single_link};
+use super::sha256;
+use crate::error::FsError;
+use crate::workspace::single_link;
 use crate::{PathError, Workspace};
 
 /// The largest file `fs.edit` rewrites.
@@ -116,7 +118,7 @@ fn replace(dir: &Dir, name: &Path, content: &[u8], path: &str) -> Result<(), FsE
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
     // A name that long would not fit: fall back to a short one.
-    let tmp = if tmp.len() > crate::workspace::MAX_NAME_BYTES {
+    let tmp = if tmp.len() > crate::path::MAX_NAME_BYTES {
         format!(
             ".rein-{}-{}.tmp",
             std::process::id(),

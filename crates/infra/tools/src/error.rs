@@ -4,7 +4,7 @@ use std::io;
 
 use rein_tool::ToolError;
 
-use crate::workspace::{PathError, is_escape};
+use crate::path::{PathError, is_escape};
 
 /// Why a file tool refused or failed. Every variant names the path as it was given.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rein::{ApprovalRequest, ApprovalResponse, Approver, ApproverError};
 
-use crate::scenario::{Answer, ScriptedAnswer};
+use super::model::{Answer, ScriptedAnswer};
 
 /// The name the scripted approver signs its answers with (in the ledger).
 pub(crate) const NAME: &str = "scenario";

@@ -11,7 +11,7 @@ use rein::tool::Tool;
 use rein::tools::Workspace;
 use rein::{ToolError, ToolOutput, ToolSpec, Value, json};
 
-use crate::scenario::Behavior;
+use crate::scenario::model::Behavior;
 
 /// The start of every fixture panic message; the CLI's panic hook stays quiet about these
 /// (the engine turns them into `ToolError::Panicked`, recorded in the ledger).

@@ -8,7 +8,7 @@ use rein::EngineBuilder;
 use rein::shell::{Isolation, ShellConfig, ShellGuard, ShellRun};
 use rein::tools::{FsTool, HttpConfig, HttpFetch, Workspace};
 
-use crate::scenario::{Builtin, IsolationDef, ToolDef};
+use crate::scenario::model::{Builtin, IsolationDef, ToolDef};
 
 /// Adds the built-in `kind` that `def` declares, confined to `workspace`. Nothing is added
 /// without a usable workspace (the scenario check refuses a built-in without one, but for
