@@ -21,6 +21,7 @@ const FOLDERS: &[(&str, &str)] = &[
     ("crates/infra/*", "infra/*"),
     ("crates/engine", "engine"),
     ("crates/rein", "facade"),
+    ("crates/app/*", "app/*"),
     ("crates/cli", "cli"),
     ("tests", "tests"),
     ("examples", "examples"),
@@ -40,7 +41,9 @@ const RULES: &[Rule] = &[
     Rule::any_external("infra/*", &["domain/*"]),
     Rule::any_external("engine", &["domain/*", "infra/*"]),
     Rule::any_external("facade", &["engine", "domain/*", "infra/*"]),
-    Rule::any_external("cli", &["facade"]),
+    // App crates beside the facade (the console): never each other.
+    Rule::any_external("app/*", &["engine", "domain/*", "infra/*", "facade"]),
+    Rule::any_external("cli", &["facade", "app/*"]),
     Rule::any_external("tests", &["*"]),
     Rule::any_external("examples", &["facade"]),
 ];

@@ -67,6 +67,18 @@ Exit codes:
        an unknown tool, or a request that would widen the run's policy
   4    the run's ledger failed verification";
 
+const SERVE_AFTER: &str = "\
+Examples:
+  rein serve
+  rein serve --data-dir /tmp/rein --addr 127.0.0.1:8080 --read-only
+  rein serve --addr 0.0.0.0:7077 --tokens operators.txt
+
+Exit codes:
+  0    the server stopped (Ctrl-C)
+  1    the address cannot be bound, or serving failed
+  2    bad input: no data directory, a malformed tokens file, or an address that is not
+       loopback without --tokens";
+
 const MAIN_AFTER: &str = "\
 Examples:
   rein run examples/scenarios/happy-path.json
@@ -79,6 +91,7 @@ Examples:
   rein inspect 0193c6a2-... --format mermaid
   rein validate my-scenario.json
   rein schema scenario > scenario.schema.json
+  rein serve --data-dir /tmp/rein
 
 Exit codes:
   0    completed (or the command succeeded)
@@ -182,6 +195,33 @@ pub(crate) enum Command {
     /// Work with MCP servers: list the tools rein would import from one.
     #[command(subcommand)]
     Mcp(crate::commands::mcp::McpCommand),
+    /// Serve the web console: runs, their verified ledgers, and an inbox of approvals and
+    /// questions to answer.
+    ///
+    /// Pages can be read by anyone who reaches the address; every change needs an
+    /// operator's token (the ledger records the token's operator name). Without --tokens,
+    /// a token for operator `operator` is made at start and printed once; with --tokens
+    /// FILE, operators come from FILE (`NAME SHA256-HEX` lines), and a missing FILE is
+    /// created with a new token, printed once. A run approved or answered here is driven on
+    /// by this process, rebuilt from the scenario the run was started from.
+    #[command(after_help = SERVE_AFTER)]
+    Serve(ServeArgs),
+}
+
+/// `rein serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// The address to serve on. An address that is not loopback needs --tokens.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:7077")]
+    pub(crate) addr: std::net::SocketAddr,
+    /// Refuse every change on the server: pages only.
+    #[arg(long)]
+    pub(crate) read_only: bool,
+    /// The operators' tokens file (created with a new token when missing).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tokens: Option<PathBuf>,
 }
 
 /// `rein tools`.
