@@ -13,7 +13,7 @@ FUZZ_TIME ?= 10
 FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell scenario
 
 help:
-	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
+	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo), then say how to see it with rein serve"
 	@echo "make test       cargo test --workspace (after make mcp-servers)"
 	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
 	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
@@ -79,8 +79,16 @@ bench-peers:
 	$(PEERS_VENV)/bin/pip install -q -r bench-peers/requirements.txt
 	CARGO=$(CARGO) $(PEERS_VENV)/bin/python bench-peers/compare.py
 
+# Ends by saying how to look at the run in the web console, whatever the run's outcome (the
+# exit status is the run's).
 run:
-	$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo
+	@echo "$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo"
+	@$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo; status=$$?; \
+	echo; \
+	echo "See the run (its path, its ledger verified by the server, what it waits for) in the web console:"; \
+	echo "  $(CARGO) run -q -p rein-cli -- serve --data-dir target/rein-demo"; \
+	echo "  then open http://127.0.0.1:7077/ (Ctrl-C stops it)"; \
+	exit $$status
 
 # The short forms of docs/RELIABILITY.md, printing their figures: hostile input (table),
 # store faults, policy bypasses, the shell guard, property tests, the fuzz corpus replay, and
