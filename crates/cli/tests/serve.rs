@@ -111,7 +111,10 @@ fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -
 
 fn field(html: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).unwrap_or_else(|| panic!("no {name} in {html}")) + marker.len();
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} in {html}"))
+        + marker.len();
     let end = html[start..].find('"').expect("a quote") + start;
     html[start..end].to_owned()
 }
@@ -127,7 +130,10 @@ fn an_address_off_loopback_without_tokens_is_refused_at_start() {
         .expect("runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("refusing to serve on 0.0.0.0:0: it is not a loopback address"), "{stderr}");
+    assert!(
+        stderr.contains("refusing to serve on 0.0.0.0:0: it is not a loopback address"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--tokens FILE"), "{stderr}");
 }
 
@@ -164,7 +170,10 @@ fn an_approval_given_in_the_console_is_ledgered_by_name_and_the_run_completes() 
     let token = server.token.clone().expect("a new token is printed once");
     let file = std::fs::read_to_string(&tokens).expect("the tokens file was written");
     assert!(file.contains("operator "), "{file}");
-    assert!(!file.contains(&token), "the file holds the token's hash, not the token");
+    assert!(
+        !file.contains(&token),
+        "the file holds the token's hash, not the token"
+    );
 
     let list = http(&server.addr, "GET", "/", None, "");
     assert!(list.starts_with("HTTP/1.1 200"), "{list}");
@@ -172,26 +181,54 @@ fn an_approval_given_in_the_console_is_ledgered_by_name_and_the_run_completes() 
     assert!(list.contains("&lt;script&gt;stale"), "the goal is escaped");
     assert!(!list.contains("<script>stale"));
 
-    let page = http(&server.addr, "GET", &format!("/runs/{id}"), Some(&token), "");
+    let page = http(
+        &server.addr,
+        "GET",
+        &format!("/runs/{id}"),
+        Some(&token),
+        "",
+    );
     assert!(page.contains("chain verified, 10 entries"), "{page}");
     let form = format!(
         "csrf={}&input_hash={}&verdict=approve&reason=ticket+42",
         field(&page, "csrf"),
         field(&page, "input_hash")
     );
-    let denied = http(&server.addr, "POST", &format!("/runs/{id}/approval"), None, &form);
-    assert!(denied.starts_with("HTTP/1.1 401"), "without a token: {denied}");
-    let done = http(&server.addr, "POST", &format!("/runs/{id}/approval"), Some(&token), &form);
+    let denied = http(
+        &server.addr,
+        "POST",
+        &format!("/runs/{id}/approval"),
+        None,
+        &form,
+    );
+    assert!(
+        denied.starts_with("HTTP/1.1 401"),
+        "without a token: {denied}"
+    );
+    let done = http(
+        &server.addr,
+        "POST",
+        &format!("/runs/{id}/approval"),
+        Some(&token),
+        &form,
+    );
     assert!(done.starts_with("HTTP/1.1 303"), "{done}");
     // The live stream ends when the run is finished: read it to the end.
     let events = http(&server.addr, "GET", &format!("/runs/{id}/events"), None, "");
     assert!(events.contains("event: end"), "{events}");
 
-    let ledger = std::fs::read_to_string(scratch.data().join("ledgers").join(format!("{id}.jsonl")))
-        .expect("the ledger");
+    let ledger =
+        std::fs::read_to_string(scratch.data().join("ledgers").join(format!("{id}.jsonl")))
+            .expect("the ledger");
     assert_eq!(ledger.matches("\"approval_granted\"").count(), 1);
-    assert!(ledger.contains("\"approver\":\"operator\""), "the operator's name is ledgered");
-    assert!(ledger.contains("\"run_completed\""), "the console process drove the run on");
+    assert!(
+        ledger.contains("\"approver\":\"operator\""),
+        "the operator's name is ledgered"
+    );
+    assert!(
+        ledger.contains("\"run_completed\""),
+        "the console process drove the run on"
+    );
     rein()
         .args(["ledger", "verify", &id, "--data-dir"])
         .arg(scratch.data())

@@ -74,10 +74,11 @@ struct Claim {
 
 impl Claim {
     fn take(state: &Arc<crate::State>, id: &RunId) -> Result<Self, HttpError> {
-        let mut busy = state
-            .busy
-            .lock()
-            .map_err(|_| HttpError::store("the console's state is unusable after a crash in a handler; restart it"))?;
+        let mut busy = state.busy.lock().map_err(|_| {
+            HttpError::store(
+                "the console's state is unusable after a crash in a handler; restart it",
+            )
+        })?;
         if !busy.insert(id.clone()) {
             return Err(HttpError::conflict(format!(
                 "run {id} is being decided on or driven by this console right now (another decision came first); nothing was recorded — reload its page to see the outcome"
@@ -96,7 +97,9 @@ impl Drop for Claim {
         if let Ok(mut busy) = self.state.busy.lock() {
             busy.remove(&self.id);
         }
-        self.state.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        self.state
+            .in_flight
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -153,7 +156,11 @@ pub(crate) async fn login(
     let cookie = HeaderValue::from_str(&format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
     ))
-    .map_err(|_| HttpError::bad_request("that token cannot be kept in a cookie; send it as Authorization: Bearer TOKEN instead"))?;
+    .map_err(|_| {
+        HttpError::bad_request(
+            "that token cannot be kept in a cookie; send it as Authorization: Bearer TOKEN instead",
+        )
+    })?;
     let mut response = Redirect::to("/inbox").into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
@@ -164,7 +171,9 @@ pub(crate) async fn logout() -> Response {
     let mut response = Redirect::to("/login").into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_static("rein_console_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+        HeaderValue::from_static(
+            "rein_console_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+        ),
     );
     response
 }
@@ -202,7 +211,11 @@ pub(crate) async fn approval(
         }
     };
     let reason = text_field("reason", &form.reason, "why (it is recorded in the ledger)")?;
-    let input_hash = text_field("input_hash", &form.input_hash, "the hash of the call's input you looked at")?;
+    let input_hash = text_field(
+        "input_hash",
+        &form.input_hash,
+        "the hash of the call's input you looked at",
+    )?;
     let driver = driver(&state)?;
     let claim = Claim::take(&state, &id)?;
     stored(&state, &id).await?;
@@ -213,18 +226,27 @@ pub(crate) async fn approval(
     let pending = engine.pending_approval(&id).await.map_err(engine_error)?;
     let Some(pending) = pending else {
         opened.release.await;
-        return Err(match before.pending_approval().filter(|_| before.status() == RunStatus::Paused) {
-            Some(waited) => HttpError::conflict(format!(
-                "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when the console looked (recorded); nothing was approved",
-                waited.tool, waited.input_hash, waited.requested_at
-            )),
-            None => HttpError::conflict(format!(
-                "run {id} waits for no approval now (it is {}); nothing was recorded — its page shows what happened",
-                before.status()
-            )),
-        });
+        return Err(
+            match before
+                .pending_approval()
+                .filter(|_| before.status() == RunStatus::Paused)
+            {
+                Some(waited) => HttpError::conflict(format!(
+                    "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when the console looked (recorded); nothing was approved",
+                    waited.tool, waited.input_hash, waited.requested_at
+                )),
+                None => HttpError::conflict(format!(
+                    "run {id} waits for no approval now (it is {}); nothing was recorded — its page shows what happened",
+                    before.status()
+                )),
+            },
+        );
     };
-    if !pending.input_hash.to_string().eq_ignore_ascii_case(&input_hash) {
+    if !pending
+        .input_hash
+        .to_string()
+        .eq_ignore_ascii_case(&input_hash)
+    {
         opened.release.await;
         return Err(HttpError::conflict(format!(
             "run {id} waits for a call of `{}` with input {}, not {}: the pending call is not the one you looked at; nothing was recorded",
@@ -325,7 +347,9 @@ fn driver(state: &crate::State) -> Result<Arc<dyn crate::RunDriver>, HttpError> 
 fn text_field(name: &str, value: &str, what: &str) -> Result<String, HttpError> {
     let value = value.trim();
     if value.is_empty() {
-        return Err(HttpError::bad_request(format!("`{name}` is empty: give {what}")));
+        return Err(HttpError::bad_request(format!(
+            "`{name}` is empty: give {what}"
+        )));
     }
     if value.chars().count() > MAX_TEXT {
         return Err(HttpError::bad_request(format!(
@@ -336,12 +360,7 @@ fn text_field(name: &str, value: &str, what: &str) -> Result<String, HttpError> 
 }
 
 /// Records what became of a run this console drove on, for its page.
-fn note(
-    state: &crate::State,
-    id: &RunId,
-    who: &str,
-    outcome: Result<RunStatus, EngineError>,
-) {
+fn note(state: &crate::State, id: &RunId, who: &str, outcome: Result<RunStatus, EngineError>) {
     let text = match outcome {
         Ok(status) => format!("{who}; the run is now {status}"),
         Err(e) => format!("{who}; then: {e}"),

@@ -321,7 +321,10 @@ mod tests {
             .with("alice", "a-token")
             .and_then(|t| t.with("bob", "b-token"))
             .expect("valid names");
-        assert_eq!(tokens.operator("a-token").map(Operator::name), Some("alice"));
+        assert_eq!(
+            tokens.operator("a-token").map(Operator::name),
+            Some("alice")
+        );
         assert_eq!(tokens.operator("b-token").map(Operator::name), Some("bob"));
         assert!(tokens.operator("a-toke").is_none());
         assert!(tokens.operator("").is_none());
@@ -334,7 +337,10 @@ mod tests {
         assert!(err.to_string().contains("line 2"), "{err}");
         let err = Tokens::parse(path, "<b> 0000\n").expect_err("bad name");
         assert!(err.to_string().contains("not an operator name"), "{err}");
-        assert!(matches!(Tokens::parse(path, "# nothing\n"), Err(TokensError::Empty { .. })));
+        assert!(matches!(
+            Tokens::parse(path, "# nothing\n"),
+            Err(TokensError::Empty { .. })
+        ));
     }
 
     #[test]

@@ -92,11 +92,17 @@ pub(crate) fn item(
             || "unknown".to_owned(),
             |t| {
                 let millis = u64::try_from(t.as_millis()).unwrap_or(u64::MAX);
-                Timestamp::from_unix_millis(pending.requested_at.as_unix_millis().saturating_add(millis))
-                    .to_string()
+                Timestamp::from_unix_millis(
+                    pending.requested_at.as_unix_millis().saturating_add(millis),
+                )
+                .to_string()
             },
         );
-        let input = input_of(entries, pending.tool.as_str(), &pending.input_hash.to_string());
+        let input = input_of(
+            entries,
+            pending.tool.as_str(),
+            &pending.input_hash.to_string(),
+        );
         let _ = write!(
             body,
             "<p class=\"waiting\">waits for a verdict on <code>{}</code></p><table>\
@@ -109,7 +115,10 @@ pub(crate) fn item(
             pending.step,
             age(waited),
             esc(&denies_at),
-            esc(&input.map_or_else(|| "(not found in the ledger)".to_owned(), |v| json_text(&v, MAX_INPUT))),
+            esc(&input.map_or_else(
+                || "(not found in the ledger)".to_owned(),
+                |v| json_text(&v, MAX_INPUT)
+            )),
             esc(&pending.input_hash.to_string())
         );
         match &can_act {
@@ -197,9 +206,12 @@ fn find_call(value: &Value, tool: &str, hash: &str, depth: usize) -> Option<Valu
             {
                 return Some(input.clone());
             }
-            map.values().find_map(|v| find_call(v, tool, hash, depth + 1))
+            map.values()
+                .find_map(|v| find_call(v, tool, hash, depth + 1))
         }
-        Value::Array(items) => items.iter().find_map(|v| find_call(v, tool, hash, depth + 1)),
+        Value::Array(items) => items
+            .iter()
+            .find_map(|v| find_call(v, tool, hash, depth + 1)),
         _ => None,
     }
 }

@@ -65,9 +65,12 @@ fn verification(stored: &Stored) -> String {
             let Some(last) = entries.last() else {
                 return "<p class=\"broken\">the ledger is empty</p>".to_owned();
             };
-            let behind = stored.snapshot.as_ref().ok().and_then(Run::ledger_head).filter(|head| {
-                !rein::Ledger::entries_reach(entries, head)
-            });
+            let behind = stored
+                .snapshot
+                .as_ref()
+                .ok()
+                .and_then(Run::ledger_head)
+                .filter(|head| !rein::Ledger::entries_reach(entries, head));
             match behind {
                 Some(head) => format!(
                     "<p class=\"broken\" id=\"verification\">ledger broken: it ends at entry {} but the run's snapshot was saved after entry {} (hash {}): entries are missing</p>",
@@ -171,7 +174,9 @@ fn summary(body: &mut String, run: &Run) {
             esc(&failure.message)
         );
     }
-    body.push_str("</table><h2>Budgets</h2><table><tr><th>budget</th><th>used</th><th>limit</th></tr>");
+    body.push_str(
+        "</table><h2>Budgets</h2><table><tr><th>budget</th><th>used</th><th>limit</th></tr>",
+    );
     for (name, used, limit) in budgets(run) {
         let _ = write!(
             body,
@@ -277,9 +282,13 @@ fn children(body: &mut String, entries: &[Entry]) {
     body.push_str("<h2>Child runs</h2><ul>");
     for (child, goal) in started {
         let ended = entries.iter().find_map(|e| match e.event() {
-            EntryKind::ChildEnded { child: c, outcome, .. } if c == child => {
-                Some(if outcome.is_completed() { "completed" } else { "did not complete" })
-            }
+            EntryKind::ChildEnded {
+                child: c, outcome, ..
+            } if c == child => Some(if outcome.is_completed() {
+                "completed"
+            } else {
+                "did not complete"
+            }),
             _ => None,
         });
         let _ = write!(
@@ -303,13 +312,26 @@ fn timeline(body: &mut String, id: &RunId, entries: &[Entry], page_no: usize) {
         (page_no * ENTRIES_PER_PAGE).min(entries.len()),
         entries.len()
     );
-    for (label, to) in [("first", 1), ("← earlier", page_no.saturating_sub(1)), ("later →", page_no + 1), ("last", pages)] {
+    for (label, to) in [
+        ("first", 1),
+        ("← earlier", page_no.saturating_sub(1)),
+        ("later →", page_no + 1),
+        ("last", pages),
+    ] {
         if to >= 1 && to <= pages && to != page_no {
-            let _ = write!(body, " · <a href=\"/runs/{}?page={to}\">{label}</a>", esc(id.as_str()));
+            let _ = write!(
+                body,
+                " · <a href=\"/runs/{}?page={to}\">{label}</a>",
+                esc(id.as_str())
+            );
         }
     }
     body.push_str("</p><table><tr><th>seq</th><th class=\"wide\">time</th><th>state</th><th>event</th><th>details</th></tr>");
-    for entry in entries.iter().skip((page_no - 1) * ENTRIES_PER_PAGE).take(ENTRIES_PER_PAGE) {
+    for entry in entries
+        .iter()
+        .skip((page_no - 1) * ENTRIES_PER_PAGE)
+        .take(ENTRIES_PER_PAGE)
+    {
         let _ = write!(
             body,
             "<tr id=\"e{0}\"><td>{0}</td><td class=\"wide\">{1}</td><td>{2}</td><td>{3}</td><td><details><summary>show</summary><pre>{4}</pre></details></td></tr>",
@@ -331,11 +353,16 @@ pub(crate) async fn artifact(
 ) -> Result<Response, HttpError> {
     let id = parse_id(&id)?;
     let artifact_id = artifact.parse::<ArtifactId>().map_err(|e| {
-        HttpError::bad_request(format!("`{}` is not an artifact id: {e}", one_line(&artifact, 80)))
+        HttpError::bad_request(format!(
+            "`{}` is not an artifact id: {e}",
+            one_line(&artifact, 80)
+        ))
     })?;
     let stored = stored(&state, &id).await?;
     let entries = stored.ledger.map_err(|e| {
-        HttpError::conflict(format!("the run's ledger does not verify, so its artifacts are not served: {e}"))
+        HttpError::conflict(format!(
+            "the run's ledger does not verify, so its artifacts are not served: {e}"
+        ))
     })?;
     let name = entries.iter().find_map(|e| match e.event() {
         EntryKind::ToolAttachment { name, link, .. } if link.id == artifact_id.as_str() => {
@@ -356,7 +383,13 @@ pub(crate) async fn artifact(
         .map_err(|e| HttpError::conflict(format!("artifact {artifact_id}: {e}")))?;
     let file_name: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(100)
         .collect();
     Ok((

@@ -56,7 +56,11 @@ impl Stores {
             reason: e.to_string(),
         })?;
         let (runs, ledgers, artifacts) = stores.into_parts();
-        Ok(Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts)))
+        Ok(Self::new(
+            Arc::new(runs),
+            Arc::new(ledgers),
+            Arc::new(artifacts),
+        ))
     }
 
     /// Every run id either store knows, oldest first (v7 ids sort by time).

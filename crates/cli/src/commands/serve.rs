@@ -27,8 +27,8 @@ pub(crate) async fn serve(args: ServeArgs) -> CliResult {
         Some(path) => Tokens::load_or_create(path, OPERATOR)
             .map_err(|e| CliError::bad_input(e.to_string()))?,
         None => {
-            let (tokens, new) =
-                Tokens::generate(OPERATOR).map_err(|e| CliError::new(Exit::Failed, e.to_string()))?;
+            let (tokens, new) = Tokens::generate(OPERATOR)
+                .map_err(|e| CliError::new(Exit::Failed, e.to_string()))?;
             (tokens, Some(new))
         }
     };
@@ -42,8 +42,7 @@ pub(crate) async fn serve(args: ServeArgs) -> CliResult {
             new.name, new.token
         );
     }
-    let stores =
-        Stores::filesystem(data.root()).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let stores = Stores::filesystem(data.root()).map_err(|e| CliError::bad_input(e.to_string()))?;
     let console = Console::new(stores, tokens)
         .map_err(|e| CliError::new(Exit::Failed, e.to_string()))?
         .read_only(args.read_only)
@@ -81,7 +80,9 @@ impl RunDriver for ScenarioDriver {
                 engine,
                 servers,
                 _lock,
-            } = reopen(&self.data, id, "approved or answered").await.map_err(|e| e.message)?;
+            } = reopen(&self.data, id, "approved or answered")
+                .await
+                .map_err(|e| e.message)?;
             let release: BoxFuture<'static, ()> = Box::pin(async move {
                 let _lock = _lock;
                 scenario::mcp::shutdown(&servers).await;

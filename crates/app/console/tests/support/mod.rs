@@ -36,7 +36,13 @@ fn deploy() -> FnTool {
 }
 
 fn walk(to: State) -> Vec<ScriptStep> {
-    let path = [State::Intake, State::Explore, State::Decide, State::Act, State::Validate];
+    let path = [
+        State::Intake,
+        State::Explore,
+        State::Decide,
+        State::Act,
+        State::Validate,
+    ];
     let end = path.iter().position(|&s| s == to).expect("a working state");
     path.windows(2)
         .take(end)
@@ -49,7 +55,10 @@ fn walk(to: State) -> Vec<ScriptStep> {
 fn planner(input: &Value) -> ScriptedPlanner {
     let mut steps = walk(State::Act);
     steps.extend([
-        ScriptStep::expect(State::Act, Decision::call_tool("deploy", input.clone(), "ship <it>")),
+        ScriptStep::expect(
+            State::Act,
+            Decision::call_tool("deploy", input.clone(), "ship <it>"),
+        ),
         ScriptStep::expect(State::Act, Decision::transition(State::Validate, "check")),
         ScriptStep::expect(State::Validate, Decision::finish("shipped", json!("ok"))),
     ]);
@@ -59,7 +68,10 @@ fn planner(input: &Value) -> ScriptedPlanner {
 fn asking() -> ScriptedPlanner {
     let mut steps = walk(State::Decide);
     steps.extend([
-        ScriptStep::expect(State::Decide, Decision::ask_human("go <b>on</b>?", ["yes", "no"])),
+        ScriptStep::expect(
+            State::Decide,
+            Decision::ask_human("go <b>on</b>?", ["yes", "no"]),
+        ),
         ScriptStep::expect(State::Decide, Decision::finish("answered", json!("ok"))),
     ]);
     ScriptedPlanner::new(steps)
@@ -84,7 +96,10 @@ pub fn engine(dir: &Path, now: u64, planner: ScriptedPlanner) -> Engine {
 
 /// Starts a run that pauses for a verdict on `deploy` with `input`.
 pub async fn waiting_for_verdict(dir: &Path, goal: &str, input: &Value) -> RunId {
-    let run = engine(dir, T0, planner(input)).run(goal).await.expect("run");
+    let run = engine(dir, T0, planner(input))
+        .run(goal)
+        .await
+        .expect("run");
     assert_eq!(run.status(), RunStatus::Paused, "{:?}", run.failure());
     run.id().clone()
 }
@@ -107,7 +122,11 @@ pub struct TestDriver {
 
 impl RunDriver for TestDriver {
     fn open<'a>(&'a self, _id: &'a RunId) -> BoxFuture<'a, Result<OpenedRun, String>> {
-        let planner = if self.asks { asking() } else { planner(&self.input) };
+        let planner = if self.asks {
+            asking()
+        } else {
+            planner(&self.input)
+        };
         let engine = engine(&self.dir, self.now, planner);
         Box::pin(async move {
             Ok(OpenedRun {
@@ -160,7 +179,8 @@ pub async fn post(app: &Router, uri: &str, fields: &[(&str, &str)], token: Optio
         .map(|(k, v)| format!("{k}={}", encode(v)))
         .collect::<Vec<_>>()
         .join("&");
-    let mut request = Request::post(uri).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    let mut request =
+        Request::post(uri).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(token) = token {
         request = request.header(header::COOKIE, format!("rein_console_token={token}"));
     }
@@ -200,7 +220,10 @@ fn encode(text: &str) -> String {
 /// The value of the first hidden field `name` in `html`.
 pub fn field(html: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).unwrap_or_else(|| panic!("no field {name} in {html}")) + marker.len();
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no field {name} in {html}"))
+        + marker.len();
     let end = html[start..].find('"').expect("a closing quote") + start;
     html[start..end].to_owned()
 }
@@ -225,8 +248,12 @@ pub fn verdicts(entries: &[Entry]) -> Vec<(String, String)> {
     entries
         .iter()
         .filter_map(|e| match e.event() {
-            EntryKind::ApprovalGranted { approver, .. } => Some(("granted".to_owned(), approver.clone())),
-            EntryKind::ApprovalDenied { approver, .. } => Some(("denied".to_owned(), approver.clone())),
+            EntryKind::ApprovalGranted { approver, .. } => {
+                Some(("granted".to_owned(), approver.clone()))
+            }
+            EntryKind::ApprovalDenied { approver, .. } => {
+                Some(("denied".to_owned(), approver.clone()))
+            }
             _ => None,
         })
         .collect()
