@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rein::{
-    DynArtifactStore, DynLedgerStore, DynRunStore, FsStores, LedgerStoreError, LoadedLedger, Run,
-    RunId, RunStoreError,
+    DynArtifactStore, DynLedgerStore, DynRunStore, FsConfig, FsStores, LedgerStoreError,
+    LoadedLedger, Run, RunId, RunStoreError,
 };
 
 use crate::ConsoleError;
@@ -51,7 +51,10 @@ impl Stores {
                 reason: "it is not a directory; runs are stored where `rein run --data-dir DIR` put them (default ./.rein)".to_owned(),
             });
         }
-        let stores = FsStores::open(dir).map_err(|e| ConsoleError::DataDir {
+        // Opened to read: a ledger a crashed or live writer left with a torn last line is
+        // read around, never locked, so the console never stands in a writer's way.
+        let config = FsConfig::default().reading();
+        let stores = FsStores::open_with(dir, config).map_err(|e| ConsoleError::DataDir {
             path: dir.to_path_buf(),
             reason: e.to_string(),
         })?;

@@ -245,3 +245,48 @@ async fn the_waiting_filter_lists_only_runs_waiting_for_a_person() {
     assert!(!list.contains(&done.id().as_str()[..13]), "{list}");
     assert!(list.contains("2 runs"), "{list}");
 }
+
+#[tokio::test]
+async fn a_ledger_with_a_torn_last_line_is_read_around_and_its_run_can_still_be_driven() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let input = json!({"env": "prod"});
+    let id = support::waiting_for_verdict(dir.path(), "ship", &input).await;
+    // A writer that died mid-line leaves a torn last line.
+    let path = dir.path().join("ledgers").join(format!("{id}.jsonl"));
+    let mut bytes = std::fs::read(&path).expect("a ledger");
+    bytes.extend_from_slice(b"{\"seq\":99,\"at\":");
+    std::fs::write(&path, &bytes).expect("written");
+    let driver = TestDriver {
+        dir: dir.path().to_path_buf(),
+        now: T0 + 1000,
+        input: input.clone(),
+        asks: false,
+    };
+    let console = console(dir.path(), Some(driver), false);
+    let app = console.router();
+    let list = get(&app, "/", None).await.body;
+    assert!(!list.contains("damaged"), "{list}");
+    let page = get(&app, &format!("/runs/{id}"), Some(ALICE)).await.body;
+    assert!(page.contains("chain verified, 10 entries"), "{page}");
+    // The console holds no lock on it: the engine that drives the run takes it over.
+    let reply = post(
+        &app,
+        &format!("/runs/{id}/approval"),
+        &[
+            ("csrf", &field(&page, "csrf")),
+            ("input_hash", &field(&page, "input_hash")),
+            ("verdict", "approve"),
+            ("reason", "r"),
+        ],
+        Some(ALICE),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    console.settled().await;
+    assert_eq!(
+        support::load(dir.path(), &id).await.status(),
+        RunStatus::Completed
+    );
+    let note = get(&app, &format!("/runs/{id}"), None).await.body;
+    assert!(note.contains("the run is now completed"), "{note}");
+}
