@@ -1,8 +1,8 @@
 //! HTML: escaping (every value from a run, a ledger, a tool or a query goes through
 //! [`esc`]), the page frame, and the one small script the pages use.
 
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
+use axum::http::{HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
 
 /// `text` escaped for HTML text and attribute values (double-quoted).
 pub(crate) fn esc(text: &str) -> String {
@@ -54,6 +54,28 @@ pub(crate) fn page(title: &str, body: &str) -> Html<String> {
 <main id=\"live\">{body}</main><script src=\"/static/console.js\"></script></body></html>",
         esc(title)
     ))
+}
+
+/// Headers on every response: only this server's script and forms, no framing (a page with
+/// approve buttons must not be framed by another site), no referrer, no type sniffing.
+pub(crate) async fn protect(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// `GET /static/console.js`: live updates of a run's page over server-sent events, and

@@ -134,6 +134,7 @@ impl Console {
             .route("/runs/{id}/answer", post(actions::answer))
             .route("/static/console.js", get(html::script))
             .fallback(error::not_found)
+            .layer(axum::middleware::map_response(html::protect))
             .with_state(Arc::clone(&self.state))
     }
 

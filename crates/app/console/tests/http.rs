@@ -245,6 +245,29 @@ async fn signing_in_sets_an_http_only_cookie_and_a_wrong_token_is_refused() {
         post(&app, "/logout", &[], Some(ALICE)).await.status,
         StatusCode::SEE_OTHER
     );
+    let headers = {
+        let request = axum::http::Request::get("/")
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        tower::ServiceExt::oneshot(app.clone(), request)
+            .await
+            .expect("infallible")
+            .headers()
+            .clone()
+    };
+    let csp = headers
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        csp.contains("frame-ancestors 'none'"),
+        "pages with approve buttons cannot be framed: {csp}"
+    );
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    assert_eq!(
+        headers.get("x-frame-options").and_then(|v| v.to_str().ok()),
+        Some("DENY")
+    );
     let script = get(&app, "/static/console.js", None).await;
     assert_eq!(script.status, StatusCode::OK);
     assert!(script.body.contains("EventSource"));
