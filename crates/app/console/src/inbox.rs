@@ -73,7 +73,7 @@ pub(crate) fn item(
     let _ = write!(
         body,
         "<section class=\"item\" tabindex=\"0\"><p><a href=\"/runs/{id}\">run {}</a> — {}</p>",
-        esc(&run.id().as_str().chars().take(13).collect::<String>()),
+        esc(&crate::short_id(run.id())),
         esc(&crate::html::one_line(run.goal(), 120))
     );
     let can_act = match (operator, state.read_only, state.driver.is_some()) {

@@ -48,6 +48,20 @@ pub use crate::error::ConsoleError;
 pub use crate::serve::{ServeConfig, bind_check, serve};
 pub use crate::stores::Stores;
 
+/// A run id as the console shows it in lists: its first and last eight characters (two runs
+/// started in the same millisecond share the first ones). Links carry the whole id.
+#[must_use]
+pub fn short_id(id: &RunId) -> String {
+    let text = id.as_str();
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= 20 {
+        return text.to_owned();
+    }
+    let head: String = chars[..8].iter().collect();
+    let tail: String = chars[chars.len() - 8..].iter().collect();
+    format!("{head}…{tail}")
+}
+
 /// A console: where it reads runs, who may change anything, and how it drives a run on
 /// after a decision. Build it, then take its [`Router`].
 #[must_use]

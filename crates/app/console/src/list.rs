@@ -266,7 +266,7 @@ fn row(body: &mut String, id: &RunId, run: &Result<Run, String>, facts: &LedgerF
         "<a href=\"/runs/{}\">{}{}</a>",
         esc(id.as_str()),
         if child { "↳ " } else { "" },
-        esc(&id.as_str().chars().take(13).collect::<String>())
+        esc(&crate::short_id(id))
     );
     let run = match run {
         Ok(run) => run,

@@ -53,10 +53,10 @@ async fn the_runs_list_puts_waiting_runs_first_filters_and_pages() {
     assert_eq!(list.status, StatusCode::OK);
     let (first, second) = (
         list.body
-            .find(&waits.as_str()[..13])
+            .find(&waits.as_str())
             .expect("the waiting run is listed"),
         list.body
-            .find(&done.id().as_str()[..13])
+            .find(&done.id().as_str())
             .expect("the completed run is listed"),
     );
     assert!(first < second, "the run waiting for a person comes first");
@@ -68,14 +68,14 @@ async fn the_runs_list_puts_waiting_runs_first_filters_and_pages() {
     );
 
     let only = get(&app, "/?status=completed", None).await;
-    assert!(only.body.contains(&done.id().as_str()[..13]));
-    assert!(!only.body.contains(&waits.as_str()[..13]));
+    assert!(only.body.contains(&done.id().as_str()));
+    assert!(!only.body.contains(&waits.as_str()));
     let text = get(&app, "/?q=DEPLOY", None).await;
-    assert!(text.body.contains(&waits.as_str()[..13]));
-    assert!(!text.body.contains(&done.id().as_str()[..13]));
+    assert!(text.body.contains(&waits.as_str()));
+    assert!(!text.body.contains(&done.id().as_str()));
     let beyond = get(&app, "/?page=99", None).await;
     assert_eq!(beyond.status, StatusCode::OK);
-    assert!(!beyond.body.contains(&waits.as_str()[..13]));
+    assert!(!beyond.body.contains(&waits.as_str()));
 }
 
 #[tokio::test]
@@ -94,8 +94,8 @@ async fn a_damaged_ledger_is_shown_as_damaged_and_the_others_still_listed() {
 
     let list = get(&app, "/", None).await;
     assert_eq!(list.status, StatusCode::OK);
-    assert!(list.body.contains(&good.as_str()[..13]));
-    assert!(list.body.contains(&bad.as_str()[..13]));
+    assert!(list.body.contains(&good.as_str()));
+    assert!(list.body.contains(&bad.as_str()));
     assert!(list.body.contains("damaged"), "{}", list.body);
 
     let page = get(&app, &format!("/runs/{bad}"), None).await;
@@ -301,4 +301,80 @@ async fn the_event_stream_starts_with_the_ledgers_length() {
     );
     // Dropping the stream is the client going away: nothing is left behind.
     drop(body);
+}
+
+/// A script that walks to explore, takes `middle` there, then decides and finishes.
+fn explore(middle: Vec<rein::Decision>) -> rein::ScriptedPlanner {
+    use rein::{Decision, ScriptStep, State};
+    let mut steps = vec![ScriptStep::expect(
+        State::Intake,
+        Decision::transition(State::Explore, "go"),
+    )];
+    steps.extend(
+        middle
+            .into_iter()
+            .map(|d| ScriptStep::expect(State::Explore, d)),
+    );
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::transition(State::Decide, "enough"),
+        ),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
+    ]);
+    rein::ScriptedPlanner::new(steps)
+}
+
+#[tokio::test]
+async fn a_child_run_is_listed_under_its_parent_and_linked_both_ways() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let budget = [(rein::BudgetName::TOOL_CALLS, 1)];
+    let engine = rein::Engine::builder()
+        .planner(explore(vec![rein::Decision::delegate_to(
+            "helper",
+            "look around",
+            budget,
+            "split",
+        )]))
+        .planner_named("helper", explore(Vec::new()))
+        .budget("tool_calls", 5)
+        .filesystem(dir.path())
+        .build()
+        .expect("engine builds");
+    let parent = engine.run("the parent").await.expect("a run");
+    assert_eq!(
+        parent.status(),
+        RunStatus::Completed,
+        "{:?}",
+        parent.failure()
+    );
+    let child = entries(dir.path(), parent.id())
+        .await
+        .iter()
+        .find_map(|e| match e.event() {
+            rein::EntryKind::ChildStarted { child, .. } => Some(child.clone()),
+            _ => None,
+        })
+        .expect("a child started");
+    let app = console(dir.path(), None, false).router();
+    let list = get(&app, "/", None).await.body;
+    let (at_parent, at_child) = (
+        list.find(&parent.id().as_str())
+            .expect("the parent is listed"),
+        list.find(&format!("↳ {}", rein_console::short_id(&child)))
+            .expect("the child is listed as a child"),
+    );
+    assert!(at_parent < at_child, "the child comes under its parent");
+    assert_eq!(
+        list.matches(child.as_str()).count(),
+        1,
+        "listed once, under its parent only"
+    );
+    let page = get(&app, &format!("/runs/{}", parent.id()), None)
+        .await
+        .body;
+    assert!(page.contains("<h2>Child runs</h2>"), "{page}");
+    assert!(page.contains(child.as_str()));
+    let child_page = get(&app, &format!("/runs/{child}"), None).await.body;
+    assert!(child_page.contains(&format!("child of <a href=\"/runs/{}\">", parent.id())));
 }
