@@ -240,9 +240,9 @@ async fn the_waiting_filter_lists_only_runs_waiting_for_a_person() {
     assert_eq!(done.status(), RunStatus::Failed);
     let app = console(dir.path(), None, false).router();
     let list = get(&app, "/?status=waiting", None).await.body;
-    assert!(list.contains(&waits.as_str()));
-    assert!(list.contains(&asks.as_str()));
-    assert!(!list.contains(&done.id().as_str()), "{list}");
+    assert!(list.contains(waits.as_str()));
+    assert!(list.contains(asks.as_str()));
+    assert!(!list.contains(done.id().as_str()), "{list}");
     assert!(list.contains("2 runs"), "{list}");
 }
 

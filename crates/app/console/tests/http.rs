@@ -53,10 +53,10 @@ async fn the_runs_list_puts_waiting_runs_first_filters_and_pages() {
     assert_eq!(list.status, StatusCode::OK);
     let (first, second) = (
         list.body
-            .find(&waits.as_str())
+            .find(waits.as_str())
             .expect("the waiting run is listed"),
         list.body
-            .find(&done.id().as_str())
+            .find(done.id().as_str())
             .expect("the completed run is listed"),
     );
     assert!(first < second, "the run waiting for a person comes first");
@@ -68,14 +68,14 @@ async fn the_runs_list_puts_waiting_runs_first_filters_and_pages() {
     );
 
     let only = get(&app, "/?status=completed", None).await;
-    assert!(only.body.contains(&done.id().as_str()));
-    assert!(!only.body.contains(&waits.as_str()));
+    assert!(only.body.contains(done.id().as_str()));
+    assert!(!only.body.contains(waits.as_str()));
     let text = get(&app, "/?q=DEPLOY", None).await;
-    assert!(text.body.contains(&waits.as_str()));
-    assert!(!text.body.contains(&done.id().as_str()));
+    assert!(text.body.contains(waits.as_str()));
+    assert!(!text.body.contains(done.id().as_str()));
     let beyond = get(&app, "/?page=99", None).await;
     assert_eq!(beyond.status, StatusCode::OK);
-    assert!(!beyond.body.contains(&waits.as_str()));
+    assert!(!beyond.body.contains(waits.as_str()));
 }
 
 #[tokio::test]
@@ -94,8 +94,8 @@ async fn a_damaged_ledger_is_shown_as_damaged_and_the_others_still_listed() {
 
     let list = get(&app, "/", None).await;
     assert_eq!(list.status, StatusCode::OK);
-    assert!(list.body.contains(&good.as_str()));
-    assert!(list.body.contains(&bad.as_str()));
+    assert!(list.body.contains(good.as_str()));
+    assert!(list.body.contains(bad.as_str()));
     assert!(list.body.contains("damaged"), "{}", list.body);
 
     let page = get(&app, &format!("/runs/{bad}"), None).await;
@@ -359,7 +359,7 @@ async fn a_child_run_is_listed_under_its_parent_and_linked_both_ways() {
     let app = console(dir.path(), None, false).router();
     let list = get(&app, "/", None).await.body;
     let (at_parent, at_child) = (
-        list.find(&parent.id().as_str())
+        list.find(parent.id().as_str())
             .expect("the parent is listed"),
         list.find(&format!("↳ {}", rein_console::short_id(&child)))
             .expect("the child is listed as a child"),
