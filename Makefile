@@ -21,6 +21,7 @@ help:
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
+	@echo "make browser-test  the web console in headless Chromium (installs chromium and chromium-driver when missing)"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
 	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
@@ -89,6 +90,14 @@ run:
 	echo "  $(CARGO) run -q -p rein-cli -- serve --data-dir target/rein-demo"; \
 	echo "  then open http://127.0.0.1:7077/ (Ctrl-C stops it)"; \
 	exit $$status
+
+# The console in a real browser: Debian's Chromium, headless, through chromedriver (installed
+# here when missing). Screenshots go to target/console-screenshots/.
+.PHONY: browser-deps browser-test
+browser-deps:
+	@command -v chromedriver >/dev/null && test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver)
+browser-test: browser-deps
+	$(CARGO) test -p rein-console --features browser-tests --test browser -- --nocapture
 
 # The short forms of docs/RELIABILITY.md, printing their figures: hostile input (table),
 # store faults, policy bypasses, the shell guard, property tests, the fuzz corpus replay, and

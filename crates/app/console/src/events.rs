@@ -25,8 +25,9 @@ struct Tail {
     done: bool,
 }
 
-/// `GET /runs/{id}/events`: an `entries` event (data: the number of entries) whenever the
-/// ledger grows, and `end` once the run is finished and nothing more comes.
+/// `GET /runs/{id}/events`: `hello` at once, `entries` whenever the ledger grows, and `end`
+/// once the run is finished and nothing more comes; each carries the number of entries, so
+/// a page rendered before the last of them knows to refresh.
 pub(crate) async fn events(
     State(state): State<Arc<crate::State>>,
     Path(id): Path<String>,
@@ -68,7 +69,8 @@ pub(crate) async fn events(
             }
             if finished && !first {
                 tail.done = true;
-                return Some((Ok(Event::default().event("end").data("finished")), tail));
+                let event = Event::default().event("end").data(len.to_string());
+                return Some((Ok(event), tail));
             }
             if first {
                 let event = Event::default().event("hello").data(len.to_string());

@@ -91,8 +91,9 @@ const SCRIPT: &str = r#"// rein console: live run pages, keyboard-usable inbox.
 (function () {
   var live = document.querySelector("[data-events]");
   if (live && window.EventSource) {
-    var source = new EventSource(live.getAttribute("data-events"));
-    source.addEventListener("entries", function () {
+    // The number of ledger entries the page shows; every event carries the current one.
+    var shown = live.getAttribute("data-entries");
+    var refresh = function () {
       fetch(location.href, { headers: { "Accept": "text/html" } })
         .then(function (r) { return r.text(); })
         .then(function (text) {
@@ -100,8 +101,14 @@ const SCRIPT: &str = r#"// rein console: live run pages, keyboard-usable inbox.
           var fresh = doc.getElementById("live");
           if (fresh) { document.getElementById("live").replaceWith(fresh); }
         });
+    };
+    var source = new EventSource(live.getAttribute("data-events"));
+    ["hello", "entries", "end"].forEach(function (name) {
+      source.addEventListener(name, function (e) {
+        if (e.data !== shown) { shown = e.data; refresh(); }
+        if (name === "end") { source.close(); }
+      });
     });
-    source.addEventListener("end", function () { source.close(); });
   }
   document.addEventListener("keydown", function (e) {
     if (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA") { return; }

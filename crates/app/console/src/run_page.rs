@@ -103,8 +103,9 @@ pub(crate) async fn run(
     let id = parse_id(&id)?;
     let stored = stored(&state, &id).await?;
     let operator = crate::actions::operator_of(&state, &headers);
+    let shown = stored.ledger.as_ref().map_or(0, Vec::len);
     let mut body = format!(
-        "<h1>Run <code>{}</code></h1><div data-events=\"/runs/{}/events\"></div>",
+        "<h1>Run <code>{}</code></h1><div data-events=\"/runs/{}/events\" data-entries=\"{shown}\"></div>",
         esc(id.as_str()),
         esc(id.as_str())
     );
