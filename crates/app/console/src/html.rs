@@ -105,7 +105,8 @@ const SCRIPT: &str = r#"// rein console: live run pages, keyboard-usable inbox.
     var source = new EventSource(live.getAttribute("data-events"));
     ["hello", "entries", "end"].forEach(function (name) {
       source.addEventListener(name, function (e) {
-        if (e.data !== shown) { shown = e.data; refresh(); }
+        // The end always refreshes: the run's snapshot may be saved after its last entry.
+        if (e.data !== shown || name === "end") { shown = e.data; refresh(); }
         if (name === "end") { source.close(); }
       });
     });

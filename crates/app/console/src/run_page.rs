@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
-use rein::{ArtifactId, Entry, EntryKind, LedgerStoreError, Run, RunId, RunStoreError};
+use rein::{ArtifactId, Entry, EntryKind, LedgerStoreError, Run, RunId, RunStatus, RunStoreError};
 use serde::Deserialize;
 
 use crate::error::HttpError;
@@ -113,8 +113,12 @@ pub(crate) async fn run(
     if let Some(note) = state.notes.lock().ok().and_then(|n| n.get(&id).cloned()) {
         let _ = write!(body, "<p class=\"note\">{}</p>", esc(&note));
     }
+    let entries: &[Entry] = stored.ledger.as_deref().unwrap_or(&[]);
+    // The ledger is the truth and the snapshot a cache saved after it: what the run is
+    // doing now comes from the ledger when it verifies.
+    let now = Now::of(stored.snapshot.as_ref().ok(), entries);
     match &stored.snapshot {
-        Ok(run) => summary(&mut body, run),
+        Ok(run) => summary(&mut body, run, &now),
         Err(e) => {
             let _ = write!(
                 body,
@@ -123,9 +127,8 @@ pub(crate) async fn run(
             );
         }
     }
-    let entries: &[Entry] = stored.ledger.as_deref().unwrap_or(&[]);
     if let Ok(run) = &stored.snapshot
-        && waiting(run).is_some()
+        && now.waiting.is_some()
     {
         body.push_str("<h2>Waiting for a person</h2>");
         crate::inbox::item(&mut body, &state, run, entries, operator.as_ref());
@@ -141,22 +144,58 @@ pub(crate) async fn run(
     Ok(page(&format!("run {id}"), &body))
 }
 
-fn summary(body: &mut String, run: &Run) {
-    let status = match waiting(run) {
+/// Where a run is now: from its ledger when it verifies, else from its snapshot.
+struct Now {
+    status: RunStatus,
+    state: rein::State,
+    steps: u32,
+    ended: Option<rein::Timestamp>,
+    waiting: Option<&'static str>,
+}
+
+impl Now {
+    fn of(run: Option<&Run>, entries: &[Entry]) -> Self {
+        let last = entries.last();
+        let (status, state, steps) = match (last, run) {
+            (Some(_), _) => {
+                let outline = rein::RunOutline::of(entries);
+                (outline.status, outline.state(), outline.decisions)
+            }
+            (None, Some(run)) => (run.status(), run.state(), run.steps()),
+            (None, None) => (RunStatus::Running, rein::State::Intake, 0),
+        };
+        let finished = matches!(status, RunStatus::Completed | RunStatus::Failed);
+        Self {
+            status,
+            state,
+            steps,
+            ended: finished
+                .then(|| last.map(Entry::at).or_else(|| run.map(Run::updated_at)))
+                .flatten(),
+            // A snapshot saved before the ledger moved on may still hold a pending question.
+            waiting: run
+                .and_then(waiting)
+                .filter(|_| status == RunStatus::Paused),
+        }
+    }
+}
+
+fn summary(body: &mut String, run: &Run, now: &Now) {
+    let status = match now.waiting {
         Some(what) => format!("<span class=\"waiting\">{what}</span>"),
-        None => esc(run.status().as_str()),
+        None => esc(now.status.as_str()),
     };
     let _ = write!(
         body,
         "<table><tr><th>goal</th><td>{}</td></tr><tr><th>status</th><td id=\"status\">{status}</td></tr>\
 <tr><th>state</th><td>{}</td></tr><tr><th>steps</th><td>{}</td></tr><tr><th>started</th><td>{}</td></tr>",
         esc(run.goal()),
-        run.state(),
-        run.steps(),
+        now.state,
+        now.steps,
         run.created_at()
     );
-    if run.is_finished() {
-        let _ = write!(body, "<tr><th>ended</th><td>{}</td></tr>", run.updated_at());
+    if let Some(ended) = now.ended {
+        let _ = write!(body, "<tr><th>ended</th><td>{ended}</td></tr>");
     }
     if let Some(summary) = run.summary() {
         let _ = write!(body, "<tr><th>summary</th><td>{}</td></tr>", esc(summary));

@@ -196,7 +196,17 @@ impl Driver {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        panic!("`{css}` never showed {want:?}; last {last:?}");
+        self.screenshot("failure");
+        let url = self.cmd("GET", "/url", None);
+        let page = call(
+            self.port,
+            "POST",
+            &format!("/session/{}/element", self.session),
+            Some(&json!({"using": "css selector", "value": "main"})),
+        )
+        .map(|_| self.text("main"))
+        .unwrap_or_default();
+        panic!("`{css}` never showed {want:?}; last {last:?}; at {url}: {page}");
     }
 
     fn screenshot(&self, name: &str) {

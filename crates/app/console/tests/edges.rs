@@ -290,3 +290,37 @@ async fn a_ledger_with_a_torn_last_line_is_read_around_and_its_run_can_still_be_
     let note = get(&app, &format!("/runs/{id}"), None).await.body;
     assert!(note.contains("the run is now completed"), "{note}");
 }
+
+#[tokio::test]
+async fn a_run_page_says_what_the_ledger_says_when_the_snapshot_lags_behind() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let id = support::waiting_for_answer(dir.path(), "ask").await;
+    // The snapshot is a cache saved after the ledger: keep the paused one, finish the run,
+    // then put the old snapshot back (as a reader sees it between the two writes).
+    let snapshot = dir.path().join("runs").join(format!("{id}.json"));
+    let paused = std::fs::read(&snapshot).expect("a snapshot");
+    let engine = support::engine(
+        dir.path(),
+        T0 + 1000,
+        ScriptedPlanner::new(vec![
+            ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "walk")),
+            ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "walk")),
+            ScriptStep::expect(
+                State::Decide,
+                Decision::ask_human("go <b>on</b>?", ["yes", "no"]),
+            ),
+            ScriptStep::expect(State::Decide, Decision::finish("answered", json!("ok"))),
+        ]),
+    );
+    let run = engine.resume_with_input(&id, "yes").await.expect("resumed");
+    assert_eq!(run.status(), RunStatus::Completed);
+    std::fs::write(&snapshot, paused).expect("written");
+    let app = console(dir.path(), None, false).router();
+    let page = get(&app, &format!("/runs/{id}"), Some(ALICE)).await.body;
+    assert!(page.contains("<td id=\"status\">completed</td>"), "{page}");
+    assert!(
+        !page.contains("Waiting for a person"),
+        "no form for a question already answered"
+    );
+    assert!(page.contains("<th>ended</th>"));
+}
