@@ -13,7 +13,7 @@ FUZZ_TIME ?= 10
 FUZZ_TARGETS := ledger_line ledger_file decision ids policy shell scenario
 
 help:
-	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo)"
+	@echo "make run        run the happy-path scenario with the rein CLI (data in target/rein-demo), then say how to see it with rein serve"
 	@echo "make test       cargo test --workspace (after make mcp-servers), against a throwaway PostgreSQL (make pg-start)"
 	@echo "make pg-start   start the throwaway PostgreSQL the rein-postgres tests use (installs Debian's postgresql if missing)"
 	@echo "make pg-stop    stop it and delete its data"
@@ -24,6 +24,7 @@ help:
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
+	@echo "make browser-test  the web console in headless Chromium (installs chromium and chromium-driver when missing)"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
 	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
@@ -105,8 +106,24 @@ bench-peers:
 	$(PEERS_VENV)/bin/pip install -q -r bench-peers/requirements.txt
 	CARGO=$(CARGO) $(PEERS_VENV)/bin/python bench-peers/compare.py
 
+# Ends by saying how to look at the run in the web console, whatever the run's outcome (the
+# exit status is the run's).
 run:
-	$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo
+	@echo "$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo"
+	@$(CARGO) run -q -p rein-cli -- run $(SCENARIO) --data-dir target/rein-demo; status=$$?; \
+	echo; \
+	echo "See the run (its path, its ledger verified by the server, what it waits for) in the web console:"; \
+	echo "  $(CARGO) run -q -p rein-cli -- serve --data-dir target/rein-demo"; \
+	echo "  then open http://127.0.0.1:7077/ (Ctrl-C stops it)"; \
+	exit $$status
+
+# The console in a real browser: Debian's Chromium, headless, through chromedriver (installed
+# here when missing). Screenshots go to target/console-screenshots/.
+.PHONY: browser-deps browser-test
+browser-deps:
+	@command -v chromedriver >/dev/null && test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver)
+browser-test: browser-deps
+	$(CARGO) test -p rein-console --features browser-tests --test browser -- --nocapture
 
 # The short forms of docs/RELIABILITY.md, printing their figures: hostile input (table),
 # store faults, policy bypasses, the shell guard, property tests, the fuzz corpus replay, and

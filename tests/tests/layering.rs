@@ -21,6 +21,7 @@ const FOLDERS: &[(&str, &str)] = &[
     ("crates/infra/*", "infra/*"),
     ("crates/engine", "engine"),
     ("crates/rein", "facade"),
+    ("crates/app/*", "app/*"),
     ("crates/cli", "cli"),
     ("tests", "tests"),
     ("examples", "examples"),
@@ -40,7 +41,9 @@ const RULES: &[Rule] = &[
     Rule::any_external("infra/*", &["domain/*"]),
     Rule::any_external("engine", &["domain/*", "infra/*"]),
     Rule::any_external("facade", &["engine", "domain/*", "infra/*"]),
-    Rule::any_external("cli", &["facade"]),
+    // App crates beside the facade (the console): never each other.
+    Rule::any_external("app/*", &["engine", "domain/*", "infra/*", "facade"]),
+    Rule::any_external("cli", &["facade", "app/*"]),
     Rule::any_external("tests", &["*"]),
     Rule::any_external("examples", &["facade"]),
 ];
@@ -547,7 +550,37 @@ fn the_cli_uses_the_facade_only() {
     check_messages(
         &crates,
         &[
-            "rein-cli (cli) -> rein-engine (engine): cli may depend only on facade among workspace crates (DESIGN.md §1)",
+            "rein-cli (cli) -> rein-engine (engine): cli may depend only on facade, app/* among workspace crates (DESIGN.md §1)",
+        ],
+    );
+}
+
+#[test]
+fn app_crates_sit_beside_the_facade_and_never_use_each_other() {
+    let mut crates = domain();
+    crates.extend([
+        krate("rein-engine", "crates/engine", &["rein-run"]),
+        krate("rein", "crates/rein", &["rein-engine"]),
+        krate(
+            "rein-console",
+            "crates/app/console",
+            &["rein", "rein-engine", "axum"],
+        ),
+        krate(
+            "rein-worker",
+            "crates/app/worker",
+            &["rein", "rein-console"],
+        ),
+        krate(
+            "rein-cli",
+            "crates/cli",
+            &["rein", "rein-console", "rein-worker"],
+        ),
+    ]);
+    check_messages(
+        &crates,
+        &[
+            "rein-worker (app/worker) -> rein-console (app/console): app/worker may depend only on engine, domain/*, infra/*, facade among workspace crates (DESIGN.md §1)",
         ],
     );
 }
@@ -588,7 +621,7 @@ fn an_unknown_folder_or_domain_crate_cannot_be_placed() {
             "cannot place crate rein-clock at path crates/domain/clock; add it to the layering table in DESIGN.md §1 and this test",
             "cannot place crate rein-deep at path crates/infra/storage/deep; add it to the layering table in DESIGN.md §1 and this test",
             "cannot place crate rein-widgets at path crates/widgets; add it to the layering table in DESIGN.md §1 and this test",
-            "rein-cli (cli) -> rein-widgets (unplaced): cli may depend only on facade among workspace crates (DESIGN.md §1)",
+            "rein-cli (cli) -> rein-widgets (unplaced): cli may depend only on facade, app/* among workspace crates (DESIGN.md §1)",
         ],
     );
 }

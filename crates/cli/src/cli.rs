@@ -2,8 +2,11 @@
 
 pub(crate) mod mcp;
 pub(crate) mod runs;
+pub(crate) mod serve;
 
 pub(crate) use runs::{ListedStatus, PrunedStatus, RunsCommand, RunsListArgs, RunsPruneArgs};
+use serve::SERVE_AFTER;
+pub(crate) use serve::ServeArgs;
 
 use std::path::PathBuf;
 
@@ -84,6 +87,7 @@ Examples:
   rein inspect 0193c6a2-... --format mermaid
   rein validate my-scenario.json
   rein schema scenario > scenario.schema.json
+  rein serve --data-dir /tmp/rein
 
 Exit codes:
   0    completed (or the command succeeded)
@@ -187,6 +191,17 @@ pub(crate) enum Command {
     /// Work with MCP servers: list the tools rein would import from one.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Serve the web console: runs, their verified ledgers, and an inbox of approvals and
+    /// questions to answer.
+    ///
+    /// Pages can be read by anyone who reaches the address; every change needs an
+    /// operator's token (the ledger records the token's operator name). Without --tokens,
+    /// a token for operator `operator` is made at start and printed once; with --tokens
+    /// FILE, operators come from FILE (`NAME SHA256-HEX` lines), and a missing FILE is
+    /// created with a new token, printed once. A run approved or answered here is driven on
+    /// by this process, rebuilt from the scenario the run was started from.
+    #[command(after_help = SERVE_AFTER)]
+    Serve(ServeArgs),
 }
 
 /// `rein tools`.

@@ -11,6 +11,7 @@ mod prompt;
 mod replay;
 mod run;
 mod runs;
+mod serve;
 mod store;
 mod tools;
 mod validate;
@@ -73,6 +74,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
         Command::Mcp(command) => mcp::dispatch(command).await,
+        Command::Serve(args) => serve::serve(args).await,
         Command::Schema(args) => match args.what {
             SchemaKind::Scenario => {
                 out!("{}", scenario::SCHEMA);

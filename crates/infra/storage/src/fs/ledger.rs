@@ -61,6 +61,9 @@ struct Inner {
     dir: PathBuf,
     fsync: FsyncPolicy,
     max_open: usize,
+    /// Opened only to read (`FsConfig::reading`): a torn last line is read around, never
+    /// locked and taken over.
+    reading: bool,
     slots: Mutex<HashMap<RunId, Arc<Slot>>>,
     clock: AtomicU64,
 }
@@ -100,10 +103,19 @@ impl FsLedgerStore {
                 dir,
                 fsync,
                 max_open: max_open.max(1),
+                reading: false,
                 slots: Mutex::default(),
                 clock: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// The same store, opened only to read (see `FsConfig::reading`).
+    pub(crate) fn reading(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.reading = true;
+        }
+        self
     }
 
     /// The directory the ledgers live in.
@@ -190,7 +202,7 @@ impl Inner {
         let complete = lines.complete().len();
         let torn = lines.torn();
         let mut locked = false;
-        if let Some(tail) = torn {
+        if let Some(tail) = torn.filter(|_| !self.reading) {
             // A torn line is cut only from a ledger that is whole without it: a damaged
             // file keeps every byte for whoever repairs it, and the error says what is wrong.
             let entries = parse(path, lines)?;
@@ -209,8 +221,10 @@ impl Inner {
             tracing::warn!(path = %path.display(), line = tail.line, bytes = tail.bytes,
                 "found a torn last line in a ledger (the process stopped while writing it); \
                  the next entry is written over it");
-            bytes.truncate(complete);
         }
+        // A reading store reads around a torn line too, and leaves it to the writer (or to
+        // whoever resumes the run).
+        bytes.truncate(complete);
         let open = OpenLedger {
             file,
             len: complete as u64,

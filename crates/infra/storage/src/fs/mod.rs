@@ -69,6 +69,7 @@ pub struct FsConfig {
     fsync: FsyncPolicy,
     max_artifact_size: Option<u64>,
     max_open_ledgers: usize,
+    reading: bool,
 }
 
 impl Default for FsConfig {
@@ -77,6 +78,7 @@ impl Default for FsConfig {
             fsync: FsyncPolicy::default(),
             max_artifact_size: None,
             max_open_ledgers: Self::DEFAULT_MAX_OPEN_LEDGERS,
+            reading: false,
         }
     }
 }
@@ -103,6 +105,21 @@ impl FsConfig {
     pub fn with_max_open_ledgers(mut self, count: usize) -> Self {
         self.max_open_ledgers = count.max(1);
         self
+    }
+
+    /// Opens the stores to read what other processes write (a console, a report): a
+    /// ledger whose last line is torn is loaded without it and left as it is — not locked,
+    /// not taken over — so a reader never stands in the way of the process writing it or
+    /// of the one that resumes its run. Stores opened so must not be written to.
+    pub const fn reading(mut self) -> Self {
+        self.reading = true;
+        self
+    }
+
+    /// Whether the stores are opened only to read (see [`FsConfig::reading`]).
+    #[must_use]
+    pub const fn is_reading(&self) -> bool {
+        self.reading
     }
 
     /// When bytes are forced to disk.
@@ -189,11 +206,14 @@ impl FsStores {
             }
         };
         let runs = FsRunStore::new(dir(FsLayout::RUNS)?);
-        let ledgers = FsLedgerStore::new(
+        let mut ledgers = FsLedgerStore::new(
             dir(FsLayout::LEDGERS)?,
             config.fsync,
             config.max_open_ledgers,
         );
+        if config.reading {
+            ledgers = ledgers.reading();
+        }
         let artifacts = FsArtifactStore::new(
             dir(FsLayout::ARTIFACTS)?,
             config.fsync,

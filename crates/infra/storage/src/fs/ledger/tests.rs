@@ -40,6 +40,31 @@ fn parse_and_tip_read_complete_lines() {
 }
 
 #[test]
+fn a_reading_store_reads_around_a_torn_line_and_leaves_the_file_to_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ledger, mut bytes) = lines(3);
+    bytes.extend_from_slice(b"{\"seq\":4,\"at\":");
+    let run_id = ledger.run_id().clone();
+    let reader = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4).reading();
+    std::fs::write(reader.inner.path(&run_id), &bytes).unwrap();
+    let loaded = reader
+        .inner
+        .load(&run_id, &reader.inner.slot(&run_id))
+        .unwrap();
+    assert_eq!(loaded.ledger.entries(), ledger.entries());
+    assert!(loaded.torn_tail.is_some());
+    // The reader holds no lock: the process that resumes the run still takes the file over.
+    let writer = FsLedgerStore::new(dir.path().to_path_buf(), FsyncPolicy::Relaxed, 4);
+    let taken = writer.inner.load(&run_id, &writer.inner.slot(&run_id));
+    assert!(taken.is_ok(), "{taken:?}");
+    assert_eq!(
+        std::fs::read(reader.inner.path(&run_id)).unwrap(),
+        bytes,
+        "nothing cut"
+    );
+}
+
+#[test]
 fn a_second_process_cannot_append_to_a_ledger_another_one_writes() {
     let dir = tempfile::tempdir().unwrap();
     // Two stores over one folder stand for two processes: each opens its own handle.
