@@ -36,6 +36,7 @@ use rein_resilience::{CircuitState, ToolCall};
 use rein_run::{BoxFuture, BudgetName, Digest, FailureKind, ProposedCall, ToolName};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use crate::config::{InDoubtPolicy, OnToolError};
 use crate::depth;
@@ -242,8 +243,9 @@ impl Driver {
                 outcomes.push(Some(Outcome::Refused(refused)));
                 continue;
             }
-            self.rec
-                .record(EntryKind::ToolCall {
+            let recorded = self
+                .rec
+                .record_entry(EntryKind::ToolCall {
                     tool: tool.clone(),
                     input: member.input.clone(),
                     input_hash: member.input_hash,
@@ -253,7 +255,8 @@ impl Driver {
                 .await?;
             sync |= !annotations.is_idempotent();
             outcomes.push(None);
-            started.push(k);
+            let span = crate::telemetry::tool_span(tool, self.rec.proj.state(), &recorded);
+            started.push((k, span));
         }
         if sync {
             // The in-doubt markers must be durable before any side effect can happen.
@@ -268,8 +271,8 @@ impl Driver {
         // would make the run's future lose `Send`.
         let calls: Vec<_> = started
             .iter()
-            .map(|&k| {
-                let member = &group[k];
+            .map(|(k, span)| {
+                let (k, member) = (*k, &group[*k]);
                 let call = crate::deadline::bounded(
                     member
                         .entry
@@ -278,9 +281,11 @@ impl Driver {
                     remaining,
                 );
                 let clock = Arc::clone(&clock);
+                let span = span.clone();
                 async move {
                     let start = clock.now().as_unix_millis();
-                    let outcome = call.await;
+                    let outcome = call.instrument(span.clone()).await;
+                    crate::telemetry::tool_ended(&span, &outcome);
                     let end = clock.now().as_unix_millis();
                     (k, outcome, Duration::from_millis(end.saturating_sub(start)))
                 }

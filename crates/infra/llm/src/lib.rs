@@ -35,6 +35,7 @@ mod openai;
 mod planner;
 mod prompt;
 mod provider;
+mod telemetry;
 
 pub use cassette::{Recorded, Recorder, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
