@@ -41,6 +41,7 @@ mod ledger_file;
 mod locate;
 mod render;
 mod scenario;
+mod telemetry;
 mod tools;
 mod tree;
 
@@ -81,6 +82,14 @@ pub fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
+    // Started inside the runtime, before any command: a bad endpoint stops here.
+    let telemetry = match runtime.block_on(async { telemetry::start(cli.otlp.as_deref()) }) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit.into();
+        }
+    };
     let exit = match runtime.block_on(commands::dispatch(cli.command)) {
         Ok(exit) => exit,
         Err(e) => {
@@ -88,6 +97,7 @@ pub fn main() -> ExitCode {
             e.exit
         }
     };
+    telemetry::finish(telemetry);
     match output::failure() {
         Some(why) if exit == Exit::Ok => {
             eprintln!("error: cannot write to standard output: {why}");

@@ -39,7 +39,8 @@ pub(crate) fn run_span(run: &Run, resumed: bool) -> Span {
         { AGENT_NAME } = AGENT,
         { CONVERSATION_ID } = %run.id(),
         { RUN_ID } = %run.id(),
-        { STATE } = %run.state(),
+        // Recorded once, when the drive ends: a field recorded twice is exported twice.
+        { STATE } = Empty,
         { RESUMED } = resumed,
         { RUN_STATUS } = Empty,
         { OTEL_STATUS_CODE } = Empty,
@@ -47,16 +48,16 @@ pub(crate) fn run_span(run: &Run, resumed: bool) -> Span {
     )
 }
 
-/// Records how a drive ended on its span: the run's status and state, an error status
+/// Records how a drive ended on its span: the run's state and status, an error status
 /// when the run failed or the engine did.
 pub(crate) fn run_ended<E>(span: &Span, run: &Run, result: &Result<(), E>) {
     if span.is_disabled() {
         return;
     }
+    span.record(STATE, tracing::field::display(run.state()));
     match result {
         Ok(()) => {
             span.record(RUN_STATUS, tracing::field::display(run.status()));
-            span.record(STATE, tracing::field::display(run.state()));
             if run.status() == RunStatus::Failed {
                 span.record(OTEL_STATUS_CODE, "error");
                 if let Some(failure) = run.failure() {

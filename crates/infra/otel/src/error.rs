@@ -39,6 +39,9 @@ pub enum OtelError {
         /// What failed.
         message: String,
     },
+    /// The process already has a global `tracing` subscriber.
+    #[error("a global tracing subscriber is already installed: add Telemetry::layer to it instead")]
+    SubscriberSet,
     /// The export thread could not be started.
     #[error("cannot start the telemetry export thread: {0}")]
     Thread(String),

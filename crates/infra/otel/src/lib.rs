@@ -29,5 +29,6 @@ pub use error::{EndpointProblem, OtelError};
 pub use metrics::SpanMetrics;
 pub use telemetry::{ShutdownReport, Telemetry};
 
-/// The OpenTelemetry crates this one is built on, for a tracer provider of your own.
-pub use {opentelemetry, opentelemetry_sdk};
+/// The OpenTelemetry crates this one is built on (for a tracer provider of your own), and
+/// the `tracing-subscriber` its layer is for.
+pub use {opentelemetry, opentelemetry_sdk, tracing_subscriber};

@@ -141,17 +141,31 @@ impl Telemetry {
         }
     }
 
-    /// The `tracing` layer that turns rein's spans into OpenTelemetry spans: only rein's
-    /// telemetry spans and events (the `rein::telemetry` target), and content (the
-    /// `rein::content` target) only when it is captured.
+    /// The `tracing` layer that turns spans into OpenTelemetry spans: rein's telemetry
+    /// spans and events (the `rein::telemetry` target); content (the `rein::content`
+    /// target) only when it is captured; none of rein's other logs (they may quote a
+    /// model); and the caller's own spans and events at INFO and above, so that a run
+    /// started inside a span of the caller's is that span's child. The HTTP crates the
+    /// exporter itself uses are left out.
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + 'static
     where
         S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     {
-        let mut targets = Targets::new().with_target(TARGET, LevelFilter::TRACE);
-        if self.content == Content::Captured {
-            targets = targets.with_target(CONTENT_TARGET, LevelFilter::TRACE);
-        }
+        let content = match self.content {
+            Content::Captured => LevelFilter::TRACE,
+            Content::Omitted => LevelFilter::OFF,
+        };
+        let targets = Targets::new()
+            .with_default(LevelFilter::INFO)
+            // Matched by prefix, the most specific first: `rein` covers every crate of
+            // rein's (`rein_engine`, `rein_llm`, …).
+            .with_target("rein", LevelFilter::OFF)
+            .with_target(TARGET, LevelFilter::TRACE)
+            .with_target(CONTENT_TARGET, content)
+            .with_targets(
+                ["opentelemetry", "hyper", "h2", "reqwest", "tower", "rustls"]
+                    .map(|t| (t, LevelFilter::OFF)),
+            );
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer_provider.tracer_with_scope(scope()))
             .with_location(false)
@@ -159,6 +173,18 @@ impl Telemetry {
             .with_target(false)
             .with_tracked_inactivity(false)
             .with_filter(targets)
+    }
+
+    /// Installs [`Telemetry::layer`] as the process's global `tracing` subscriber (on a
+    /// registry of its own). To add other layers (a log formatter), compose them with
+    /// [`tracing_subscriber`](crate::tracing_subscriber) instead.
+    ///
+    /// # Errors
+    /// [`OtelError::SubscriberSet`] when the process already has one.
+    pub fn install(&self) -> Result<(), OtelError> {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let subscriber = tracing_subscriber::registry().with(self.layer());
+        tracing::subscriber::set_global_default(subscriber).map_err(|_| OtelError::SubscriberSet)
     }
 
     /// The tracer provider spans go to.

@@ -66,8 +66,9 @@ fn write_a_run() {
                 { { names::BUDGET_NAME } = "tool_calls" }
             );
         });
-        // Not rein's telemetry target: never exported.
-        let _ = tracing::info_span!("unrelated").entered();
+        // rein's other logs are never exported (they may quote a model).
+        let _ = tracing::info_span!(target: "rein_engine::driver", "a log line").entered();
+        tracing::info!(target: "rein_engine::apply", "decision rejected: {PROMPT}");
     });
     run.record(names::RUN_STATUS, "failed");
 }
@@ -142,6 +143,23 @@ fn spans_reach_the_collector_with_their_names_kinds_parents_and_events() {
         !contains(&receiver.raw(), PROMPT.as_bytes()),
         "the prompt is in no exported byte"
     );
+}
+
+#[test]
+fn a_run_inside_a_span_of_the_callers_is_its_child() {
+    let receiver = Receiver::start().expect("receiver");
+    let config = OtelConfig::new(&receiver.url()).expect("a valid endpoint");
+    let telemetry = Telemetry::start(config).expect("export starts");
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!("handle_request").in_scope(write_a_run);
+    });
+    assert!(telemetry.shutdown().flushed);
+    let spans = receiver.spans();
+    let caller = span(&spans, "handle_request");
+    let run = span(&spans, "invoke_agent rein");
+    assert_eq!(run.parent_span_id, caller.span_id);
+    assert_eq!(run.trace_id, caller.trace_id);
 }
 
 #[test]
