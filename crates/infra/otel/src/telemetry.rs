@@ -12,6 +12,7 @@ use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfi
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::SpanExporter as _;
 use rein_run::telemetry::{CONTENT_TARGET, SCHEMA_URL, TARGET};
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
@@ -74,7 +75,7 @@ impl Telemetry {
         let resource = Resource::builder()
             .with_service_name(config.service_name().to_owned())
             .build();
-        let spans = SpanExporter::builder()
+        let mut spans = SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(config.endpoint().traces())
@@ -102,6 +103,8 @@ impl Telemetry {
                     .build(),
             )
             .build();
+        // The queue owns the exporter on its thread: it learns the resource here, once.
+        spans.set_resource(&resource);
         let stats = Arc::new(QueueStats::default());
         let queue = ExportQueue::start(
             spans,

@@ -101,6 +101,15 @@ fn spans_reach_the_collector_with_their_names_kinds_parents_and_events() {
     let report = export_a_run(&receiver, Content::Omitted);
     assert!(report.flushed, "{report:?}");
     assert_eq!((report.dropped_spans, report.failed_spans), (0, 0));
+    let requests = receiver.trace_requests();
+    let resource = requests[0].resource_spans[0]
+        .resource
+        .as_ref()
+        .expect("a resource");
+    assert_eq!(
+        attribute(&resource.attributes, "service.name").as_deref(),
+        Some("rein")
+    );
     let spans = receiver.spans();
     let mut got = names_of(&spans);
     got.sort_unstable();
