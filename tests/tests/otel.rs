@@ -33,7 +33,7 @@ async fn exported<T>(content: Content, work: impl Future<Output = T>) -> (Receiv
     let config = OtelConfig::new(&receiver.url())
         .expect("endpoint")
         .with_content(content);
-    let telemetry = Telemetry::start(config).expect("export starts");
+    let telemetry = Telemetry::start(&config).expect("export starts");
     let subscriber = rein::otel::tracing_subscriber::registry().with(telemetry.layer());
     // The test's runtime has one thread: every task of the run sees this subscriber.
     let guard = subscriber.set_default();

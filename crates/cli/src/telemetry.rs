@@ -25,7 +25,7 @@ pub(crate) fn start(flag: Option<&str>) -> Result<Option<Telemetry>, CliError> {
     let Some(config) = config else {
         return Ok(None);
     };
-    let telemetry = Telemetry::start(config)
+    let telemetry = Telemetry::start(&config)
         .map_err(|e| CliError::new(Exit::Failed, format!("telemetry: {e}")))?;
     telemetry
         .install()
@@ -40,6 +40,9 @@ pub(crate) fn finish(telemetry: Option<Telemetry>) {
         return;
     };
     let report = telemetry.shutdown();
+    if !report.metrics_sent {
+        eprintln!("warning: telemetry: the metrics could not be delivered to the collector");
+    }
     if report.dropped_spans > 0 || report.failed_spans > 0 || !report.flushed {
         eprintln!(
             "warning: telemetry: {} span(s) not delivered to the collector ({} dropped from a \

@@ -3,7 +3,10 @@
 //!
 //! Everything here is a plain `tracing` span or event with the `rein::telemetry` target (or
 //! `rein::content` for tool inputs and outputs): with no subscriber interested, each costs
-//! one check of its callsite's interest and builds nothing. An exporter (rein-otel) turns
+//! one check of its callsite's interest and builds nothing. Runs and tool calls are INFO
+//! spans, steps and planner calls DEBUG spans (as they were before they were named for
+//! export), ledger entries DEBUG events and content TRACE events, so a log formatter at
+//! INFO shows no more than it did; the exporter's layer selects by target, not by level. An exporter (rein-otel) turns
 //! them into OpenTelemetry spans, span events and metrics.
 
 use rein_ledger::{Entry, EntryKind};
@@ -75,7 +78,7 @@ pub(crate) fn run_ended<E>(span: &Span, run: &Run, result: &Result<(), E>) {
 
 /// The span of one step.
 pub(crate) fn step_span(step: u32, state: State) -> Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         STEP,
         { OTEL_NAME } = %format_args!("{STEP} {step}"),
@@ -87,7 +90,7 @@ pub(crate) fn step_span(step: u32, state: State) -> Span {
 
 /// The span of one planner call (a model call, if the planner makes one, is its child).
 pub(crate) fn plan_span(step: u32, state: State) -> Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         PLAN,
         { OTEL_KIND } = "internal",
@@ -140,7 +143,7 @@ pub(crate) fn entry_recorded(entry: &Entry) {
             tracing::event!(
                 name: $name,
                 target: TARGET,
-                tracing::Level::INFO,
+                tracing::Level::DEBUG,
                 {
                     { LEDGER_SEQ } = int(entry.seq()),
                     { LEDGER_HASH } = %entry.hash(),
@@ -241,7 +244,7 @@ fn content_reason(reason: &str) {
     tracing::event!(
         name: EVENT_TOOL_CONTENT,
         target: CONTENT_TARGET,
-        tracing::Level::INFO,
+        tracing::Level::TRACE,
         { { REASON } = reason }
     );
 }
@@ -252,13 +255,13 @@ fn tool_content(tool: &ToolName, part: ToolPart, value: &impl serde::Serialize) 
         ToolPart::Input => tracing::event!(
             name: EVENT_TOOL_CONTENT,
             target: CONTENT_TARGET,
-            tracing::Level::INFO,
+            tracing::Level::TRACE,
             { { TOOL_NAME } = %tool, { TOOL_CALL_ARGUMENTS } = %Json(value) }
         ),
         ToolPart::Output => tracing::event!(
             name: EVENT_TOOL_CONTENT,
             target: CONTENT_TARGET,
-            tracing::Level::INFO,
+            tracing::Level::TRACE,
             { { TOOL_NAME } = %tool, { TOOL_CALL_RESULT } = %Json(value) }
         ),
     }

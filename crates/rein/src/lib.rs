@@ -336,7 +336,7 @@ pub mod llm {
 /// ```no_run
 /// use rein::otel::{OtelConfig, Telemetry};
 /// # async fn demo(engine: rein::Engine) -> Result<(), Box<dyn std::error::Error>> {
-/// let telemetry = Telemetry::start(OtelConfig::new("http://127.0.0.1:4318")?)?;
+/// let telemetry = Telemetry::start(&OtelConfig::new("http://127.0.0.1:4318")?)?;
 /// telemetry.install()?;
 /// let run = engine.run("triage the failing build").await?;
 /// let report = telemetry.shutdown(); // sends what is queued, within a bounded time

@@ -46,7 +46,7 @@ pub(crate) fn request_content(body: &[u8]) {
     tracing::event!(
         name: INFERENCE_DETAILS,
         target: CONTENT_TARGET,
-        tracing::Level::INFO,
+        tracing::Level::TRACE,
         { { INPUT_MESSAGES } = %String::from_utf8_lossy(body) }
     );
 }
@@ -71,7 +71,7 @@ pub(crate) fn record_outcome(span: &Span, outcome: &Result<Completion, LlmError>
                 tracing::event!(
                     name: INFERENCE_DETAILS,
                     target: CONTENT_TARGET,
-                    tracing::Level::INFO,
+                    tracing::Level::TRACE,
                     { { OUTPUT_MESSAGES } = %Reply(response) }
                 );
             });

@@ -32,7 +32,7 @@ use crate::queue::{ExportQueue, QueueBounds, QueueStats};
 /// ```no_run
 /// use tracing_subscriber::layer::SubscriberExt as _;
 /// use rein_otel::{OtelConfig, Telemetry};
-/// let telemetry = Telemetry::start(OtelConfig::new("http://127.0.0.1:4318")?)?;
+/// let telemetry = Telemetry::start(&OtelConfig::new("http://127.0.0.1:4318")?)?;
 /// let subscriber = tracing_subscriber::registry().with(telemetry.layer());
 /// tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
 /// // … run agents …
@@ -59,8 +59,11 @@ pub struct ShutdownReport {
     pub dropped_spans: u64,
     /// Spans whose export failed (collector unreachable, refusing or too slow).
     pub failed_spans: u64,
-    /// Whether everything queued was sent (or given up) within the flush timeout.
+    /// Whether every queued span was sent (or given up) within the flush timeout.
     pub flushed: bool,
+    /// Whether the last metrics were delivered (false too when the collector takes no
+    /// metrics: some trace backends accept `/v1/traces` only).
+    pub metrics_sent: bool,
 }
 
 impl Telemetry {
@@ -71,7 +74,7 @@ impl Telemetry {
     /// # Errors
     /// [`OtelError::Exporter`] when an exporter cannot be built, [`OtelError::Thread`]
     /// when the export thread cannot start.
-    pub fn start(config: OtelConfig) -> Result<Self, OtelError> {
+    pub fn start(config: &OtelConfig) -> Result<Self, OtelError> {
         let resource = Resource::builder()
             .with_service_name(config.service_name().to_owned())
             .build();
@@ -220,7 +223,8 @@ impl Telemetry {
             exported_spans: count(|s| s.exported.load(Ordering::Relaxed)),
             dropped_spans: count(|s| s.dropped.load(Ordering::Relaxed)),
             failed_spans: count(|s| s.failed.load(Ordering::Relaxed)),
-            flushed: traces.is_ok() && metrics.is_ok(),
+            flushed: traces.is_ok(),
+            metrics_sent: metrics.is_ok(),
         }
     }
 }

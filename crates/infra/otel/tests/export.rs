@@ -78,7 +78,7 @@ fn export_a_run(receiver: &Receiver, content: Content) -> rein_otel::ShutdownRep
     let config = OtelConfig::new(&receiver.url())
         .expect("a valid endpoint")
         .with_content(content);
-    let telemetry = Telemetry::start(config).expect("export starts");
+    let telemetry = Telemetry::start(&config).expect("export starts");
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     tracing::subscriber::with_default(subscriber, write_a_run);
     telemetry.shutdown()
@@ -158,7 +158,7 @@ fn spans_reach_the_collector_with_their_names_kinds_parents_and_events() {
 fn a_run_inside_a_span_of_the_callers_is_its_child() {
     let receiver = Receiver::start().expect("receiver");
     let config = OtelConfig::new(&receiver.url()).expect("a valid endpoint");
-    let telemetry = Telemetry::start(config).expect("export starts");
+    let telemetry = Telemetry::start(&config).expect("export starts");
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     tracing::subscriber::with_default(subscriber, || {
         tracing::info_span!("handle_request").in_scope(write_a_run);
@@ -189,7 +189,7 @@ fn captured_content_goes_out_as_an_event() {
 fn metrics_are_read_off_the_spans() {
     let receiver = Receiver::start().expect("receiver");
     let report = export_a_run(&receiver, Content::Omitted);
-    assert!(report.flushed, "{report:?}");
+    assert!(report.flushed && report.metrics_sent, "{report:?}");
     let mut metrics: Vec<String> = receiver
         .metric_requests()
         .into_iter()
@@ -226,7 +226,7 @@ fn an_unreachable_collector_fails_no_caller_and_is_counted() {
     let config = OtelConfig::new(&format!("http://127.0.0.1:{port}"))
         .expect("a valid endpoint")
         .with_export_timeout(Duration::from_secs(2));
-    let telemetry = Telemetry::start(config).expect("export starts all the same");
+    let telemetry = Telemetry::start(&config).expect("export starts all the same");
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     tracing::subscriber::with_default(subscriber, write_a_run);
     let report = telemetry.shutdown();
@@ -245,7 +245,7 @@ fn a_full_queue_drops_spans_and_counts_them_and_shutdown_is_bounded() {
         .expect("a capacity")
         .with_export_timeout(Duration::from_secs(600))
         .with_flush_timeout(Duration::from_millis(100));
-    let telemetry = Telemetry::start(config).expect("export starts");
+    let telemetry = Telemetry::start(&config).expect("export starts");
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     tracing::subscriber::with_default(subscriber, write_a_run);
     assert_eq!(telemetry.dropped_spans(), 2, "three spans ended, one held");
