@@ -32,6 +32,7 @@ help:
 	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
 	@echo "make fuzz-smoke   every cargo-fuzz target for FUZZ_TIME seconds (default 10; installs cargo-fuzz into target/tools)"
 	@echo "make fuzz-replay  the fuzz seeds, their mutations and random bytes through the checks, under cargo test"
+	@echo "make otel-smoke   a run's trace exported with --otlp to a real collector (Arize Phoenix from PyPI, under target/otelcol)"
 
 fmt:
 	$(CARGO) fmt --all
@@ -168,3 +169,41 @@ $(MCP_STAMP):
 	test -x $(MCP_DIR)/venv/bin/python || python3 -m venv $(MCP_DIR)/venv
 	$(MCP_DIR)/venv/bin/pip install -q $(MCP_PY)
 	touch $@
+
+# A collector nobody here wrote: Arize Phoenix (PyPI) receives OTLP/HTTP protobuf at
+# /v1/traces and serves what it stored over REST. A run's spans must arrive there with
+# their GenAI names and kinds, one trace under its invoke_agent span.
+.PHONY: otel-collector otel-smoke
+OTELCOL_DIR := $(CURDIR)/target/otelcol
+OTELCOL_PY := arize-phoenix==20.26.1
+OTELCOL_STAMP := $(OTELCOL_DIR)/installed-arize-phoenix-20.26.1
+OTELCOL_PORT ?= 16006
+otel-collector: $(OTELCOL_STAMP)
+$(OTELCOL_STAMP):
+	@command -v python3 >/dev/null || { echo "otel-collector: python3 (with venv) is needed" >&2; exit 1; }
+	test -x $(OTELCOL_DIR)/venv/bin/python || python3 -m venv $(OTELCOL_DIR)/venv
+	$(OTELCOL_DIR)/venv/bin/pip install -q $(OTELCOL_PY)
+	touch $@
+
+otel-smoke: otel-collector
+	$(CARGO) build -q -p rein-cli
+	rm -rf $(OTELCOL_DIR)/smoke && mkdir -p $(OTELCOL_DIR)/smoke/db && cp -r examples/scenarios $(OTELCOL_DIR)/smoke/
+	PHOENIX_WORKING_DIR=$(OTELCOL_DIR)/smoke/db PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=$(OTELCOL_PORT) \
+	  PHOENIX_GRPC_PORT=$$(( $(OTELCOL_PORT) + 1 )) $(OTELCOL_DIR)/venv/bin/phoenix serve \
+	  > $(OTELCOL_DIR)/smoke/phoenix.log 2>&1 & echo $$! > $(OTELCOL_DIR)/smoke/phoenix.pid
+	@for i in $$(seq 120); do curl -sf http://127.0.0.1:$(OTELCOL_PORT)/healthz >/dev/null && break; sleep 1; done
+	OTEL_SERVICE_NAME=rein-smoke target/debug/rein --otlp http://127.0.0.1:$(OTELCOL_PORT) \
+	  run $(OTELCOL_DIR)/smoke/scenarios/happy-path.json --data-dir $(OTELCOL_DIR)/smoke/data --quiet
+	sleep 2
+	curl -sf "http://127.0.0.1:$(OTELCOL_PORT)/v1/projects/default/spans?limit=200" > $(OTELCOL_DIR)/smoke/spans.json; \
+	  status=$$?; kill $$(cat $(OTELCOL_DIR)/smoke/phoenix.pid); test $$status -eq 0
+	python3 -c 'import json,sys; spans=json.load(open(sys.argv[1]))["data"]; \
+	  names={s["name"]: s for s in spans}; \
+	  need=["invoke_agent rein","execute_tool fs.list","execute_tool fs.write","rein.step 0"]; \
+	  missing=[n for n in need if n not in names]; \
+	  assert not missing, f"missing spans {missing} among {sorted(names)}"; \
+	  assert names["invoke_agent rein"]["span_kind"] == "AGENT", names["invoke_agent rein"]; \
+	  assert names["execute_tool fs.list"]["span_kind"] == "TOOL"; \
+	  assert len({s["context"]["trace_id"] for s in spans}) == 1, "one trace"; \
+	  print(f"otel-smoke: {len(spans)} spans in one trace reached Phoenix, kinds AGENT and TOOL")' \
+	  $(OTELCOL_DIR)/smoke/spans.json

@@ -108,6 +108,12 @@ Scenario files are documented in docs/SCENARIOS.md; `rein schema scenario` print
 #[derive(Debug, Parser)]
 #[command(name = "rein", version, after_help = MAIN_AFTER, max_term_width = 100)]
 pub(crate) struct Cli {
+    /// Export traces and metrics over OTLP/HTTP to the collector at URL (its base URL,
+    /// e.g. http://127.0.0.1:4318). Without it, OTEL_EXPORTER_OTLP_ENDPOINT is used when
+    /// set; OTEL_SERVICE_NAME names the service (default rein). Prompts, replies and tool
+    /// inputs and outputs are never exported by the command.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) otlp: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: Command,

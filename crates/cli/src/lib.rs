@@ -44,6 +44,7 @@ mod prune;
 mod render;
 mod run_index;
 mod scenario;
+mod telemetry;
 mod text;
 mod tree;
 
@@ -84,6 +85,14 @@ pub fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
+    // Started inside the runtime, before any command: a bad endpoint stops here.
+    let telemetry = match runtime.block_on(async { telemetry::start(cli.otlp.as_deref()) }) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit.into();
+        }
+    };
     let exit = match runtime.block_on(commands::dispatch(cli.command)) {
         Ok(exit) => exit,
         Err(e) => {
@@ -91,6 +100,7 @@ pub fn main() -> ExitCode {
             e.exit
         }
     };
+    telemetry::finish(telemetry);
     match output::failure() {
         Some(why) if exit == Exit::Ok => {
             eprintln!("error: cannot write to standard output: {why}");

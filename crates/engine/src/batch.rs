@@ -35,6 +35,7 @@ use rein_resilience::ToolCall;
 use rein_run::{BoxFuture, BudgetName, Digest, ProposedCall};
 use rein_tool::{ToolError, ToolOutput};
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use crate::config::InDoubtPolicy;
 use crate::depth;
@@ -191,8 +192,9 @@ impl Driver {
                 outcomes.push(Some(Outcome::Refused(refused)));
                 continue;
             }
-            self.rec
-                .record(EntryKind::ToolCall {
+            let recorded = self
+                .rec
+                .record_entry(EntryKind::ToolCall {
                     tool: tool.clone(),
                     input: member.input.clone(),
                     input_hash: member.input_hash,
@@ -202,7 +204,8 @@ impl Driver {
                 .await?;
             sync |= !annotations.is_idempotent();
             outcomes.push(None);
-            started.push(k);
+            let span = crate::telemetry::tool_span(tool, self.rec.proj.state(), &recorded);
+            started.push((k, span));
         }
         if sync {
             // The in-doubt markers must be durable before any side effect can happen.
@@ -214,8 +217,8 @@ impl Driver {
         // would make the run's future lose `Send`.
         let calls: Vec<_> = started
             .iter()
-            .map(|&k| {
-                let member = &group[k];
+            .map(|(k, span)| {
+                let (k, member) = (*k, &group[*k]);
                 let call = crate::deadline::bounded(
                     member
                         .entry
@@ -224,9 +227,11 @@ impl Driver {
                     remaining,
                 );
                 let clock = Arc::clone(&clock);
+                let span = span.clone();
                 async move {
                     let start = clock.now().as_unix_millis();
-                    let outcome = call.await;
+                    let outcome = call.instrument(span.clone()).await;
+                    crate::telemetry::tool_ended(&span, &outcome);
                     let end = clock.now().as_unix_millis();
                     (k, outcome, Duration::from_millis(end.saturating_sub(start)))
                 }

@@ -135,6 +135,7 @@ impl Driver {
             })
             .await?;
         let call_line = recorded.shared_json_line();
+        let span = crate::telemetry::tool_span(&tool, self.rec.proj.state(), &recorded);
         let EntryKind::ToolCall { input, .. } = recorded.into_event() else {
             unreachable!("a tool_call entry is recorded as one")
         };
@@ -145,7 +146,6 @@ impl Driver {
         self.attempt_link.restart();
         let link = Arc::clone(&self.attempt_link);
         let call = ToolCall::new(input).with_retry_inputs(link);
-        let span = tracing::debug_span!("tool", tool = %tool, state = %self.rec.state());
         let mut attempts = Attempts {
             tool: tool.clone(),
             input_hash,
@@ -158,8 +158,8 @@ impl Driver {
         };
         let cancel = self.cancel_token();
         let outcome = {
-            let call =
-                crate::deadline::bounded(entry.stack.call(call), self.remaining()).instrument(span);
+            let call = crate::deadline::bounded(entry.stack.call(call), self.remaining())
+                .instrument(span.clone());
             tokio::pin!(call);
             let mut open = true;
             loop {
@@ -204,6 +204,7 @@ impl Driver {
             self.record_last_attempt(entry, &attempts, &mut outcome)
                 .await?;
         }
+        crate::telemetry::tool_ended(&span, &outcome);
         if aborted {
             return self.abort().await;
         }

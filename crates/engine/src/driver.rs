@@ -212,14 +212,14 @@ impl Driver {
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
-        let span = tracing::info_span!("run", run_id = %self.rec.id(), state = %self.rec.state());
+        let span = crate::telemetry::run_span(&self.rec.proj.run, self.rec.log.len() > 1);
         let result = async {
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
             while self.rec.status() == RunStatus::Running {
                 let step = self.rec.steps();
-                let span = tracing::debug_span!("step", step, state = %self.rec.state());
+                let span = crate::telemetry::step_span(step, self.rec.state());
                 if let Flow::Stop = self.step().instrument(span).await? {
                     break;
                 }
@@ -227,8 +227,9 @@ impl Driver {
             }
             self.rec.persist().await
         }
-        .instrument(span)
+        .instrument(span.clone())
         .await;
+        crate::telemetry::run_ended(&span, &self.rec.proj.run, &result);
         result.map(|()| self.into_run())
     }
 

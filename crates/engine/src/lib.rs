@@ -72,6 +72,7 @@ mod sequence;
 mod shared;
 mod spec;
 mod subrun;
+mod telemetry;
 mod tools;
 mod tree;
 mod writer;

@@ -69,7 +69,7 @@ impl Driver {
                     )))
                 })
             })
-            .instrument(tracing::debug_span!("plan", step = run.steps(), state = %run.state()));
+            .instrument(crate::telemetry::plan_span(run.steps(), run.state()));
         // A run's deadline bounds the planner as it bounds a tool call: it gets the time left.
         let plan = async move {
             match remaining {

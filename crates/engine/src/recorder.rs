@@ -196,6 +196,7 @@ impl Recorder {
         self.check_lifecycle()?;
         let sealed = self.log.seal(at, state, kind)?;
         let entry = sealed.entry();
+        crate::telemetry::entry_recorded(entry);
         self.proj.sealed(entry.event(), entry.head());
         Ok(Ok(sealed))
     }

@@ -411,6 +411,43 @@ pub mod layer {
     pub use tower::{Layer, Service};
 }
 
+// ---- telemetry -----------------------------------------------------------------------------------
+/// OpenTelemetry export (feature `otel`): rein's spans, named by the OpenTelemetry GenAI
+/// semantic conventions ([`names`](otel::names) holds every name and the version
+/// followed), and metrics derived from them, sent over OTLP/HTTP with protobuf.
+///
+/// A run is an `invoke_agent rein` span (a child of the caller's span, if any), with its
+/// steps, `chat {model}` model calls and `execute_tool {tool}` tool calls below it; every
+/// ledger entry is an event carrying `rein.ledger.seq` and `rein.ledger.hash`, and governed
+/// decisions (approvals, budget charges and exhaustions, refusals) are events of their own
+/// names. Prompts, replies and tool inputs and outputs go out only with
+/// [`Content::Captured`](otel::Content); secrets never do.
+///
+/// ```no_run
+/// use rein::otel::{OtelConfig, Telemetry};
+/// # async fn demo(engine: rein::Engine) -> Result<(), Box<dyn std::error::Error>> {
+/// let telemetry = Telemetry::start(&OtelConfig::new("http://127.0.0.1:4318")?)?;
+/// telemetry.install()?;
+/// let run = engine.run("triage the failing build").await?;
+/// let report = telemetry.shutdown(); // sends what is queued, within a bounded time
+/// # let _ = (run, report);
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "otel")]
+pub mod otel {
+    #[doc(inline)]
+    pub use rein_otel::{
+        Content, DEFAULT_SERVICE_NAME, ENDPOINT_VAR, Endpoint, EndpointProblem, OtelConfig,
+        OtelError, SERVICE_NAME_VAR, ShutdownReport, SpanMetrics, Telemetry,
+    };
+    /// The OpenTelemetry crates rein is built on (a tracer provider of your own goes to
+    /// [`Telemetry::with_tracer_provider`]), and the `tracing-subscriber` the layer is for.
+    pub use rein_otel::{opentelemetry, opentelemetry_sdk, tracing_subscriber};
+    /// The names of rein's spans, attributes, events and metrics.
+    pub use rein_run::telemetry as names;
+}
+
 /// Everything a typical program needs: `use rein::prelude::*;`.
 pub mod prelude {
     pub use crate::{

@@ -41,6 +41,7 @@ mod skill;
 mod state;
 mod store;
 mod subrun;
+pub mod telemetry;
 mod time;
 
 pub use approval::PendingApproval;

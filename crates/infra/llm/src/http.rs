@@ -13,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use tower::ServiceExt as _;
 use tower::retry::Retry;
+use tracing::Instrument as _;
 
 use crate::anthropic::Anthropic;
 use crate::chat::{ChatRequest, ChatResponse};
@@ -20,6 +21,7 @@ use crate::config::{Api, ProviderConfig};
 use crate::error::{LlmError, excerpt};
 use crate::openai::OpenAi;
 use crate::provider::{AttemptHook, Completion, NoHook, Provider};
+use crate::telemetry;
 use crate::wire::Wire;
 
 mod retry;
@@ -273,13 +275,20 @@ impl Provider for HttpProvider {
             backoff: inner.config.backoff,
             max_wait: inner.config.max_retry_after,
         };
-        let outcome = Retry::new(policy, attempt).oneshot(body).await;
+        let span = telemetry::chat_span(self.name(), &inner.config.model, &inner.url);
+        span.in_scope(|| telemetry::request_content(&body));
+        let outcome = Retry::new(policy, attempt)
+            .oneshot(body)
+            .instrument(span.clone())
+            .await;
         inner.breaker.record(&outcome);
-        outcome.map(|response| Completion {
+        let outcome = outcome.map(|response| Completion {
             response,
             request_hash,
             latency: started.elapsed(),
-        })
+        });
+        telemetry::record_outcome(&span, &outcome);
+        outcome
     }
 }
 

@@ -40,6 +40,7 @@ mod prompt;
 mod provider;
 mod render;
 mod reply;
+mod telemetry;
 mod wire;
 
 pub use cassette::{CassetteRecorder, Recorded, Replayer};
