@@ -21,6 +21,7 @@ help:
 	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
 	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
+	@echo "make package-check  cargo package --workspace --no-verify: every publishable crate packs as crates.io would take it"
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
@@ -42,6 +43,14 @@ fmt-check:
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Every publishable crate packs as crates.io would take it: manifest fields, version
+# requirements on each other (resolved against the registry index plus the workspace's own
+# packages), the files each .crate holds. --no-verify skips rebuilding each packed crate
+# alone, which `make lint` and `make test` already cover at a fraction of the cost.
+.PHONY: package-check
+package-check:
+	$(CARGO) package --workspace --exclude rein-examples --exclude rein-workspace-tests --no-verify --allow-dirty
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

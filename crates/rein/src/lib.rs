@@ -464,3 +464,14 @@ pub mod prelude {
     #[doc(no_inline)]
     pub use crate::{Tool, ToolBuilder};
 }
+
+/// The guides in `docs/` whose Rust blocks `cargo test -p rein --doc` compiles and runs, so
+/// the code a reader copies is code that works. Never part of a build.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../../../docs/FIRST_AGENT.md")]
+    struct FirstAgent;
+
+    #[doc = include_str!("../../../docs/TESTING.md")]
+    struct Testing;
+}
