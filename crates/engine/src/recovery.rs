@@ -12,6 +12,17 @@ use crate::error::{EngineError, ProjectionError};
 use crate::project::{OpenAttempt, Progress, Unsettled};
 use crate::rejection::Rejection;
 
+/// What a resume left for the step it finishes, read from the ledger the run was opened
+/// from; empty once that step is settled.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`).
+    pub(crate) reopened: Option<Decision>,
+    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut
+    /// short).
+    pub(crate) prepaid: bool,
+}
+
 impl Driver {
     /// Finishes the step a crash cut short, from where its ledger stops: records the end
     /// the step had reached (a completion, a failure, a rejection), or applies the decision
@@ -19,7 +30,7 @@ impl Driver {
     /// unit already paid, if it was charged).
     pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
         // The decision as the driver read it from the ledger it was opened from.
-        let decision = match self.reopened.take() {
+        let decision = match self.resume.reopened.take() {
             Some(decision) => decision,
             None => {
                 return Err(EngineError::InconsistentLedger {
@@ -32,9 +43,9 @@ impl Driver {
         match step.progress {
             Progress::Started => self.apply(decision).await,
             Progress::Charged => {
-                self.prepaid = true;
+                self.resume.prepaid = true;
                 let applied = self.apply(decision).await;
-                self.prepaid = false;
+                self.resume.prepaid = false;
                 applied
             }
             Progress::Retrying { failed, error } => self.retry(failed, error, false).await,
@@ -117,11 +128,11 @@ impl Driver {
         };
         let input = self.recovered_input(failed.input)?;
         let input_hash = Digest::of_json(&input);
-        self.prepaid = charged;
+        self.resume.prepaid = charged;
         let executed = self
             .execute(&entry, input, input_hash, failed.attempt.saturating_add(1))
             .await;
-        self.prepaid = false;
+        self.resume.prepaid = false;
         executed
     }
 
