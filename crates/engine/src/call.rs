@@ -157,11 +157,12 @@ impl Driver {
             tokio::pin!(call);
             let mut watch = Watch::new(cancel, None, First::Messages);
             loop {
-                match watch.next(call.as_mut(), Some(&mut self.tool_attempts.rx)).await {
+                match watch
+                    .next(call.as_mut(), Some(&mut self.tool_attempts.rx))
+                    .await
+                {
                     // Boxed: only a retry or an attempt's end gets here, once or twice a call.
-                    Next::Message(event) => {
-                        Box::pin(self.on_attempt(&mut attempts, event)).await?
-                    }
+                    Next::Message(event) => Box::pin(self.on_attempt(&mut attempts, event)).await?,
                     Next::Done(outcome) => break Some(outcome),
                     Next::Aborted | Next::Stopped => break None,
                 }

@@ -123,10 +123,10 @@ impl Watch {
             if fired(&mut self.stopped, cx) {
                 return Poll::Ready(Next::Stopped);
             }
-            if self.first == First::Work {
-                if let Poll::Ready(done) = work.as_mut().poll(cx) {
-                    return Poll::Ready(Next::Done(done));
-                }
+            if self.first == First::Work
+                && let Poll::Ready(done) = work.as_mut().poll(cx)
+            {
+                return Poll::Ready(Next::Done(done));
             }
             if let (true, Some(rx)) = (self.open, messages.as_deref_mut()) {
                 match rx.poll_recv(cx) {
@@ -135,10 +135,10 @@ impl Watch {
                     Poll::Pending => {}
                 }
             }
-            if self.first == First::Messages {
-                if let Poll::Ready(done) = work.as_mut().poll(cx) {
-                    return Poll::Ready(Next::Done(done));
-                }
+            if self.first == First::Messages
+                && let Poll::Ready(done) = work.as_mut().poll(cx)
+            {
+                return Poll::Ready(Next::Done(done));
             }
             Poll::Pending
         })

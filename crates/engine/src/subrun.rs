@@ -383,7 +383,10 @@ impl Driver {
             let (Some(ib), Some(tx)) = (inbox.as_mut(), tx.as_ref()) else {
                 break fut.await;
             };
-            let control = match watch.next(Pin::<&mut ChildTask>::new(&mut fut), Some(&mut ib.rx)).await {
+            let control = match watch
+                .next(Pin::<&mut ChildTask>::new(&mut fut), Some(&mut ib.rx))
+                .await
+            {
                 Next::Done(run) => break run,
                 Next::Message(control) => Some(control),
                 // Neither is watched here: the child gives up on them itself.
