@@ -52,11 +52,22 @@ pub(crate) struct Driver {
     /// (kept between steps: a planner that announces nothing never allocates it).
     pub(crate) planned: Vec<Entry>,
     /// What a resume left for the step it finishes (`recovery`).
-    pub(crate) resume: crate::recovery::Resume,
+    pub(crate) resume: Resume,
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
     pub(crate) sub: crate::children::SubState,
+}
+
+/// What a resume left for the step it finishes, read from the ledger the run was opened
+/// from; empty once that step is settled.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`).
+    pub(crate) reopened: Option<Decision>,
+    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut
+    /// short).
+    pub(crate) prepaid: bool,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -164,7 +175,7 @@ impl Driver {
             tool_attempts,
             model_attempts: RecordFirst::new(PlanLink::new),
             planned: Vec::new(),
-            resume: crate::recovery::Resume::default(),
+            resume: Resume::default(),
             sub: crate::children::SubState::default(),
         }
     }

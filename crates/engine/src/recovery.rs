@@ -12,17 +12,6 @@ use crate::error::{EngineError, ProjectionError};
 use crate::project::{OpenAttempt, Progress, Unsettled};
 use crate::rejection::Rejection;
 
-/// What a resume left for the step it finishes, read from the ledger the run was opened
-/// from; empty once that step is settled.
-#[derive(Debug, Default)]
-pub(crate) struct Resume {
-    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`).
-    pub(crate) reopened: Option<Decision>,
-    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut
-    /// short).
-    pub(crate) prepaid: bool,
-}
-
 impl Driver {
     /// Finishes the step a crash cut short, from where its ledger stops: records the end
     /// the step had reached (a completion, a failure, a rejection), or applies the decision
