@@ -2,6 +2,7 @@
 //! or an error a denial) and recording who decided and why. Fails closed.
 
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 
 use futures_util::FutureExt as _;
 use rein_ledger::EntryKind;
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
+use crate::record_first::{First, Watch};
 use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
@@ -63,16 +65,11 @@ impl Driver {
                             )))
                         })
                     });
-                let answer = tokio::time::timeout(timeout, decide);
-                let answer = match self.cancel_token() {
-                    None => Some(answer.await),
-                    Some(cancel) => tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => None,
-                        a = answer => Some(a),
-                    },
-                };
-                match answer {
+                let answer = pin!(tokio::time::timeout(timeout, decide));
+                let answer = Watch::new(self.cancel_token(), None, First::Work)
+                    .until(answer)
+                    .await;
+                match answer.ok() {
                     None => {
                         self.abort().await?;
                         return Ok(false);

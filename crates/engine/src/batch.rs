@@ -26,6 +26,7 @@
 //! by the in-doubt rule on its own, then runs the calls that never started, one at a time,
 //! in order.
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ use crate::depth;
 use crate::driver::Driver;
 use crate::error::EngineError;
 use crate::gate::BeforeRun;
+use crate::record_first::{First, Watch};
 use crate::tools::ToolEntry;
 
 /// One call of a batch, checked, about to run as attempt `attempt`.
@@ -241,17 +243,11 @@ impl Driver {
         let mut running = futures_util::stream::iter(calls).buffer_unordered(limit);
         let cancel = self.cancel_token();
         let mut aborted = false;
+        let mut watch = Watch::new(cancel, None, First::Work);
         loop {
-            let next = match &cancel {
-                None => running.next().await,
-                Some(cancel) => tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => {
-                        aborted = true;
-                        break;
-                    }
-                    next = running.next() => next,
-                },
+            let Ok(next) = watch.until(pin!(running.next())).await else {
+                aborted = true;
+                break;
             };
             let Some((k, outcome, elapsed)) = next else {
                 break;

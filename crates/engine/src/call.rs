@@ -18,6 +18,7 @@ use crate::depth;
 use crate::driver::Driver;
 use crate::error::{EngineError, ProjectionError};
 use crate::gate::BeforeRun;
+use crate::record_first::{First, Next, Watch};
 use crate::tools::ToolEntry;
 
 /// One call's attempts, as the driver has ledgered them so far.
@@ -59,13 +60,6 @@ impl Attempts {
             .map(|line| line.event.input)
             .map_err(|e| ProjectionError::CallUnreadable(Arc::new(e)))
     }
-}
-
-/// What woke the driver while a call runs.
-enum Next {
-    Event(Option<AttemptEvent>),
-    Done(Result<ToolOutput, ToolError>),
-    Aborted,
 }
 
 impl Driver {
@@ -143,8 +137,8 @@ impl Driver {
             // The in-doubt marker must be durable before the side effect can happen.
             self.shared.ledgers.sync_boxed(self.rec.id()).await?;
         }
-        self.attempt_link.restart();
-        let link = Arc::clone(&self.attempt_link);
+        self.tool_attempts.link.restart();
+        let link = Arc::clone(&self.tool_attempts.link);
         let call = ToolCall::new(input).with_retry_inputs(link);
         let mut attempts = Attempts {
             tool: tool.clone(),
@@ -161,35 +155,21 @@ impl Driver {
             let call = crate::deadline::bounded(entry.stack.call(call), self.remaining())
                 .instrument(span.clone());
             tokio::pin!(call);
-            let mut open = true;
+            let mut watch = Watch::new(cancel, None, First::Messages);
             loop {
-                // Attempt events first: a retry waits on its admission while the call is polled.
-                let next = match &cancel {
-                    None => tokio::select! {
-                        biased;
-                        event = self.attempt_rx.recv(), if open => Next::Event(event),
-                        outcome = &mut call => Next::Done(outcome),
-                    },
-                    Some(cancel) => tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => Next::Aborted,
-                        event = self.attempt_rx.recv(), if open => Next::Event(event),
-                        outcome = &mut call => Next::Done(outcome),
-                    },
-                };
-                match next {
+                match watch
+                    .next(call.as_mut(), Some(&mut self.tool_attempts.rx))
+                    .await
+                {
                     // Boxed: only a retry or an attempt's end gets here, once or twice a call.
-                    Next::Event(Some(event)) => {
-                        Box::pin(self.on_attempt(&mut attempts, event)).await?
-                    }
-                    Next::Event(None) => open = false,
+                    Next::Message(event) => Box::pin(self.on_attempt(&mut attempts, event)).await?,
                     Next::Done(outcome) => break Some(outcome),
-                    Next::Aborted => break None,
+                    Next::Aborted | Next::Stopped => break None,
                 }
             }
             // Dropping the call here drops an attempt still in flight, which reports itself.
         };
-        while let Ok(event) = self.attempt_rx.try_recv() {
+        while let Ok(event) = self.tool_attempts.rx.try_recv() {
             // Only ends are left: a retry asked for now would never be polled.
             if let AttemptEvent::Ended(record) = event {
                 attempts.ended = Some(record);

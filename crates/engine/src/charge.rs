@@ -24,7 +24,7 @@ impl Driver {
 
     /// Charges one `tool_calls` unit for an attempt; a refusal is rejected (and recorded).
     pub(crate) async fn charge_attempt(&mut self) -> Result<bool, EngineError> {
-        if std::mem::take(&mut self.prepaid) {
+        if std::mem::take(&mut self.resume.prepaid) {
             return Ok(true);
         }
         match self.charge_one_call().await? {

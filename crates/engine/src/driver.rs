@@ -17,14 +17,15 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::attempts::AttemptEvent;
+use crate::attempts::{AttemptEvent, AttemptLink};
 use crate::depth;
 use crate::error::{EngineError, NarrowingError, ProjectionError};
 use crate::events::RunEvent;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
-use crate::plan_link::Planned;
+use crate::plan_link::{PlanLink, PlanMessage, Planned};
 use crate::project::Projection;
+use crate::record_first::RecordFirst;
 use crate::recorder::Recorder;
 use crate::rejection::Rejection;
 use crate::shared::{RunPolicy, Shared};
@@ -41,25 +42,32 @@ pub(crate) struct Driver {
     pub(crate) inbox: Option<Inbox>,
     /// A graceful interrupt arrived: no more tool calls, one more decision.
     pub(crate) interrupting: bool,
-    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut short).
-    pub(crate) prepaid: bool,
-    /// The observer every tool call reports its attempts through, and where it reports:
-    /// one link and one channel for the run (calls are one at a time), empty between calls.
-    pub(crate) attempt_link: Arc<crate::attempts::AttemptLink>,
-    pub(crate) attempt_rx: mpsc::UnboundedReceiver<AttemptEvent>,
-    /// Where every step's meter sends what the planner announces (`plan_attempts`).
-    pub(crate) plan_link: Arc<crate::plan_link::PlanLink>,
-    pub(crate) plan_rx: mpsc::UnboundedReceiver<crate::plan_link::PlanMessage>,
+    /// What a tool call's stack announces (an attempt's end, a retry to admit), put on
+    /// record before the retry runs (`call`).
+    pub(crate) tool_attempts: RecordFirst<AttemptLink, AttemptEvent>,
+    /// What the planner announces through every step's meter (a model attempt, its
+    /// outcome), put on record before the request goes out (`plan_link`).
+    pub(crate) model_attempts: RecordFirst<PlanLink, PlanMessage>,
     /// The entries a step's planning appended, to apply to the projection once it returns
     /// (kept between steps: a planner that announces nothing never allocates it).
     pub(crate) planned: Vec<Entry>,
-    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`), read
-    /// from the ledger the run was opened from, for `recovery` to finish.
-    pub(crate) reopened: Option<Decision>,
+    /// What a resume left for the step it finishes (`recovery`).
+    pub(crate) resume: Resume,
     /// When the run's deadline passes, if it has one (see `deadline`).
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
     pub(crate) sub: crate::children::SubState,
+}
+
+/// What a resume left for the step it finishes, read from the ledger the run was opened
+/// from; empty once that step is settled.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// The decision of the step a stop left unsettled (its place is `proj.unsettled`).
+    pub(crate) reopened: Option<Decision>,
+    /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut
+    /// short).
+    pub(crate) prepaid: bool,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -119,7 +127,7 @@ impl Driver {
         })?;
         let rec = Recorder::new(proj, log, lifecycle);
         let mut driver = Self::with(shared, policy, rec, inbox, deadline);
-        driver.reopened = reopened;
+        driver.resume.reopened = reopened;
         Ok(driver)
     }
 
@@ -154,12 +162,8 @@ impl Driver {
         inbox: Option<Inbox>,
         deadline: Option<crate::deadline::Due>,
     ) -> Self {
-        let (attempt_tx, attempt_rx) = mpsc::unbounded_channel();
-        let attempt_link = Arc::new(crate::attempts::AttemptLink::new(
-            attempt_tx,
-            Arc::clone(&shared.clock),
-        ));
-        let (plan_link, plan_rx) = crate::plan_link::PlanLink::new();
+        let clock = Arc::clone(&shared.clock);
+        let tool_attempts = RecordFirst::new(|tx| AttemptLink::new(tx, clock));
         Self {
             deadline,
             rec,
@@ -168,13 +172,10 @@ impl Driver {
             cache: HashMap::new(),
             inbox,
             interrupting: false,
-            prepaid: false,
-            attempt_link,
-            attempt_rx,
-            plan_link,
-            plan_rx,
+            tool_attempts,
+            model_attempts: RecordFirst::new(PlanLink::new),
             planned: Vec::new(),
-            reopened: None,
+            resume: Resume::default(),
             sub: crate::children::SubState::default(),
         }
     }

@@ -63,6 +63,7 @@ mod planning;
 mod progress;
 mod project;
 mod prompt_view;
+mod record_first;
 mod recorder;
 mod recovery;
 mod rejection;

@@ -276,7 +276,7 @@ pub(crate) async fn reopen(
     note.push_str(&snapshot.note());
     let mut driver = Driver::new(Arc::clone(shared), policy, proj, &loaded.ledger, controls)?;
     // The projection's step was taken above; the driver still needs its decision.
-    driver.reopened = unsettled
+    driver.resume.reopened = unsettled
         .as_ref()
         .and_then(|step| crate::driver::unsettled_decision(&loaded.ledger, step));
     driver.adopt_planner();

@@ -8,7 +8,6 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, Violation};
 use rein_policy::Budget;
@@ -20,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
+use crate::record_first::{First, Next, Watch};
 use crate::writer::LedgerWriter;
 
 /// The `finish_reason` of a model call charged at its worst case because the process
@@ -55,10 +55,9 @@ pub(crate) struct PlanLink {
 }
 
 impl PlanLink {
-    /// A link and the driver's end of it.
-    pub(crate) fn new() -> (Arc<Self>, mpsc::UnboundedReceiver<PlanMessage>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Self { tx }), rx)
+    /// A link that sends to the driver holding `tx`'s receiver.
+    pub(crate) fn new(tx: mpsc::UnboundedSender<PlanMessage>) -> Self {
+        Self { tx }
     }
 }
 
@@ -135,32 +134,24 @@ impl Live<'_> {
     /// (`cancel`) or stopped (`stop`).
     pub(crate) async fn drive(
         mut self,
-        plan: impl Future<Output = Result<Decision, PlannerError>>,
+        plan: impl Future<Output = Result<Decision, PlannerError>> + Send,
         cancel: Option<CancellationToken>,
         stop: Option<CancellationToken>,
     ) -> Result<Planned, EngineError> {
-        let signalled = |token: Option<CancellationToken>| async move {
-            match token {
-                Some(t) => t.cancelled_owned().await,
-                None => std::future::pending().await,
-            }
-        };
         let outcome = {
             let mut plan = pin!(plan);
-            let mut cancelled = pin!(signalled(cancel));
-            let mut stopped = pin!(signalled(stop));
+            let mut watch = Watch::new(cancel, stop, First::Messages);
             loop {
-                tokio::select! {
-                    biased;
-                    () = &mut cancelled => break Planned::Aborted,
-                    () = &mut stopped => break Planned::Stopped,
-                    Some(message) = self.rx.recv() => {
+                match watch.next(plan.as_mut(), Some(&mut *self.rx)).await {
+                    Next::Message(message) => {
                         let (event, reply) = *message;
                         self.write(event).await?;
                         // A planner that stopped waiting finds its event on record anyway.
                         let _ = reply.send(());
                     }
-                    decided = &mut plan => break Planned::Decided(decided),
+                    Next::Done(decided) => break Planned::Decided(decided),
+                    Next::Aborted => break Planned::Aborted,
+                    Next::Stopped => break Planned::Stopped,
                 }
             }
         };

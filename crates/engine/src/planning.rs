@@ -87,7 +87,7 @@ impl Driver {
             log: &mut self.rec.log,
             appended: &mut self.planned,
             skills_entered: &self.rec.proj.skills_entered,
-            rx: &mut self.plan_rx,
+            rx: &mut self.model_attempts.rx,
             run,
             budget: self.rec.proj.budget(),
             charged: [0; 2],
@@ -101,7 +101,7 @@ impl Driver {
     /// The meter for the step about to be planned.
     pub(crate) fn meter(&self) -> PlanMeter {
         PlanMeter::new(self.rec.proj.budget().snapshot(self.rec.proj.run.usage()))
-            .with_sink(Arc::clone(&self.plan_link) as Arc<dyn rein_run::PlanSink>)
+            .with_sink(Arc::clone(&self.model_attempts.link) as Arc<dyn rein_run::PlanSink>)
     }
 
     /// Records every model call the planner reported and charges it to `tokens` and `cost`.

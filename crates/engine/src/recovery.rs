@@ -19,7 +19,7 @@ impl Driver {
     /// unit already paid, if it was charged).
     pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
         // The decision as the driver read it from the ledger it was opened from.
-        let decision = match self.reopened.take() {
+        let decision = match self.resume.reopened.take() {
             Some(decision) => decision,
             None => {
                 return Err(EngineError::InconsistentLedger {
@@ -32,9 +32,9 @@ impl Driver {
         match step.progress {
             Progress::Started => self.apply(decision).await,
             Progress::Charged => {
-                self.prepaid = true;
+                self.resume.prepaid = true;
                 let applied = self.apply(decision).await;
-                self.prepaid = false;
+                self.resume.prepaid = false;
                 applied
             }
             Progress::Retrying { failed, error } => self.retry(failed, error, false).await,
@@ -117,11 +117,11 @@ impl Driver {
         };
         let input = self.recovered_input(failed.input)?;
         let input_hash = Digest::of_json(&input);
-        self.prepaid = charged;
+        self.resume.prepaid = charged;
         let executed = self
             .execute(&entry, input, input_hash, failed.attempt.saturating_add(1))
             .await;
-        self.prepaid = false;
+        self.resume.prepaid = false;
         executed
     }
 

@@ -35,6 +35,7 @@ use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyE
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::open;
+use crate::record_first::{First, Next, Watch};
 use crate::rejection::Rejection;
 use crate::shared::{ActiveGuard, RunPolicy};
 
@@ -376,14 +377,20 @@ impl Driver {
         let mut inbox: Option<Inbox> = self.inbox.take();
         let mut deferred: Vec<(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>)> =
             Vec::new();
+        // The child's end first: controls that arrive with it are this run's to handle.
+        let mut watch = Watch::new(None, None, First::Work);
         let result = loop {
             let (Some(ib), Some(tx)) = (inbox.as_mut(), tx.as_ref()) else {
                 break fut.await;
             };
-            let control = tokio::select! {
-                biased;
-                run = &mut fut => break run,
-                control = ib.rx.recv() => control,
+            let control = match watch
+                .next(Pin::<&mut ChildTask>::new(&mut fut), Some(&mut ib.rx))
+                .await
+            {
+                Next::Done(run) => break run,
+                Next::Message(control) => Some(control),
+                // Neither is watched here: the child gives up on them itself.
+                Next::Aborted | Next::Stopped => None,
             };
             match control {
                 None => break fut.await,
