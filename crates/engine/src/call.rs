@@ -180,7 +180,7 @@ impl Driver {
                 match next {
                     // Boxed: only a retry or an attempt's end gets here, once or twice a call.
                     Next::Event(Some(event)) => {
-                        Box::pin(self.on_attempt(&mut attempts, event)).await?
+                        Box::pin(self.on_attempt(&mut attempts, event)).await?;
                     }
                     Next::Event(None) => open = false,
                     Next::Done(outcome) => break Some(outcome),

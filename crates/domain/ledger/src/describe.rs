@@ -125,7 +125,7 @@ impl fmt::Display for EntryKind {
             Self::ApprovalRequested { tool, reason, .. } => {
                 format!(
                     "approval requested for {tool}{}",
-                    colon(&reason.to_string())
+                    colon(&reason.clone())
                 )
             }
             Self::ApprovalGranted {

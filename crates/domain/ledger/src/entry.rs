@@ -23,7 +23,7 @@ use crate::{EntryKind, compact};
 /// `hash = SHA-256(prev's 32 raw bytes ‖ canonical bytes)`, where the canonical bytes are
 /// the compact JSON of the entry *without* its `hash` field: struct fields in declaration
 /// order (`seq, at, run_id, state, event, prev`), object keys inside JSON values sorted
-/// (serde_json's default map; nothing in the build may enable `preserve_order`). The
+/// (`serde_json`'s default map; nothing in the build may enable `preserve_order`). The
 /// serialized form of an entry is the canonical object with `"hash"` appended last, so a
 /// JSON line holds exactly the bytes that were hashed:
 ///
@@ -359,7 +359,7 @@ fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S
     serializer.serialize_str(std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
 }
 
-/// Appends `body` as compact JSON to `out`: serde_json's bytes of [`EntryBody`]. The
+/// Appends `body` as compact JSON to `out`: `serde_json`'s bytes of [`EntryBody`]. The
 /// envelope's fields, whose encodings are fixed (numbers, an id, a state name, a hex
 /// digest), are written directly; the event through [`compact::write`].
 fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {
