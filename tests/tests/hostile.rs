@@ -508,12 +508,12 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "ledger: a foreign run's entry spliced in",
-            input: LedgerLines(|l, o| l[3] = o.lines[3].clone()),
+            input: LedgerLines(|l, o| l[3].clone_from(&o.lines[3])),
             expect: Ledger("wrong_run"),
         },
         Case {
             name: "ledger: another run's whole ledger",
-            input: LedgerLines(|l, o| *l = o.lines.clone()),
+            input: LedgerLines(|l, o| l.clone_from(&o.lines)),
             expect: Ledger("wrong_run"),
         },
         Case {

@@ -238,7 +238,7 @@ pub(crate) async fn approval(
     let response = ApprovalResponse::answer(&pending, verdict, operator.name(), &reason);
     let said = match verdict {
         Verdict::Granted => "approved",
-        _ => "denied",
+        Verdict::Denied => "denied",
     };
     let who = format!(
         "`{}` {said} by {}; {}",

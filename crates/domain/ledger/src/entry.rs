@@ -224,6 +224,10 @@ impl Entry {
     }
 }
 
+#[expect(
+    clippy::missing_fields_in_debug,
+    reason = "the line is the same fields again, encoded"
+)]
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The line is the same fields again, encoded: left out.
@@ -352,6 +356,10 @@ struct EntryBody<'a> {
 }
 
 /// Serializes a digest as its hex string, like `Digest`'s own impl but without allocating.
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes a reference to the field"
+)]
 fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S::Error> {
     let mut hex = [0u8; 64];
     digest.write_hex(&mut hex);

@@ -62,7 +62,8 @@ fn annotations_of(server: &McpServer, remote: &str) -> rein_tool::Annotations {
     server
         .imported()
         .iter()
-        .find(|t| t.remote_name() == remote).map_or_else(|| panic!("{remote} was imported"), |t| *t.annotations())
+        .find(|t| t.remote_name() == remote)
+        .map_or_else(|| panic!("{remote} was imported"), |t| *t.annotations())
 }
 
 #[tokio::test]
