@@ -68,7 +68,7 @@ pub enum PathError {
     },
 }
 
-/// Checks `path` lexically (see [`Workspace::check`]).
+/// Checks `path` lexically (see [`Workspace::check`](crate::Workspace::check)).
 ///
 /// # Errors
 /// What is wrong with the path.
