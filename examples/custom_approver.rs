@@ -1,4 +1,4 @@
-//! Run with: cargo run -p rein-examples --example custom_approver
+//! Run with: cargo run -p rein-examples --example `custom_approver`
 //!
 //! A custom [`rein::Approver`]: routine calls are granted at once; destructive calls wait for a
 //! person on a channel, and are denied when nobody answers before the approver's own deadline.
@@ -120,7 +120,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for entry in ledger.entries() {
         match entry.event() {
             EntryKind::ApprovalRequested { tool, reason, .. } => {
-                println!("  asked    {tool}: {reason}")
+                println!("  asked    {tool}: {reason}");
             }
             EntryKind::ApprovalGranted {
                 tool,

@@ -1,4 +1,4 @@
-//! Run with: cargo run -p rein-examples --example custom_layer
+//! Run with: cargo run -p rein-examples --example `custom_layer`
 //!
 //! A tower layer of your own around every tool call — here, one that logs each call's input
 //! and how long the tool took. It runs inside the policy layers: a call the policies refuse

@@ -1,4 +1,4 @@
-//! Run with: cargo run -p rein-examples --example custom_planner
+//! Run with: cargo run -p rein-examples --example `custom_planner`
 //!
 //! A custom [`rein::Planner`] that computes each decision from the run's evidence: it looks up
 //! the weather of every city in the run's variables, one call per step, then decides where to

@@ -1,4 +1,4 @@
-//! Run with: cargo run -p rein-examples --example human_in_the_loop [yes|no]
+//! Run with: cargo run -p rein-examples --example `human_in_the_loop` [yes|no]
 //!
 //! A run that pauses to ask a person, then continues with the answer: the question is
 //! persisted with the run, the answer is checked against the options offered, and the run

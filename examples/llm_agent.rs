@@ -1,4 +1,4 @@
-//! Run with: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 REIN_LLM_MODEL=local cargo run -p rein-examples --example llm_agent
+//! Run with: `OPENAI_BASE_URL=http://127.0.0.1:8080/v1` `REIN_LLM_MODEL=local` cargo run -p rein-examples --example `llm_agent`
 //!
 //! A model drives a governed run: it may list and read files in `examples/scenarios/workspace`
 //! (read-only tools, eligible in explore), must move through the states the transition table

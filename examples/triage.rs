@@ -1,4 +1,4 @@
-//! Run with: OPENAI_API_KEY=… REIN_LLM_MODEL=gpt-4o-mini cargo run -p rein-examples --example triage
+//! Run with: `OPENAI_API_KEY`=… REIN_LLM_MODEL=gpt-4o-mini cargo run -p rein-examples --example triage
 //!
 //! A downstream team's first governed agent: one typed tool (its schema derived from the
 //! Rust types), a model from the environment (`OPENAI_API_KEY` or `ANTHROPIC_API_KEY`, or

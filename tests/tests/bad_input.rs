@@ -323,7 +323,7 @@ async fn engine_errors_keep_their_cause_and_name_no_cli_command() {
     };
     assert!(
         e.source()
-            .is_some_and(|s| s.is::<rein::store::StorageError>()),
+            .is_some_and(<dyn std::error::Error>::is::<rein::store::StorageError>),
         "{e:?}"
     );
 

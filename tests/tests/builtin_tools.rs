@@ -109,7 +109,7 @@ async fn an_agent_greps_in_explore_edits_after_approval_and_runs_a_command() {
         .iter()
         .filter_map(|e| match e.event() {
             EntryKind::ApprovalRequested { tool, reason, .. } => {
-                Some((tool.as_str().to_owned(), reason.to_string()))
+                Some((tool.as_str().to_owned(), reason.clone()))
             }
             _ => None,
         })
@@ -231,7 +231,11 @@ async fn skills_are_offered_to_the_planner_and_a_loaded_skill_is_on_the_record()
     let skills = load_skills(dir.path()).unwrap();
     let checksum = format!("sha256:{}", skills[0].checksum());
     let planner = MockPlanner::new(|request| {
-        let names: Vec<&str> = request.skills().iter().map(|s| s.name()).collect();
+        let names: Vec<&str> = request
+            .skills()
+            .iter()
+            .map(rein::run::Skill::name)
+            .collect();
         if names != ["code-review"] {
             return Err(PlannerError::failed(format!("skills offered: {names:?}")));
         }

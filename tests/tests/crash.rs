@@ -658,7 +658,7 @@ async fn crash_scenario(
             }
             match (&series.in_doubt, &got) {
                 (Some(_), Outcome::Failed(FailureKind::InDoubtToolCall)) => {
-                    figures.in_doubt_failures += 1
+                    figures.in_doubt_failures += 1;
                 }
                 (Some(tool), _) => figures.failures.push(format!(
                     "{why}: {tool} was in doubt, yet the run ended {got:?}"

@@ -97,7 +97,7 @@ async fn no_step_starts_after_the_deadline() {
     assert_eq!(count(&ledger, "tool_result"), 2);
     assert_eq!(count(&ledger, "decision"), 3);
     assert!(matches!(
-        ledger.entries().last().map(|e| e.event()),
+        ledger.entries().last().map(rein::ledger::Entry::event),
         Some(EntryKind::RunFailed { failure }) if failure.kind == FailureKind::DeadlineExceeded
     ));
     assert_eq!(run.policy()["deadline"], json!({"time_ms": 1000}));

@@ -185,11 +185,11 @@ fn trailing_call(entries: &[Entry]) -> Option<(String, bool)> {
 }
 
 fn io_kind(err: &EngineError) -> Option<io::ErrorKind> {
-    let source = match err {
-        EngineError::LedgerStore(LedgerStoreError::Io { source, .. })
-        | EngineError::RunStore(RunStoreError::Io { source, .. })
-        | EngineError::ArtifactStore(ArtifactError::Io { source, .. }) => source,
-        _ => return None,
+    let (EngineError::LedgerStore(LedgerStoreError::Io { source, .. })
+    | EngineError::RunStore(RunStoreError::Io { source, .. })
+    | EngineError::ArtifactStore(ArtifactError::Io { source, .. })) = err
+    else {
+        return None;
     };
     Some(source.kind())
 }

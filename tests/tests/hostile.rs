@@ -508,12 +508,12 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "ledger: a foreign run's entry spliced in",
-            input: LedgerLines(|l, o| l[3] = o.lines[3].clone()),
+            input: LedgerLines(|l, o| l[3].clone_from(&o.lines[3])),
             expect: Ledger("wrong_run"),
         },
         Case {
             name: "ledger: another run's whole ledger",
-            input: LedgerLines(|l, o| *l = o.lines.clone()),
+            input: LedgerLines(|l, o| l.clone_from(&o.lines)),
             expect: Ledger("wrong_run"),
         },
         Case {
@@ -539,7 +539,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "ledger: 10 000 brackets",
             input: LedgerLines(|l, _| {
-                l.push(format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes())
+                l.push(format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes());
             }),
             expect: Ledger("corrupt"),
         },
@@ -687,7 +687,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "artifact: content tampered",
             input: ArtifactPlant(|dir, _, id| {
-                std::fs::write(content_path(dir, id, "bin"), b"evil").unwrap()
+                std::fs::write(content_path(dir, id, "bin"), b"evil").unwrap();
             }),
             expect: Artifact("checksum_mismatch"),
         },
@@ -705,7 +705,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "artifact: reference unreadable",
             input: ArtifactPlant(|dir, _, id| {
-                std::fs::write(content_path(dir, id, "json"), b"\xff{").unwrap()
+                std::fs::write(content_path(dir, id, "json"), b"\xff{").unwrap();
             }),
             expect: Artifact("corrupt"),
         },

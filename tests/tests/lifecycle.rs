@@ -203,7 +203,11 @@ async fn with_a_fixed_clock_and_ids_runs_are_reproducible_byte_for_byte() {
             .collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
         assert_eq!(first.created_at().as_unix_millis(), at[0]);
-        let lines: Vec<String> = ledger.entries().iter().map(|e| e.to_json_line()).collect();
+        let lines: Vec<String> = ledger
+            .entries()
+            .iter()
+            .map(rein::ledger::Entry::to_json_line)
+            .collect();
         (first, lines)
     };
     let (run_a, lines_a) = record().await;

@@ -706,7 +706,7 @@ fn skills_entered(ledger: &rein::Ledger) -> Vec<(u32, String, Digest)> {
         let next = entries[i + 1..]
             .iter()
             .find(|e| !matches!(e.event(), EntryKind::SkillEntered { .. }))
-            .map(|e| e.event());
+            .map(rein::ledger::Entry::event);
         assert!(
             matches!(next, Some(EntryKind::PlannerAttempt { step: s, attempt }) if s == step && attempt.attempt == 1),
             "skill `{name}` at step {step} is followed by {next:?}"

@@ -56,7 +56,7 @@ fn builder(planner: impl Planner) -> EngineBuilder {
 async fn recorded_policy(engine: &Engine, run: &Run) -> Value {
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     ledger.verify().expect("the ledger verifies");
-    match ledger.entries().first().map(|e| e.event()) {
+    match ledger.entries().first().map(rein::ledger::Entry::event) {
         Some(EntryKind::RunStarted { policy, .. }) => (**policy).clone(),
         other => panic!("a ledger starts with run_started, not {other:?}"),
     }

@@ -109,7 +109,7 @@ fn turns_with_results(api: Api, body: &Value) -> Vec<Vec<(String, String)>> {
                     .map(|n| n["tool_call_id"].as_str().unwrap().to_owned())
                     .collect(),
             ),
-            _ => (
+            Api::Anthropic => (
                 m["content"]
                     .as_array()
                     .unwrap()

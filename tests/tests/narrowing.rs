@@ -164,7 +164,7 @@ async fn a_narrowed_policy_survives_a_restart() {
     let Some(EntryKind::PolicyNarrowed { reason, .. }) = ledger
         .entries()
         .iter()
-        .map(|e| e.event())
+        .map(rein::ledger::Entry::event)
         .find(|e| matches!(e, EntryKind::PolicyNarrowed { .. }))
     else {
         panic!("no policy_narrowed entry");

@@ -1,8 +1,8 @@
-//! A run taken over mid-step on PostgreSQL: worker A is held at a failpoint inside a tool
+//! A run taken over mid-step on `PostgreSQL`: worker A is held at a failpoint inside a tool
 //! call; its lease is expired in SQL (no sleeping); worker B takes the run over with the
 //! next fencing token and resumes it by the ledger-first rules; A, released, is fenced out
 //! and appends nothing more. The ledger verifies and shows one token per stretch. Runs
-//! against the PostgreSQL test cluster (`make pg-start`, or `REIN_TEST_PG_URL`;
+//! against the `PostgreSQL` test cluster (`make pg-start`, or `REIN_TEST_PG_URL`;
 //! docs/POSTGRES.md).
 
 mod support;

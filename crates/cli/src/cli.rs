@@ -1,4 +1,8 @@
 //! The command line, as clap types: commands, arguments, and help text that teaches.
+#![expect(
+    clippy::doc_markdown,
+    reason = "these doc comments are the plain-text --help, where backticks would show"
+)]
 
 pub(crate) mod mcp;
 pub(crate) mod runs;

@@ -44,10 +44,7 @@ impl Elicitor for TerminalElicitor {
                 question.asker, question.message, question.schema
             );
             let (slot, answer) = oneshot::channel();
-            let queued = reader()
-                .lock()
-                .map(|tx| tx.send(slot).is_ok())
-                .unwrap_or(false);
+            let queued = reader().lock().is_ok_and(|tx| tx.send(slot).is_ok());
             if !queued {
                 return ElicitAnswer::Cancel;
             }

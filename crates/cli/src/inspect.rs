@@ -90,7 +90,7 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
                 let outcome = if *cached { "cached" } else { "ok" };
                 match visit.tools.last_mut() {
                     Some(last) if last.tool == tool.as_str() && last.outcome == "running" => {
-                        last.outcome = outcome.to_owned();
+                        outcome.clone_into(&mut last.outcome);
                     }
                     _ => visit.tools.push(ToolUse {
                         tool: tool.to_string(),
@@ -106,7 +106,7 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
                 ..
             } => {
                 if let Some(last) = visit.tools.last_mut().filter(|l| l.tool == tool.as_str()) {
-                    last.outcome = error.kind().to_owned();
+                    error.kind().clone_into(&mut last.outcome);
                 }
             }
             EntryKind::ApprovalDenied { tool, .. } => visit.tools.push(ToolUse {
@@ -289,7 +289,7 @@ fn dot_text(text: &str) -> String {
 /// A scenario's policy in `format`: the transition table, and per state the tools allowed
 /// (`*` marks tools that need approval).
 pub(crate) fn policy(
-    transitions: &Transitions,
+    transitions: Transitions,
     eligibility: &Eligibility,
     approvals: &ApprovalPolicy,
     tools: &[ToolSpec],

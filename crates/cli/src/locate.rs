@@ -78,7 +78,7 @@ pub(crate) struct Position {
     pub(crate) column: usize,
 }
 
-/// The deepest nesting of arrays and objects a scenario file may have. serde_json refuses
+/// The deepest nesting of arrays and objects a scenario file may have. `serde_json` refuses
 /// more than 128 levels with a message about types; files are checked against this bound
 /// first, in one pass that builds nothing, so a hostile file (`[[[[…`) costs neither memory
 /// nor stack.
@@ -115,7 +115,7 @@ pub(crate) fn first_too_deep(text: &str, limit: usize) -> Option<usize> {
     None
 }
 
-/// The byte offset in `text` of a line and column as serde_json reports them.
+/// The byte offset in `text` of a line and column as `serde_json` reports them.
 pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let line_start: usize = text
         .split_inclusive('\n')

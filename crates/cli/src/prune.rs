@@ -23,8 +23,7 @@ pub(crate) fn prune(args: &RunsPruneArgs) -> CliResult {
     let runs = crate::run_index::runs(&data)?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let older_than = u64::try_from(args.older_than.as_millis()).unwrap_or(u64::MAX);
     let cutoff = now.saturating_sub(older_than);
     let plan = Plan::of(&runs, cutoff, args.status);

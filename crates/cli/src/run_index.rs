@@ -3,6 +3,7 @@
 //! index so that only runs whose files changed are read again.
 
 use rein::ledger::EntryKind;
+use rein::run::Timestamp;
 use rein::store::{FsRunIndex, IndexedRun};
 use rein::{RunId, RunStatus};
 use serde::{Deserialize, Serialize};
@@ -127,7 +128,7 @@ impl RunSummary {
             shown,
             state: info.state().as_str().to_owned(),
             decisions: info.decisions,
-            started: file.started().map(|t| t.as_unix_millis()),
+            started: file.started().map(Timestamp::as_unix_millis),
             last: file.entries.last().map(|e| e.at().as_unix_millis()),
             detail,
             parent,

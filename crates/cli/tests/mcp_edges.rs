@@ -172,7 +172,7 @@ fn serve_http(scratch: &Scratch, file: &std::path::Path) -> (std::process::Child
     (server, port)
 }
 
-/// The status of an MCP `initialize` POSTed to 127.0.0.1:`port`, with `origin` if given.
+/// The status of an MCP `initialize` sent as a POST to 127.0.0.1:`port`, with `origin` if given.
 fn initialize_status(port: u16, origin: Option<&str>) -> u16 {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})

@@ -1,4 +1,4 @@
-//! `--store postgres://…` (or `REIN_STORE`): a run's ledger moved into a PostgreSQL store
+//! `--store postgres://…` (or `REIN_STORE`): a run's ledger moved into a `PostgreSQL` store
 //! verifies there, exports back to its file byte for byte, and is listed; a bad URL or bad
 //! credentials get a clear error that never shows the password. Runs against the test
 //! cluster (`make pg-start`, or `REIN_TEST_PG_URL`; docs/POSTGRES.md).

@@ -481,7 +481,11 @@ fn runs_naming_each_other_as_children_are_refused_at_the_depth_ceiling() {
             planner: None,
         };
         ledger.append(first.at(), first.state(), link);
-        let lines: String = ledger.entries().iter().map(|e| e.to_json_line()).collect();
+        let lines: String = ledger
+            .entries()
+            .iter()
+            .map(rein::ledger::Entry::to_json_line)
+            .collect();
         std::fs::write(scratch.ledger(ledger.run_id().as_ref()), lines).unwrap();
     }
     rein_in(&scratch, &["ledger", "verify", ids[0].as_ref(), "--tree"])

@@ -187,7 +187,8 @@ impl EngineBuilder {
     pub fn budget(mut self, name: &str, limit: u64) -> Self {
         match BudgetName::new(name) {
             Ok(name) => {
-                self.policy.budget = std::mem::take(&mut self.policy.budget).with_limit(name, limit)
+                self.policy.budget =
+                    std::mem::take(&mut self.policy.budget).with_limit(name, limit);
             }
             Err(e) => self.defer(BuildError::InvalidOption {
                 option: "budget",

@@ -162,7 +162,9 @@ impl Driver {
                     .await
                 {
                     // Boxed: only a retry or an attempt's end gets here, once or twice a call.
-                    Next::Message(event) => Box::pin(self.on_attempt(&mut attempts, event)).await?,
+                    Next::Message(event) => {
+                        Box::pin(self.on_attempt(&mut attempts, event)).await?;
+                    }
                     Next::Done(outcome) => break Some(outcome),
                     Next::Aborted | Next::Stopped => break None,
                 }

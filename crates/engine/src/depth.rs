@@ -1,6 +1,6 @@
 //! How deeply nested the JSON the engine records may be.
 //!
-//! Two reasons for a bound. A ledger line or run snapshot must read back, and serde_json
+//! Two reasons for a bound. A ledger line or run snapshot must read back, and `serde_json`
 //! stops reading at 128 levels of nesting: a value nested 126 levels deep inside an entry
 //! makes a ledger that can never be loaded, resumed or verified again. And nothing the
 //! engine does with a value (hash, validate, clone, serialize, drop) may recurse without
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// The deepest nesting of arrays and objects the engine records in a value: a tool input, a
 /// result, a tool output, a run variable. Far deeper than any real document, and it leaves
-/// room for the entry or snapshot around the value under serde_json's limit of 128.
+/// room for the entry or snapshot around the value under `serde_json`'s limit of 128.
 pub const MAX_JSON_DEPTH: usize = 100;
 
 /// Whether `value` nests arrays and objects more than [`MAX_JSON_DEPTH`] levels deep.
@@ -53,7 +53,7 @@ pub(crate) fn decision_too_deep(decision: &Decision) -> bool {
     measured(decision, 2)
 }
 
-/// Drops `value` without recursion (serde_json's `Drop` recurses once per level).
+/// Drops `value` without recursion (`serde_json`'s `Drop` recurses once per level).
 pub(crate) fn dispose(value: Value) {
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {

@@ -101,7 +101,7 @@ impl PolicyNarrowing {
                 }
                 _ => {
                     next.budget =
-                        std::mem::take(&mut next.budget).with_limit(name.clone(), requested)
+                        std::mem::take(&mut next.budget).with_limit(name.clone(), requested);
                 }
             }
         }

@@ -156,7 +156,7 @@ pub(crate) fn recorded_policy_of(
     };
     let Some(EntryKind::RunStarted {
         policy: started, ..
-    }) = entries.first().map(|e| e.event())
+    }) = entries.first().map(rein_ledger::Entry::event)
     else {
         return Err(invalid(RecordedPolicyError::NoRunStarted));
     };

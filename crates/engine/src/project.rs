@@ -441,7 +441,7 @@ impl Projection {
                 run.add_evidence(EvidenceKind::note(NoteSource::Engine, INTERRUPTED_NOTE), at)?;
             }
             EntryKind::RunCompleted { summary, result } => {
-                run.complete(summary.clone(), result.clone(), at)?
+                run.complete(summary.clone(), result.clone(), at)?;
             }
             EntryKind::RunFailed { failure } => {
                 self.open = None;

@@ -19,15 +19,12 @@ impl Driver {
     /// unit already paid, if it was charged).
     pub(crate) async fn complete_step(&mut self, step: Unsettled) -> Result<(), EngineError> {
         // The decision as the driver read it from the ledger it was opened from.
-        let decision = match self.resume.reopened.take() {
-            Some(decision) => decision,
-            None => {
-                return Err(EngineError::InconsistentLedger {
-                    id: self.rec.id().clone(),
-                    seq: step.decision_at as u64 + 1,
-                    source: Box::new(ProjectionError::DecisionMissing),
-                });
-            }
+        let Some(decision) = self.resume.reopened.take() else {
+            return Err(EngineError::InconsistentLedger {
+                id: self.rec.id().clone(),
+                seq: step.decision_at as u64 + 1,
+                source: Box::new(ProjectionError::DecisionMissing),
+            });
         };
         match step.progress {
             Progress::Started => self.apply(decision).await,

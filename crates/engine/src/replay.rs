@@ -143,7 +143,7 @@ impl Engine {
             source,
         };
         let Some(EntryKind::RunStarted { goal, vars, policy }) =
-            recorded.entries().first().map(|e| e.event())
+            recorded.entries().first().map(rein_ledger::Entry::event)
         else {
             return Err(invalid(RecordedPolicyError::NoRunStarted));
         };

@@ -134,7 +134,11 @@ impl Served {
                 EntryKind::ApprovalDenied {
                     approver, reason, ..
                 } => {
-                    (served.verdicts).push_back((Verdict::Denied, approver.clone(), reason.clone()))
+                    (served.verdicts).push_back((
+                        Verdict::Denied,
+                        approver.clone(),
+                        reason.clone(),
+                    ));
                 }
                 EntryKind::HumanInputReceived { answer } if stack.len() == 1 => {
                     served.answers.push_back(answer.clone());

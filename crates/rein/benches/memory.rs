@@ -23,7 +23,7 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// The bytes the counting allocator reports as live right now (as requested by callers:
-/// the allocator's own bookkeeping is not counted). stats_alloc adds a reallocation's
+/// the allocator's own bookkeeping is not counted). `stats_alloc` adds a reallocation's
 /// growth to `bytes_allocated` and its shrinkage to `bytes_deallocated` already.
 fn live_bytes() -> i128 {
     let s = GLOBAL.stats();

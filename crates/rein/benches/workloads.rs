@@ -228,7 +228,7 @@ fn w2() {
 // ---- W3: durable runs --------------------------------------------------------------------------
 
 /// The W1 ledger's JSON lines grouped as the engine syncs them: one group per step (the
-/// run_started entry goes with the first).
+/// `run_started` entry goes with the first).
 fn step_groups(ledger: &Ledger) -> Vec<Vec<u8>> {
     let mut groups: Vec<Vec<u8>> = Vec::new();
     for entry in ledger.entries() {

@@ -208,7 +208,7 @@ pub mod store {
     };
 }
 
-/// The PostgreSQL stores: runs, ledgers and artifacts in one database shared by many
+/// The `PostgreSQL` stores: runs, ledgers and artifacts in one database shared by many
 /// engines, with run leases and fencing tokens (docs/POSTGRES.md).
 pub use rein_postgres as postgres;
 
@@ -412,7 +412,7 @@ pub mod layer {
 }
 
 // ---- telemetry -----------------------------------------------------------------------------------
-/// OpenTelemetry export (feature `otel`): rein's spans, named by the OpenTelemetry GenAI
+/// OpenTelemetry export (feature `otel`): rein's spans, named by the OpenTelemetry `GenAI`
 /// semantic conventions ([`names`](otel::names) holds every name and the version
 /// followed), and metrics derived from them, sent over OTLP/HTTP with protobuf.
 ///

@@ -132,7 +132,11 @@ async fn a_typed_tool_runs_refuses_bad_input_and_hands_it_back() {
 
     let ledger = engine.ledger(run.id()).await.expect("ledger");
     ledger.verify().expect("the ledger verifies");
-    let events: Vec<&EntryKind> = ledger.entries().iter().map(|e| e.event()).collect();
+    let events: Vec<&EntryKind> = ledger
+        .entries()
+        .iter()
+        .map(rein::ledger::Entry::event)
+        .collect();
     assert!(events.iter().any(|e| matches!(
         e,
         EntryKind::PolicyViolation {

@@ -383,7 +383,7 @@ pub(crate) fn deep_object(depth: usize) -> Value {
     value
 }
 
-/// Drops `value` without recursion: serde_json's own `Drop` recurses once per level, which
+/// Drops `value` without recursion: `serde_json`'s own `Drop` recurses once per level, which
 /// overflows a test thread's stack a few thousand levels down.
 pub(crate) fn dispose(value: Value) {
     let mut stack = vec![value];

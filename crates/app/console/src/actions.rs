@@ -17,7 +17,7 @@ use crate::error::HttpError;
 use crate::html::{esc, one_line, page};
 use crate::run_page::{parse_id, stored};
 
-/// The cookie a signed-in browser sends its token in (HttpOnly, SameSite=Strict).
+/// The cookie a signed-in browser sends its token in (`HttpOnly`, SameSite=Strict).
 use crate::auth::{COOKIE, operator_of};
 
 /// The longest reason or answer accepted.
@@ -121,7 +121,7 @@ pub(crate) async fn login_form(
     )
 }
 
-/// `POST /login`: a valid token is kept in an HttpOnly, SameSite=Strict cookie.
+/// `POST /login`: a valid token is kept in an `HttpOnly`, SameSite=Strict cookie.
 pub(crate) async fn login(
     State(state): State<Arc<crate::State>>,
     Form(form): Form<LoginForm>,
@@ -238,7 +238,7 @@ pub(crate) async fn approval(
     let response = ApprovalResponse::answer(&pending, verdict, operator.name(), &reason);
     let said = match verdict {
         Verdict::Granted => "approved",
-        _ => "denied",
+        Verdict::Denied => "denied",
     };
     let who = format!(
         "`{}` {said} by {}; {}",

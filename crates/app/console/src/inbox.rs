@@ -224,8 +224,7 @@ fn find_call(value: &Value, tool: &str, hash: &str, depth: usize) -> Option<Valu
 fn now() -> Timestamp {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     Timestamp::from_unix_millis(millis)
 }
 

@@ -1,4 +1,4 @@
-//! The console in a real browser: Debian's Chromium, headless, driven over WebDriver by
+//! The console in a real browser: Debian's Chromium, headless, driven over `WebDriver` by
 //! chromedriver (`make browser-deps` installs both). It signs in, opens a run and sees its
 //! verified ledger and path, approves the pending call and watches the run reach
 //! `completed` without reloading, answers a question, and sees a tampered ledger shown as
@@ -39,7 +39,7 @@ impl Drop for Driver {
     }
 }
 
-/// One WebDriver command: its JSON `value`.
+/// One `WebDriver` command: its JSON `value`.
 fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     let body = body.map(Value::to_string).unwrap_or_default();

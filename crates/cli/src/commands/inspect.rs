@@ -24,7 +24,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         out!(
             "{}",
             inspect::policy(
-                &policy.transitions,
+                policy.transitions,
                 &eligibility,
                 &policy.approvals,
                 engine.tools(),

@@ -16,7 +16,7 @@
 //! ledger (`rein ledger verify RUN_ID --data-dir DIR`).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex as StdMutex, OnceLock};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, PoisonError};
 
 use rein::clock::{IdGenerator, UuidV7Ids};
 use rein::mcp::{BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedResource, Session};
@@ -92,7 +92,7 @@ impl Bridge {
     fn slot(&self, id: &RunId) -> Option<Arc<Mutex<Slot>>> {
         self.sessions
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned()
     }
@@ -100,7 +100,7 @@ impl Bridge {
     fn forget(&self, id: &RunId) {
         self.sessions
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
     }
 }
@@ -328,7 +328,7 @@ impl Governor for EngineGovernor {
             self.bridge
                 .sessions
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(PoisonError::into_inner)
                 .insert(
                     id.clone(),
                     Arc::new(Mutex::new(Slot {
@@ -393,7 +393,11 @@ impl Session for RunSession {
         progress: Progress,
     ) -> BoxFuture<'_, Result<Value, Refusal>> {
         Box::pin(async move {
-            let sender = self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let sender = self
+                .calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             let Some(sender) = sender else {
                 return Err(self.ended());
             };
@@ -435,7 +439,10 @@ impl Session for RunSession {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            self.calls.lock().unwrap_or_else(|e| e.into_inner()).take();
+            self.calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             if let Some(done) = self.done.lock().await.take() {
                 let _ = done.await;
             }

@@ -230,7 +230,10 @@ pub(crate) fn find_ledger(
     data: &DataDir,
 ) -> Result<(PathBuf, Option<RunId>, DataDir), CliError> {
     let path = Path::new(target);
-    let looks_like_file = target.contains(['/', '\\']) || target.ends_with(".jsonl");
+    let looks_like_file = target.contains(['/', '\\'])
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"));
     if looks_like_file || path.is_file() {
         if let Some((home, id)) = data_dir_of(path)
             && (path.is_file() || home.snapshot(&id).is_file())

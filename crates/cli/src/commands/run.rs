@@ -185,7 +185,7 @@ async fn drive(
                         }
                     }
                     RunEvent::Missed(n) => {
-                        outln!("  … {n} events not shown (the ledger has them all)")
+                        outln!("  … {n} events not shown (the ledger has them all)");
                     }
                     _ => {}
                 }

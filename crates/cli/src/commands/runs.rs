@@ -38,8 +38,7 @@ pub(crate) fn list(args: &RunsListArgs) -> CliResult {
     }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let total = runs.len();
     let mut notes = Vec::new();
     let rows: Vec<Row> = runs

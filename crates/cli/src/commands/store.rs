@@ -1,4 +1,4 @@
-//! The commands that read a PostgreSQL store (`--store postgres://…`, or `REIN_STORE`):
+//! The commands that read a `PostgreSQL` store (`--store postgres://…`, or `REIN_STORE`):
 //! `rein runs list`, `rein ledger verify` and `show`, `rein inspect`, and moving ledgers between a store and JSONL
 //! files with `rein ledger export` and `rein ledger import`.
 

@@ -7,7 +7,7 @@ use rein::mcp::McpServer;
 use super::existing_dir;
 use crate::cli::ValidateArgs;
 use crate::exit::{CliError, CliResult, Exit};
-use crate::scenario::{self, ApproverDef, PlannerDef, Setup};
+use crate::scenario::{self, ApproverDef, Builtin, PlannerDef, Setup};
 
 /// `rein validate`.
 pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
@@ -55,7 +55,7 @@ pub(crate) async fn validate(args: &ValidateArgs) -> CliResult {
     let tools: Vec<&str> = s
         .tools
         .iter()
-        .filter_map(|t| t.builtin.map(|b| b.name()).or(t.fixture.as_deref()))
+        .filter_map(|t| t.builtin.map(Builtin::name).or(t.fixture.as_deref()))
         // A skills folder brings the tool that loads them.
         .chain(s.skills.as_ref().map(|_| rein::tools::SkillLoad::NAME))
         .collect();

@@ -78,7 +78,7 @@ impl ScenarioError {
         self
     }
 
-    /// Reads a serde_json error: its line and column, the JSON path there, and a hint.
+    /// Reads a `serde_json` error: its line and column, the JSON path there, and a hint.
     pub(crate) fn from_serde(file: &str, text: &str, e: &serde_json::Error) -> Self {
         let full = e.to_string();
         let suffix = format!(" at line {} column {}", e.line(), e.column());
@@ -142,7 +142,7 @@ impl ScenarioError {
             && path.as_ref().is_none_or(JsonPath::is_root)
             && message.contains("expected struct Scenario")
         {
-            message = "a scenario file holds one JSON object".to_owned();
+            "a scenario file holds one JSON object".clone_into(&mut message);
         }
         let position = match (&path, stepped_back.or(stepped_forward)) {
             (Some(path), Some(_)) => index.position_of(path),

@@ -168,7 +168,11 @@ pub fn example_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(examples_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|e| e == "json")
+        })
         .collect();
     names.sort();
     names

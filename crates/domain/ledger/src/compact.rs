@@ -1,14 +1,14 @@
 //! A compact-JSON writer that makes exactly the bytes `serde_json::to_writer` makes, faster:
 //! the encoding every entry's hash is defined over.
 //!
-//! serde_json writes through `io::Write` and escapes strings with a bounds-checked loop that
+//! `serde_json` writes through `io::Write` and escapes strings with a bounds-checked loop that
 //! costs about as much per key as the bytes around it; an entry is mostly short keys and
 //! strings, so that overhead was most of an entry's encoding. This writer appends straight to
 //! a `Vec<u8>`, looks for bytes to escape eight at a time, writes a key with its quotes,
 //! comma and colon in one piece, and integers two digits at a time. It covers what entries hold (structs, enums, maps with string keys, strings,
-//! integers, booleans, `null`) and hands floats to serde_json itself, so their digits are
-//! serde_json's. Anything else (a map key that is not a string, 128-bit integers, raw bytes)
-//! makes it give up with [`Unsupported`], and [`write`] encodes the value with serde_json
+//! integers, booleans, `null`) and hands floats to `serde_json` itself, so their digits are
+//! `serde_json`'s. Anything else (a map key that is not a string, 128-bit integers, raw bytes)
+//! makes it give up with [`Unsupported`], and [`write`] encodes the value with `serde_json`
 //! instead: the bytes are the same either way. The tests compare both writers on every kind
 //! of entry and on generated JSON values.
 
@@ -27,7 +27,7 @@ pub(crate) use text::{string, unsigned};
 /// write.
 ///
 /// # Errors
-/// What serde_json's own encoding fails with (a map whose keys are not strings), with `out`
+/// What `serde_json`'s own encoding fails with (a map whose keys are not strings), with `out`
 /// as it was.
 pub(crate) fn write<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
@@ -50,7 +50,7 @@ struct Writer<'a> {
     out: &'a mut Vec<u8>,
 }
 
-/// Something this writer leaves to serde_json.
+/// Something this writer leaves to `serde_json`.
 #[derive(Debug)]
 pub(crate) struct Unsupported;
 
@@ -68,7 +68,7 @@ impl ser::Error for Unsupported {
     }
 }
 
-/// Floats are serde_json's own digits (and `null` when not finite, as serde_json writes).
+/// Floats are `serde_json`'s own digits (and `null` when not finite, as `serde_json` writes).
 fn float<T: Serialize>(out: &mut Vec<u8>, v: T) -> Result<(), Unsupported> {
     serde_json::to_writer(out, &v).map_err(|_| Unsupported)
 }
@@ -419,7 +419,7 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
 }
 
 /// Map keys: only strings are written here (a `Value`'s keys, names); any other key goes to
-/// serde_json, which quotes numbers and refuses the rest.
+/// `serde_json`, which quotes numbers and refuses the rest.
 struct KeyWriter<'c, 'w, 'a> {
     compound: &'c mut Compound<'w, 'a>,
 }

@@ -123,10 +123,7 @@ impl fmt::Display for EntryKind {
                 if *will_retry { " — will retry" } else { "" }
             ),
             Self::ApprovalRequested { tool, reason, .. } => {
-                format!(
-                    "approval requested for {tool}{}",
-                    colon(&reason.to_string())
-                )
+                format!("approval requested for {tool}{}", colon(&reason.clone()))
             }
             Self::ApprovalGranted {
                 tool,

@@ -23,7 +23,7 @@ use crate::{EntryKind, compact};
 /// `hash = SHA-256(prev's 32 raw bytes ‖ canonical bytes)`, where the canonical bytes are
 /// the compact JSON of the entry *without* its `hash` field: struct fields in declaration
 /// order (`seq, at, run_id, state, event, prev`), object keys inside JSON values sorted
-/// (serde_json's default map; nothing in the build may enable `preserve_order`). The
+/// (`serde_json`'s default map; nothing in the build may enable `preserve_order`). The
 /// serialized form of an entry is the canonical object with `"hash"` appended last, so a
 /// JSON line holds exactly the bytes that were hashed:
 ///
@@ -224,6 +224,10 @@ impl Entry {
     }
 }
 
+#[expect(
+    clippy::missing_fields_in_debug,
+    reason = "the line is the same fields again, encoded"
+)]
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The line is the same fields again, encoded: left out.
@@ -352,6 +356,10 @@ struct EntryBody<'a> {
 }
 
 /// Serializes a digest as its hex string, like `Digest`'s own impl but without allocating.
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes a reference to the field"
+)]
 fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S::Error> {
     let mut hex = [0u8; 64];
     digest.write_hex(&mut hex);
@@ -359,7 +367,7 @@ fn hex_digest<S: Serializer>(digest: &&Digest, serializer: S) -> Result<S::Ok, S
     serializer.serialize_str(std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
 }
 
-/// Appends `body` as compact JSON to `out`: serde_json's bytes of [`EntryBody`]. The
+/// Appends `body` as compact JSON to `out`: `serde_json`'s bytes of [`EntryBody`]. The
 /// envelope's fields, whose encodings are fixed (numbers, an id, a state name, a hex
 /// digest), are written directly; the event through [`compact::write`].
 fn write_json(out: &mut Vec<u8>, body: &EntryBody<'_>) {

@@ -10,7 +10,7 @@ use rein_run::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// What happened, with its typed details. Serialized with a `type` tag in snake_case:
+/// What happened, with its typed details. Serialized with a `type` tag in `snake_case`:
 ///
 /// ```
 /// use rein_ledger::EntryKind;
@@ -431,7 +431,7 @@ pub enum Violation {
 }
 
 impl Violation {
-    /// The violation's snake_case name, as serialized.
+    /// The violation's `snake_case` name, as serialized.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -3,7 +3,7 @@
 //! CHANGING ANY EXPECTED VALUE IN THIS FILE (or `golden/every_kind.jsonl`) BREAKS EVERY
 //! LEDGER ALREADY STORED: their hashes would no longer verify. If one of these tests fails,
 //! the encoding drifted (a renamed, reordered or retyped field; a serde attribute; a
-//! dependency feature such as serde_json's `preserve_order`): fix the code, not the vector.
+//! dependency feature such as `serde_json`'s `preserve_order`): fix the code, not the vector.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Serde: every public type round-trips through serde_json unchanged, and an entry read
+//! Serde: every public type round-trips through `serde_json` unchanged, and an entry read
 //! back from its JSON line hashes the same.
 
 mod common;
@@ -137,8 +137,8 @@ fn a_float_that_default_serde_json_misparses_keeps_its_hash() {
     Ledger::from_entries(run_id(), back).unwrap();
 }
 
-/// An entry's line is exactly serde_json's encoding of it: the hash covers the bytes
-/// serde_json makes, whichever writer made them.
+/// An entry's line is exactly `serde_json`'s encoding of it: the hash covers the bytes
+/// `serde_json` makes, whichever writer made them.
 fn check_line(entry: &Entry) {
     let serde_json = format!("{}\n", serde_json::to_string(entry).unwrap());
     assert_eq!(entry.to_json_line(), serde_json);

@@ -139,7 +139,7 @@ fn apply(ledger: &Ledger, tamper: &Tamper) -> Option<(Vec<Entry>, Result<(), Ver
                         value.wrapping_add(1)
                     } else {
                         value
-                    })
+                    });
                 }
                 Field::At => json["at"] = json!(old.at().as_unix_millis() ^ (value | 1)),
                 Field::RunId => json["run_id"] = json!("another-run"),
@@ -219,7 +219,7 @@ fn apply(ledger: &Ledger, tamper: &Tamper) -> Option<(Vec<Entry>, Result<(), Ver
                 forged
             } else {
                 reseal(&edit(&forged, |json| {
-                    json["prev"] = json!(flip(forged.prev(), prev))
+                    json["prev"] = json!(flip(forged.prev(), prev));
                 }))
             };
             entries.insert(p, forged);
@@ -343,7 +343,7 @@ fn tail_changes_need_an_anchor() -> Result<(), TestCaseError> {
 
     let mut rewritten = ledger.entries().to_vec();
     rewritten[2] = reseal(&edit(&rewritten[2], |json| {
-        json["event"]["note"] = json!("rewritten")
+        json["event"]["note"] = json!("rewritten");
     }));
     check(&rewritten, Ok(()))?;
     assert!(!Ledger::entries_reach(&rewritten, &head));
@@ -369,13 +369,13 @@ fn the_end_of_the_chain_reports_the_earlier_of_two_lookalikes() -> Result<(), Te
     let ledger = sample(3);
     let mut content = ledger.entries().to_vec();
     content[1] = reseal(&edit(&content[1], |json| {
-        json["event"]["note"] = json!("rewritten")
+        json["event"]["note"] = json!("rewritten");
     }));
     check(&content, broken(2, Problem::BrokenLink))?;
 
     let mut prev = ledger.entries().to_vec();
     prev[2] = reseal(&edit(&prev[2], |json| {
-        json["prev"] = json!(Digest::of_bytes(b"x"))
+        json["prev"] = json!(Digest::of_bytes(b"x"));
     }));
     check(&prev, broken(2, Problem::BrokenLink))?;
     Ok(())
@@ -386,7 +386,7 @@ fn the_first_entry_must_link_to_zero() -> Result<(), TestCaseError> {
     let ledger = sample(2);
     let mut entries = ledger.entries().to_vec();
     entries[0] = reseal(&edit(&entries[0], |json| {
-        json["prev"] = json!(Digest::of_bytes(b"x"))
+        json["prev"] = json!(Digest::of_bytes(b"x"));
     }));
     check(&entries, broken(1, Problem::BrokenLink))?;
     check(&entries[..1], broken(1, Problem::BrokenLink))?;

@@ -203,7 +203,7 @@ impl Transitions {
     }
 
     /// The states reachable from `start` (itself included), as a bit set.
-    fn reachable_from(&self, start: State) -> u8 {
+    fn reachable_from(self, start: State) -> u8 {
         let mut seen = 1u8 << start.index();
         let mut frontier = seen;
         while frontier != 0 {
@@ -219,7 +219,7 @@ impl Transitions {
         seen
     }
 
-    fn reaches_an_end(&self, start: State) -> bool {
+    fn reaches_an_end(self, start: State) -> bool {
         let ends = (1 << State::Done.index()) | (1 << State::Failed.index());
         self.reachable_from(start) & ends != 0
     }

@@ -1,7 +1,7 @@
 //! The names rein's telemetry uses: span names, attribute keys and event names, in one
 //! place so that a rename of the conventions is one edit here.
 //!
-//! They follow the OpenTelemetry GenAI semantic conventions (experimental), as published
+//! They follow the OpenTelemetry `GenAI` semantic conventions (experimental), as published
 //! with semantic conventions [`SEMCONV_VERSION`] (`gen_ai.provider.name`, the
 //! `invoke_agent` / `chat` / `execute_tool` operations). The prompt-cache token counts
 //! take the names the conventions' later drafts gave them. rein's own facts live in the

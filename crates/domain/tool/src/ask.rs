@@ -13,7 +13,7 @@ use crate::BoxFuture;
 /// A question a tool asks a person while it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Elicitation {
-    /// Who asks: e.g. `mcp server `docs``.
+    /// Who asks: e.g. ``mcp server `docs` ``.
     pub asker: String,
     /// The question, as the tool words it.
     pub message: String,
@@ -57,7 +57,7 @@ pub enum SampleRole {
 /// most tokens the reply may take.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SampleRequest {
-    /// Who asks: e.g. `mcp server `docs``.
+    /// Who asks: e.g. ``mcp server `docs` ``.
     pub asker: String,
     /// The system prompt the tool asked for, if any.
     pub system: Option<String>,

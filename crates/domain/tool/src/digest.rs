@@ -46,7 +46,7 @@ impl Digest {
     }
 
     /// The SHA-256 of the canonical encoding of `value`: compact JSON with object keys
-    /// sorted (serde_json's default map).
+    /// sorted (`serde_json`'s default map).
     #[must_use]
     pub fn of_json(value: &Value) -> Self {
         let mut hasher = HashWriter(Sha256::new());
@@ -97,7 +97,7 @@ impl Serialize for Digest {
     }
 }
 
-/// Adapts a hasher to `io::Write` so serde_json streams into it without a buffer.
+/// Adapts a hasher to `io::Write` so `serde_json` streams into it without a buffer.
 struct HashWriter(Sha256);
 
 impl std::io::Write for HashWriter {

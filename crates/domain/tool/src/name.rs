@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize, Serializer};
 
 /// The name of a tool: 1 to 64 ASCII characters, a letter first, then letters, digits,
-/// `_`, `-` or `.` (so `fs.read` and `web_search` are names; `../x`, `a b` and `` are not).
+/// `_`, `-` or `.` (so `fs.read` and `web_search` are names; `../x`, `a b` and the empty string are not).
 ///
 /// ```
 /// use rein_tool::ToolName;

@@ -1,4 +1,4 @@
-//! Every public serializable type of rein-tool round-trips through serde_json unchanged.
+//! Every public serializable type of rein-tool round-trips through `serde_json` unchanged.
 
 use std::time::Duration;
 

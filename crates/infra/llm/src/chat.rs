@@ -69,7 +69,7 @@ pub struct FunctionCall {
 /// Tokens a call used, as the provider reported them.
 ///
 /// `input_tokens` counts every prompt token, whatever the provider's prompt cache did with
-/// it: OpenAI's `prompt_tokens` (which includes its `cached_tokens`), Anthropic's
+/// it: `OpenAI`'s `prompt_tokens` (which includes its `cached_tokens`), Anthropic's
 /// `input_tokens` plus its `cache_read_input_tokens` and `cache_creation_input_tokens`
 /// (which it reports apart).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
-    /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`): OpenAI,
+    /// OpenAI-compatible Chat Completions (`POST {base}/chat/completions`): `OpenAI`,
     /// llama.cpp, vLLM, Ollama, most proxies.
     OpenAi,
     /// Anthropic Messages (`POST {base}/messages`).
@@ -297,7 +297,7 @@ pub struct ProviderConfig {
     pub max_retry_after: Duration,
     /// Whether Anthropic requests mark their stable prefix for the prompt cache
     /// (`cache_control` on the system prompt, which caches the tools with it, and on the
-    /// last message); OpenAI caches prefixes by itself.
+    /// last message); `OpenAI` caches prefixes by itself.
     #[serde(default = "default_prompt_cache")]
     pub prompt_cache: bool,
 }

@@ -287,7 +287,7 @@ impl LlmError {
     }
 
     /// A context-window error, when `text` (a server's error message) says the prompt is
-    /// too long in the words OpenAI, Anthropic, llama.cpp or vLLM use.
+    /// too long in the words `OpenAI`, Anthropic, llama.cpp or vLLM use.
     pub(crate) fn context_too_long(text: &str) -> Option<Self> {
         let lower = text.to_ascii_lowercase();
         [

@@ -149,7 +149,7 @@ impl FakeServer {
     /// [`FakeServer::start`], reporting in each JSON or SSE reply's usage the prompt tokens
     /// a provider's prefix cache would have served: a quarter of the bytes the request
     /// shares, from its start (tools, system prompt, messages), with the previous one
-    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// (`OpenAI`'s `prompt_tokens_details.cached_tokens`, Anthropic's
     /// `cache_read_input_tokens`).
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! Model providers for rein and the planner that drives them.
 //!
 //! Two wire protocols are spoken, streaming and not: OpenAI-compatible Chat Completions
-//! ([`Api::OpenAi`]: OpenAI, llama.cpp, vLLM, Ollama, proxies) and Anthropic Messages
+//! ([`Api::OpenAi`]: `OpenAI`, llama.cpp, vLLM, Ollama, proxies) and Anthropic Messages
 //! ([`Api::Anthropic`]). An [`HttpProvider`] calls a server with a per-attempt timeout,
 //! retries transient failures (honouring `Retry-After`) and opens a circuit breaker after
 //! repeated failures; a [`FallbackProvider`] asks the next model of an ordered list when

@@ -21,7 +21,7 @@ pub(crate) fn fact(kind: &EvidenceKind, max: usize) -> String {
         EvidenceKind::SystemNote { source, note } => match source {
             NoteSource::Violation => format!("rein refused your last decision: {note}"),
             NoteSource::Steering => format!("a person steering the run says: {note}"),
-            _ => format!("rein notes: {note}"),
+            NoteSource::Engine => format!("rein notes: {note}"),
         },
         EvidenceKind::Child {
             child,

@@ -1,4 +1,4 @@
-//! The span of one model call (`chat {model}`), fielded per the GenAI conventions
+//! The span of one model call (`chat {model}`), fielded per the `GenAI` conventions
 //! ([`rein_run::telemetry`] names them), and what is recorded on it from the reply.
 //!
 //! A plain `tracing` span with the `rein::telemetry` target: with no subscriber interested

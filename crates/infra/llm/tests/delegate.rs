@@ -42,7 +42,7 @@ fn specs() -> Vec<ToolSpec> {
 fn reply(api: Api, calls: &[Call]) -> Reply {
     match api {
         Api::Anthropic => Reply::anthropic("", calls, (10, 3)),
-        _ => Reply::openai_calls(calls, (10, 3)),
+        Api::OpenAi => Reply::openai_calls(calls, (10, 3)),
     }
 }
 
@@ -103,7 +103,7 @@ fn offered(api: Api, r: &Received) -> Vec<(String, Value)> {
                 t["name"].as_str().unwrap().to_owned(),
                 t["input_schema"].clone(),
             ),
-            _ => (
+            Api::OpenAi => (
                 t["function"]["name"].as_str().unwrap().to_owned(),
                 t["function"]["parameters"].clone(),
             ),

@@ -46,7 +46,7 @@ fn result(id: &str) -> Message {
 async fn send(api: Api, messages: Vec<Message>) -> Result<(), String> {
     let server = FakeServer::start([match api {
         Api::OpenAi => Reply::openai_text("fine"),
-        _ => Reply::anthropic("fine", &[], (1, 1)),
+        Api::Anthropic => Reply::anthropic("fine", &[], (1, 1)),
     }])
     .await
     .unwrap();
@@ -133,7 +133,9 @@ async fn a_call_that_never_got_a_result_is_answered_as_not_completed() {
             Api::OpenAi => {
                 Reply::openai_calls(&[Call::new("fail", &json!({"reason": "r"}))], (1, 1))
             }
-            _ => Reply::anthropic("", &[Call::new("fail", &json!({"reason": "r"}))], (1, 1)),
+            Api::Anthropic => {
+                Reply::anthropic("", &[Call::new("fail", &json!({"reason": "r"}))], (1, 1))
+            }
         }])
         .await
         .unwrap();
@@ -212,7 +214,9 @@ async fn compaction_drops_a_reply_with_its_results_and_the_dialogue_stays_valid(
             Api::OpenAi => {
                 Reply::openai_calls(&[Call::new("fail", &json!({"reason": "r"}))], (1, 1))
             }
-            _ => Reply::anthropic("", &[Call::new("fail", &json!({"reason": "r"}))], (1, 1)),
+            Api::Anthropic => {
+                Reply::anthropic("", &[Call::new("fail", &json!({"reason": "r"}))], (1, 1))
+            }
         }])
         .await
         .unwrap();

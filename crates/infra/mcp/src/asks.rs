@@ -40,8 +40,9 @@ impl Asks {
 
 impl crate::ServerConfig {
     /// Answers the server's `elicitation/create` (form mode) through `elicitor`, waiting
-    /// inside the tool call for at most [`with_ask_timeout`](Self::with_ask_timeout) (default 5
-    /// minutes; no answer in time is `cancel`). Without one, elicitation is refused with a
+    /// inside the tool call for at most
+    /// [`ServerConfig::with_ask_timeout`](Self::with_ask_timeout) (default 5 minutes; no
+    /// answer in time is `cancel`). Without one, elicitation is refused with a
     /// reason and not declared.
     #[must_use]
     pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {

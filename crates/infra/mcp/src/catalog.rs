@@ -84,8 +84,7 @@ pub(crate) async fn list(peer: &Peer<RoleClient>) -> Result<Listing, ListFailure
     let capabilities = peer
         .peer_info()
         .and_then(|info| serde_json::to_value(&*info).ok())
-        .map(|info| info["capabilities"].clone())
-        .unwrap_or(Value::Null);
+        .map_or(Value::Null, |info| info["capabilities"].clone());
     let tools = all_pages("tools", "tools", |p| async move {
         to_json(peer.list_tools(p).await)
     })

@@ -105,8 +105,7 @@ impl McpServer {
     pub fn imported(&self) -> Arc<[ImportedTool]> {
         self.table
             .lock()
-            .map(|t| t.clone())
-            .unwrap_or_else(|e| e.into_inner().clone())
+            .map_or_else(|e| e.into_inner().clone(), |t| t.clone())
     }
 
     /// One rein tool per imported tool, to register in an engine.
@@ -144,7 +143,10 @@ impl McpServer {
     pub async fn refresh(&self) -> Result<bool, McpError> {
         let listed = self.link.relist().await?;
         let table: Arc<[ImportedTool]> = build_table(&self.link.config, &listed)?.into();
-        let mut current = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = self
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let changed = *current != table;
         *current = table;
         Ok(changed)

@@ -119,7 +119,10 @@ impl Link {
                     })?;
                 if let Some(stderr) = stderr {
                     let copy = tokio::spawn(capture(stderr, self.stderr.clone()));
-                    *self.stderr_copy.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
+                    *self
+                        .stderr_copy
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
                 }
                 let pid = child.id();
                 (boxed(handler.serve(child)), pid)
@@ -348,7 +351,7 @@ impl Link {
         let copy = self
             .stderr_copy
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(copy) = copy {
             let _ = tokio::time::timeout(STDERR_SETTLE, copy).await;
@@ -357,7 +360,10 @@ impl Link {
     }
 
     pub(crate) fn stderr_tail(&self) -> String {
-        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let tail = self
+            .stderr
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (a, b) = tail.as_slices();
         let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
         text.trim().to_owned()
@@ -381,7 +387,9 @@ async fn capture(mut stderr: tokio::process::ChildStderr, tail: Arc<StdMutex<Vec
         if n == 0 {
             break;
         }
-        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         tail.extend(&buf[..n]);
         let excess = tail.len().saturating_sub(STDERR_TAIL);
         tail.drain(..excess);

@@ -63,8 +63,7 @@ fn annotations_of(server: &McpServer, remote: &str) -> rein_tool::Annotations {
         .imported()
         .iter()
         .find(|t| t.remote_name() == remote)
-        .map(|t| *t.annotations())
-        .unwrap_or_else(|| panic!("{remote} was imported"))
+        .map_or_else(|| panic!("{remote} was imported"), |t| *t.annotations())
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! rein's OpenTelemetry export: rein's spans and metrics sent to a collector over OTLP/HTTP
-//! (protobuf), named by the OpenTelemetry GenAI semantic conventions.
+//! (protobuf), named by the OpenTelemetry `GenAI` semantic conventions.
 //!
 //! The engine and the model providers write plain `tracing` spans and events
 //! ([`rein_run::telemetry`] holds every name and the conventions' version followed): a run

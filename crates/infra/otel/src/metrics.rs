@@ -2,7 +2,7 @@
 //! (one mechanism: a span already carries every fact a metric counts).
 //!
 //! - `gen_ai.client.operation.duration` (s) and `gen_ai.client.token.usage` ({token}, by
-//!   `gen_ai.token.type`) per model call, as the GenAI conventions define them;
+//!   `gen_ai.token.type`) per model call, as the `GenAI` conventions define them;
 //! - `rein.runs.started` (drives of new runs) and `rein.runs.ended` (by `rein.run.status`),
 //!   counted when a run's drive ends;
 //! - `rein.tool.calls` by `rein.tool.outcome`;

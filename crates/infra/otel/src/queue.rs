@@ -84,10 +84,7 @@ impl ExportQueue {
     }
 
     fn send(&self, message: Message) -> bool {
-        self.tx
-            .lock()
-            .map(|tx| tx.send(message).is_ok())
-            .unwrap_or(false)
+        self.tx.lock().is_ok_and(|tx| tx.send(message).is_ok())
     }
 
     /// Sends `make`'s message and waits at most `timeout` for the export thread's answer.

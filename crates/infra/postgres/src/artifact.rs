@@ -7,7 +7,7 @@ use rein_artifact::{ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, Store
 use crate::failure::Explain;
 use crate::stores::Shared;
 
-/// An [`ArtifactStore`] in PostgreSQL: table `rein_artifacts`, one row per content keyed
+/// An [`ArtifactStore`] in `PostgreSQL`: table `rein_artifacts`, one row per content keyed
 /// by its [`ArtifactId`] (the SHA-256 of the bytes), holding the reference of the first
 /// `put` and the bytes as `bytea`. A second `put` of the same content stores nothing
 /// (`ON CONFLICT DO NOTHING`), so concurrent writers in any number of processes are safe.

@@ -35,7 +35,7 @@ impl PgConfig {
 
     /// The largest artifact kept in the database when no limit is given: 64 MiB. Larger
     /// content is refused with [`ArtifactError::TooLarge`](rein_artifact::ArtifactError)
-    /// before anything is stored (PostgreSQL's `bytea` holds at most 1 GiB, and a value is
+    /// before anything is stored (`PostgreSQL`'s `bytea` holds at most 1 GiB, and a value is
     /// read whole into memory).
     pub const DEFAULT_MAX_ARTIFACT_SIZE: u64 = 64 * 1024 * 1024;
 

@@ -1,4 +1,4 @@
-//! `PgError`: why the PostgreSQL stores could not be opened, or a lease not taken or kept.
+//! `PgError`: why the `PostgreSQL` stores could not be opened, or a lease not taken or kept.
 
 use rein_run::{BoxError, Fenced, RunId};
 

@@ -9,11 +9,11 @@ use crate::failure::Explain;
 use crate::lease;
 use crate::stores::Shared;
 
-/// A [`LedgerStore`] in PostgreSQL: table `rein_ledger`, one row per entry keyed
+/// A [`LedgerStore`] in `PostgreSQL`: table `rein_ledger`, one row per entry keyed
 /// `(run_id, seq)` (unique), holding the entry's JSON line byte for byte as
 /// [`Entry::json_line`] made it — what a JSONL file holds — and its hash. `load` reads the
 /// lines back in order and verifies the chain over those same bytes, so a ledger verifies
-/// in PostgreSQL exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
+/// in `PostgreSQL` exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
 /// the file.
 ///
 /// - **Append.** One transaction per entry: the lease check (when this process holds the

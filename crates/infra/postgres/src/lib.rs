@@ -1,4 +1,4 @@
-//! rein's PostgreSQL stores: run snapshots, ledgers and artifacts in one database, shared
+//! rein's `PostgreSQL` stores: run snapshots, ledgers and artifacts in one database, shared
 //! by many engine processes on many machines, with run leases and fencing tokens.
 //!
 //! [`PgStores::connect`] opens a connection pool and brings the schema to this rein's

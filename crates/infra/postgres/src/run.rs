@@ -8,7 +8,7 @@ use crate::failure::Explain;
 use crate::lease;
 use crate::stores::Shared;
 
-/// A [`RunStore`] in PostgreSQL: table `rein_runs`, one row per run holding its snapshot
+/// A [`RunStore`] in `PostgreSQL`: table `rein_runs`, one row per run holding its snapshot
 /// as JSON text, replaced whole by an upsert (so a reader sees the old or the new snapshot,
 /// never a mix). `list` gives runs in the order they were first saved.
 ///

@@ -10,7 +10,7 @@ use tokio_postgres::NoTls;
 use crate::lease::Held;
 use crate::{PgArtifactStore, PgConfig, PgError, PgLedgerStore, PgRunStore, schema};
 
-/// The PostgreSQL stores of one database: run snapshots ([`PgRunStore`]), ledgers
+/// The `PostgreSQL` stores of one database: run snapshots ([`PgRunStore`]), ledgers
 /// ([`PgLedgerStore`]) and artifacts ([`PgArtifactStore`]) over one connection pool, and
 /// the run leases this process holds ([`acquire_lease`](Self::acquire_lease)).
 ///

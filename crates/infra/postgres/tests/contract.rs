@@ -1,5 +1,5 @@
 //! The storage ports' contract suite (crates/infra/storage/tests/contract), unchanged,
-//! against the PostgreSQL stores: each check on a fresh database.
+//! against the `PostgreSQL` stores: each check on a fresh database.
 
 #[path = "../../storage/tests/contract/mod.rs"]
 mod contract;

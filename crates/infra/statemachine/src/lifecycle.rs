@@ -186,6 +186,10 @@ impl Lifecycle {
     }
 }
 
+#[expect(
+    clippy::missing_fields_in_debug,
+    reason = "the statig machine is shown as the state it is in"
+)]
 impl fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lifecycle")

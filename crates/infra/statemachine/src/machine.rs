@@ -1,5 +1,9 @@
 //! The statig machine behind [`Lifecycle`](crate::Lifecycle): one statig state per lifecycle
 //! state, the guard every request passes, and the hook that reports accepted transitions.
+#![expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "statig's state handlers and hooks take the event and states by reference"
+)]
 //!
 //! Everything statig is confined to this module. The policy (transition table, budgets and
 //! usage) comes in with every request through the context, so changing it needs no access to

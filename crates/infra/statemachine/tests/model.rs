@@ -61,7 +61,7 @@ fn budget(exhausted: bool) -> (Budget, BudgetUsage) {
 
 /// The rules, written out independently of the implementation.
 fn model(
-    table: &Transitions,
+    table: Transitions,
     from: State,
     to: State,
     exhausted: bool,
@@ -128,7 +128,7 @@ proptest! {
                 }
                 Op::Request { to, exhausted } => {
                     let (budget, usage) = budget(exhausted);
-                    let expected = model(&table, expected_state, to, exhausted);
+                    let expected = model(table, expected_state, to, exhausted);
                     let got = lifecycle.transition(to, &budget, &usage);
                     prop_assert_eq!(&got, &expected);
                     if let Ok(moved) = got {

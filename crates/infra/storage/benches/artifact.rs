@@ -34,7 +34,7 @@ fn record(name: &'static str, size: usize, elapsed: Duration, iters: u64) {
             .borrow_mut()
             .entry((name, size))
             .or_default()
-            .push(per_iter)
+            .push(per_iter);
     });
 }
 

@@ -79,8 +79,11 @@ fn bench_appends(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let ledger = ledger(next_run(), iters);
-                let lines: Vec<String> =
-                    ledger.entries().iter().map(|e| e.to_json_line()).collect();
+                let lines: Vec<String> = ledger
+                    .entries()
+                    .iter()
+                    .map(rein_ledger::Entry::to_json_line)
+                    .collect();
                 let path = root.path().join(format!("{}.raw", ledger.run_id()));
                 let mut file = OpenOptions::new()
                     .create(true)

@@ -269,7 +269,9 @@ fn assert_no_temp_files(dir: &Path) {
         let shard = shard.unwrap().path();
         for name in support::file_names(&shard) {
             assert!(
-                !name.ends_with(".tmp"),
+                std::path::Path::new(&name)
+                    .extension()
+                    .is_none_or(|e| e != "tmp"),
                 "left behind: {}",
                 shard.join(name).display()
             );

@@ -163,6 +163,7 @@ pub fn parse_skill(text: &str, path: &Path) -> Result<Skill, SkillLoadError> {
         .ok_or_else(no_front)?;
     if let Some(offset) = bracket_over_limit(yaml) {
         // The front matter starts on the file's second line, after `---`.
+        #[expect(clippy::naive_bytecount, reason = "not worth a dependency")]
         let line = 2 + yaml.as_bytes()[..offset]
             .iter()
             .filter(|&&b| b == b'\n')

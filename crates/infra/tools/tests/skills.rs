@@ -28,7 +28,7 @@ fn folders_with_a_skill_md_load_sorted() {
     std::fs::create_dir_all(dir.path().join("not-a-skill")).unwrap();
     std::fs::write(dir.path().join("b-review/checklist.md"), "extra").unwrap();
     let skills = load_skills(dir.path()).unwrap();
-    let names: Vec<&str> = skills.iter().map(|s| s.name()).collect();
+    let names: Vec<&str> = skills.iter().map(rein_run::Skill::name).collect();
     assert_eq!(names, ["notes", "code-review"]);
     assert_eq!(skills[1].triggers(), ["review", "PR"]);
     assert_eq!(skills[1].body(), "# Review\nRead the diff first.\n");

@@ -172,8 +172,8 @@ pub(crate) struct ShellDef {
     /// Bytes of a stream kept for its artifact (default and most: 16 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) spill_cap: Option<usize>,
-    /// The environment variables that pass through (default: PATH, HOME, LANG, LC_ALL,
-    /// TERM, TMPDIR, USER).
+    /// The environment variables that pass through (default: `PATH`, `HOME`, `LANG`,
+    /// `LC_ALL`, `TERM`, `TMPDIR`, `USER`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) env: Option<Vec<String>>,
     /// Run commands in a Landlock sandbox (write only inside the workspace; Linux).
@@ -200,6 +200,10 @@ pub(crate) enum IsolationDef {
 }
 
 impl IsolationDef {
+    #[expect(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes a reference"
+    )]
     fn is_default(&self) -> bool {
         *self == Self::Namespaces
     }

@@ -1,4 +1,4 @@
-//! The compact writer against serde_json: every kind of entry, generated values, and the
+//! The compact writer against `serde_json`: every kind of entry, generated values, and the
 //! fast paths for strings and integers at every length and width.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use super::text::{ESCAPE, clean_prefix};
 use super::*;
 use crate::EntryKind;
 
-/// This writer alone (no serde_json fallback) makes serde_json's bytes for `value`.
+/// This writer alone (no `serde_json` fallback) makes `serde_json`'s bytes for `value`.
 fn same_without_fallback<T: Serialize>(value: &T) {
     let mut out = Vec::new();
     assert!(value.serialize(&mut Writer { out: &mut out }).is_ok());

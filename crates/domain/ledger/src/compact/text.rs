@@ -1,8 +1,8 @@
-//! Strings and integers as compact JSON: a string escaped exactly as serde_json escapes it,
+//! Strings and integers as compact JSON: a string escaped exactly as `serde_json` escapes it,
 //! looked at eight bytes at a time; an integer two digits at a time.
 
 /// What a byte becomes inside a JSON string: 0 for itself, else the letter after `\`
-/// (`u` for `\u00XX`). serde_json's table, the same escapes.
+/// (`u` for `\u00XX`). `serde_json`'s table, the same escapes.
 pub(super) static ESCAPE: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
@@ -20,7 +20,7 @@ pub(super) static ESCAPE: [u8; 256] = {
     table
 };
 
-/// Appends `s` as a JSON string, escaped as serde_json escapes it.
+/// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);

@@ -270,7 +270,7 @@ fn arb_run() -> impl Strategy<Value = Run> {
                     4 => r.usage_mut().map(|u| {
                         let res = u.reserve(&BudgetName::STEPS, 1, Some(5));
                         if let Ok(res) = res {
-                            u.commit(res)
+                            u.commit(res);
                         }
                     }),
                     _ => r.count_step(now).map(|_| ()),

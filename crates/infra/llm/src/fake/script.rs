@@ -63,7 +63,7 @@ impl Call {
 }
 
 impl Reply {
-    /// An OpenAI reply calling `calls`, using `usage` (input, output) tokens.
+    /// An `OpenAI` reply calling `calls`, using `usage` (input, output) tokens.
     #[must_use]
     pub fn openai_calls(calls: &[Call], usage: (u64, u64)) -> Self {
         let tool_calls: Vec<Value> = calls
@@ -82,7 +82,7 @@ impl Reply {
         }))
     }
 
-    /// An OpenAI reply in prose.
+    /// An `OpenAI` reply in prose.
     #[must_use]
     pub fn openai_text(text: &str) -> Self {
         Self::Json(json!({
@@ -109,7 +109,7 @@ impl Reply {
         }))
     }
 
-    /// The OpenAI SSE events for `text` and `calls` (arguments streamed in two halves,
+    /// The `OpenAI` SSE events for `text` and `calls` (arguments streamed in two halves,
     /// usage in a final chunk), written in pieces of `piece` bytes.
     #[must_use]
     pub fn openai_sse(text: &str, calls: &[Call], usage: (u64, u64), piece: usize) -> Self {
@@ -229,7 +229,7 @@ impl Reply {
         }
     }
 
-    /// OpenAI's `400` for a prompt over the context window.
+    /// `OpenAI`'s `400` for a prompt over the context window.
     #[must_use]
     pub fn context_too_long() -> Self {
         Self::Status {

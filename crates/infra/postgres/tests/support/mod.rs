@@ -9,7 +9,7 @@ use rein_postgres::{PgConfig, PgStores};
 use tokio_postgres::NoTls;
 
 /// The URL of the test cluster: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote
-/// under target/pg/. Without either the test fails, saying how to start one: a PostgreSQL
+/// under target/pg/. Without either the test fails, saying how to start one: a `PostgreSQL`
 /// suite that skips itself silently would let every store bug through.
 pub fn url() -> String {
     if let Ok(url) = std::env::var("REIN_TEST_PG_URL")

@@ -62,7 +62,7 @@ async fn consecutive_failures_open_the_breaker_and_it_fails_fast_without_the_too
     let rejected = flaky
         .call(observed_call(&recorder))
         .await
-        .map(|out| out.into_value());
+        .map(rein_tool::ToolOutput::into_value);
     assert_eq!(rejected, circuit_open("flaky", Duration::from_secs(20)));
     assert_eq!(probe.calls(), 2, "a rejected call never reaches the tool");
     assert!(

@@ -47,7 +47,7 @@ async fn a_panic_in_a_user_layer_is_caught_too() {
     let result = stack
         .call(ToolCall::new(json!(null)))
         .await
-        .map(|out| out.into_value());
+        .map(rein_tool::ToolOutput::into_value);
     assert_eq!(result, panicked("layer failed on attempt 1"));
     assert_eq!(probe.calls(), 0);
 }

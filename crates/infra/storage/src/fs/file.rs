@@ -160,6 +160,10 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Whether `name` is one of the temporary files [`write_temp`] creates.
+#[expect(
+    clippy::case_sensitive_file_extension_comparisons,
+    reason = "the names are ours, always lowercase"
+)]
 pub(crate) fn is_temp(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
 }

@@ -60,6 +60,10 @@ impl<K: Hash + Eq, V> Default for Sharded<K, V> {
     }
 }
 
+#[expect(
+    clippy::missing_fields_in_debug,
+    reason = "the shards are shown by count, not entry by entry"
+)]
 impl<K: Hash + Eq, V> fmt::Debug for Sharded<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sharded")

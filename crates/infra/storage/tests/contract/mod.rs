@@ -1,6 +1,6 @@
 //! The contract suite of the storage ports: what every run, ledger and artifact store
 //! keeps, written once against the ports and run unchanged against each implementation
-//! (the memory and filesystem stores here, the PostgreSQL stores in rein-postgres, which
+//! (the memory and filesystem stores here, the `PostgreSQL` stores in rein-postgres, which
 //! includes this file). Each check takes a fresh, empty store.
 
 #![allow(dead_code, unreachable_pub)] // each test file uses a different part of it
@@ -63,7 +63,7 @@ const MIB: usize = 1024 * 1024;
 // ---------------------------------------------------------------------------------------
 // Run stores.
 
-/// Round trip, whole replacement, NotFound naming the id, listing each run once, oldest
+/// Round trip, whole replacement, `NotFound` naming the id, listing each run once, oldest
 /// first.
 pub async fn run_store<S: RunStore>(store: &S) {
     let mut first = run("a-1");
@@ -132,7 +132,7 @@ async fn check_round_trip<S: LedgerStore>(store: &S, ledger: &Ledger) {
     assert_eq!(loaded.torn_tail, None);
 }
 
-/// Round trips, NotFound, sync of an empty run, a refused entry that does not follow the
+/// Round trips, `NotFound`, sync of an empty run, a refused entry that does not follow the
 /// stored chain (wrong number, wrong `prev`) changing nothing, listing.
 pub async fn ledger_store<S: LedgerStore>(store: &S) {
     check_round_trip(store, &ledger("one", 1)).await;
@@ -234,7 +234,7 @@ async fn check_artifact_round_trip<S: ArtifactStore>(store: &S, bytes: Vec<u8>) 
 }
 
 /// Round trips (empty, one byte, 10 MiB), write-once keeping the first reference,
-/// NotFound from both reads.
+/// `NotFound` from both reads.
 pub async fn artifact_store<S: ArtifactStore>(store: &S) {
     for bytes in [Vec::new(), vec![0x2a], pattern(10 * MIB)] {
         check_artifact_round_trip(store, bytes).await;

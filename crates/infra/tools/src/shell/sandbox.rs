@@ -44,7 +44,7 @@ pub(crate) async fn spawn(
         let abi = ABI::V3;
         let restricted = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
-            .and_then(|r| r.create())
+            .and_then(landlock::Ruleset::create)
             .and_then(|r| r.add_rules(path_beneath_rules(readable(), AccessFs::from_read(abi))))
             .and_then(|r| {
                 r.add_rules(path_beneath_rules(
@@ -52,7 +52,7 @@ pub(crate) async fn spawn(
                     AccessFs::from_all(abi),
                 ))
             })
-            .and_then(|r| r.restrict_self());
+            .and_then(landlock::RulesetCreated::restrict_self);
         let result = match restricted {
             Ok(status) if status.ruleset == RulesetStatus::NotEnforced => {
                 Err(SandboxError::Unsupported {
