@@ -237,19 +237,6 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
     Ok(Checked { scenario, warnings })
 }
 
-/// The fields only a fixture tool takes, and whether `def` sets each.
-pub(super) fn fixture_fields(def: &ToolDef) -> [(&'static str, bool); 7] {
-    [
-        ("description", def.description.is_some()),
-        ("annotations", def.annotations.is_some()),
-        ("input_schema", def.input_schema.is_some()),
-        ("behavior", def.behavior.is_some()),
-        ("fail_first", def.fail_first.is_some()),
-        ("delay_ms", def.delay_ms.is_some()),
-        ("count_file", def.count_file.is_some()),
-    ]
-}
-
 /// Checks one tool definition; its name and the key that gave it.
 fn check_tool(
     def: &ToolDef,
@@ -271,7 +258,7 @@ fn check_tool(
             ),
         )),
         (Some(kind), None) => {
-            if let Some((field, _)) = fixture_fields(def).iter().find(|(_, set)| *set) {
+            if let Some((field, _)) = def.fixture_fields().iter().find(|(_, set)| *set) {
                 return Err((
                     path.key(*field),
                     format!(

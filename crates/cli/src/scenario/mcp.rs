@@ -43,7 +43,7 @@ pub(crate) fn check(
         ("fixture", def.fixture.is_some()),
     ]
     .into_iter()
-    .chain(super::check::fixture_fields(def))
+    .chain(def.fixture_fields())
     .chain([("shell", def.shell.is_some()), ("http", def.http.is_some())]);
     if let Some((field, _)) = others.into_iter().find(|(_, set)| *set) {
         return Err((

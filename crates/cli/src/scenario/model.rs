@@ -11,8 +11,10 @@ use rein::{ApprovalPolicy, ScriptStep, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 
+mod llm;
 mod tool;
 
+pub(crate) use llm::LlmDef;
 pub(crate) use tool::{
     Behavior, Builtin, ElicitFrom, IsolationDef, SecretValue, ToolDef, ToolKind,
 };
@@ -173,7 +175,7 @@ pub(crate) enum PlannerDef {
     /// A script: step `n` of the run gets the script's step `n`.
     Scripted(Vec<ScriptStep>),
     /// A model, through an OpenAI-compatible or Anthropic server.
-    Llm(Box<super::llm::LlmDef>),
+    Llm(Box<LlmDef>),
 }
 
 impl<'de> Deserialize<'de> for PlannerDef {
@@ -230,7 +232,7 @@ impl<'de> serde::de::Visitor<'de> for PlannerVisitor {
         match (tagged.pop(), tagged.is_empty(), flat) {
             (Some(def), true, false) => Ok(def),
             (None, _, true) if !kind => Err(A::Error::missing_field("kind")),
-            (None, _, true) => Ok(PlannerDef::Llm(Box::new(super::llm::LlmDef {
+            (None, _, true) => Ok(PlannerDef::Llm(Box::new(LlmDef {
                 provider: provider.ok_or_else(|| A::Error::missing_field("provider"))?,
                 fallbacks: fallbacks.unwrap_or_default(),
                 planner: planner.unwrap_or_default(),

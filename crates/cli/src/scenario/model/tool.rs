@@ -340,3 +340,18 @@ pub(crate) enum Behavior {
         transient: bool,
     },
 }
+
+impl ToolDef {
+    /// The fields only a fixture tool takes, and whether this definition sets each.
+    pub(crate) fn fixture_fields(&self) -> [(&'static str, bool); 7] {
+        [
+            ("description", self.description.is_some()),
+            ("annotations", self.annotations.is_some()),
+            ("input_schema", self.input_schema.is_some()),
+            ("behavior", self.behavior.is_some()),
+            ("fail_first", self.fail_first.is_some()),
+            ("delay_ms", self.delay_ms.is_some()),
+            ("count_file", self.count_file.is_some()),
+        ]
+    }
+}

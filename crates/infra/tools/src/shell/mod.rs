@@ -77,6 +77,7 @@
 //! # Ok::<(), ToolError>(())
 //! ```
 
+mod error;
 mod guard;
 mod isolate;
 mod launcher;
@@ -86,9 +87,10 @@ mod run;
 mod sandbox;
 mod spawn;
 
+pub use error::ShellError;
 pub use guard::{Argv, METACHARACTERS, ShellGuard, ShellRejection};
 pub use isolate::{Isolation, IsolationError};
 pub use launcher::{LAUNCHERS, is_launcher};
 pub use limit::ProcessLimitError;
-pub use run::{DEFAULT_ENV, ShellConfig, ShellError, ShellRun};
+pub use run::{DEFAULT_ENV, ShellConfig, ShellRun};
 pub use sandbox::SandboxError;

@@ -8,9 +8,9 @@ use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use super::error::ShellError;
 use super::isolate::{self, Isolation, IsolationError};
 use super::limit::{self, PidsCgroup, ProcessLimitError};
-use super::run::ShellError;
 use super::sandbox;
 
 /// One command to start.
