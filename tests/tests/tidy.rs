@@ -366,6 +366,97 @@ fn every_crates_modules_import_each_other_without_a_circle() {
     report("import circles among a crate's modules", &problems);
 }
 
+/// The sibling modules of each module folder (`src/shell/run.rs`, `src/shell/spawn.rs`, …)
+/// and the siblings each one imports through `super::`: a folder's files are modules too.
+fn sibling_imports(folder: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut code: BTreeMap<String, String> = BTreeMap::new();
+    let Ok(entries) = fs::read_dir(folder) else {
+        return BTreeMap::new();
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let (module, file) = if path.is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            (name, path.join("mod.rs"))
+        } else {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(module) = name.strip_suffix(".rs") else {
+                continue;
+            };
+            (module.to_owned(), path.clone())
+        };
+        if ["mod", "lib", "main", "tests"].contains(&module.as_str()) {
+            continue;
+        }
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        // Code only: a doc link names a path without importing it.
+        let code_lines: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        code.insert(
+            module,
+            code_lines
+                .replace("super::super::", "")
+                .replace("super::", "crate::"),
+        );
+    }
+    code.iter()
+        .map(|(module, text)| {
+            let uses = crate_paths(text)
+                .into_iter()
+                .filter(|name| *name != module && code.contains_key(*name))
+                .map(str::to_owned)
+                .collect();
+            (module.clone(), uses)
+        })
+        .collect()
+}
+
+#[test]
+fn the_files_of_every_module_folder_import_each_other_without_a_circle() {
+    let root = root();
+    let mut problems = Vec::new();
+    let mut folders = 0;
+    for manifest in files(&root.join("crates"), "Cargo.toml") {
+        let src = manifest.parent().expect("a manifest's folder").join("src");
+        let mut todo = vec![src];
+        while let Some(dir) = todo.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            let subfolders: Vec<_> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            for folder in &subfolders {
+                folders += 1;
+                let imports = sibling_imports(folder);
+                for group in circles(&imports) {
+                    let shown = folder.strip_prefix(&root).unwrap_or(folder).display();
+                    problems.push(format!(
+                        "{shown}: {} (import the shared piece from a module below both)",
+                        one_circle(&group, &imports)
+                    ));
+                }
+            }
+            todo.extend(subfolders);
+        }
+    }
+    assert!(
+        folders >= 10,
+        "found only {folders} module folders under crates/"
+    );
+    report("import circles among a module folder's files", &problems);
+}
+
 #[test]
 fn crate_paths_read_single_paths_and_groups() {
     let code =
