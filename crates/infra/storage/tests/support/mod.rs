@@ -4,50 +4,11 @@
 
 use std::path::Path;
 
-use rein_ledger::{EntryKind, Ledger};
-use rein_run::{Run, RunId, State, Timestamp};
 use rein_storage::{FsConfig, FsStores, FsyncPolicy};
 
-/// A fixed instant: tests never read the clock.
-pub fn at(millis: u64) -> Timestamp {
-    Timestamp::from_unix_millis(1_700_000_000_000 + millis)
-}
-
-/// Parses a run id the test knows to be valid.
-pub fn id(text: &str) -> RunId {
-    text.parse().expect("test run ids are valid")
-}
-
-/// A fresh run `id` in intake.
-pub fn run(id_text: &str) -> Run {
-    Run::new(
-        id(id_text),
-        format!("goal of {id_text}"),
-        serde_json::Map::new(),
-        serde_json::json!({"budgets": {"tool_calls": 10}}),
-        at(0),
-    )
-}
-
-/// A ledger of run `id` with `n` entries whose notes say which entry they are.
-pub fn ledger(id_text: &str, n: u64) -> Ledger {
-    let mut ledger = Ledger::new(id(id_text));
-    for i in 1..=n {
-        push(&mut ledger, i);
-    }
-    ledger
-}
-
-/// Appends entry `i` (a steering note) to `ledger`.
-pub fn push(ledger: &mut Ledger, i: u64) {
-    ledger.append(
-        at(i),
-        State::Explore,
-        EntryKind::Steering {
-            note: format!("note number {i}"),
-        },
-    );
-}
+// The fixtures the contract suite defines, so both read the same runs and ledgers.
+#[allow(unused_imports)] // not every test file uses them through here
+pub use crate::contract::{at, id, ledger, push, run};
 
 /// Opens the filesystem stores at `root` with `fsync`.
 pub fn fs_stores(root: &Path, fsync: FsyncPolicy) -> FsStores {
