@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use rein::RunId;
+use rein::ledger::LoadedLedger;
 use rein::postgres::{PgError, PgStores};
 use rein::store::{LedgerStore as _, LedgerStoreError, RunStore as _};
 
@@ -68,8 +69,11 @@ pub(crate) async fn list(url: &str) -> CliResult {
     Ok(Exit::Ok)
 }
 
-/// `rein ledger verify RUN_ID --store URL`: the stored lines, verified as a file's.
-pub(crate) async fn verify(target: &str, url: &str) -> CliResult {
+/// The store at `url` and the ledger of run `target` in it, loaded and verified.
+async fn verified_ledger(
+    target: &str,
+    url: &str,
+) -> Result<(RunId, PgStores, LoadedLedger), CliError> {
     let id = run_id(target)?;
     let stores = open(url).await?;
     let loaded = stores
@@ -77,6 +81,12 @@ pub(crate) async fn verify(target: &str, url: &str) -> CliResult {
         .load(&id)
         .await
         .map_err(|e| ledger_error(&e))?;
+    Ok((id, stores, loaded))
+}
+
+/// `rein ledger verify RUN_ID --store URL`: the stored lines, verified as a file's.
+pub(crate) async fn verify(target: &str, url: &str) -> CliResult {
+    let (id, stores, loaded) = verified_ledger(target, url).await?;
     outln!(
         "ledger of run {id} in {}: {} entries, hash chain intact — verified ✓",
         stores.config().target(),
@@ -90,13 +100,7 @@ pub(crate) async fn verify(target: &str, url: &str) -> CliResult {
 
 /// `rein ledger show RUN_ID --store URL [--json]`: the verified ledger as a timeline.
 pub(crate) async fn show(target: &str, url: &str, json: bool) -> CliResult {
-    let id = run_id(target)?;
-    let stores = open(url).await?;
-    let loaded = stores
-        .ledgers()
-        .load(&id)
-        .await
-        .map_err(|e| ledger_error(&e))?;
+    let (_, stores, loaded) = verified_ledger(target, url).await?;
     let entries = loaded.ledger.entries();
     if json {
         let text = serde_json::to_string_pretty(entries)
@@ -112,13 +116,7 @@ pub(crate) async fn show(target: &str, url: &str, json: bool) -> CliResult {
 /// `rein inspect RUN_ID --store URL --format …`: the run's path through the state machine,
 /// from its verified ledger.
 pub(crate) async fn inspect(target: &str, url: &str, format: crate::cli::Format) -> CliResult {
-    let id = run_id(target)?;
-    let stores = open(url).await?;
-    let loaded = stores
-        .ledgers()
-        .load(&id)
-        .await
-        .map_err(|e| ledger_error(&e))?;
+    let (_, _, loaded) = verified_ledger(target, url).await?;
     out!(
         "{}",
         crate::inspect::run_path(loaded.ledger.entries(), format)
