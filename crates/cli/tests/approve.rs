@@ -6,30 +6,10 @@ mod support;
 
 use support::{Outcome, Scratch, rein};
 
-const SCENARIO: &str = r#"{
-  "description": "A destructive call under a durable approval policy: the run pauses until `rein approve`",
-  "goal": "Drop the stale orders table",
-  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}},
-  "tools": [
-    {
-      "fixture": "db.drop_table",
-      "description": "Drops a database table",
-      "annotations": {"destructive": true, "risk_level": "critical"},
-      "input_schema": {"type": "object", "properties": {"table": {"type": "string"}}, "required": ["table"]},
-      "behavior": {"output": {"dropped": true}}
-    }
-  ],
-  "planner": {
-    "scripted": [
-      {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
-      {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
-      {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
-      {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "the table is stale"}},
-      {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
-      {"expect": "validate", "decision": {"type": "finish", "summary": "table dropped"}}
-    ]
-  }
-}"#;
+/// The durable-approval scenario, with the goal `rein approve`'s tests use.
+fn scenario() -> String {
+    support::durable_drop_table("Drop the stale orders table")
+}
 
 /// `rein ARGS… --data-dir DATA` in `scratch`.
 fn rein_in(scratch: &Scratch, args: &[&str]) -> Outcome {
@@ -45,7 +25,7 @@ fn rein_in(scratch: &Scratch, args: &[&str]) -> Outcome {
 /// Runs the durable scenario until it pauses for approval; returns its run id.
 fn paused(scratch: &Scratch) -> String {
     let before = scratch.run_ids();
-    scratch.write("durable.json", SCENARIO);
+    scratch.write("durable.json", &scenario());
     scratch
         .run("durable.json", &[])
         .expect_code(3)
@@ -132,7 +112,7 @@ fn an_approval_after_the_timeout_comes_too_late_and_the_run_fails() {
     // A timeout of 1 ms has passed by the time a second process looks.
     scratch.write(
         "durable.json",
-        &SCENARIO.replacen(r#""timeout_ms": 86400000"#, r#""timeout_ms": 1"#, 1),
+        &scenario().replacen(r#""timeout_ms": 86400000"#, r#""timeout_ms": 1"#, 1),
     );
     scratch.run("durable.json", &[]).expect_code(3);
     let id = scratch.new_run_id(&[]);
@@ -214,7 +194,8 @@ fn bad_input_to_approve_exits_2_and_records_nothing() {
 #[test]
 fn validate_warns_that_a_durable_policy_never_asks_the_scenarios_approver() {
     let scratch = Scratch::new();
-    let with_approver = SCENARIO.replacen(r#""tools": ["#, r#""approver": "auto", "tools": ["#, 1);
+    let with_approver =
+        scenario().replacen(r#""tools": ["#, r#""approver": "auto", "tools": ["#, 1);
     let file = scratch.write("durable-approver.json", &with_approver);
     let output = rein().arg("validate").arg(file).output().unwrap();
     Outcome::of(&output)
@@ -225,7 +206,7 @@ fn validate_warns_that_a_durable_policy_never_asks_the_scenarios_approver() {
 #[test]
 fn json_output_says_how_to_approve_on_stderr() {
     let scratch = Scratch::new();
-    scratch.write("durable.json", SCENARIO);
+    scratch.write("durable.json", &scenario());
     let outcome = scratch.run("durable.json", &["--json"]);
     outcome
         .expect_code(3)

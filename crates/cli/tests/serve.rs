@@ -12,34 +12,15 @@ use std::process::{Child, Command, Stdio};
 
 use support::{Scratch, rein};
 
-const SCENARIO: &str = r#"{
-  "goal": "Drop the <script>stale</script> orders table",
-  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}},
-  "tools": [
-    {
-      "fixture": "db.drop_table",
-      "description": "Drops a database table",
-      "annotations": {"destructive": true, "risk_level": "critical"},
-      "input_schema": {"type": "object", "properties": {"table": {"type": "string"}}, "required": ["table"]},
-      "behavior": {"output": {"dropped": true}}
-    }
-  ],
-  "planner": {
-    "scripted": [
-      {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
-      {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
-      {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
-      {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "the table is stale"}},
-      {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
-      {"expect": "validate", "decision": {"type": "finish", "summary": "table dropped"}}
-    ]
-  }
-}"#;
+/// The durable-approval scenario, with a goal holding markup the console must escape.
+fn scenario() -> String {
+    support::durable_drop_table("Drop the <script>stale</script> orders table")
+}
 
 /// Runs the durable scenario until it pauses for approval; returns its run id.
 fn paused(scratch: &Scratch) -> String {
     let before = scratch.run_ids();
-    scratch.write("durable.json", SCENARIO);
+    scratch.write("durable.json", &scenario());
     scratch.run("durable.json", &[]).expect_code(3);
     scratch.new_run_id(&before)
 }

@@ -177,3 +177,34 @@ pub fn example_names() -> Vec<String> {
     names.sort();
     names
 }
+
+/// A scenario whose one destructive call (`db.drop_table`, critical) waits under a durable
+/// approval policy (a day's timeout); `goal` is the run's goal. `rein approve`'s and
+/// `rein serve`'s tests share it.
+pub fn durable_drop_table(goal: &str) -> String {
+    let goal = serde_json::to_string(goal).expect("a string serialises");
+    r#"{
+  "description": "A destructive call under a durable approval policy: the run pauses until `rein approve`",
+  "goal": "GOAL",
+  "policies": {"approvals": {"mode": "durable", "timeout_ms": 86400000}},
+  "tools": [
+    {
+      "fixture": "db.drop_table",
+      "description": "Drops a database table",
+      "annotations": {"destructive": true, "risk_level": "critical"},
+      "input_schema": {"type": "object", "properties": {"table": {"type": "string"}}, "required": ["table"]},
+      "behavior": {"output": {"dropped": true}}
+    }
+  ],
+  "planner": {
+    "scripted": [
+      {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+      {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "nothing to look up"}},
+      {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "drop it"}},
+      {"expect": "act", "decision": {"type": "call_tool", "tool": "db.drop_table", "input": {"table": "orders_2019"}, "reason": "the table is stale"}},
+      {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "dropped"}},
+      {"expect": "validate", "decision": {"type": "finish", "summary": "table dropped"}}
+    ]
+  }
+}"#.replace("\"GOAL\"", &goal)
+}
