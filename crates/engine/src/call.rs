@@ -161,7 +161,9 @@ impl Driver {
                     .next(call.as_mut(), Some(&mut self.tool_attempts.rx))
                     .await
                 {
-                    // Boxed: only a retry or an attempt's end gets here, once or twice a call.
+                    // An attempt's end (once a call) is kept inline; a retry's admission
+                    // (rare) records, and is boxed out of every call's future.
+                    Next::Message(AttemptEvent::Ended(record)) => attempts.ended = Some(record),
                     Next::Message(event) => {
                         Box::pin(self.on_attempt(&mut attempts, event)).await?;
                     }

@@ -181,14 +181,14 @@ impl Driver {
     }
 
     /// The run's gate, asked now: every "may it?" of the run (see `gate`).
+    #[inline]
     pub(crate) fn gate(&self) -> crate::gate::Gate<'_> {
         crate::gate::Gate::new(
             &self.policy,
             &self.shared.tools,
             &self.rec.proj,
             self.interrupting,
-            self.deadline,
-            self.shared.clock.now(),
+            self.deadline.map(|due| (due, self.shared.clock.now())),
         )
     }
 

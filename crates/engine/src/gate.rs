@@ -85,10 +85,10 @@ pub(crate) struct Gate<'a> {
     proj: &'a Projection,
     /// A graceful interrupt arrived: no further tool call starts.
     interrupting: bool,
-    /// When the run's deadline passes, if it has one.
-    due: Option<Due>,
-    /// The engine clock's time when the gate was asked.
-    now: Timestamp,
+    /// When the run's deadline passes, if it has one, and the engine clock's time when the
+    /// gate was asked. The clock is read only for a run with a deadline: the driver asks
+    /// its gate ~7 times a decision, and a clock read each time cost W1 ~4%.
+    due: Option<(Due, Timestamp)>,
 }
 
 /// What becomes of an admitted call just before it would run.
@@ -114,14 +114,14 @@ pub(crate) enum NextMember<'a> {
 }
 
 impl<'a> Gate<'a> {
-    /// A gate over `policy`, `tools` and `proj`, asked at `now`.
+    /// A gate over `policy`, `tools` and `proj`; `due` is the run's deadline, if it has
+    /// one, with the time the gate is asked at.
     pub(crate) const fn new(
         policy: &'a RunPolicy,
         tools: &'a ToolTable,
         proj: &'a Projection,
         interrupting: bool,
-        due: Option<Due>,
-        now: Timestamp,
+        due: Option<(Due, Timestamp)>,
     ) -> Self {
         Self {
             policy,
@@ -129,7 +129,6 @@ impl<'a> Gate<'a> {
             proj,
             interrupting,
             due,
-            now,
         }
     }
 
@@ -425,14 +424,14 @@ impl<'a> Gate<'a> {
 
     /// Whether the run's deadline has passed.
     pub(crate) fn deadline_passed(&self) -> bool {
-        self.due.is_some_and(|due| self.now >= due.at)
+        self.due.is_some_and(|(due, now)| now >= due.at)
     }
 
     /// The failure of a run whose deadline has passed, if it has: nothing starts after it.
     pub(crate) fn overdue(&self) -> Option<Failure> {
         self.due
             .filter(|_| self.deadline_passed())
-            .map(deadline_failure)
+            .map(|(due, _)| deadline_failure(due))
     }
 
     // --- Sequences ----------------------------------------------------------------------

@@ -97,7 +97,15 @@ impl Recorder {
         if machine == recorded || (machine.is_terminal() && !recorded.is_terminal()) {
             return Ok(());
         }
-        Err(self.inconsistent(ProjectionError::LifecycleDrift { machine, recorded }))
+        Err(self.drift(machine, recorded))
+    }
+
+    /// The error of a machine and a projection that disagree: a bug, kept out of line so
+    /// that recording, which checks after every entry, stays small.
+    #[cold]
+    #[inline(never)]
+    fn drift(&self, machine: State, recorded: State) -> EngineError {
+        self.inconsistent(ProjectionError::LifecycleDrift { machine, recorded })
     }
 
     /// An inconsistency of the run with itself, at the next entry.
@@ -196,7 +204,6 @@ impl Recorder {
         self.check_lifecycle()?;
         let sealed = self.log.seal(at, state, kind)?;
         let entry = sealed.entry();
-        crate::telemetry::entry_recorded(entry);
         self.proj.sealed(entry.event(), entry.head());
         Ok(Ok(sealed))
     }

@@ -58,6 +58,7 @@ impl LedgerWriter {
         kind: EntryKind,
     ) -> Result<Sealed, EngineError> {
         let entry = self.chain.seal(at, state, kind);
+        crate::telemetry::entry_recorded(&entry);
         match self.shared.ledgers.try_append_now_dyn(&entry) {
             Some(appended) => {
                 appended?;

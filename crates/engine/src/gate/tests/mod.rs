@@ -91,8 +91,7 @@ impl Fixture {
             &self.shared.tools,
             &self.proj,
             self.interrupting,
-            self.due,
-            self.now,
+            self.due.map(|due| (due, self.now)),
         )
     }
 
