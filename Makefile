@@ -4,7 +4,7 @@
 CARGO ?= cargo
 SCENARIO ?= examples/scenarios/happy-path.json
 
-.PHONY: help fmt fmt-check lint doc test ci bench bench-peers run reliability crash-test fuzz-smoke fuzz-replay
+.PHONY: help fmt fmt-check lint doc test ci bench bench-peers bench-curves run reliability crash-test fuzz-smoke fuzz-replay
 
 # The reliability suites (docs/RELIABILITY.md): the long crash test and real fuzzing.
 CRASH_KILLS ?= 200
@@ -28,6 +28,7 @@ help:
 	@echo "make browser-test  the web console in headless Chromium (installs chromium and chromium-driver when missing)"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
+	@echo "make bench-curves W6 per step in rein and in LangGraph, drawn into docs/curves-w6.svg"
 	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
 	@echo "make reliability  the short forms with their figures: hostile, faults, bypass, shell, properties, fuzz replay, crash (part of make ci)"
 	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
@@ -115,6 +116,16 @@ bench-peers:
 	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install -q -r bench-peers/requirements.txt
 	CARGO=$(CARGO) $(PEERS_VENV)/bin/python bench-peers/compare.py
+
+# W6's per-step curve in rein and in LangGraph at 10 / 100 / 1,000 / 10,000 steps, drawn
+# into docs/curves-w6.svg (LangGraph's 10,000-step run takes about a minute and ~2 GB).
+bench-curves:
+	@test -x $(PEERS_VENV)/bin/python || python3 -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q -r bench-peers/requirements.txt
+	@mkdir -p target/bench
+	$(CARGO) bench -q -p rein-cli --bench curves -- w6 | tee target/bench/rein-w6.txt
+	$(PEERS_VENV)/bin/python bench-peers/langgraph_w6.py | tee target/bench/langgraph-w6.txt
+	python3 bench-peers/plot_w6.py target/bench/rein-w6.txt target/bench/langgraph-w6.txt --out docs/curves-w6.svg
 
 # Ends by saying how to look at the run in the web console, whatever the run's outcome (the
 # exit status is the run's).

@@ -238,6 +238,8 @@ fn w6(rt: &tokio::runtime::Runtime, calls: u32) {
             figure.show("µs"),
             figure.median / first
         );
+        // For bench-peers/plot_w6.py, which draws this curve beside LangGraph's.
+        println!("rein_w6 step={k} us={:.3}", figure.median);
     }
     println!("  the whole run: {}", Figure::of(whole).show("s"));
 
