@@ -18,11 +18,22 @@ use rein::{
 };
 use support::{echo, explore_script, gated};
 
+/// Why a follow-up was refused.
+fn refused(err: &EngineError) -> &ConversationError {
+    match err {
+        EngineError::FollowUpRefused { source, .. } => source,
+        other => panic!("not a refused follow-up: {other:?}"),
+    }
+}
+
+/// What one request showed of the earlier runs: each one's goal and result.
+type Seen = Vec<(String, Option<rein::Value>)>;
+
 /// A planner that records, at every step, the goals and results of the earlier runs its
 /// request shows, and answers in three steps.
 #[derive(Default, Clone)]
 struct Remembering {
-    seen: Arc<Mutex<Vec<Vec<(String, Option<rein::Value>)>>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Planner for Remembering {
@@ -161,13 +172,7 @@ async fn a_follow_up_of_a_run_that_does_not_exist_or_has_not_ended_is_refused() 
     let nobody: rein::RunId = "no-such-run".parse().unwrap();
     let err = engine.follow_up(&nobody, "hello").await.unwrap_err();
     assert!(
-        matches!(
-            &err,
-            EngineError::FollowUpRefused {
-                source: ConversationError::NotFound { run },
-                ..
-            } if run == &nobody
-        ),
+        matches!(refused(&err), ConversationError::NotFound { run } if run == &nobody),
         "{err:?}"
     );
     assert!(err.to_string().contains("check the id"), "{err}");
@@ -177,12 +182,9 @@ async fn a_follow_up_of_a_run_that_does_not_exist_or_has_not_ended_is_refused() 
     let err = engine.follow_up(running.id(), "next").await.unwrap_err();
     assert!(
         matches!(
-            &err,
-            EngineError::FollowUpRefused {
-                source: ConversationError::NotFinished {
-                    status: RunStatus::Running,
-                    ..
-                },
+            refused(&err),
+            ConversationError::NotFinished {
+                status: RunStatus::Running,
                 ..
             }
         ),
@@ -190,10 +192,7 @@ async fn a_follow_up_of_a_run_that_does_not_exist_or_has_not_ended_is_refused() 
     );
     assert!(err.to_string().contains("RunHandle::follow_up"), "{err}");
     gate.release();
-    assert_eq!(
-        running.await.expect("runs").status(),
-        RunStatus::Completed
-    );
+    assert_eq!(running.await.expect("runs").status(), RunStatus::Completed);
     // Nothing was started for the refused follow-ups.
     assert_eq!(engine.list_runs().await.expect("lists").len(), 1);
 }
@@ -231,7 +230,10 @@ async fn follow_ups_queued_while_a_run_goes_start_when_it_ends_one_after_the_oth
     assert_eq!(second.goal(), "second");
     assert_eq!(third.goal(), "third");
     assert_eq!(
-        engine.verify_conversation(third.id()).await.expect("verifies"),
+        engine
+            .verify_conversation(third.id())
+            .await
+            .expect("verifies"),
         [first_id, second.id().clone(), third.id().clone()]
     );
 }
@@ -263,30 +265,25 @@ async fn a_tampered_earlier_run_breaks_the_later_ones_verification_and_follow_up
         .expect("verifies untouched");
 
     // Edit the first run's goal in its ledger file.
-    let path = dir.path().join("ledgers").join(format!("{}.jsonl", first.id()));
+    let path = dir
+        .path()
+        .join("ledgers")
+        .join(format!("{}.jsonl", first.id()));
     let text = std::fs::read_to_string(&path).expect("a ledger file");
     std::fs::write(&path, text.replace("the first goal", "another goal")).expect("written");
 
     let err = engine.verify_conversation(third.id()).await.unwrap_err();
+    let EngineError::ConversationBroken { run, source } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(run, third.id());
     assert!(
-        matches!(
-            &err,
-            EngineError::ConversationBroken {
-                run,
-                source: ConversationError::Unverified { run: broken, .. },
-            } if run == third.id() && broken == first.id()
-        ),
+        matches!(&**source, ConversationError::Unverified { run: broken, .. } if broken == first.id()),
         "{err:?}"
     );
     let err = engine.follow_up(third.id(), "four").await.unwrap_err();
     assert!(
-        matches!(
-            &err,
-            EngineError::FollowUpRefused {
-                source: ConversationError::Unverified { .. },
-                ..
-            }
-        ),
+        matches!(refused(&err), ConversationError::Unverified { .. }),
         "{err:?}"
     );
 }

@@ -173,8 +173,14 @@ async fn the_third_runs_requests_carry_the_first_two_runs_as_valid_chat_history(
         );
         let told = received[4].told();
         for expected in [
-            format!("Earlier in this conversation (run {}). Goal: list the folder", first.id()),
-            format!("Earlier in this conversation (run {}). Goal: now read src", second.id()),
+            format!(
+                "Earlier in this conversation (run {}). Goal: list the folder",
+                first.id()
+            ),
+            format!(
+                "Earlier in this conversation (run {}). Goal: now read src",
+                second.id()
+            ),
             "That run completed: listed the folder".to_owned(),
             "That run failed: cannot go on".to_owned(),
             "not completed".to_owned(),
@@ -184,8 +190,14 @@ async fn the_third_runs_requests_carry_the_first_two_runs_as_valid_chat_history(
         }
         // The earlier runs come first, in order, and the goal being worked on after them.
         let at = |s: &str| told.find(s).expect(s);
-        assert!(at("Goal: list the folder") < at("Goal: now read src"), "{mode}");
-        assert!(at("Goal: now read src") < at("Goal: what did you find?"), "{mode}");
+        assert!(
+            at("Goal: list the folder") < at("Goal: now read src"),
+            "{mode}"
+        );
+        assert!(
+            at("Goal: now read src") < at("Goal: what did you find?"),
+            "{mode}"
+        );
         // The second run's first request already carried the first run.
         let turns = answered_turns(api, &received[2].json());
         assert_eq!(
@@ -194,7 +206,10 @@ async fn the_third_runs_requests_carry_the_first_two_runs_as_valid_chat_history(
             "{mode}"
         );
         assert_eq!(
-            engine.verify_conversation(third.id()).await.expect("verifies"),
+            engine
+                .verify_conversation(third.id())
+                .await
+                .expect("verifies"),
             [first.id().clone(), second.id().clone(), third.id().clone()]
         );
     }
@@ -240,7 +255,10 @@ async fn a_steering_note_reaches_the_model_after_the_batchs_results_before_its_n
             told.find("done").expect("the call's result"),
             told.find("look in src instead").expect("the note"),
         );
-        assert!(result < note, "{api:?}: the note follows the result: {told}");
+        assert!(
+            result < note,
+            "{api:?}: the note follows the result: {told}"
+        );
         // In the ledger: the batch's result, then the note, then the next model call.
         let ledger = engine.ledger(run.id()).await.unwrap();
         let kinds: Vec<&str> = ledger.entries().iter().map(|e| e.event().name()).collect();

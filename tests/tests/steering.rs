@@ -101,7 +101,10 @@ async fn a_finish_proposed_while_a_note_waits_unread_is_handed_back_once_naming_
     // The note is recorded before the refused decision; the second finish is accepted.
     let k = kinds(&ledger);
     let steering = k.iter().position(|n| *n == "steering").expect("steering");
-    let violation = k.iter().position(|n| *n == "policy_violation").expect("violation");
+    let violation = k
+        .iter()
+        .position(|n| *n == "policy_violation")
+        .expect("violation");
     assert!(steering < violation, "{k:?}");
     assert_eq!(k.iter().filter(|n| **n == "decision").count(), 4, "{k:?}");
     // The planner decided twice in decide: without the note, then with it.

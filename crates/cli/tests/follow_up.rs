@@ -78,9 +78,11 @@ fn a_conversation_of_three_runs_verifies_as_a_chain_and_lists_as_one_thread() {
         .expect("the first entry has a goal");
     std::fs::write(&path, text.replacen(&goal, "a goal never given", 1)).unwrap();
     let broken = rein_in(&scratch, &["ledger", "verify", &third]);
-    broken
-        .expect_code(4)
-        .stderr_has(&["the conversation is broken", &first, "failed verification"]);
+    broken.expect_code(4).stderr_has(&[
+        "the conversation is broken",
+        &first,
+        "failed verification",
+    ]);
     // And no follow-up continues it.
     rein_in(&scratch, &["run", "--follow-up", &third, "--goal", "four"])
         .expect_code(4)

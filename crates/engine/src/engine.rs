@@ -241,7 +241,7 @@ impl Engine {
             .await
             .map_err(|source| EngineError::ConversationBroken {
                 run: driver.run().id().clone(),
-                source,
+                source: Box::new(source),
             })?
             .into_iter()
             .map(|r| r.earlier)

@@ -299,7 +299,7 @@ pub enum EngineError {
         previous: RunId,
         /// Why not.
         #[source]
-        source: ConversationError,
+        source: Box<ConversationError>,
     },
     /// The chain of runs a conversation is does not verify.
     #[error("the conversation that run {run} ends does not verify: {source}")]
@@ -308,7 +308,7 @@ pub enum EngineError {
         run: RunId,
         /// The broken ledger or link.
         #[source]
-        source: ConversationError,
+        source: Box<ConversationError>,
     },
     /// A tree of runs does not verify: the link between a parent and a child is broken.
     #[error("the tree of runs is broken between parent {parent} and child {child}: {reason}")]

@@ -59,7 +59,7 @@ impl Engine {
             .await
             .map_err(|source| EngineError::FollowUpRefused {
                 previous: previous.clone(),
-                source,
+                source: Box::new(source),
             })?;
         self.start_continuing(follow_up.spec, Some(continues)).await
     }
@@ -73,12 +73,12 @@ impl Engine {
     /// # Errors
     /// [`EngineError::ConversationBroken`] naming the run and the broken link or ledger.
     pub async fn verify_conversation(&self, id: &RunId) -> Result<Vec<RunId>, EngineError> {
-        let runs = conversation::read(self.shared(), id).await.map_err(|source| {
-            EngineError::ConversationBroken {
+        let runs = conversation::read(self.shared(), id)
+            .await
+            .map_err(|source| EngineError::ConversationBroken {
                 run: id.clone(),
-                source,
-            }
-        })?;
+                source: Box::new(source),
+            })?;
         Ok(runs.into_iter().map(|r| r.earlier.id().clone()).collect())
     }
 

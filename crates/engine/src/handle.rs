@@ -257,8 +257,9 @@ impl IntoFuture for RunHandle {
 
 /// Starts a follow-up of a run: `Engine::follow_up`, lent to a handle by the engine that
 /// spawned its run.
-pub(crate) type StartFollowUp =
-    Arc<dyn Fn(RunId, FollowUp) -> BoxFuture<'static, Result<RunHandle, EngineError>> + Send + Sync>;
+pub(crate) type StartFollowUp = Arc<
+    dyn Fn(RunId, FollowUp) -> BoxFuture<'static, Result<RunHandle, EngineError>> + Send + Sync,
+>;
 
 /// What a queued follow-up answers: the handle of the follow-up run, once it started.
 type Reply = oneshot::Sender<Result<RunHandle, EngineError>>;
@@ -296,8 +297,7 @@ impl FollowUpQueue {
     /// Queues `follow_up` on run `run`; when the run has ended already (its task took the
     /// queue), it is started now.
     fn push(&self, run: &RunId, follow_up: FollowUp, reply: Reply) {
-        if let Err(mpsc::error::SendError((follow_up, reply))) = self.tx.send((follow_up, reply))
-        {
+        if let Err(mpsc::error::SendError((follow_up, reply))) = self.tx.send((follow_up, reply)) {
             let started = (self.start)(run.clone(), follow_up);
             tokio::spawn(async move {
                 let _ = reply.send(started.await);
@@ -332,7 +332,7 @@ impl FollowUpInbox {
                 for (_, next) in queued {
                     let _ = next.send(Err(EngineError::FollowUpRefused {
                         previous: run.clone(),
-                        source: ConversationError::QueueBroken { run: run.clone() },
+                        source: Box::new(ConversationError::QueueBroken { run: run.clone() }),
                     }));
                 }
             }
@@ -361,7 +361,7 @@ impl QueuedFollowUp {
         self.reply.await.unwrap_or_else(|_| {
             Err(EngineError::FollowUpRefused {
                 previous: run.clone(),
-                source: ConversationError::QueueBroken { run },
+                source: Box::new(ConversationError::QueueBroken { run }),
             })
         })
     }

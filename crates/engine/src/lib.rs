@@ -90,8 +90,8 @@ pub use conversation::{FollowUp, MAX_CONVERSATION_RUNS};
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
 pub use error::{
-    BuildError, ConversationError, EngineError, LifecycleFault, NarrowingError, ProjectionError, RecordedPolicyError,
-    TreeError,
+    BuildError, ConversationError, EngineError, LifecycleFault, NarrowingError, ProjectionError,
+    RecordedPolicyError, TreeError,
 };
 pub use events::{RunEvent, RunEvents};
 pub use handle::{QueuedFollowUp, RunControl, RunHandle};

@@ -71,7 +71,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
 }
 
 /// `rein run --follow-up RUN_ID --goal TEXT`: a new run continuing the finished run
-/// RUN_ID, rebuilt from the scenario its conversation was started with (the run's own, or
+/// `RUN_ID`, rebuilt from the scenario its conversation was started with (the run's own, or
 /// the first run's of its conversation, which the follow-up's ledger leads back to).
 async fn follow_up(args: &RunArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;

@@ -251,10 +251,7 @@ impl Builder<'_, '_> {
             let after = turn.after.clamp(from, len);
             self.facts(from..after);
             from = after;
-            let end = turns
-                .get(k + 1)
-                .map_or(len, |t| t.after)
-                .clamp(after, len);
+            let end = turns.get(k + 1).map_or(len, |t| t.after).clamp(after, len);
             if end <= self.cut && compact {
                 // The reply and its results go together; what they led to stays a fact
                 // (compacted when it is tool output).
