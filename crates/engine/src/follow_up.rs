@@ -8,11 +8,12 @@ use rein_ledger::EntryKind;
 use rein_policy::Budget;
 use rein_run::{EarlierRun, LedgerHead, RunId};
 
-use crate::conversation::{self, FollowUp, MAX_CONVERSATION_RUNS};
+use crate::conversation::{self, MAX_CONVERSATION_RUNS};
 use crate::engine::Engine;
 use crate::error::{ConversationError, EngineError};
 use crate::handle::RunHandle;
 use crate::open::Continues;
+use crate::spec::FollowUp;
 
 impl Engine {
     /// Starts a follow-up of the finished run `previous` on its own task: a new run whose

@@ -12,12 +12,12 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::FollowUp;
 use crate::error::ConversationError;
 use crate::error::EngineError;
 use crate::error::NarrowingError;
 use crate::events::{RunEvent, RunEvents};
 use crate::narrow::PolicyNarrowing;
+use crate::spec::FollowUp;
 
 /// What a handle sends to its run.
 #[derive(Debug)]

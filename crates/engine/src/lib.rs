@@ -86,7 +86,7 @@ pub use config::{
     DEFAULT_HAND_BACK_LIMIT, DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, MAX_DEPTH_CEILING,
     OnToolError, OnViolation,
 };
-pub use conversation::{FollowUp, MAX_CONVERSATION_RUNS};
+pub use conversation::MAX_CONVERSATION_RUNS;
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
 pub use error::{
@@ -97,5 +97,5 @@ pub use events::{RunEvent, RunEvents};
 pub use handle::{QueuedFollowUp, RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;
-pub use spec::RunSpec;
+pub use spec::{FollowUp, RunSpec};
 pub use tree::RunTree;
