@@ -44,8 +44,16 @@ impl Planner for Remembering {
             .map(|e| (e.run.goal().to_owned(), e.run.result().cloned()))
             .collect();
         self.seen.lock().unwrap().push(earlier);
+        let answered = request
+            .evidence()
+            .iter()
+            .any(|e| matches!(e.kind, rein::run::EvidenceKind::HumanInput { .. }));
         Ok(match request.state() {
             State::Intake => Decision::transition(State::Explore, "look"),
+            // A goal that starts with "ask" asks a human first: the run pauses.
+            State::Explore if request.goal().starts_with("ask") && !answered => {
+                Decision::ask_human("which one?", ["this one"])
+            }
             State::Explore => Decision::transition(State::Decide, "answer"),
             _ => Decision::finish("answered", json!(request.goal())),
         })
@@ -286,4 +294,44 @@ async fn a_tampered_earlier_run_breaks_the_later_ones_verification_and_follow_up
         matches!(refused(&err), ConversationError::Unverified { .. }),
         "{err:?}"
     );
+}
+
+#[tokio::test]
+async fn a_resumed_follow_up_still_sees_its_conversation() {
+    let planner = Remembering::default();
+    let engine = Engine::builder()
+        .planner(planner.clone())
+        .build()
+        .expect("builds");
+    let first = engine.run("one").await.expect("runs");
+    let paused = engine
+        .follow_up(first.id(), "ask which")
+        .await
+        .expect("starts")
+        .await
+        .expect("runs");
+    assert_eq!(paused.status(), RunStatus::Paused);
+    // A paused run is no run to follow up on yet.
+    let err = engine.follow_up(paused.id(), "next").await.unwrap_err();
+    assert!(
+        matches!(
+            refused(&err),
+            ConversationError::NotFinished {
+                status: RunStatus::Paused,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    planner.seen.lock().unwrap().clear();
+    let resumed = engine
+        .resume_with_input(paused.id(), "this one")
+        .await
+        .expect("resumes");
+    assert_eq!(resumed.status(), RunStatus::Completed);
+    let seen = planner.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for earlier in seen {
+        assert_eq!(earlier, [("one".to_owned(), Some(json!("one")))]);
+    }
 }
