@@ -21,6 +21,7 @@ Examples:
   rein run examples/scenarios/happy-path.json
   rein run examples/scenarios/happy-path.json --data-dir /tmp/rein --json
   rein run my-scenario.json --workspace ./sandbox --quiet
+  rein run --follow-up 0193c6a2-... --goal \"And now in French\"
 
 Exit codes:
   0    completed
@@ -132,6 +133,10 @@ pub(crate) enum Command {
     /// While it runs, progress lines show each step when stdout is a terminal. If the run
     /// asks a human and the scenario has scripted "answers", they are given in order;
     /// otherwise rein prints how to resume it and exits with 3.
+    ///
+    /// With --follow-up RUN_ID --goal TEXT instead of a scenario file, a new run continues
+    /// the finished run RUN_ID (its conversation: the planner sees the earlier runs), under
+    /// the scenario that run was started with.
     #[command(after_help = RUN_AFTER)]
     Run(RunArgs),
     /// Continue a paused or interrupted run.
@@ -234,9 +239,20 @@ pub(crate) struct DataDirArg {
 /// `rein run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The scenario file (JSON).
-    #[arg(value_name = "SCENARIO")]
-    pub(crate) scenario: PathBuf,
+    /// The scenario file (JSON); not with --follow-up, which uses the stored scenario of the
+    /// run it continues.
+    #[arg(
+        value_name = "SCENARIO",
+        required_unless_present = "follow_up",
+        conflicts_with = "follow_up"
+    )]
+    pub(crate) scenario: Option<PathBuf>,
+    /// Continue the finished run RUN_ID: a follow-up in its conversation (give --goal).
+    #[arg(long, value_name = "RUN_ID", requires = "goal")]
+    pub(crate) follow_up: Option<String>,
+    /// The follow-up's goal: the next message of the conversation (with --follow-up).
+    #[arg(long, value_name = "TEXT", requires = "follow_up")]
+    pub(crate) goal: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
     /// Print the final run as JSON instead of a summary.

@@ -29,6 +29,8 @@ pub(crate) struct StreamedLedger {
     pub(crate) verdict: Result<(), Broken>,
     /// What the ledger was checked against besides itself.
     pub(crate) anchor: Anchor,
+    /// The run this one follows up on, as its `follow_up_of` entry names it.
+    pub(crate) follows: Option<crate::conversation::Link>,
 }
 
 /// How much of a ledger file is read at a time.
@@ -69,6 +71,7 @@ impl StreamedLedger {
                     missing,
                 }),
                 anchor: anchor.clone(),
+                follows: None,
             })
         };
         let file = match File::open(path) {
@@ -94,6 +97,7 @@ impl StreamedLedger {
         let mut unreadable = None;
         let mut verifier: Option<ChainVerifier> = None;
         let mut run = expected.cloned();
+        let mut follows = None;
         loop {
             line.clear();
             if reader.read_until(b'\n', &mut line).map_err(cannot_read)? == 0 {
@@ -115,6 +119,9 @@ impl StreamedLedger {
             }
             match LedgerLines::parse(number, body) {
                 Ok(entry) => {
+                    if number <= 4 && follows.is_none() {
+                        follows = crate::conversation::Link::of(&entry);
+                    }
                     let verifier = verifier.get_or_insert_with(|| {
                         let id = run.get_or_insert_with(|| entry.run_id().clone()).clone();
                         match &anchor {
@@ -169,6 +176,7 @@ impl StreamedLedger {
             torn,
             verdict,
             anchor,
+            follows,
         })
     }
 }

@@ -33,6 +33,7 @@ mod output;
 
 mod cli;
 mod commands;
+mod conversation;
 mod datadir;
 mod elicit;
 mod exit;

@@ -43,6 +43,10 @@ pub(crate) struct RunSummary {
     pub(crate) parent: Option<RunId>,
     /// The child runs it started (its `child_started` entries).
     pub(crate) children: Vec<RunId>,
+    /// The run it follows up on (its `follow_up_of` entry): the run before it in its
+    /// conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) follows: Option<RunId>,
     /// How its snapshot disagrees with its ledger, if it does.
     pub(crate) snapshot: Option<String>,
 }
@@ -69,6 +73,7 @@ impl RunSummary {
                     detail: e.to_string(),
                     parent: None,
                     children: Vec::new(),
+                    follows: None,
                     snapshot: None,
                 };
             }
@@ -76,6 +81,10 @@ impl RunSummary {
         };
         let parent = file.entries.iter().find_map(|e| match e.event() {
             EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+            _ => None,
+        });
+        let follows = file.entries.iter().take(4).find_map(|e| match e.event() {
+            EntryKind::FollowUpOf { previous, .. } => Some(previous.clone()),
             _ => None,
         });
         let children = file
@@ -133,6 +142,7 @@ impl RunSummary {
             detail,
             parent,
             children,
+            follows,
             snapshot,
         }
     }

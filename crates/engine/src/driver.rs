@@ -57,6 +57,9 @@ pub(crate) struct Driver {
     pub(crate) deadline: Option<crate::deadline::Due>,
     /// Sub-runs: the planner a child is driven by, a child to settle first on resume.
     pub(crate) sub: crate::children::SubState,
+    /// The earlier runs of the conversation this run follows up on, oldest first (empty
+    /// for a run that follows up on none).
+    pub(crate) conversation: Arc<[rein_run::EarlierRun]>,
 }
 
 /// What a resume left for the step it finishes, read from the ledger the run was opened
@@ -76,6 +79,8 @@ pub(crate) struct Inbox {
     pub(crate) rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) cancel: CancellationToken,
     pub(crate) stop: CancellationToken,
+    /// Controls taken off `rx` while looking for steering notes, handled first next step.
+    pub(crate) held: Vec<Control>,
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
@@ -86,7 +91,15 @@ fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender
             cancel,
             stop,
             events,
-        }) => (Some(Inbox { rx, cancel, stop }), Some(events)),
+        }) => (
+            Some(Inbox {
+                rx,
+                cancel,
+                stop,
+                held: Vec::new(),
+            }),
+            Some(events),
+        ),
         None => (None, None),
     }
 }
@@ -177,6 +190,7 @@ impl Driver {
             planned: Vec::new(),
             resume: Resume::default(),
             sub: crate::children::SubState::default(),
+            conversation: Arc::from([]),
         }
     }
 
@@ -305,6 +319,20 @@ impl Driver {
             return Ok(Flow::Continue);
         }
         let step = self.rec.steps();
+        // A note that arrived while the planner decided to end the run is recorded (the
+        // run may not take another step to see it), and, when the run hands refusals
+        // back, handed over before the run may end.
+        if ends_run(&decision)
+            && let Some(note) = self.unread_steering().await?
+            && self.gate().hands_back_unread_steering()
+        {
+            // The planner decided without the note: it is handed the note and asked again.
+            self.rec
+                .record(EntryKind::Decision { step, decision })
+                .await?;
+            self.reject(Rejection::SteeringUnread { note }).await?;
+            return Ok(Flow::Continue);
+        }
         if self.interrupting
             && let Decision::CallTool { tool, .. } = &decision
         {
@@ -345,8 +373,13 @@ impl Driver {
             let Some(controls) = self.inbox.as_mut() else {
                 return Ok(());
             };
-            let Ok(control) = controls.rx.try_recv() else {
-                return Ok(());
+            let control = if controls.held.is_empty() {
+                match controls.rx.try_recv() {
+                    Ok(control) => control,
+                    Err(_) => return Ok(()),
+                }
+            } else {
+                controls.held.remove(0)
             };
             match control {
                 Control::Steer(note) => self.rec.record(EntryKind::Steering { note }).await?,
@@ -366,6 +399,27 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The steering notes that arrived while the planner decided, recorded (the other
+    /// controls keep their place, for the next step); the last one, cut short, if any.
+    async fn unread_steering(&mut self) -> Result<Option<String>, EngineError> {
+        let Some(inbox) = self.inbox.as_mut() else {
+            return Ok(None);
+        };
+        let mut notes = Vec::new();
+        while let Ok(control) = inbox.rx.try_recv() {
+            match control {
+                Control::Steer(note) => notes.push(note),
+                other => inbox.held.push(other),
+            }
+        }
+        let mut last = None;
+        for note in notes {
+            last = Some(cut(&note, 300));
+            self.rec.record(EntryKind::Steering { note }).await?;
+        }
+        Ok(last)
     }
 
     /// Narrows the run's policy: records `policy_narrowed`, then holds the run to it. A
@@ -450,6 +504,27 @@ pub(crate) fn unsettled_decision(
         ) => decisions.get(member).cloned(),
         _ => None,
     }
+}
+
+/// Whether `decision` ends the run: a `finish`, or a sequence that finishes.
+fn ends_run(decision: &Decision) -> bool {
+    match decision {
+        Decision::Finish { .. } => true,
+        Decision::Sequence { decisions, .. } => decisions.iter().any(ends_run),
+        _ => false,
+    }
+}
+
+/// `text`, cut to at most `max` bytes (at a character boundary) with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}…", &text[..at])
 }
 
 /// The message of a panic payload, when it has one.

@@ -14,7 +14,7 @@ use crate::driver::Driver;
 use crate::error::BuildError;
 use crate::error::EngineError;
 use crate::events::RunEvent;
-use crate::handle::{Control, Controls, RunHandle};
+use crate::handle::{Control, Controls, RunHandle, StartFollowUp};
 use crate::narrow::PolicyNarrowing;
 use crate::open;
 use crate::shared::{ActiveGuard, Shared};
@@ -60,7 +60,7 @@ impl Engine {
     /// [`EngineError`] when the run cannot be driven (a store fails, the id is taken). A run
     /// that fails is returned as `Ok` with status `failed`.
     pub async fn run(&self, spec: impl Into<RunSpec>) -> Result<Run, EngineError> {
-        let (driver, _guard) = open::begin(&self.shared, spec.into(), None).await?;
+        let (driver, _guard) = open::begin(&self.shared, spec.into(), None, None).await?;
         driver.drive().await
     }
 
@@ -70,8 +70,17 @@ impl Engine {
     /// # Errors
     /// As [`Engine::run`], for what can go wrong before the run's task starts.
     pub async fn start(&self, spec: impl Into<RunSpec>) -> Result<RunHandle, EngineError> {
+        self.start_continuing(spec.into(), None).await
+    }
+
+    /// [`Engine::start`] of a run that continues an earlier one, when `continues` says so.
+    pub(crate) async fn start_continuing(
+        &self,
+        spec: RunSpec,
+        continues: Option<open::Continues>,
+    ) -> Result<RunHandle, EngineError> {
         let (controls, handle_parts) = self.controls();
-        let (driver, guard) = open::begin(&self.shared, spec.into(), Some(controls)).await?;
+        let (driver, guard) = open::begin(&self.shared, spec, Some(controls), continues).await?;
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
@@ -89,7 +98,8 @@ impl Engine {
     /// to read the snapshot (nothing is written: the head it holds is not overwritten
     /// unchecked).
     pub async fn resume(&self, id: &RunId) -> Result<Run, EngineError> {
-        let (driver, _guard) = open::reopen(&self.shared, id, None, None).await?;
+        let (mut driver, _guard) = open::reopen(&self.shared, id, None, None).await?;
+        self.rejoin(&mut driver).await?;
         driver.drive().await
     }
 
@@ -99,7 +109,8 @@ impl Engine {
     /// [`EngineError::InvalidAnswer`] for an answer not among the options (nothing is
     /// recorded), or as [`Engine::resume`].
     pub async fn resume_with_input(&self, id: &RunId, answer: &str) -> Result<Run, EngineError> {
-        let (driver, _guard) = open::reopen(&self.shared, id, Some(answer), None).await?;
+        let (mut driver, _guard) = open::reopen(&self.shared, id, Some(answer), None).await?;
+        self.rejoin(&mut driver).await?;
         driver.drive().await
     }
 
@@ -113,7 +124,8 @@ impl Engine {
         answer: Option<&str>,
     ) -> Result<RunHandle, EngineError> {
         let (controls, handle_parts) = self.controls();
-        let (driver, guard) = open::reopen(&self.shared, id, answer, Some(controls)).await?;
+        let (mut driver, guard) = open::reopen(&self.shared, id, answer, Some(controls)).await?;
+        self.rejoin(&mut driver).await?;
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
@@ -137,7 +149,8 @@ impl Engine {
         verdict: &rein_policy::ApprovalResponse,
     ) -> Result<Run, EngineError> {
         let _guard = self.shared.acquire(id)?;
-        let driver = open::stopped(&self.shared, id).await?;
+        let mut driver = open::stopped(&self.shared, id).await?;
+        self.rejoin(&mut driver).await?;
         crate::durable::approve(driver, verdict).await
     }
 
@@ -219,6 +232,23 @@ impl Engine {
 
     // ---- internals ---------------------------------------------------------------------------
 
+    /// A reopened follow-up's planner sees its conversation again, read and verified again.
+    async fn rejoin(&self, driver: &mut Driver) -> Result<(), EngineError> {
+        let Some(previous) = driver.rec.proj.follows.clone() else {
+            return Ok(());
+        };
+        driver.conversation = crate::conversation::read(&self.shared, &previous)
+            .await
+            .map_err(|source| EngineError::ConversationBroken {
+                run: driver.run().id().clone(),
+                source: Box::new(source),
+            })?
+            .into_iter()
+            .map(|r| r.earlier)
+            .collect();
+        Ok(())
+    }
+
     fn controls(&self) -> (Controls, HandleParts) {
         let (tx, rx) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
@@ -244,12 +274,24 @@ impl Engine {
 
     fn spawn(&self, driver: Driver, guard: ActiveGuard, parts: HandleParts) -> RunHandle {
         let id = driver.run().id().clone();
+        let engine = self.clone();
+        let start: StartFollowUp = Arc::new(move |previous, follow_up| {
+            let engine = engine.clone();
+            Box::pin(async move { engine.follow_up(&previous, follow_up).await })
+        });
+        let (queue, queued) = crate::handle::follow_up_queue(Arc::clone(&start));
+        let run = id.clone();
         let task = tokio::spawn(async move {
-            let _guard = guard;
-            driver.drive().await
+            let result = {
+                let _guard = guard;
+                driver.drive().await
+            };
+            // The run is over and no longer held: what was queued on it starts now.
+            queued.deliver(&start, run).await;
+            result
         });
         let tokens = [parts.cancel, parts.stop];
-        RunHandle::new(id, parts.tx, tokens, parts.events, parts.first, task)
+        RunHandle::new(id, parts.tx, tokens, parts.events, parts.first, task, queue)
     }
 }
 

@@ -291,6 +291,25 @@ pub enum EngineError {
         #[source]
         source: rein_policy::DeadlineError,
     },
+    /// A follow-up was refused: the run to continue does not exist, has not ended, or its
+    /// conversation does not verify.
+    #[error("cannot follow up on run {previous}: {source}")]
+    FollowUpRefused {
+        /// The run the follow-up would continue.
+        previous: RunId,
+        /// Why not.
+        #[source]
+        source: Box<ConversationError>,
+    },
+    /// The chain of runs a conversation is does not verify.
+    #[error("the conversation that run {run} ends does not verify: {source}")]
+    ConversationBroken {
+        /// The run verified.
+        run: RunId,
+        /// The broken ledger or link.
+        #[source]
+        source: Box<ConversationError>,
+    },
     /// A tree of runs does not verify: the link between a parent and a child is broken.
     #[error("the tree of runs is broken between parent {parent} and child {child}: {reason}")]
     TreeBroken {
@@ -566,4 +585,105 @@ pub enum TreeError {
     /// after its parent ended, twice, or ended without starting).
     #[error(transparent)]
     Recorded(#[from] ChildLinkError),
+}
+
+/// What is wrong with a follow-up, or with the chain of runs a conversation is: carried by
+/// [`EngineError::FollowUpRefused`] and [`EngineError::ConversationBroken`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConversationError {
+    /// The run to continue is not in the engine's stores.
+    #[error(
+        "run {run} is not in the engine's stores; check the id, and that the engine uses the \
+         stores the run was started with"
+    )]
+    NotFound {
+        /// The run asked for.
+        run: RunId,
+    },
+    /// The run to continue has not ended.
+    #[error(
+        "run {run} is {status}; a follow-up continues a finished run: wait for it to end, or \
+         queue the message with RunHandle::follow_up while it runs"
+    )]
+    NotFinished {
+        /// The run asked for.
+        run: RunId,
+        /// Its status now.
+        status: RunStatus,
+    },
+    /// A run's ledger does not verify (an edited, dropped or inserted entry, or a ledger
+    /// cut short of its snapshot).
+    #[error(
+        "the ledger of run {run} does not verify: {source}; a conversation is continued and \
+         verified only over ledgers that verify"
+    )]
+    Unverified {
+        /// The run whose ledger failed.
+        run: RunId,
+        /// Why.
+        #[source]
+        source: Box<EngineError>,
+    },
+    /// A run follows up on a run whose ledger is not stored.
+    #[error(
+        "run {run} follows up on run {previous}, whose ledger is not stored; restore it from a \
+         backup, or the conversation cannot be verified"
+    )]
+    Missing {
+        /// The later run.
+        run: RunId,
+        /// The run it names.
+        previous: RunId,
+    },
+    /// The earlier run's ledger does not end at the head the later run recorded.
+    #[error(
+        "run {run} recorded the ledger of run {previous} ending at {recorded}, but it ends at \
+         {}; one of the two ledgers was changed after the follow-up started",
+        found.map_or_else(|| "no entry".to_owned(), |h| h.to_string())
+    )]
+    HeadMismatch {
+        /// The later run.
+        run: RunId,
+        /// The run it follows up on.
+        previous: RunId,
+        /// The head the later run recorded.
+        recorded: LedgerHead,
+        /// Where the earlier run's ledger ends.
+        found: Option<LedgerHead>,
+    },
+    /// The later run's turn is not one past the earlier run's.
+    #[error(
+        "run {run} records turn {recorded} of its conversation, but run {previous} before it is \
+         turn {found}; a follow-up is one turn past the run it continues"
+    )]
+    TurnMismatch {
+        /// The later run.
+        run: RunId,
+        /// The run it follows up on.
+        previous: RunId,
+        /// The turn the later run recorded.
+        recorded: u32,
+        /// The earlier run's turn.
+        found: u32,
+    },
+    /// The conversation holds more runs than a follow-up may carry.
+    #[error(
+        "the conversation already holds {limit} runs, the most a follow-up carries; start a new \
+         run and give it what matters of this conversation in its goal"
+    )]
+    TooLong {
+        /// The most runs a conversation holds.
+        limit: u32,
+    },
+    /// An earlier follow-up queued on the same run could not start, so this one was not
+    /// started either (it would have continued that one).
+    #[error(
+        "an earlier follow-up queued on run {run} could not start, so this one was not \
+         started; follow up on run {run} again"
+    )]
+    QueueBroken {
+        /// The run the follow-ups were queued on.
+        run: RunId,
+    },
 }

@@ -405,6 +405,17 @@ impl<'a> Gate<'a> {
         Some(Failure::new(kind, message))
     }
 
+    /// Whether a decision that ends the run, proposed while steering notes waited unread,
+    /// is handed back so the planner decides with them in view: when the run hands
+    /// refusals back and the `violations` budget has room. Otherwise (a script, which
+    /// would not read the note; no room left) the decision stands: a note never fails a run.
+    pub(crate) fn hands_back_unread_steering(&self) -> bool {
+        matches!(
+            self.policy.snapshot.on_violation,
+            OnViolation::HandBack { .. }
+        ) && self.fits(&BudgetName::VIOLATIONS, 1).is_ok()
+    }
+
     // --- Failures -----------------------------------------------------------------------
 
     /// What a call of `tool` failing for good with `error` does to the run: fails it under

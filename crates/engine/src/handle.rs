@@ -1,18 +1,23 @@
-//! `RunHandle`: control of a run driven by its own task.
+//! `RunHandle`: control of a run driven by its own task, and the follow-ups queued on it
+//! (`QueuedFollowUp`), started when the run ends.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Mutex;
 
-use rein_run::{Run, RunId};
+use std::sync::Arc;
+
+use rein_run::{BoxFuture, Run, RunId};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::error::ConversationError;
 use crate::error::EngineError;
 use crate::error::NarrowingError;
 use crate::events::{RunEvent, RunEvents};
 use crate::narrow::PolicyNarrowing;
+use crate::spec::FollowUp;
 
 /// What a handle sends to its run.
 #[derive(Debug)]
@@ -47,6 +52,8 @@ pub struct RunHandle {
     events: broadcast::Sender<RunEvent>,
     first: Mutex<Option<broadcast::Receiver<RunEvent>>>,
     task: JoinHandle<Result<Run, EngineError>>,
+    /// Follow-ups queued on the run, started when it ends.
+    pub(crate) queue: FollowUpQueue,
 }
 
 impl RunHandle {
@@ -57,6 +64,7 @@ impl RunHandle {
         events: broadcast::Sender<RunEvent>,
         first: broadcast::Receiver<RunEvent>,
         task: JoinHandle<Result<Run, EngineError>>,
+        queue: FollowUpQueue,
     ) -> Self {
         Self {
             id,
@@ -66,6 +74,7 @@ impl RunHandle {
             events,
             first: Mutex::new(Some(first)),
             task,
+            queue,
         }
     }
 
@@ -101,6 +110,25 @@ impl RunHandle {
     /// advice: it never approves a call or widens a policy.
     pub fn steer(&self, note: impl Into<String>) {
         self.control().steer(note);
+    }
+
+    /// Queues a follow-up of this run: the user's next message, delivered when the run
+    /// ends. Then a new run starts as [`Engine::follow_up`](crate::Engine::follow_up)
+    /// starts it (continuing this one, its planner seeing the conversation); several queued
+    /// follow-ups start one after the other, each continuing the one before. Queued after
+    /// the run ended, it starts at once. Await the returned [`QueuedFollowUp`] for the
+    /// follow-up's handle; a run that stops without ending (paused, interrupted) refuses
+    /// its follow-ups with [`ConversationError::NotFinished`](crate::ConversationError::NotFinished).
+    ///
+    /// Unlike [`steer`](Self::steer), the message does not reach this run's planner: it is
+    /// the next run's goal.
+    pub fn follow_up(&self, message: impl Into<FollowUp>) -> QueuedFollowUp {
+        let (reply, answer) = oneshot::channel();
+        self.queue.push(&self.id, message.into(), reply);
+        QueuedFollowUp {
+            reply: answer,
+            run: self.id.clone(),
+        }
     }
 
     /// Narrows the run's policy at its next step (see [`PolicyNarrowing`]): recorded in the
@@ -224,5 +252,126 @@ impl IntoFuture for RunHandle {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.wait())
+    }
+}
+
+/// Starts a follow-up of a run: `Engine::follow_up`, lent to a handle by the engine that
+/// spawned its run.
+pub(crate) type StartFollowUp = Arc<
+    dyn Fn(RunId, FollowUp) -> BoxFuture<'static, Result<RunHandle, EngineError>> + Send + Sync,
+>;
+
+/// What a queued follow-up answers: the handle of the follow-up run, once it started.
+type Reply = oneshot::Sender<Result<RunHandle, EngineError>>;
+
+/// A follow-up waiting for its run to end.
+type Queued = (FollowUp, Reply);
+
+/// The handle's end of a run's follow-up queue.
+pub(crate) struct FollowUpQueue {
+    tx: mpsc::UnboundedSender<Queued>,
+    start: StartFollowUp,
+}
+
+impl std::fmt::Debug for FollowUpQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FollowUpQueue")
+            .field("closed", &self.tx.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The run task's end of its follow-up queue.
+#[derive(Debug)]
+pub(crate) struct FollowUpInbox {
+    rx: mpsc::UnboundedReceiver<Queued>,
+}
+
+/// A follow-up queue for a run: the handle's end and the task's. `start` starts one.
+pub(crate) fn follow_up_queue(start: StartFollowUp) -> (FollowUpQueue, FollowUpInbox) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (FollowUpQueue { tx, start }, FollowUpInbox { rx })
+}
+
+impl FollowUpQueue {
+    /// Queues `follow_up` on run `run`; when the run has ended already (its task took the
+    /// queue), it is started now.
+    fn push(&self, run: &RunId, follow_up: FollowUp, reply: Reply) {
+        if let Err(mpsc::error::SendError((follow_up, reply))) = self.tx.send((follow_up, reply)) {
+            let started = (self.start)(run.clone(), follow_up);
+            tokio::spawn(async move {
+                let _ = reply.send(started.await);
+            });
+        }
+    }
+}
+
+impl FollowUpInbox {
+    /// Starts what was queued on run `run`, which has just ended, and closes the queue
+    /// (from now on a follow-up starts at once): the first follow-up continues the run;
+    /// the others are queued on that follow-up, in order.
+    pub(crate) async fn deliver(mut self, start: &StartFollowUp, run: RunId) {
+        self.rx.close();
+        let mut queued = Vec::new();
+        while let Ok(item) = self.rx.try_recv() {
+            queued.push(item);
+        }
+        let mut queued = queued.into_iter();
+        let Some((first, reply)) = queued.next() else {
+            return;
+        };
+        match start(run.clone(), first).await {
+            Ok(handle) => {
+                for (follow_up, next) in queued {
+                    handle.queue.push(handle.id(), follow_up, next);
+                }
+                let _ = reply.send(Ok(handle));
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                for (_, next) in queued {
+                    let _ = next.send(Err(EngineError::FollowUpRefused {
+                        previous: run.clone(),
+                        source: Box::new(ConversationError::QueueBroken { run: run.clone() }),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// A follow-up queued with [`RunHandle::follow_up`]: await it (or call
+/// [`started`](Self::started)) for the follow-up run's handle, which exists once the run
+/// it continues has ended. Dropping it does not cancel the follow-up.
+#[derive(Debug)]
+#[must_use = "await it for the follow-up run's handle"]
+pub struct QueuedFollowUp {
+    reply: oneshot::Receiver<Result<RunHandle, EngineError>>,
+    run: RunId,
+}
+
+impl QueuedFollowUp {
+    /// Waits until the run it continues has ended and the follow-up started.
+    ///
+    /// # Errors
+    /// As [`Engine::follow_up`](crate::Engine::follow_up); [`ConversationError::NotFinished`]
+    /// when the run stopped without ending (paused, interrupted): resume it, then follow up.
+    pub async fn started(self) -> Result<RunHandle, EngineError> {
+        let run = self.run;
+        self.reply.await.unwrap_or_else(|_| {
+            Err(EngineError::FollowUpRefused {
+                previous: run.clone(),
+                source: Box::new(ConversationError::QueueBroken { run }),
+            })
+        })
+    }
+}
+
+impl IntoFuture for QueuedFollowUp {
+    type Output = Result<RunHandle, EngineError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.started())
     }
 }

@@ -43,6 +43,7 @@ mod child_task;
 mod children;
 mod clock;
 mod config;
+mod conversation;
 mod deadline;
 mod depth;
 mod driver;
@@ -50,6 +51,7 @@ mod durable;
 mod engine;
 mod error;
 mod events;
+mod follow_up;
 mod gate;
 mod handle;
 mod narrow;
@@ -84,15 +86,16 @@ pub use config::{
     DEFAULT_HAND_BACK_LIMIT, DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, MAX_DEPTH_CEILING,
     OnToolError, OnViolation,
 };
+pub use conversation::MAX_CONVERSATION_RUNS;
 pub use depth::MAX_JSON_DEPTH;
 pub use engine::Engine;
 pub use error::{
-    BuildError, EngineError, LifecycleFault, NarrowingError, ProjectionError, RecordedPolicyError,
-    TreeError,
+    BuildError, ConversationError, EngineError, LifecycleFault, NarrowingError, ProjectionError,
+    RecordedPolicyError, TreeError,
 };
 pub use events::{RunEvent, RunEvents};
-pub use handle::{RunControl, RunHandle};
+pub use handle::{QueuedFollowUp, RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;
-pub use spec::RunSpec;
+pub use spec::{FollowUp, RunSpec};
 pub use tree::RunTree;

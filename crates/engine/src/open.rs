@@ -22,6 +22,7 @@ pub(crate) async fn begin(
     shared: &Arc<Shared>,
     spec: RunSpec,
     controls: Option<Controls>,
+    continues: Option<Continues>,
 ) -> Result<(Driver, ActiveGuard), EngineError> {
     if let Some(name) = spec
         .vars
@@ -62,18 +63,48 @@ pub(crate) async fn begin(
             Err(_) => {}
         }
     }
-    let policy = crate::deadline::run_policy(shared, &id, spec.deadline)?;
+    let mut policy = crate::deadline::run_policy(shared, &id, spec.deadline)?;
+    if let Some(budget) = continues.as_ref().and_then(|c| c.budget.clone()) {
+        // A follow-up that carries the previous run's budgets over starts under its rest.
+        let snapshot = PolicySnapshot {
+            budget,
+            ..policy.snapshot.clone()
+        };
+        policy = Arc::new(RunPolicy::new(snapshot, shared.tools.specs()).map_err(|e| {
+            EngineError::InvalidRecordedPolicy {
+                id: id.clone(),
+                source: RecordedPolicyError::Eligibility(e),
+            }
+        })?);
+    }
     let started = EntryKind::RunStarted {
         goal: spec.goal,
         vars: spec.vars,
         policy: Arc::clone(&policy.value),
     };
     let mut driver = Driver::start(Arc::clone(shared), policy, started, id, controls).await?;
+    if let Some(continues) = continues {
+        // Right after `run_started`: the run's opening names the run it continues.
+        driver.rec.record(continues.link).await?;
+        driver.conversation = continues.earlier;
+    }
     // Saved without a sync: a snapshot anchored at the first entry proves nothing about
     // an empty ledger (a power cut may take the unsynced entry and keep the snapshot),
     // and `load_ledger` takes an empty ledger under it for a run that never started.
     driver.rec.save().await?;
     Ok((driver, guard))
+}
+
+/// What a new run needs to follow up on an earlier one (built by `Engine::follow_up`):
+/// its link and the conversation so far, read and verified.
+#[derive(Debug)]
+pub(crate) struct Continues {
+    /// The `follow_up_of` entry to record right after `run_started`.
+    pub(crate) link: EntryKind,
+    /// The earlier runs, oldest first, for every plan request.
+    pub(crate) earlier: Arc<[rein_run::EarlierRun]>,
+    /// The budget the follow-up starts under, when it carries the previous run's rest.
+    pub(crate) budget: Option<Budget>,
 }
 
 /// Loads and verifies the ledger of run `id`, and checks it against the run's snapshot:

@@ -46,6 +46,7 @@ impl Driver {
         .with_meter(meter)
         .with_skills(&self.shared.config.skills)
         .with_dialogue(&self.rec.proj.dialogue)
+        .with_conversation(&self.conversation)
         .with_rules(&self.policy.rules);
         if let Some(schema) = &self.policy.snapshot.result_schema {
             request = request.with_result_schema(schema);

@@ -56,6 +56,8 @@ pub(crate) struct Projection {
     /// The approvals (tool, input hash) granted since the last decision: verdicts on this
     /// step's calls, given while the run was paused.
     pub(crate) granted: Vec<(ToolName, Digest)>,
+    /// The run this one follows up on, when its ledger says so (`follow_up_of`).
+    pub(crate) follows: Option<RunId>,
     /// Whether entries are being replayed from a stored ledger (`rebuild`), rather than
     /// recorded live: only then does an open attempt keep its input, for recovery.
     rebuilding: bool,
@@ -91,6 +93,7 @@ impl Projection {
             skills_entered: Vec::new(),
             dialogue: Vec::new(),
             granted: Vec::new(),
+            follows: None,
             rebuilding: false,
         })
     }
@@ -466,6 +469,7 @@ impl Projection {
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
             | EntryKind::Interrupt { .. } => {}
+            EntryKind::FollowUpOf { previous, .. } => self.follows = Some(previous.clone()),
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }
             | EntryKind::ChildOf { .. } => crate::children::apply(&mut self.tree, run, kind, at)?,

@@ -18,7 +18,8 @@ impl Engine {
     /// The run is projected from the entries before the step's first decision or model
     /// call; the tools offered are those the policy recorded then allows in the run's state,
     /// and the skills are this engine's, as is the delegation offered (its planner names,
-    /// when the run is shallower than its `max_depth`).
+    /// when the run is shallower than its `max_depth`). The request carries no
+    /// conversation: for a follow-up it lacks the earlier runs its planner was shown.
     ///
     /// # Errors
     /// [`EngineError::InconsistentLedger`] or [`EngineError::InvalidRecordedPolicy`] when

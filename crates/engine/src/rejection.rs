@@ -150,6 +150,15 @@ pub(crate) enum Rejection {
         /// The registered names.
         known: Vec<String>,
     },
+    /// The planner proposed to end the run while a steering note it had not seen waited.
+    #[error(
+        "a steering note arrived while you were deciding: {note:?}; the run did not end — \
+         decide again with the note in view (end it again if the note changes nothing)"
+    )]
+    SteeringUnread {
+        /// The note (the last, when several arrived), cut to a few hundred characters.
+        note: String,
+    },
 }
 
 impl Rejection {
@@ -175,6 +184,7 @@ impl Rejection {
             }
             Self::InBatch { source, .. } => source.violation(),
             Self::InvalidSequence(_) => Violation::InvalidInput,
+            Self::SteeringUnread { .. } => Violation::SteeringUnread,
         }
     }
 }

@@ -158,6 +158,17 @@ pub mod subrun {
     pub use rein_run::{ChildOutcome, Delegation, Spend};
 }
 
+/// Conversations: a follow-up is a new run that continues a finished one
+/// ([`Engine::follow_up`], or [`RunHandle::follow_up`] while it runs); its planner sees the
+/// earlier runs, and its ledger names the run it continues, so the conversation verifies as
+/// a chain of runs ([`Engine::verify_conversation`]).
+pub mod conversation {
+    #[doc(inline)]
+    pub use rein_engine::{ConversationError, FollowUp, MAX_CONVERSATION_RUNS, QueuedFollowUp};
+    #[doc(inline)]
+    pub use rein_run::EarlierRun;
+}
+
 /// Policies: which tools may run in which state, the transitions allowed, budgets and
 /// deadlines, when a call needs approval, what a rejected decision or a failed tool call does
 /// to the run, what resume does with a call in doubt, and narrowing a recorded policy.

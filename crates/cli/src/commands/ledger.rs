@@ -84,6 +84,16 @@ fn verify_streaming(path: &Path, expected: Option<&RunId>, data: &DataDir) -> Cl
                 outln!("last hash {}", head.hash);
             }
             outln!("{}", file.anchor.describe(data));
+            if let (Some(link), Some(id)) = (file.follows.clone(), file.run.as_ref()) {
+                let earlier = crate::conversation::check(id, link, data)?;
+                outln!(
+                    "conversation of {} runs: every earlier ledger verified, each ending at the head the run after it recorded ✓",
+                    earlier.len() + 1
+                );
+                for run in earlier {
+                    outln!("  {run} ✓");
+                }
+            }
             Ok(Exit::Ok)
         }
         Err(broken) => Err(CliError::new(

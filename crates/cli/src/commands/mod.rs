@@ -133,7 +133,20 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
         )
         | EngineError::InconsistentLedger { .. }
         | EngineError::LedgerBehindSnapshot { .. }
-        | EngineError::TreeBroken { .. } => CliError::new(Exit::LedgerBroken, message),
+        | EngineError::TreeBroken { .. }
+        | EngineError::ConversationBroken { .. } => CliError::new(Exit::LedgerBroken, message),
+        // A conversation whose ledgers do not verify is a broken ledger; any other refusal
+        // of a follow-up (no such run, one still going) is bad input.
+        EngineError::FollowUpRefused { source, .. } => {
+            use rein::conversation::ConversationError as Why;
+            match *source {
+                Why::Unverified { .. }
+                | Why::Missing { .. }
+                | Why::HeadMismatch { .. }
+                | Why::TurnMismatch { .. } => CliError::new(Exit::LedgerBroken, message),
+                _ => CliError::bad_input(message),
+            }
+        }
         _ => CliError::new(Exit::Failed, message),
     }
 }

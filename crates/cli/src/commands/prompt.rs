@@ -33,6 +33,18 @@ pub(crate) fn prompt(
     let Some(id) = entries.first().map(|e| e.run_id().clone()) else {
         return Err(CliError::bad_input("the ledger is empty"));
     };
+    // FIXME: a follow-up's requests open with the earlier runs of its conversation, which
+    // this command does not read; refused rather than reported as a hash mismatch.
+    if let Some(previous) = entries.iter().take(4).find_map(|e| match e.event() {
+        EntryKind::FollowUpOf { previous, .. } => Some(previous.clone()),
+        _ => None,
+    }) {
+        return Err(CliError::bad_input(format!(
+            "run {id} follows up on run {previous}: its requests carry the earlier runs of its \
+             conversation, and rebuilding them is not supported yet; `rein ledger verify {id}` \
+             checks the conversation"
+        )));
+    }
     let ledger = Ledger::from_entries(id, entries)
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?;
     let Some(index) = call.checked_sub(1) else {

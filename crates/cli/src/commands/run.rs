@@ -17,8 +17,11 @@ use crate::scenario::{self, Setup};
 
 /// `rein run`.
 pub(crate) async fn run(args: RunArgs) -> CliResult {
+    let (Some(path), None) = (&args.scenario, &args.follow_up) else {
+        return follow_up(&args).await;
+    };
     let data = DataDir::new(&args.data.data_dir)?;
-    let scenario = checked_scenario(&args.scenario, &data, args.workspace.as_deref())?;
+    let scenario = checked_scenario(path, &data, args.workspace.as_deref())?;
     let servers = scenario::mcp::connect(&scenario).await?;
     let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
         .filesystem(data.root())
@@ -26,7 +29,7 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
         .map_err(|e| build_error(&e, &data))?;
 
     let id = UuidV7Ids.run_id();
-    data.save_scenario(&id, &scenario, &args.scenario)?;
+    data.save_scenario(&id, &scenario, path)?;
     let _lock = data.lock_run(&id).await?;
     let mut spec = RunSpec::new(scenario.goal.clone()).with_id(id.clone());
     for (name, value) in &scenario.vars {
@@ -62,6 +65,41 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
             .map_err(|e| engine_error(e, &data))?;
         driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     }
+    let result = finish(&driven, &data, args.json);
+    scenario::mcp::shutdown(&servers).await;
+    result
+}
+
+/// `rein run --follow-up RUN_ID --goal TEXT`: a new run continuing the finished run
+/// `RUN_ID`, rebuilt from the scenario its conversation was started with (the run's own, or
+/// the first run's of its conversation, which the follow-up's ledger leads back to).
+async fn follow_up(args: &RunArgs) -> CliResult {
+    let data = DataDir::new(&args.data.data_dir)?;
+    data.require()?;
+    let (Some(previous), Some(goal)) = (&args.follow_up, &args.goal) else {
+        return Err(CliError::bad_input(
+            "give a scenario file, or --follow-up RUN_ID with --goal TEXT",
+        ));
+    };
+    let previous = run_id(previous)?;
+    let Reopened {
+        engine,
+        servers,
+        _lock,
+    } = reopen(&data, &previous, "followed up").await?;
+    let id = UuidV7Ids.run_id();
+    let _own = data.lock_run(&id).await?;
+    let mut ctrl_c = CtrlC::listen();
+    let spec = RunSpec::new(goal.clone()).with_id(id.clone());
+    let handle = engine
+        .follow_up(&previous, spec)
+        .await
+        .map_err(|e| engine_error(e, &data))?;
+    let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
+    if progress {
+        outln!("run {id}: {goal} (following up on run {previous})");
+    }
+    let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
     let result = finish(&driven, &data, args.json);
     scenario::mcp::shutdown(&servers).await;
     result
@@ -336,7 +374,8 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
 /// Puts back the MCP `env`/`headers` literals the stored copy of run `id`'s scenario left
 /// out, reading them from its original file.
 /// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
-/// none), its parent's, up to the root of its tree.
+/// none), its parent's, up to the root of its tree; for a follow-up (which has none
+/// either), the run's it continues, up to the first run of its conversation.
 fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
     let mut owner = id.clone();
     let mut seen = std::collections::HashSet::new();
@@ -346,6 +385,7 @@ fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
             .and_then(|file| {
                 file.entries.iter().find_map(|e| match e.event() {
                     EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+                    EntryKind::FollowUpOf { previous, .. } => Some(previous.clone()),
                     _ => None,
                 })
             });

@@ -1,5 +1,6 @@
 //! `rein runs list`: the runs in a data directory, from their ledgers through the run
-//! index; a child run is listed under the run that delegated to it, indented.
+//! index; a child run is listed under the run that delegated to it, indented, and a
+//! conversation as one thread: its follow-ups under the run that started it, in order.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,11 +20,13 @@ const ID_WIDTH: usize = 36;
 const STATUS_WIDTH: usize = WAITING_APPROVAL.len();
 
 /// One run's row: its parent (from its `child_of` entry), the children it started (from
-/// its `child_started` entries) and the columns after its id.
+/// its `child_started` entries), the run it follows up on (its `follow_up_of` entry) and
+/// the columns after its id.
 struct Row {
     id: RunId,
     parent: Option<RunId>,
     children: Vec<RunId>,
+    follows: Option<RunId>,
     columns: String,
 }
 
@@ -71,7 +74,7 @@ pub(crate) fn list(args: &RunsListArgs) -> CliResult {
         .collect();
     let labels: Vec<String> = shown
         .iter()
-        .map(|&(i, depth)| id_label(&rows[i].id, depth))
+        .map(|&(i, depth)| id_label(&rows[i], depth))
         .collect();
     let width = labels
         .iter()
@@ -146,6 +149,7 @@ fn row(id: RunId, summary: &RunSummary, now: u64) -> Row {
         id,
         parent: summary.parent.clone(),
         children: summary.children.clone(),
+        follows: summary.follows.clone(),
         columns,
     }
 }
@@ -154,7 +158,9 @@ fn row(id: RunId, summary: &RunSummary, now: u64) -> Row {
 /// listed (a root) in the listing's order, each followed by its children, depth first, in
 /// the order they started. A run's parent is the one its `child_of` entry names, or else
 /// the run whose `child_started` entry names it (a child whose own ledger is missing or
-/// unreadable still belongs under its parent).
+/// unreadable still belongs under its parent); a follow-up's is the first listed run of
+/// its conversation, so a conversation is one thread, one level deep, in the listing's
+/// order.
 fn tree_order(rows: &[Row]) -> Vec<(usize, usize)> {
     let index: HashMap<&RunId, usize> = rows.iter().enumerate().map(|(i, r)| (&r.id, i)).collect();
     let mut started_by: HashMap<&RunId, &RunId> = HashMap::new();
@@ -163,13 +169,27 @@ fn tree_order(rows: &[Row]) -> Vec<(usize, usize)> {
             started_by.entry(child).or_insert(&row.id);
         }
     }
+    // The first listed run of a follow-up's conversation: its `follows` links walked back
+    // while they name listed runs (each once: forged links may name each other in a circle).
+    let thread_of = |row: &Row| -> Option<&RunId> {
+        let mut at = index.get(row.follows.as_ref()?).copied()?;
+        let mut seen = HashSet::from([at]);
+        while let Some(&before) = rows[at].follows.as_ref().and_then(|f| index.get(f)) {
+            if !seen.insert(before) {
+                break;
+            }
+            at = before;
+        }
+        Some(&rows[at].id)
+    };
     let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut roots = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let parent = row
             .parent
             .as_ref()
-            .or_else(|| started_by.get(&row.id).copied());
+            .or_else(|| started_by.get(&row.id).copied())
+            .or_else(|| thread_of(row));
         match parent.and_then(|p| index.get(p)) {
             Some(&parent) if parent != i => children.entry(parent).or_default().push(i),
             _ => roots.push(i),
@@ -199,11 +219,17 @@ fn tree_order(rows: &[Row]) -> Vec<(usize, usize)> {
 }
 
 /// The run id column of a run at `depth` in its tree: a child is indented under its
-/// parent, with a corner.
-fn id_label(id: &RunId, depth: usize) -> String {
+/// parent, with a corner; a follow-up under the run that started its conversation, with an
+/// arrow.
+fn id_label(row: &Row, depth: usize) -> String {
+    let mark = if row.follows.is_some() && row.parent.is_none() {
+        "↪"
+    } else {
+        "└"
+    };
     match depth {
-        0 => id.as_str().to_owned(),
-        _ => format!("{}└ {}", "  ".repeat(depth - 1), id.as_str()),
+        0 => row.id.as_str().to_owned(),
+        _ => format!("{}{mark} {}", "  ".repeat(depth - 1), row.id.as_str()),
     }
 }
 
@@ -216,8 +242,45 @@ mod tests {
             id: RunId::new(id).unwrap(),
             parent: parent.map(|p| RunId::new(p).unwrap()),
             children: Vec::new(),
+            follows: None,
             columns: String::new(),
         }
+    }
+
+    fn follow_up(id: &str, follows: &str) -> Row {
+        Row {
+            follows: Some(RunId::new(follows).unwrap()),
+            ..row(id, None)
+        }
+    }
+
+    #[test]
+    fn a_conversation_is_one_thread_under_its_first_run_in_order() {
+        let rows = [
+            row("a", None),
+            row("x", None),
+            follow_up("b", "a"),
+            row("child", Some("b")),
+            follow_up("c", "b"),
+            follow_up("d", "gone"),
+        ];
+        let order: Vec<(&str, usize)> = tree_order(&rows)
+            .into_iter()
+            .map(|(i, d)| (rows[i].id.as_str(), d))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("a", 0),
+                ("b", 1),
+                ("child", 2),
+                ("c", 1),
+                ("x", 0),
+                ("d", 0)
+            ]
+        );
+        assert_eq!(id_label(&rows[2], 1), "↪ b");
+        assert_eq!(id_label(&rows[3], 2), "  └ child");
     }
 
     #[test]
@@ -262,9 +325,9 @@ mod tests {
 
     #[test]
     fn a_child_is_indented_with_a_corner() {
-        let id = RunId::new("run-2").unwrap();
-        assert_eq!(id_label(&id, 0), "run-2");
-        assert_eq!(id_label(&id, 1), "└ run-2");
-        assert_eq!(id_label(&id, 2), "  └ run-2");
+        let child = row("run-2", Some("run-1"));
+        assert_eq!(id_label(&child, 0), "run-2");
+        assert_eq!(id_label(&child, 1), "└ run-2");
+        assert_eq!(id_label(&child, 2), "  └ run-2");
     }
 }

@@ -209,6 +209,11 @@ impl fmt::Display for EntryKind {
                 used,
                 limit,
             } => format!("budget {name} overrun: {amount} reported, {used} used of {limit}"),
+            Self::FollowUpOf {
+                previous,
+                previous_head,
+                turn,
+            } => format!("follows up on run {previous} at its {previous_head} (turn {turn})"),
             other => other.name().replace('_', " "),
         };
         f.write_str(&line)

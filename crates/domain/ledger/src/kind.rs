@@ -349,6 +349,18 @@ pub enum EntryKind {
         /// Why the sequence stopped.
         reason: String,
     },
+    /// This run follows up on a finished run: the second entry of its ledger (right after
+    /// `run_started`) names the run it continues and the head of that run's ledger when
+    /// this one started, so verifying this run verifies the earlier one up to exactly that
+    /// entry (a conversation is a chain of chains).
+    FollowUpOf {
+        /// The run this one continues.
+        previous: RunId,
+        /// The last entry of the previous run's ledger when this run started.
+        previous_head: LedgerHead,
+        /// This run's place in its conversation: the first run is 0, its follow-up 1, …
+        turn: u32,
+    },
 }
 
 impl EntryKind {
@@ -390,6 +402,7 @@ impl EntryKind {
             Self::SkillEntered { .. } => "skill_entered",
             Self::SequenceMember { .. } => "sequence_member",
             Self::SequenceStopped { .. } => "sequence_stopped",
+            Self::FollowUpOf { .. } => "follow_up_of",
         }
     }
 }
@@ -428,6 +441,9 @@ pub enum Violation {
     /// A delegation was refused: deeper than the engine's limit, an unknown planner, or
     /// an empty goal.
     DelegationRefused,
+    /// The planner proposed to end the run while a steering note it had not seen was
+    /// waiting: the note is handed over and the planner decides again, once per note.
+    SteeringUnread,
 }
 
 impl Violation {
@@ -445,6 +461,7 @@ impl Violation {
             Self::MaxSteps => "max_steps",
             Self::InvalidReply => "invalid_reply",
             Self::DelegationRefused => "delegation_refused",
+            Self::SteeringUnread => "steering_unread",
         }
     }
 }
@@ -510,6 +527,7 @@ mod tests {
             Violation::MaxSteps,
             Violation::InvalidReply,
             Violation::DelegationRefused,
+            Violation::SteeringUnread,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }

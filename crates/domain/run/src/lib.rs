@@ -27,6 +27,7 @@
 
 mod approval;
 mod budget;
+mod conversation;
 mod decision;
 mod describe;
 mod dialogue;
@@ -48,6 +49,7 @@ pub use approval::PendingApproval;
 pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
+pub use conversation::EarlierRun;
 pub use decision::{Decision, ProposedCall, SequenceError, check_sequence};
 pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
 pub use error::RunError;

@@ -5,8 +5,8 @@ use std::future::Future;
 use serde_json::{Map, Value};
 
 use crate::{
-    BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, Evidence, PlanMeter, Run, Skill, State,
-    StateRules, ToolSpec, Turn,
+    BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, EarlierRun, Evidence, PlanMeter, Run,
+    Skill, State, StateRules, ToolSpec, Turn,
 };
 
 /// What a planner sees when asked for the next decision. Borrowed from the engine: building
@@ -23,6 +23,7 @@ pub struct PlanRequest<'a> {
     skills: &'a [Skill],
     delegation: Option<&'a Delegation>,
     dialogue: &'a [Turn],
+    conversation: &'a [EarlierRun],
     rules: Option<&'a StateRules>,
     result_schema: Option<&'a Value>,
 }
@@ -101,6 +102,7 @@ impl<'a> PlanRequest<'a> {
             meter: None,
             delegation: None,
             dialogue: &[],
+            conversation: &[],
             rules: None,
             result_schema: None,
         }
@@ -119,6 +121,22 @@ impl<'a> PlanRequest<'a> {
     #[must_use]
     pub const fn dialogue(&self) -> &'a [Turn] {
         self.dialogue
+    }
+
+    /// The same request, with the earlier runs of the conversation this run follows up on,
+    /// oldest first ([`EarlierRun`]).
+    #[must_use]
+    pub const fn with_conversation(mut self, conversation: &'a [EarlierRun]) -> Self {
+        self.conversation = conversation;
+        self
+    }
+
+    /// The earlier runs of the conversation this run continues, oldest first: their goals,
+    /// evidence, model replies and outcomes. Empty for a run that follows up on none (or
+    /// when the engine did not say).
+    #[must_use]
+    pub const fn conversation(&self) -> &'a [EarlierRun] {
+        self.conversation
     }
 
     /// The same request, saying what the run's policy allows in every state

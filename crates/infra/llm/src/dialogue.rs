@@ -129,6 +129,8 @@ pub(crate) fn messages<'a>(
     let evidence: Vec<&Evidence> = request.evidence().iter().chain(&so_far.evidence).collect();
     let turns: Vec<&Turn> = request.dialogue().iter().chain(&so_far.turns).collect();
     let skills = skill_entries(request, &evidence, config.max_item_chars);
+    let (out, mut pending) = conversation(config, request, compact);
+    pending.push(goal(request, &skills));
     let mut b = Builder {
         config,
         evidence: &evidence,
@@ -139,52 +141,12 @@ pub(crate) fn messages<'a>(
         } else {
             0
         },
-        out: Vec::new(),
-        pending: vec![goal(request, &skills)],
+        out,
+        pending,
         compacted: BTreeMap::new(),
         replies_compacted: 0,
     };
-    let mut from = 0;
-    let mut last_step = None;
-    for (k, turn) in turns.iter().enumerate() {
-        let after = turn.after.clamp(from, evidence.len());
-        b.facts(from..after);
-        from = after;
-        let end = turns
-            .get(k + 1)
-            .map_or(evidence.len(), |t| t.after)
-            .clamp(after, evidence.len());
-        if end <= b.cut && compact {
-            // The reply and its results go together; what they led to stays a fact
-            // (compacted when it is tool output).
-            b.replies_compacted += 1;
-            continue;
-        }
-        if last_step != Some(turn.step) {
-            let status = status(request, turn.step, turn.state);
-            b.say(status);
-        }
-        last_step = Some(turn.step);
-        if turn.reply.is_empty() {
-            // The API refuses an empty turn; the correction that follows says what happened.
-            continue;
-        }
-        b.flush();
-        b.out.push(Message::Assistant {
-            text: turn.reply.text.clone(),
-            calls: turn
-                .reply
-                .calls
-                .iter()
-                .map(|c| FunctionCall {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect(),
-        });
-        b.answer(&turn.reply.calls, after..end);
-    }
+    let (from, last_step) = b.replay(request, &turns, compact);
     b.facts(from..evidence.len());
     if last_step != Some(request.step()) {
         b.say(status(request, request.step(), request.state()));
@@ -194,6 +156,64 @@ pub(crate) fn messages<'a>(
         skills.iter().map(|(skill, at)| (*at, *skill)).collect();
     bodies.sort_by_key(|(at, _)| *at);
     (b.out, bodies.into_iter().map(|(_, s)| s).collect())
+}
+
+/// The earlier runs of the conversation the request's run follows up on, oldest first, as
+/// the messages they were: each run's goal, its model's turns with every call answered (a
+/// call that never got a result answered as not completed, so strict APIs accept the
+/// history), what else happened, and how the run ended. Returns the messages and the lines
+/// of the user message still open (the last run's outcome), which the goal of the run being
+/// planned joins. Compacting, the earlier runs' tool output and replies are summarized.
+fn conversation(
+    config: &PromptConfig,
+    request: &PlanRequest<'_>,
+    compact: bool,
+) -> (Vec<Message>, Vec<String>) {
+    let (mut out, mut pending) = (Vec::new(), Vec::new());
+    for earlier in request.conversation() {
+        let run = &earlier.run;
+        let evidence: Vec<&Evidence> = run.evidence().iter().collect();
+        let turns: Vec<&Turn> = earlier.dialogue.iter().collect();
+        let mut b = Builder {
+            config,
+            evidence: &evidence,
+            skills: &[],
+            consumed: vec![false; evidence.len()],
+            cut: if compact { evidence.len() } else { 0 },
+            out,
+            pending,
+            compacted: BTreeMap::new(),
+            replies_compacted: 0,
+        };
+        b.say(format!(
+            "Earlier in this conversation (run {}). Goal: {}",
+            run.id(),
+            run.goal()
+        ));
+        let (from, _) = b.replay(request, &turns, compact);
+        b.facts(from..evidence.len());
+        b.say(outcome(run, config.max_item_chars));
+        out = b.out;
+        pending = b.pending;
+    }
+    (out, pending)
+}
+
+/// How an earlier run of the conversation ended, as the model is told.
+fn outcome(run: &rein_run::Run, max: usize) -> String {
+    match (run.status(), run.failure()) {
+        (rein_run::RunStatus::Completed, _) => {
+            let result = run.result().map_or_else(String::new, |r| {
+                format!(" Result: {}", render::cut(r.to_string(), max))
+            });
+            format!(
+                "That run completed: {}.{result}",
+                run.summary().unwrap_or("no summary")
+            )
+        }
+        (_, Some(failure)) => format!("That run failed: {}", failure.message),
+        (status, None) => format!("That run ended {status}."),
+    }
 }
 
 /// Builds the messages in order.
@@ -215,6 +235,58 @@ struct Builder<'r, 'a> {
 }
 
 impl Builder<'_, '_> {
+    /// Each of `turns` as the assistant turn it was, its calls answered in order, after the
+    /// facts before it (and the status of each step it opened). Returns the index of the
+    /// first evidence item not shown yet and the last step shown.
+    fn replay(
+        &mut self,
+        request: &PlanRequest<'_>,
+        turns: &[&Turn],
+        compact: bool,
+    ) -> (usize, Option<u32>) {
+        let len = self.evidence.len();
+        let mut from = 0;
+        let mut last_step = None;
+        for (k, turn) in turns.iter().enumerate() {
+            let after = turn.after.clamp(from, len);
+            self.facts(from..after);
+            from = after;
+            let end = turns.get(k + 1).map_or(len, |t| t.after).clamp(after, len);
+            if end <= self.cut && compact {
+                // The reply and its results go together; what they led to stays a fact
+                // (compacted when it is tool output).
+                self.replies_compacted += 1;
+                continue;
+            }
+            if last_step != Some(turn.step) {
+                let status = status(request, turn.step, turn.state);
+                self.say(status);
+            }
+            last_step = Some(turn.step);
+            if turn.reply.is_empty() {
+                // The API refuses an empty turn; the correction that follows says what
+                // happened.
+                continue;
+            }
+            self.flush();
+            self.out.push(Message::Assistant {
+                text: turn.reply.text.clone(),
+                calls: turn
+                    .reply
+                    .calls
+                    .iter()
+                    .map(|c| FunctionCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect(),
+            });
+            self.answer(&turn.reply.calls, after..end);
+        }
+        (from, last_step)
+    }
+
     /// Adds a line to the next user message, after the note of what was compacted before it.
     fn say(&mut self, line: String) {
         if !self.compacted.is_empty() || self.replies_compacted > 0 {
