@@ -209,6 +209,18 @@ impl fmt::Display for EntryKind {
                 used,
                 limit,
             } => format!("budget {name} overrun: {amount} reported, {used} used of {limit}"),
+            Self::PromptCompacted { compaction, .. } => format!(
+                "prompt compacted ({}): {} replies and {} tool results dropped, ~{} → ~{} tokens",
+                match compaction.reason {
+                    rein_run::CompactionReason::ContextExceeded =>
+                        "the model's context was exceeded",
+                    _ => "over the prompt limit",
+                },
+                compaction.replies,
+                compaction.results,
+                compaction.tokens_before,
+                compaction.tokens_after
+            ),
             other => other.name().replace('_', " "),
         };
         f.write_str(&line)

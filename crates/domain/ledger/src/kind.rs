@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
-    PendingApproval, PlannerAttempt, PlannerCall, RunId, Spend, State, ToolError, ToolName,
+    PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State, ToolError,
+    ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -349,6 +350,15 @@ pub enum EntryKind {
         /// Why the sequence stopped.
         reason: String,
     },
+    /// The planner compacted the prompt it is about to send: what it dropped (by hash), the
+    /// summary standing for it, and the settings it was built with. Comes before the
+    /// `planner_attempt` that sends it, so the request rebuilds from the ledger.
+    PromptCompacted {
+        /// The step being decided.
+        step: u32,
+        /// The compaction, as the planner announced it.
+        compaction: PromptCompaction,
+    },
 }
 
 impl EntryKind {
@@ -390,6 +400,7 @@ impl EntryKind {
             Self::SkillEntered { .. } => "skill_entered",
             Self::SequenceMember { .. } => "sequence_member",
             Self::SequenceStopped { .. } => "sequence_stopped",
+            Self::PromptCompacted { .. } => "prompt_compacted",
         }
     }
 }

@@ -27,6 +27,8 @@
 
 mod approval;
 mod budget;
+mod call;
+mod compaction;
 mod decision;
 mod describe;
 mod dialogue;
@@ -35,6 +37,7 @@ mod evidence;
 mod head;
 mod id;
 mod meter;
+mod money;
 mod planner;
 mod run;
 mod skill;
@@ -48,15 +51,16 @@ pub use approval::PendingApproval;
 pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
+pub use call::{CurrencyWithoutAmount, PlannerAttempt, PlannerCall, WorstCase};
+pub use compaction::{CompactionReason, PromptCompaction};
 pub use decision::{Decision, ProposedCall, SequenceError, check_sequence};
 pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};
 pub use head::LedgerHead;
 pub use id::{RunId, RunIdError};
-pub use meter::{
-    PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, WorstCase,
-};
+pub use meter::{PlanEvent, PlanMeter, PlanSink, PlanSinkClosed};
+pub use money::{Cost, Currency, Money, MoneyError, parse_micros};
 pub use planner::{Delegation, DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};
