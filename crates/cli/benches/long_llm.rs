@@ -59,7 +59,7 @@ fn main() {
             compacting,
         ),
     ] {
-        w7(&runtime, steps, label, prompt);
+        w7(&runtime, steps, label, &prompt);
     }
 }
 
@@ -73,7 +73,7 @@ fn blob() -> FnTool {
         .expect("a valid tool")
 }
 
-fn w7(rt: &tokio::runtime::Runtime, steps: u32, label: &str, prompt: PromptConfig) {
+fn w7(rt: &tokio::runtime::Runtime, steps: u32, label: &str, prompt: &PromptConfig) {
     let (ledger, provider, seconds) = rt.block_on(async {
         let server = FakeServer::caching_then_repeating(
             [Reply::openai_calls(
@@ -118,7 +118,7 @@ fn w7(rt: &tokio::runtime::Runtime, steps: u32, label: &str, prompt: PromptConfi
             break;
         }
         let built = engine
-            .plan_request_at(&ledger, k, |request| measure(&prompt, &provider, &request))
+            .plan_request_at(&ledger, k, |request| measure(prompt, &provider, &request))
             .expect("the ledger projects")
             .expect("the step was planned");
         let Some(before) = previous.replace(built.body.clone()) else {
