@@ -456,6 +456,34 @@ mod tests {
     }
 
     #[test]
+    fn an_unpriced_call_is_refused_under_a_cost_budget_and_free_of_one_without() {
+        let limits = BTreeMap::from([(BudgetName::COST, 1_000_000)]);
+        let usage = BudgetUsage::default();
+        let sink = Arc::new(Kept::default());
+        let meter = PlanMeter::new(BudgetSnapshot::new(&limits, &usage))
+            .with_sink(Arc::clone(&sink) as Arc<dyn PlanSink>);
+        // Its cost is unknown: the budget could not bind it, so it is neither recorded nor
+        // sent, and the error names the model.
+        let Err(PlannerError::Unpriced { model }) = now(meter.begin(attempt(10))) else {
+            panic!("an unpriced call under a cost budget is refused");
+        };
+        assert_eq!(model, "m");
+        assert!(sink.0.lock().unwrap().is_empty());
+        // Priced, it is measured against what is left.
+        let priced = |micros| PlannerAttempt {
+            worst_cost: Cost::Known(crate::Money::from_micros(micros, crate::Currency::USD)),
+            ..attempt(10)
+        };
+        now(meter.begin(priced(1_000_000))).unwrap();
+        assert!(matches!(
+            now(meter.begin(priced(1_000_001))),
+            Err(PlannerError::OverBudget(_))
+        ));
+        // Without a cost budget nothing needs a price.
+        now(PlanMeter::unlimited().begin(attempt(10))).unwrap();
+    }
+
+    #[test]
     fn corrections_stop_at_the_violations_budget() {
         let limits = BTreeMap::from([(BudgetName::VIOLATIONS, 3)]);
         let mut usage = BudgetUsage::default();
