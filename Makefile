@@ -102,6 +102,7 @@ ci:
 bench:
 	$(CARGO) bench -p rein --bench workloads --bench memory
 	$(CARGO) bench -p rein-cli --bench curves
+	$(CARGO) bench -p rein-cli --bench long_llm
 
 # The built-in tools against their baselines (docs/BENCHMARKS.md, "Built-in tools"): fs.grep
 # against ripgrep on the same generated tree, shell.run against a bare tokio spawn.

@@ -6,11 +6,12 @@ mod support;
 
 use rein::ledger::{EntryKind, Violation};
 use rein::llm::{
-    Api, CassetteRecorder, HttpProvider, LlmConfig, LlmPlanner, Prices, ProviderConfig, Replayer,
+    Api, CassetteRecorder, HttpProvider, LlmConfig, LlmPlanner, ModelPrices, Prices,
+    ProviderConfig, Rate, Replayer,
 };
 use rein::planner::{PlannerCall, WorstCase};
 use rein::policy::OnViolation;
-use rein::run::{BudgetName, FailureKind};
+use rein::run::{BudgetName, Cost, Currency, FailureKind};
 use rein::tool::Digest;
 use rein::{
     Annotations, Decision, Engine, PlanRequest, Planner, PlannerError, RunStatus, State, json,
@@ -180,11 +181,11 @@ async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
     // the first call's worst case (its prompt estimate + 256) and 60 more: after the first
     // call (120 charged) the second, whose prompt is no shorter, does not fit.
     // The first call's worst cost, as the engine declares it for this goal and these tools.
+    let one = Rate::from_micros_per_million(1_000_000);
     let config = LlmConfig {
-        prices: Some(Prices {
-            input_per_million: 1_000_000,
-            output_per_million: 1_000_000,
-        }),
+        prices: Some(
+            Prices::new(Currency::USD).with_model("fake-model", ModelPrices::new(one, one)),
+        ),
         ..LlmConfig::default()
     };
     let first = {
@@ -198,7 +199,7 @@ async fn a_cost_budget_stops_the_run_before_the_call_that_could_exceed_it() {
             .entries()
             .iter()
             .find_map(|e| match e.event() {
-                EntryKind::PlannerAttempt { attempt, .. } => Some(attempt.worst_cost),
+                EntryKind::PlannerAttempt { attempt, .. } => attempt.worst_cost.micros(),
                 _ => None,
             })
             .expect("the probe's first call")
@@ -225,7 +226,7 @@ impl Planner for Thrifty {
         let meter = request.meter().expect("the engine hands a meter");
         meter.declare(WorstCase {
             tokens: 50,
-            cost: 0,
+            cost: Cost::Unknown,
         })?;
         meter.report(PlannerCall {
             provider: "in-house".into(),
@@ -233,7 +234,7 @@ impl Planner for Thrifty {
             request_hash: Digest::of_bytes(request.goal().as_bytes()),
             input_tokens: 7,
             output_tokens: 3,
-            cost: 0,
+            cost: Cost::Unknown,
             latency_ms: 0,
             finish_reason: None,
             cache_read_tokens: 0,
@@ -823,7 +824,7 @@ impl Planner for Careful {
                 model: "rules".into(),
                 request_hash,
                 worst_tokens: 50,
-                worst_cost: 0,
+                worst_cost: Cost::Unknown,
             })
             .await?;
         meter
@@ -833,7 +834,7 @@ impl Planner for Careful {
                 request_hash,
                 input_tokens: 7,
                 output_tokens: 3,
-                cost: 0,
+                cost: Cost::Unknown,
                 latency_ms: 0,
                 finish_reason: Some("stop".into()),
                 cache_read_tokens: 0,

@@ -53,7 +53,7 @@ impl Driver {
                 self.rec
                     .record(EntryKind::PlannerCall { step, call })
                     .await?;
-                (attempt.worst_tokens, attempt.worst_cost)
+                (attempt.worst_tokens, attempt.worst_cost.charged_micros())
             }
             (None, Some(due)) => due,
             (None, None) => return Ok(()),

@@ -92,7 +92,7 @@ impl ModelProgress {
             }
             EntryKind::PlannerCall { call, .. } => {
                 self.open = None;
-                self.due = Some((call.tokens(), call.cost));
+                self.due = Some((call.tokens(), call.cost.charged_micros()));
             }
             EntryKind::PlannerAttemptFailed { .. } => self.open = None,
             EntryKind::BudgetConsumed { name, .. } | EntryKind::BudgetOverrun { name, .. } => {
@@ -174,7 +174,7 @@ impl Live<'_> {
                 self.log.shared.ledgers.sync_boxed(self.run.id()).await?;
             }
             PlanEvent::Called(call) => {
-                let (tokens, cost) = (call.tokens(), call.cost);
+                let (tokens, cost) = (call.tokens(), call.cost.charged_micros());
                 self.append(EntryKind::PlannerCall { step, call }).await?;
                 self.charge(0, BudgetName::TOKENS, tokens).await?;
                 self.charge(1, BudgetName::COST, cost).await?;
@@ -194,6 +194,10 @@ impl Live<'_> {
                     handed_back: true,
                 })
                 .await?;
+            }
+            PlanEvent::Compacted(compaction) => {
+                self.append(EntryKind::PromptCompacted { step, compaction })
+                    .await?;
             }
             PlanEvent::SkillEntered { name, checksum } => {
                 // Once per run: at the first step the skill's body entered the context.

@@ -112,7 +112,7 @@ impl Driver {
     ) -> Result<(), EngineError> {
         let step = self.rec.steps();
         for call in meter.into_calls() {
-            let (tokens, cost) = (call.tokens(), call.cost);
+            let (tokens, cost) = (call.tokens(), call.cost.charged_micros());
             self.rec
                 .record(EntryKind::PlannerCall { step, call })
                 .await?;

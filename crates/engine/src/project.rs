@@ -468,6 +468,7 @@ impl Projection {
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
+            | EntryKind::PromptCompacted { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::FollowUpOf { previous, .. } => self.follows = Some(previous.clone()),
             EntryKind::ChildStarted { .. }

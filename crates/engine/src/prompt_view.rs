@@ -54,7 +54,8 @@ impl Engine {
             | EntryKind::PlannerAttempt { step: s, .. }
             | EntryKind::PlannerCall { step: s, .. }
             | EntryKind::PlannerAttemptFailed { step: s, .. }
-            | EntryKind::SkillEntered { step: s, .. } => *s == step,
+            | EntryKind::SkillEntered { step: s, .. }
+            | EntryKind::PromptCompacted { step: s, .. } => *s == step,
             _ => false,
         };
         let cut = if call == 0 {

@@ -126,13 +126,14 @@ pub type ToolBuilder = FnToolBuilder;
 // ---- modules: everything else, by what it is about ---------------------------------------------
 
 /// The parts of a [`Run`]: its evidence, failure, budgets, pending question or approval,
-/// and the skills it may load.
+/// the skills it may load, and what its model calls cost ([`Cost`](rein_run::Cost): money
+/// in a named currency, or unknown).
 pub mod run {
     #[doc(inline)]
     pub use rein_run::{
-        BudgetName, BudgetSnapshot, BudgetUsage, Evidence, EvidenceKind, Failure, FailureKind,
-        LedgerHead, NoteSource, Payload, PendingApproval, PendingQuestion, RunError, Skill,
-        SkillError, Timestamp,
+        BudgetName, BudgetSnapshot, BudgetUsage, Cost, Currency, Evidence, EvidenceKind, Failure,
+        FailureKind, LedgerHead, Money, MoneyError, NoteSource, Payload, PendingApproval,
+        PendingQuestion, RunError, Skill, SkillError, Timestamp,
     };
 }
 
@@ -144,8 +145,9 @@ pub mod planner {
     pub use rein_planner::{Condition, MockPlanner};
     #[doc(inline)]
     pub use rein_run::{
-        DynPlanner, ModelCall, ModelReply, PlanEvent, PlanMeter, PlanSink, PlanSinkClosed,
-        PlannerAttempt, PlannerCall, ProposedCall, SequenceError, StateRules, Turn, WorstCase,
+        CompactionReason, CurrencyWithoutAmount, DynPlanner, ModelCall, ModelReply, PlanEvent,
+        PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, PromptCompaction,
+        ProposedCall, SequenceError, StateRules, Turn, WorstCase,
     };
 }
 
@@ -195,7 +197,7 @@ pub mod ledger {
     pub use rein_ledger::{
         Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind, InterruptKind,
         LedgerLines, LineError, LoadedLedger, Problem, RunOutline, TornTail, Verified, VerifyError,
-        Violation,
+        Violation, model_call_starts,
     };
 }
 
@@ -369,9 +371,10 @@ pub mod llm {
     pub use rein_llm::{
         Api, CassetteRecorder, ChatRequest, ChatResponse, Compaction, Completion, ControlFunction,
         DynProvider, EnvError, FallbackProvider, FunctionCall, FunctionDef, HeaderSource,
-        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, NameError, NameMap, Prices,
-        ProgressFn, PromptConfig, Provider, ProviderConfig, Recorded, Replayer, StreamProgress,
-        Usage, build_request, estimate_tokens, function_name, request_body,
+        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, ModelPrices, NameError, NameMap,
+        Prices, PricesShape, ProgressFn, PromptConfig, Provider, ProviderConfig, Rate, Recorded,
+        Replayer, StreamProgress, UnpricedModel, Usage, build_request, estimate_tokens,
+        function_name, rebuild_request, request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).

@@ -241,13 +241,18 @@ fn model_calls(body: &mut String, entries: &[Entry]) {
     if calls.is_empty() {
         return;
     }
-    let (input, output, cost) = calls.iter().fold((0u64, 0u64, 0u64), |acc, (_, c)| {
+    // Money, summed exactly; unknown when any call's is (a model without a price).
+    let (input, output, cost) = calls.iter().fold((0u64, 0u64, None), |acc, (_, c)| {
         (
             acc.0.saturating_add(c.input_tokens),
             acc.1.saturating_add(c.output_tokens),
-            acc.2.saturating_add(c.cost),
+            Some(
+                acc.2
+                    .map_or(c.cost, |sum: rein::run::Cost| sum.plus(c.cost)),
+            ),
         )
     });
+    let cost = cost.unwrap_or_default();
     let _ = write!(
         body,
         "<h2>Model calls</h2><p>{} calls, {input} input and {output} output tokens, cost {cost}</p>\

@@ -3,7 +3,8 @@
 //! and checked against the hash the ledger recorded.
 
 use rein::ledger::{Entry, EntryKind};
-use rein::llm::{Compaction, build_request, request_body};
+use rein::llm::{rebuild_request, request_body};
+use rein::planner::PromptCompaction;
 use rein::tool::Digest;
 use rein::{Ledger, ScriptedPlanner};
 
@@ -84,9 +85,11 @@ pub(crate) fn prompt(
             attempts.len()
         )));
     }
+    // The compaction the planner recorded for this call, before its first attempt.
+    let compaction = recorded_compaction(&ledger, step, index);
     let chat = engine
         .plan_request_at_call(&ledger, step, index, |request| {
-            build_request(&def.planner.prompt, &request, Compaction::WhenOverLimit)
+            rebuild_request(&def.planner.prompt, &request, compaction)
         })
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?
         .ok_or_else(|| {
@@ -119,6 +122,35 @@ pub(crate) fn prompt(
         .and_then(|v| serde_json::to_string_pretty(&v))
         .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
     outln!("{pretty}");
+    if let Some(c) = compaction {
+        outln!(
+            "compacted: {} earlier replies and {} tool results left out ({} messages, summary sha256 {})",
+            c.replies,
+            c.results,
+            c.dropped.len(),
+            c.summary
+        );
+    }
     outln!("request sha256 {hash}: matches the ledger");
     Ok(Exit::Ok)
+}
+
+/// The `prompt_compacted` entry of model call `index` (from 0) of step `step`: the last
+/// one of the step after the call before it started and before this call's first attempt.
+fn recorded_compaction(ledger: &Ledger, step: u32, index: u32) -> Option<&PromptCompaction> {
+    let entries = ledger.entries();
+    let starts = rein::ledger::model_call_starts(entries, step);
+    let index = usize::try_from(index).ok()?;
+    let end = *starts.get(index)?;
+    let begin = index.checked_sub(1).map_or(0, |before| starts[before] + 1);
+    entries[begin..end]
+        .iter()
+        .rev()
+        .find_map(|e| match e.event() {
+            EntryKind::PromptCompacted {
+                step: s,
+                compaction,
+            } if *s == step => Some(compaction),
+            _ => None,
+        })
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use rein::ledger::EntryKind;
 use rein::policy::PolicySnapshot;
-use rein::run::BudgetName;
+use rein::run::{BudgetName, Cost};
 use rein::{Run, RunStatus};
 
 use super::{limit, serde_name, shell_word, short_json};
@@ -49,6 +49,8 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
     let (mut requested, mut granted, mut denied, mut violations) = (0, 0, 0, 0);
     let mut per_tool: BTreeMap<String, u32> = BTreeMap::new();
     let (mut model_calls, mut tokens_in, mut tokens_out) = (0u64, 0u64, 0u64);
+    // Summed exactly; unknown once any call's is (a model without a price).
+    let mut cost: Option<Cost> = None;
     let mut attachments = Vec::new();
     let mut path = vec!["intake".to_owned()];
     for entry in &ledger.entries {
@@ -81,6 +83,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
                 model_calls += 1;
                 tokens_in += call.input_tokens;
                 tokens_out += call.output_tokens;
+                cost = Some(cost.map_or(call.cost, |sum| sum.plus(call.cost)));
             }
             EntryKind::ToolAttachment { name, link, .. } => {
                 attachments.push(format!("{name} → {}", link.id));
@@ -119,7 +122,8 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
     if model_calls > 0 {
         let _ = writeln!(
             out,
-            "  model      {model_calls} calls, {tokens_in} tokens in, {tokens_out} out"
+            "  model      {model_calls} calls, {tokens_in} tokens in, {tokens_out} out, cost {}",
+            cost.unwrap_or_default()
         );
     }
     if !attachments.is_empty() {

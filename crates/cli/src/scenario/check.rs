@@ -142,6 +142,25 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                     super::llm::example()
                 ))
             })?;
+            // A `cost` budget binds only calls whose cost is known: every model priced.
+            if scenario
+                .policies
+                .budgets
+                .contains_key(BudgetName::COST.as_str())
+            {
+                rein::llm::Prices::check_priced(
+                    def.planner.prices.as_ref(),
+                    def.providers().map(|p| p.model.as_str()),
+                )
+                .map_err(|e| {
+                    at(
+                        root.key("policies")
+                            .key("budgets")
+                            .key(BudgetName::COST.as_str()),
+                        e.to_string(),
+                    )
+                })?;
+            }
             &[]
         }
     };

@@ -214,6 +214,18 @@ impl fmt::Display for EntryKind {
                 previous_head,
                 turn,
             } => format!("follows up on run {previous} at its {previous_head} (turn {turn})"),
+            Self::PromptCompacted { compaction, .. } => format!(
+                "prompt compacted ({}): {} replies and {} tool results dropped, ~{} → ~{} tokens",
+                match compaction.reason {
+                    rein_run::CompactionReason::ContextExceeded =>
+                        "the model's context was exceeded",
+                    _ => "over the prompt limit",
+                },
+                compaction.replies,
+                compaction.results,
+                compaction.tokens_before,
+                compaction.tokens_after
+            ),
             other => other.name().replace('_', " "),
         };
         f.write_str(&line)

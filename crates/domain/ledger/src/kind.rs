@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
-    PendingApproval, PlannerAttempt, PlannerCall, RunId, Spend, State, ToolError, ToolName,
+    PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State, ToolError,
+    ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -361,6 +362,15 @@ pub enum EntryKind {
         /// This run's place in its conversation: the first run is 0, its follow-up 1, …
         turn: u32,
     },
+    /// The planner compacted the prompt it is about to send: what it dropped (by hash), the
+    /// summary standing for it, and the settings it was built with. Comes before the
+    /// `planner_attempt` that sends it, so the request rebuilds from the ledger.
+    PromptCompacted {
+        /// The step being decided.
+        step: u32,
+        /// The compaction, as the planner announced it.
+        compaction: PromptCompaction,
+    },
 }
 
 impl EntryKind {
@@ -403,6 +413,7 @@ impl EntryKind {
             Self::SequenceMember { .. } => "sequence_member",
             Self::SequenceStopped { .. } => "sequence_stopped",
             Self::FollowUpOf { .. } => "follow_up_of",
+            Self::PromptCompacted { .. } => "prompt_compacted",
         }
     }
 }

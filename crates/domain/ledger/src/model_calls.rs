@@ -6,7 +6,8 @@ use crate::{Entry, EntryKind, Ledger, Violation};
 /// The positions in `entries` of the first attempt of each model call step `step` made, in
 /// order. A call starts with the step's first `planner_attempt`, and again with the first
 /// attempt after each correction handed back to the model (`policy_violation` of kind
-/// `invalid_reply`); the attempts between are retries of the same call (attempts are
+/// `invalid_reply`) and after each `prompt_compacted` (the step sends a compacted request
+/// instead); the attempts between are retries of the same call (attempts are
 /// numbered across the step, and a ledger written before that numbered each call's from 1:
 /// either reads the same here). The step's `decision` ends the scan.
 #[must_use]
@@ -26,6 +27,9 @@ pub fn model_call_starts(entries: &[Entry], step: u32) -> Vec<usize> {
                 violation: Violation::InvalidReply,
                 ..
             } if !starts.is_empty() => new_call = true,
+            EntryKind::PromptCompacted { step: s, .. } if *s == step && !starts.is_empty() => {
+                new_call = true;
+            }
             EntryKind::Decision { step: s, .. } if *s == step => break,
             _ => {}
         }

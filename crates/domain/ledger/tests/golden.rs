@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger, Violation};
 use rein_run::{
-    ArtifactLink, BudgetName, Decision, Digest, Failure, FailureKind, Payload, PlannerCall, RunId,
-    State, Timestamp, ToolError,
+    ArtifactLink, BudgetName, Cost, Currency, Decision, Digest, Failure, FailureKind, Money,
+    Payload, PlannerCall, RunId, State, Timestamp, ToolError,
 };
 use serde_json::json;
 
@@ -240,7 +240,8 @@ fn every_kind() -> Ledger {
                 request_hash: Digest::of_bytes(b"{\"model\":\"gpt-x\"}"),
                 input_tokens: 1200,
                 output_tokens: 85,
-                cost: 4_321,
+                // Written before costs named their currency: a bare number.
+                cost: Cost::Known(Money::from_micros(4_321, Currency::UNNAMED)),
                 latency_ms: 950,
                 finish_reason: Some("tool_calls".into()),
                 // Added later, and left out of the entry when empty: this vector is the

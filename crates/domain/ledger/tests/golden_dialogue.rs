@@ -6,7 +6,9 @@
 //! fix the encoding, not the vector.
 
 use rein_ledger::{Entry, EntryKind, Ledger};
-use rein_run::{Digest, ModelCall, ModelReply, PlannerCall, RunId, State, Timestamp};
+use rein_run::{
+    Cost, Currency, Digest, ModelCall, ModelReply, Money, PlannerCall, RunId, State, Timestamp,
+};
 
 fn ledger() -> Ledger {
     let run: RunId = "golden-run".parse().unwrap();
@@ -22,7 +24,8 @@ fn ledger() -> Ledger {
                 request_hash: Digest::of_bytes(b"{\"model\":\"claude-x\"}"),
                 input_tokens: 520,
                 output_tokens: 85,
-                cost: 4_321,
+                // Written before costs named their currency: a bare number.
+                cost: Cost::Known(Money::from_micros(4_321, Currency::UNNAMED)),
                 latency_ms: 950,
                 finish_reason: Some("tool_use".into()),
                 cache_read_tokens: 519,

@@ -27,6 +27,8 @@
 
 mod approval;
 mod budget;
+mod call;
+mod compaction;
 mod conversation;
 mod decision;
 mod describe;
@@ -36,6 +38,7 @@ mod evidence;
 mod head;
 mod id;
 mod meter;
+mod money;
 mod planner;
 mod run;
 mod skill;
@@ -49,6 +52,8 @@ pub use approval::PendingApproval;
 pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
+pub use call::{CurrencyWithoutAmount, PlannerAttempt, PlannerCall, WorstCase};
+pub use compaction::{CompactionReason, PromptCompaction};
 pub use conversation::EarlierRun;
 pub use decision::{Decision, ProposedCall, SequenceError, check_sequence};
 pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
@@ -56,9 +61,8 @@ pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};
 pub use head::LedgerHead;
 pub use id::{RunId, RunIdError};
-pub use meter::{
-    PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, WorstCase,
-};
+pub use meter::{PlanEvent, PlanMeter, PlanSink, PlanSinkClosed};
+pub use money::{Cost, Currency, Money, MoneyError, parse_micros};
 pub use planner::{Delegation, DynPlanner, PlanRequest, Planner, PlannerError};
 pub use run::{Failure, FailureKind, PendingQuestion, Run};
 pub use skill::{MAX_SKILL_NAME, Skill, SkillError};

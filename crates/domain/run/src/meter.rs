@@ -4,93 +4,10 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
 use crate::{
-    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Counter, Digest, ModelReply,
-    PlannerError, Skill,
+    BoxFuture, BudgetExhausted, BudgetName, BudgetSnapshot, Cost, Counter, Digest, PlannerAttempt,
+    PlannerCall, PlannerError, PromptCompaction, Skill, WorstCase,
 };
-
-/// One model call, as the planner reports it. The engine records it as a `planner_call`
-/// ledger entry and charges `tokens` (input + output) and `cost`.
-///
-/// The fields added after the first version (`cache_read_tokens`, `cache_write_tokens`,
-/// `reply`) are left out of the entry when zero or absent, so every earlier ledger encodes
-/// and verifies as it did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlannerCall {
-    /// The provider (`openai`, `anthropic`, a team's own).
-    pub provider: String,
-    /// The model.
-    pub model: String,
-    /// The SHA-256 of the exact request body sent.
-    pub request_hash: Digest,
-    /// Prompt tokens, as the provider reported them, those read from or written to the
-    /// provider's prompt cache included.
-    pub input_tokens: u64,
-    /// Generated tokens, as the provider reported them.
-    pub output_tokens: u64,
-    /// Cost in integer micro-units of the configured currency.
-    pub cost: u64,
-    /// Wall time of the call, in milliseconds.
-    pub latency_ms: u64,
-    /// Why the model stopped, as the provider said.
-    pub finish_reason: Option<String>,
-    /// Of `input_tokens`, those read from the provider's prompt cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_read_tokens: u64,
-    /// Of `input_tokens`, those written to the provider's prompt cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_write_tokens: u64,
-    /// What the model answered, as the planner shows it to the model in later steps: the
-    /// prompt is a projection of the ledger, so its replies are on the record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply: Option<ModelReply>,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
-const fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl PlannerCall {
-    /// Input plus output tokens.
-    #[must_use]
-    pub const fn tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
-
-/// The most one call could spend: its prompt estimate plus its maximum output, and what
-/// that would cost at the model's prices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WorstCase {
-    /// Tokens.
-    pub tokens: u64,
-    /// Cost in micro-units.
-    pub cost: u64,
-}
-
-/// One model call about to be sent, as the planner announces it: the engine records it as a
-/// `planner_attempt` entry, durably, before the request goes out. An attempt the ledger
-/// shows without an outcome (the process stopped mid-call) is charged at its worst case.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlannerAttempt {
-    /// The attempt's number within its model call (from 1; every retry is its own attempt).
-    pub attempt: u32,
-    /// The provider (`openai`, `anthropic`, a team's own).
-    pub provider: String,
-    /// The model.
-    pub model: String,
-    /// The SHA-256 of the exact request body about to be sent.
-    pub request_hash: Digest,
-    /// The most tokens the attempt could spend (prompt estimate plus maximum output).
-    pub worst_tokens: u64,
-    /// The most the attempt could cost, in micro-units.
-    pub worst_cost: u64,
-}
 
 /// What a planner tells the engine while it plans, through its [`PlanMeter`], each
 /// recorded in the ledger in the order it happened.
@@ -114,6 +31,9 @@ pub enum PlanEvent {
         /// What was wrong with the reply, as handed back to the model.
         message: String,
     },
+    /// The prompt about to be sent was compacted: what was dropped and summarised
+    /// (announced before that call's attempt).
+    Compacted(PromptCompaction),
     /// A skill's body is in the context about to be sent (announced before that call's
     /// attempt). The engine records each skill, by name and checksum, once per run.
     SkillEntered {
@@ -147,19 +67,19 @@ pub trait PlanSink: Send + Sync + fmt::Debug {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use rein_run::{BudgetName, BudgetSnapshot, BudgetUsage, Digest, PlanMeter, PlannerCall, WorstCase};
+/// use rein_run::{BudgetName, BudgetSnapshot, BudgetUsage, Cost, Digest, PlanMeter, PlannerCall, WorstCase};
 ///
 /// let limits = BTreeMap::from([(BudgetName::TOKENS, 1_000)]);
 /// let usage = BudgetUsage::default();
 /// let meter = PlanMeter::new(BudgetSnapshot::new(&limits, &usage));
-/// meter.declare(WorstCase { tokens: 800, cost: 0 })?;
+/// meter.declare(WorstCase { tokens: 800, cost: Cost::Unknown })?;
 /// meter.report(PlannerCall {
 ///     provider: "openai".into(), model: "m".into(), request_hash: Digest::of_bytes(b"{}"),
-///     input_tokens: 300, output_tokens: 200, cost: 0, latency_ms: 12, finish_reason: None,
+///     input_tokens: 300, output_tokens: 200, cost: Cost::Unknown, latency_ms: 12, finish_reason: None,
 ///     cache_read_tokens: 0, cache_write_tokens: 0, reply: None,
 /// });
 /// // 500 are spent in this step: a call that could spend 600 more does not fit.
-/// assert!(meter.declare(WorstCase { tokens: 600, cost: 0 }).is_err());
+/// assert!(meter.declare(WorstCase { tokens: 600, cost: Cost::Unknown }).is_err());
 /// assert_eq!(meter.calls().len(), 1);
 /// # Ok::<(), rein_run::BudgetExhausted>(())
 /// ```
@@ -238,7 +158,8 @@ impl PlanMeter {
         }
     }
 
-    /// Declares that the next call could spend up to `worst`.
+    /// Declares that the next call could spend up to `worst` (an unknown cost counts as
+    /// nothing here: [`PlanMeter::begin`] refuses an unpriced call under a `cost` budget).
     ///
     /// # Errors
     /// [`BudgetExhausted`] when it does not fit in what is left of `tokens` or `cost` after
@@ -249,10 +170,19 @@ impl PlanMeter {
     pub fn declare(&self, worst: WorstCase) -> Result<(), BudgetExhausted> {
         let steps = self.lock();
         let spent_tokens: u64 = steps.calls.iter().map(|(c, _)| c.tokens()).sum();
-        let spent_cost: u64 = steps.calls.iter().map(|(c, _)| c.cost).sum();
+        let spent_cost: u64 = steps
+            .calls
+            .iter()
+            .map(|(c, _)| c.cost.charged_micros())
+            .sum();
         for (name, limit, spent, requested) in [
             (BudgetName::TOKENS, self.tokens, spent_tokens, worst.tokens),
-            (BudgetName::COST, self.cost, spent_cost, worst.cost),
+            (
+                BudgetName::COST,
+                self.cost,
+                spent_cost,
+                worst.cost.charged_micros(),
+            ),
         ] {
             let Some(Limit { limit, used }) = limit else {
                 continue;
@@ -279,9 +209,15 @@ impl PlanMeter {
     ///
     /// # Errors
     /// [`PlannerError::OverBudget`] when the worst case does not fit;
-    /// [`PlannerError::Failed`] when the engine stopped recording. Either way the attempt
-    /// MUST NOT be sent.
+    /// [`PlannerError::Unpriced`] when the run has a `cost` budget and the attempt's cost
+    /// is unknown (its model has no price); [`PlannerError::Failed`] when the engine
+    /// stopped recording. Either way the attempt MUST NOT be sent.
     pub async fn begin(&self, attempt: PlannerAttempt) -> Result<(), PlannerError> {
+        if self.cost.is_some() && attempt.worst_cost == Cost::Unknown {
+            return Err(PlannerError::Unpriced {
+                model: attempt.model,
+            });
+        }
         self.declare(WorstCase {
             tokens: attempt.worst_tokens,
             cost: attempt.worst_cost,
@@ -349,6 +285,17 @@ impl PlanMeter {
         }
         let (name, checksum) = key;
         self.send(PlanEvent::SkillEntered { name, checksum }).await
+    }
+
+    /// Announces that the request about to be sent is compacted as `compaction` says.
+    /// Call it before [`PlanMeter::begin`] announces the call that sends it: the ledger
+    /// then holds what a rebuild of that request needs.
+    ///
+    /// # Errors
+    /// [`PlannerError::Failed`] when the engine stopped recording: the call MUST NOT be
+    /// sent.
+    pub async fn compacted(&self, compaction: PromptCompaction) -> Result<(), PlannerError> {
+        self.send(PlanEvent::Compacted(compaction)).await
     }
 
     async fn send(&self, event: PlanEvent) -> Result<(), PlannerError> {
@@ -423,7 +370,7 @@ mod tests {
             request_hash: Digest::of_bytes(b"{}"),
             input_tokens: tokens,
             output_tokens: 0,
-            cost: 0,
+            cost: Cost::Unknown,
             latency_ms: 0,
             finish_reason: None,
             cache_read_tokens: 0,
@@ -439,7 +386,7 @@ mod tests {
             model: "m".into(),
             request_hash: Digest::of_bytes(b"{}"),
             worst_tokens,
-            worst_cost: 0,
+            worst_cost: Cost::Unknown,
         }
     }
 
@@ -506,6 +453,34 @@ mod tests {
         assert_ne!(v1.checksum(), v2.checksum());
         // Without a sink there is nothing to record.
         now(PlanMeter::unlimited().skill_entered(&v1)).unwrap();
+    }
+
+    #[test]
+    fn an_unpriced_call_is_refused_under_a_cost_budget_and_free_of_one_without() {
+        let limits = BTreeMap::from([(BudgetName::COST, 1_000_000)]);
+        let usage = BudgetUsage::default();
+        let sink = Arc::new(Kept::default());
+        let meter = PlanMeter::new(BudgetSnapshot::new(&limits, &usage))
+            .with_sink(Arc::clone(&sink) as Arc<dyn PlanSink>);
+        // Its cost is unknown: the budget could not bind it, so it is neither recorded nor
+        // sent, and the error names the model.
+        let Err(PlannerError::Unpriced { model }) = now(meter.begin(attempt(10))) else {
+            panic!("an unpriced call under a cost budget is refused");
+        };
+        assert_eq!(model, "m");
+        assert!(sink.0.lock().unwrap().is_empty());
+        // Priced, it is measured against what is left.
+        let priced = |micros| PlannerAttempt {
+            worst_cost: Cost::Known(crate::Money::from_micros(micros, crate::Currency::USD)),
+            ..attempt(10)
+        };
+        now(meter.begin(priced(1_000_000))).unwrap();
+        assert!(matches!(
+            now(meter.begin(priced(1_000_001))),
+            Err(PlannerError::OverBudget(_))
+        ));
+        // Without a cost budget nothing needs a price.
+        now(PlanMeter::unlimited().begin(attempt(10))).unwrap();
     }
 
     #[test]

@@ -353,6 +353,15 @@ pub enum PlannerError {
     /// made ([`PlanMeter::declare`]).
     #[error("the planner's next model call does not fit the budget: {0}")]
     OverBudget(#[from] BudgetExhausted),
+    /// The run has a `cost` budget and the model about to be called has no price, so what
+    /// the call costs is unknown and the budget could not bind it. The call was not made.
+    #[error(
+        "model `{model}` has no price, so the run's `cost` budget cannot bind its calls; give the planner a price for `{model}` (input, output and cache rates per million tokens, in the budget's currency) or drop the `cost` budget"
+    )]
+    Unpriced {
+        /// The model without a price.
+        model: String,
+    },
     /// The planner failed (a model error, a malformed response, …).
     #[error("planner failed: {message}")]
     Failed {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LlmError;
+use crate::prices::Prices;
 use crate::provider::millis;
 
 /// The longest `Retry-After` honoured by default ([`ProviderConfig::max_retry_after`]); a
@@ -52,36 +53,11 @@ pub struct LlmConfig {
     /// The deepest nesting accepted in function arguments.
     #[serde(default = "default_max_depth")]
     pub max_argument_depth: usize,
-    /// The model's prices, to charge the `cost` budget; none: calls cost 0.
+    /// The models' prices, to know what each call cost and charge the `cost` budget;
+    /// none (or a model not in them): calls cost "unknown", and a run with a `cost`
+    /// budget refuses them.
     #[serde(default)]
     pub prices: Option<Prices>,
-}
-
-/// A model's prices in integer micro-units of a currency per million tokens (so
-/// `input_per_million: 2_500_000` is 2.50 per million input tokens).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    /// Per million input (prompt) tokens.
-    pub input_per_million: u64,
-    /// Per million output (generated) tokens.
-    pub output_per_million: u64,
-}
-
-impl Prices {
-    /// The cost of `input` and `output` tokens, in micro-units, rounded up.
-    ///
-    /// ```
-    /// use rein_llm::Prices;
-    /// let p = Prices { input_per_million: 2_500_000, output_per_million: 10_000_000 };
-    /// assert_eq!(p.cost(1_000, 100), 3_500); // 0.0025 + 0.001 = 0.0035 of the currency
-    /// ```
-    #[must_use]
-    pub fn cost(&self, input: u64, output: u64) -> u64 {
-        let micro = u128::from(input) * u128::from(self.input_per_million)
-            + u128::from(output) * u128::from(self.output_per_million);
-        u64::try_from(micro.div_ceil(1_000_000)).unwrap_or(u64::MAX)
-    }
 }
 
 impl Default for LlmConfig {

@@ -118,14 +118,26 @@ fn safe_name(name: &str, fallback: &str) -> String {
     }
 }
 
-/// The messages of the request for `request`'s step, with what the step added so far, and
-/// the skills whose bodies they carry.
+/// What compacting left out of a request: how many replies and tool results, and the
+/// summary notes that stand for them.
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    /// The model's replies left out, each with its results.
+    pub(crate) replies: u32,
+    /// The tool results left out (those of the replies left out included).
+    pub(crate) results: u32,
+    /// The summary notes, in order.
+    pub(crate) notes: Vec<String>,
+}
+
+/// The messages of the request for `request`'s step, with what the step added so far, the
+/// skills whose bodies they carry, and what compacting left out.
 pub(crate) fn messages<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
     compact: bool,
-) -> (Vec<Message>, Vec<&'a Skill>) {
+) -> (Vec<Message>, Vec<&'a Skill>, Dropped) {
     let evidence: Vec<&Evidence> = request.evidence().iter().chain(&so_far.evidence).collect();
     let turns: Vec<&Turn> = request.dialogue().iter().chain(&so_far.turns).collect();
     let skills = skill_entries(request, &evidence, config.max_item_chars);
@@ -145,6 +157,7 @@ pub(crate) fn messages<'a>(
         pending,
         compacted: BTreeMap::new(),
         replies_compacted: 0,
+        dropped: Dropped::default(),
     };
     let (from, last_step) = b.replay(request, &turns, compact);
     b.facts(from..evidence.len());
@@ -155,7 +168,11 @@ pub(crate) fn messages<'a>(
     let mut bodies: Vec<(Option<usize>, &'a Skill)> =
         skills.iter().map(|(skill, at)| (*at, *skill)).collect();
     bodies.sort_by_key(|(at, _)| *at);
-    (b.out, bodies.into_iter().map(|(_, s)| s).collect())
+    (
+        b.out,
+        bodies.into_iter().map(|(_, s)| s).collect(),
+        b.dropped,
+    )
 }
 
 /// The earlier runs of the conversation the request's run follows up on, oldest first, as
@@ -184,6 +201,9 @@ fn conversation(
             pending,
             compacted: BTreeMap::new(),
             replies_compacted: 0,
+            // What an earlier run's compaction leaves out is not this request's to record:
+            // a follow-up's prompt is not rebuilt by `rein inspect --prompt` yet.
+            dropped: Dropped::default(),
         };
         b.say(format!(
             "Earlier in this conversation (run {}). Goal: {}",
@@ -232,6 +252,8 @@ struct Builder<'r, 'a> {
     /// Tool output compacted since the last line, by tool.
     compacted: BTreeMap<String, u32>,
     replies_compacted: u32,
+    /// Everything compacted so far, and the notes said for it.
+    dropped: Dropped,
 }
 
 impl Builder<'_, '_> {
@@ -256,6 +278,7 @@ impl Builder<'_, '_> {
                 // The reply and its results go together; what they led to stays a fact
                 // (compacted when it is tool output).
                 self.replies_compacted += 1;
+                self.dropped.replies += 1;
                 continue;
             }
             if last_step != Some(turn.step) {
@@ -309,6 +332,7 @@ impl Builder<'_, '_> {
                     self.replies_compacted
                 ));
             }
+            self.dropped.notes.push(note.clone());
             self.pending.push(note);
             self.compacted.clear();
             self.replies_compacted = 0;
@@ -337,6 +361,7 @@ impl Builder<'_, '_> {
                         if i < self.cut =>
                     {
                         *self.compacted.entry(tool.to_string()).or_default() += 1;
+                        self.dropped.results += 1;
                     }
                     _ => {
                         let line = render::fact(kind, self.config.max_item_chars);

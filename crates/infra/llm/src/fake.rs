@@ -176,6 +176,25 @@ impl FakeServer {
         .await
     }
 
+    /// Answers with `replies`, in order, then with `reply` forever, reporting cached prompt
+    /// tokens as [`FakeServer::start_caching`] does and recording no request (long-run
+    /// benchmarks: nothing grows with the run on the server's side).
+    ///
+    /// # Errors
+    /// When the loopback socket cannot be bound.
+    pub async fn caching_then_repeating(
+        replies: impl IntoIterator<Item = Reply>,
+        reply: Reply,
+    ) -> std::io::Result<Self> {
+        Self::serve(Shared {
+            script: Mutex::new(replies.into_iter().collect()),
+            repeat: Some(reply),
+            caching: true,
+            ..Shared::default()
+        })
+        .await
+    }
+
     async fn serve(shared: Shared) -> std::io::Result<Self> {
         let shared = Arc::new(shared);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;

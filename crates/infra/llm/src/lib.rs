@@ -36,6 +36,7 @@ mod http;
 mod names;
 mod openai;
 mod planner;
+mod prices;
 mod prompt;
 mod provider;
 mod render;
@@ -46,7 +47,7 @@ mod wire;
 pub use cassette::{CassetteRecorder, Recorded, Replayer};
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, FunctionDef, Message, Usage};
 pub use config::{
-    Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, Prices, PromptConfig,
+    Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, PromptConfig,
     ProviderConfig,
 };
 pub use dialogue::state_guidance;
@@ -56,7 +57,8 @@ pub use fallback::FallbackProvider;
 pub use http::{HttpProvider, ProgressFn, StreamProgress, request_body};
 pub use names::{ControlFunction, NameError, NameMap, function_name};
 pub use planner::LlmPlanner;
-pub use prompt::{Compaction, build_request, estimate_tokens};
+pub use prices::{ANY_MODEL, ModelPrices, Prices, PricesShape, Rate, UnpricedModel};
+pub use prompt::{Compaction, build_request, estimate_tokens, rebuild_request};
 pub use provider::{AttemptHook, Completion, DynProvider, Provider};
 
 #[cfg(feature = "fake-server")]

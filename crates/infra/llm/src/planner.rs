@@ -5,16 +5,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
-    BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
-    PlannerError, ToolName,
+    BoxFuture, Cost, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt,
+    PlannerCall, PlannerError, PromptCompaction, ToolName,
 };
 
 use crate::chat::{ChatRequest, ChatResponse};
-use crate::config::{LlmConfig, Prices, PromptConfig};
+use crate::config::{LlmConfig, PromptConfig};
 use crate::dialogue::{StepSoFar, record};
 use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
-use crate::prompt::{Compaction, build_request, build_request_with_skills, estimate_tokens};
+use crate::prices::Prices;
+use crate::prompt::{Built, Compaction, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
 use crate::reply::Reader;
 
@@ -125,7 +126,6 @@ impl LlmPlanner {
         meter: Option<&PlanMeter>,
         attempts: &mut u32,
     ) -> Result<Result<Completion, LlmError>, PlannerError> {
-        let cost = |i, o| self.config.prices.map_or(0, |p| p.cost(i, o));
         let Some(meter) = meter else {
             return Ok(self.provider.complete_boxed(chat).await);
         };
@@ -137,8 +137,9 @@ impl LlmPlanner {
                 self.provider.name().to_owned(),
                 self.provider.model().to_owned(),
             )),
-            worst_tokens: input.saturating_add(output),
-            worst_cost: cost(input, output),
+            prices: self.config.prices.as_ref(),
+            input,
+            output,
             offset: *attempts,
             last: AtomicU32::new(0),
         };
@@ -156,6 +157,11 @@ impl LlmPlanner {
                 .sent_to
                 .into_inner()
                 .unwrap_or_else(PoisonError::into_inner);
+            let cost = self
+                .config
+                .prices
+                .as_ref()
+                .map_or(Cost::Unknown, |p| p.cost(&model, &usage));
             meter
                 .end(PlannerCall {
                     provider,
@@ -163,7 +169,7 @@ impl LlmPlanner {
                     request_hash: c.request_hash,
                     input_tokens: usage.input_tokens,
                     output_tokens: usage.output_tokens,
-                    cost: cost(usage.input_tokens, usage.output_tokens),
+                    cost,
                     latency_ms: u64::try_from(c.latency.as_millis()).unwrap_or(u64::MAX),
                     finish_reason: c.response.finish_reason.clone(),
                     cache_read_tokens: usage.cache_read_tokens,
@@ -182,10 +188,13 @@ impl LlmPlanner {
     /// [`DEFAULT_SYSTEM_PROMPT`](crate::DEFAULT_SYSTEM_PROMPT)).
     ///
     /// ```no_run
-    /// use rein_llm::{HttpProvider, LlmConfig, LlmPlanner, Prices};
+    /// use rein_llm::{HttpProvider, LlmConfig, LlmPlanner, ModelPrices, Prices};
+    /// use rein_run::Currency;
+    /// let prices = Prices::new(Currency::USD)
+    ///     .with_model("gpt-4o-mini", ModelPrices::new("0.15".parse()?, "0.60".parse()?));
     /// let planner = LlmPlanner::new(HttpProvider::from_env()?, LlmConfig::default())
     ///     .with_system_prompt("You triage support tickets. Be brief.")
-    ///     .with_prices(Prices { input_per_million: 150_000, output_per_million: 600_000 });
+    ///     .with_prices(prices);
     /// assert_eq!(planner.config().prompt.system, "You triage support tickets. Be brief.");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -195,9 +204,11 @@ impl LlmPlanner {
         self
     }
 
-    /// The same planner charging the `cost` budget at `prices` (default: calls cost 0).
+    /// The same planner knowing what its models cost at `prices`, and charging the
+    /// `cost` budget by them (default: no prices, so every call's cost is unknown and a
+    /// run with a `cost` budget refuses to call).
     #[must_use]
-    pub const fn with_prices(mut self, prices: Prices) -> Self {
+    pub fn with_prices(mut self, prices: Prices) -> Self {
         self.config.prices = Some(prices);
         self
     }
@@ -208,8 +219,11 @@ struct MeterHook<'a> {
     meter: &'a PlanMeter,
     /// The provider and model the next attempts go to.
     sent_to: Mutex<(String, String)>,
-    worst_tokens: u64,
-    worst_cost: u64,
+    /// The models' prices: each attempt's worst cost is the model's it goes to.
+    prices: Option<&'a Prices>,
+    /// The prompt's estimated tokens, and the most the reply may generate.
+    input: u64,
+    output: u64,
     /// The attempts the step announced before this call: its attempts are numbered on.
     offset: u32,
     /// The provider's number of this call's last attempt announced.
@@ -230,11 +244,13 @@ impl AttemptHook for MeterHook<'_> {
                 .meter
                 .begin(PlannerAttempt {
                     attempt,
+                    worst_cost: self.prices.map_or(Cost::Unknown, |p| {
+                        p.worst_cost(&model, self.input, self.output)
+                    }),
                     provider,
                     model,
                     request_hash,
-                    worst_tokens: self.worst_tokens,
-                    worst_cost: self.worst_cost,
+                    worst_tokens: self.input.saturating_add(self.output),
                 })
                 .await;
             announced.map_err(|source| LlmError::AttemptRefused { source })
@@ -266,7 +282,7 @@ impl LlmPlanner {
         request: &PlanRequest<'_>,
         so_far: &StepSoFar,
         sent: &ChatRequest,
-    ) -> Option<ChatRequest> {
+    ) -> Option<(ChatRequest, Option<PromptCompaction>)> {
         let before = estimate_tokens(sent);
         let prompt = &self.config.prompt;
         let harder = PromptConfig {
@@ -276,8 +292,9 @@ impl LlmPlanner {
         };
         [prompt, &harder]
             .into_iter()
-            .map(|config| build_request_with_skills(config, request, so_far, Compaction::Always).0)
-            .find(|candidate| estimate_tokens(candidate) < before)
+            .map(|config| build_request_with_skills(config, request, so_far, Compaction::Always))
+            .find(|candidate| estimate_tokens(&candidate.chat) < before)
+            .map(|built| (built.chat, built.compaction))
     }
 }
 
@@ -293,7 +310,11 @@ impl Planner for LlmPlanner {
         let offered = NameMap::new(tools.iter().map(rein_run::ToolSpec::name))
             .map_err(|e| failed(e.to_string(), e))?;
         let mut so_far = StepSoFar::default();
-        let (mut chat, skills) = build_request_with_skills(
+        let Built {
+            mut chat,
+            skills,
+            compaction: mut compacted,
+        } = build_request_with_skills(
             &self.config.prompt,
             &request,
             &so_far,
@@ -309,23 +330,28 @@ impl Planner for LlmPlanner {
         let mut corrections = 0;
         let mut attempts = 0;
         loop {
+            // What the request about to be sent left out, on the record before it is sent.
+            if let (Some(meter), Some(c)) = (request.meter(), compacted.take()) {
+                meter.compacted(c).await?;
+            }
             let completion = match self.call(&chat, request.meter(), &mut attempts).await? {
                 Ok(c) => c,
                 Err(e @ LlmError::ContextTooLong { .. })
                     if compaction == Compaction::WhenOverLimit =>
                 {
                     compaction = Compaction::Always;
-                    chat = self.compacted(&request, &so_far, &chat).ok_or_else(|| {
-                        failed(
-                            format!(
-                                "the model call failed: {e}; compacting the prompt does not \
+                    (chat, compacted) =
+                        self.compacted(&request, &so_far, &chat).ok_or_else(|| {
+                            failed(
+                                format!(
+                                    "the model call failed: {e}; compacting the prompt does not \
                                  make it any shorter, so it was not sent again; lower \
                                  `keep_last` or `max_item_chars`, or use a model with a \
                                  larger context"
-                            ),
-                            e,
-                        )
-                    })?;
+                                ),
+                                e,
+                            )
+                        })?;
                     continue;
                 }
                 Err(e) => return Err(failed(format!("the model call failed: {e}"), e)),
@@ -369,13 +395,13 @@ impl Planner for LlmPlanner {
                         request.step(),
                         rein_run::EvidenceKind::note(rein_run::NoteSource::Violation, correction),
                     ));
-                    chat = build_request_with_skills(
+                    let built = build_request_with_skills(
                         &self.config.prompt,
                         &request,
                         &so_far,
                         compaction,
-                    )
-                    .0;
+                    );
+                    (chat, compacted) = (built.chat, built.compaction);
                 }
                 Err(correction) => {
                     return Err(PlannerError::failed(format!(
@@ -423,13 +449,13 @@ mod tests {
             None,
         )
         .unwrap();
-        let prices = Prices {
-            input_per_million: 1,
-            output_per_million: 2,
-        };
+        let prices = crate::Prices::new(rein_run::Currency::USD).with_model(
+            "m",
+            crate::ModelPrices::new("1".parse().unwrap(), "2".parse().unwrap()),
+        );
         let planner = LlmPlanner::new(provider, LlmConfig::default())
             .with_system_prompt("be brief")
-            .with_prices(prices);
+            .with_prices(prices.clone());
         let expected = LlmConfig {
             prices: Some(prices),
             prompt: crate::PromptConfig {

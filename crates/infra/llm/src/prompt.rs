@@ -8,10 +8,10 @@
 //! short user messages appended at the end. The system prompt and the functions offered
 //! stay the same from one step to the next, so a provider can reuse its cached prefix.
 
-use rein_run::{PlanRequest, Skill, State};
+use rein_run::{CompactionReason, Digest, PlanRequest, PromptCompaction, Skill, State};
 use serde_json::{Value, json};
 
-use crate::chat::{ChatRequest, FunctionDef};
+use crate::chat::{ChatRequest, FunctionDef, Message};
 use crate::config::PromptConfig;
 use crate::dialogue::{self, SKILL_LOAD, StepSoFar, next_states};
 use crate::names::{ControlFunction, function_name};
@@ -58,35 +58,104 @@ pub fn build_request(
     request: &PlanRequest<'_>,
     compaction: Compaction,
 ) -> ChatRequest {
-    build_request_with_skills(config, request, &StepSoFar::default(), compaction).0
+    build_request_with_skills(config, request, &StepSoFar::default(), compaction).chat
 }
 
-/// [`build_request`], with what the step added so far, and the skills whose body the
-/// request carries, in the order it holds them: what the planner reports to its meter as
-/// having entered the context.
+/// A request built, with what went into it.
+pub(crate) struct Built<'a> {
+    /// The request.
+    pub(crate) chat: ChatRequest,
+    /// The skills whose body the request carries, in the order it holds them: what the
+    /// planner reports to its meter as having entered the context.
+    pub(crate) skills: Vec<&'a Skill>,
+    /// What compacting left out, when the request is compacted: what the planner records
+    /// before sending it.
+    pub(crate) compaction: Option<PromptCompaction>,
+}
+
+/// [`build_request`], with what the step added so far.
 pub(crate) fn build_request_with_skills<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
     compaction: Compaction,
-) -> (ChatRequest, Vec<&'a Skill>) {
+) -> Built<'a> {
     let functions = functions(request);
     let system = with_skills(&config.system, request.skills());
-    let (messages, bodies) = dialogue::messages(config, request, so_far, false);
+    let (messages, skills, _) = dialogue::messages(config, request, so_far, false);
     let full = ChatRequest {
         system,
         messages,
         functions,
     };
-    let over = config
-        .max_prompt_tokens
-        .is_some_and(|limit| estimate_tokens(&full) > limit);
-    if compaction == Compaction::Always || over {
-        let (messages, bodies) = dialogue::messages(config, request, so_far, true);
-        (ChatRequest { messages, ..full }, bodies)
-    } else {
-        (full, bodies)
+    let before = estimate_tokens(&full);
+    let over = config.max_prompt_tokens.is_some_and(|limit| before > limit);
+    if compaction != Compaction::Always && !over {
+        return Built {
+            chat: full,
+            skills,
+            compaction: None,
+        };
     }
+    let (messages, skills, dropped) = dialogue::messages(config, request, so_far, true);
+    let hash = |m: &Message| Digest::of_bytes(&serde_json::to_vec(m).unwrap_or_default());
+    let kept: std::collections::HashSet<Digest> = messages.iter().map(hash).collect();
+    let dropped_messages = full
+        .messages
+        .iter()
+        .map(hash)
+        .filter(|h| !kept.contains(h))
+        .collect();
+    if messages == full.messages {
+        // Nothing was left out: there is no compaction to record.
+        return Built {
+            chat: full,
+            skills,
+            compaction: None,
+        };
+    }
+    let chat = ChatRequest { messages, ..full };
+    let record = PromptCompaction {
+        reason: if compaction == Compaction::Always {
+            CompactionReason::ContextExceeded
+        } else {
+            CompactionReason::OverLimit
+        },
+        keep_last: u64::try_from(config.keep_last).unwrap_or(u64::MAX),
+        max_item_chars: u64::try_from(config.max_item_chars).unwrap_or(u64::MAX),
+        replies: dropped.replies,
+        results: dropped.results,
+        dropped: dropped_messages,
+        summary: Digest::of_bytes(dropped.notes.join("\n").as_bytes()),
+        tokens_before: before,
+        tokens_after: estimate_tokens(&chat),
+    };
+    Built {
+        chat,
+        skills,
+        compaction: Some(record),
+    }
+}
+
+/// The request a step's model call sent when the ledger recorded `compaction` before it
+/// (a `prompt_compacted` entry): built with the settings the compaction recorded, and
+/// compacted as it was. With none, the request as [`build_request`] builds it with
+/// [`Compaction::WhenOverLimit`] (a ledger written before compactions were recorded).
+#[must_use]
+pub fn rebuild_request(
+    config: &PromptConfig,
+    request: &PlanRequest<'_>,
+    compaction: Option<&PromptCompaction>,
+) -> ChatRequest {
+    let Some(c) = compaction else {
+        return build_request(config, request, Compaction::WhenOverLimit);
+    };
+    let config = PromptConfig {
+        keep_last: usize::try_from(c.keep_last).unwrap_or(usize::MAX),
+        max_item_chars: usize::try_from(c.max_item_chars).unwrap_or(usize::MAX),
+        ..config.clone()
+    };
+    build_request(&config, request, Compaction::Always)
 }
 
 /// `system`, then the skills offered, every one listed (their bodies enter the dialogue
