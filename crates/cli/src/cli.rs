@@ -7,10 +7,13 @@
 pub(crate) mod mcp;
 pub(crate) mod runs;
 pub(crate) mod serve;
+pub(crate) mod worker;
 
 pub(crate) use runs::{ListedStatus, PrunedStatus, RunsCommand, RunsListArgs, RunsPruneArgs};
 use serve::SERVE_AFTER;
 pub(crate) use serve::ServeArgs;
+use worker::{SUBMIT_AFTER, WORKER_AFTER};
+pub(crate) use worker::{SubmitArgs, WorkerArgs};
 
 use std::path::PathBuf;
 
@@ -198,6 +201,12 @@ pub(crate) enum Command {
     /// run in, and whether the default approval policy asks before it runs.
     #[command(after_help = "Examples:\n  rein tools\n  rein tools --json")]
     Tools(ToolsArgs),
+    /// Record a scenario's run in a PostgreSQL store and queue it for a `rein worker`.
+    #[command(after_help = SUBMIT_AFTER)]
+    Submit(SubmitArgs),
+    /// Drive the runs queued in a PostgreSQL store until stopped (SIGTERM or Ctrl-C).
+    #[command(after_help = WORKER_AFTER)]
+    Worker(WorkerArgs),
     /// Work with MCP servers: list the tools rein would import from one.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -239,6 +248,8 @@ pub(crate) struct RunArgs {
     pub(crate) scenario: PathBuf,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -261,6 +272,8 @@ pub(crate) struct ResumeArgs {
     pub(crate) input: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -290,6 +303,8 @@ pub(crate) struct ApproveArgs {
     pub(crate) input_hash: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -324,6 +339,8 @@ pub(crate) struct NarrowArgs {
     pub(crate) hand_back: Option<u64>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// `rein replay`.
@@ -334,6 +351,8 @@ pub(crate) struct ReplayArgs {
     pub(crate) run_id: String,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// A shared store in place of the data directory.

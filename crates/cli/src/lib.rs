@@ -36,6 +36,7 @@ mod commands;
 mod datadir;
 mod elicit;
 mod exit;
+mod home;
 mod inspect;
 mod ledger_file;
 mod ledger_stream;

@@ -7,6 +7,7 @@ mod ledger;
 pub(crate) mod mcp;
 mod mcp_serve;
 mod narrow;
+mod on_store;
 mod prompt;
 mod replay;
 mod run;
@@ -15,6 +16,7 @@ mod serve;
 mod store;
 mod tools;
 mod validate;
+mod worker;
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,7 @@ use rein::{BuildError, EngineError, RunId};
 use crate::cli::{Command, LedgerCommand, RunsCommand, SchemaKind};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::home::Place;
 use crate::render::shell_word;
 use crate::scenario::{self, ScenarioError};
 
@@ -73,6 +76,8 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         },
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
+        Command::Submit(args) => worker::submit(args).await,
+        Command::Worker(args) => worker::worker(args).await,
         Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Schema(args) => match args.what {
@@ -85,7 +90,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
 }
 
 /// The store URL a command cannot do without.
-fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
+pub(crate) fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
     arg.store.as_deref().ok_or_else(|| {
         CliError::bad_input(
             "this command works on a PostgreSQL store: give --store postgres://user:password@host/database (or set REIN_STORE)",
@@ -100,27 +105,25 @@ impl From<ScenarioError> for CliError {
     }
 }
 
-/// An engine error as the CLI reports it: the exit code says what kind.
-pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
+/// An engine error as the CLI reports it: the exit code says what kind; the hints name
+/// `place` (where the run is kept).
+pub(crate) fn engine_error(e: EngineError, place: &impl Place) -> CliError {
     let message = e.to_string();
+    let flag = place.flag();
     match e {
         EngineError::AwaitingAnswer { id, options, .. } => {
             let answer = options.first().map_or("ANSWER", String::as_str);
             CliError::new(
                 Exit::Paused,
                 format!(
-                    "{message}\n  resume with: rein resume {id} --input {} --data-dir {}",
+                    "{message}\n  resume with: rein resume {id} --input {} {flag}",
                     shell_word(answer),
-                    shell_word(data.shown())
                 ),
             )
         }
         EngineError::AwaitingApproval { id, .. } => CliError::new(
             Exit::Paused,
-            format!(
-                "{message}\n  approve with: rein approve {id} --reason TEXT --by NAME --data-dir {}",
-                shell_word(data.shown())
-            ),
+            format!("{message}\n  approve with: rein approve {id} --reason TEXT --by NAME {flag}"),
         ),
         EngineError::RunNotFound { .. }
         | EngineError::RunFinished { .. }
@@ -171,6 +174,19 @@ pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
     }
 }
 
+/// An error building the engine on a `PostgreSQL` store: what the scenario gave is bad
+/// input, as for a data directory; anything else a failure.
+pub(crate) fn build_error_on_store(e: &BuildError) -> CliError {
+    match e {
+        BuildError::InvalidSchema { .. }
+        | BuildError::DuplicateTool(_)
+        | BuildError::Eligibility(_)
+        | BuildError::Transitions(_)
+        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
+        other => CliError::new(Exit::Failed, other.to_string()),
+    }
+}
+
 /// The first existing path among `dir` and its ancestors, if it is not a directory.
 fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
     let existing = dir.ancestors().find(|p| p.exists())?;
@@ -181,7 +197,7 @@ fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
 /// with the data directory and an optional `--workspace`, printing its warnings.
 pub(crate) fn checked_scenario(
     file: &Path,
-    data: &crate::datadir::DataDir,
+    data: Option<&crate::datadir::DataDir>,
     workspace: Option<&Path>,
 ) -> Result<crate::scenario::Scenario, CliError> {
     let loaded = crate::scenario::load(file)?;
@@ -190,7 +206,7 @@ pub(crate) fn checked_scenario(
         .transpose()?;
     let setup = crate::scenario::Setup {
         workspace,
-        data_dir: Some(data.root().to_path_buf()),
+        data_dir: data.map(|data| data.root().to_path_buf()),
     };
     let checked = crate::scenario::check(&loaded, &setup)?;
     for warning in &checked.warnings {
