@@ -63,7 +63,7 @@ async fn fresh() -> (String, tokio_postgres::Client) {
     (url, client)
 }
 
-/// `rein ARGS` against `url` (through REIN_STORE), off the async runtime.
+/// `rein ARGS` against `url` (through `REIN_STORE`), off the async runtime.
 async fn rein_on(url: &str, args: &[&str]) -> Outcome {
     let (url, args): (String, Vec<String>) = (
         url.to_owned(),

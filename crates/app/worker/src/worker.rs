@@ -116,7 +116,7 @@ pub enum WorkerError {
     },
     /// The engine could not record a submitted run.
     #[error("cannot submit the run: {0}")]
-    Submit(#[source] EngineError),
+    Submit(#[source] Box<EngineError>),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] PgError),
@@ -285,7 +285,10 @@ pub async fn submit(
     stores: &PgStores,
     spec: impl Into<RunSpec>,
 ) -> Result<RunId, WorkerError> {
-    let id = engine.submit(spec).await.map_err(WorkerError::Submit)?;
+    let id = engine
+        .submit(spec)
+        .await
+        .map_err(|e| WorkerError::Submit(Box::new(e)))?;
     stores.enqueue(&id).await?;
     Ok(id)
 }

@@ -231,7 +231,8 @@ async fn two_workers_drive_every_submitted_run_exactly_once() {
             RunStatus::Completed
         );
     }
-    println!(
+    // The figures, shown with --nocapture.
+    eprintln!(
         "{RUNS} runs: worker-a drove {}, worker-b {}",
         a_report.runs.len(),
         b_report.runs.len()

@@ -35,7 +35,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> CliResult {
         rein_worker::submit(&engine, &stores, spec)
             .await
             .map_err(|e| match e {
-                WorkerError::Submit(e) => engine_error(e, &home),
+                WorkerError::Submit(e) => engine_error(*e, &home),
                 WorkerError::Store(e) => store_failed(&e),
                 other => CliError::new(Exit::Failed, other.to_string()),
             })
