@@ -7,11 +7,11 @@
 //! holds its lease meanwhile: another process, on this machine or another, neither drives
 //! it nor writes to it until the lease is released or expires by the database's clock.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rein::postgres::{Lease, LeaseKeeper, PgError, PgStores};
-use rein::{EngineBuilder, RunId};
+use rein::{BuildError, EngineBuilder, RunId};
 
 use crate::cli::{DataDirArg, StoreArg};
 use crate::datadir::{DataDir, RunLock};
@@ -120,13 +120,13 @@ impl Home {
             Self::Dir(data) => builder
                 .filesystem(data.root())
                 .build()
-                .map_err(|e| crate::commands::build_error(&e, data)),
+                .map_err(|e| build_error(&e, data)),
             Self::Store(stores) => builder
                 .run_store(stores.runs().clone())
                 .ledger_store(stores.ledgers().clone())
                 .artifact_store(stores.artifacts().clone())
                 .build()
-                .map_err(|e| crate::commands::build_error_on_store(&e)),
+                .map_err(|e| build_error_on_store(&e)),
         }
     }
 
@@ -220,4 +220,56 @@ pub(crate) async fn open_store(url: &str) -> Result<PgStores, CliError> {
 /// A store error as the CLI reports it (exit 1).
 pub(crate) fn store_failed(e: &PgError) -> CliError {
     CliError::new(Exit::Failed, e.to_string())
+}
+
+/// An error building the engine after the scenario checked out: the data directory, or the
+/// tools an MCP server brought (a schema the engine cannot compile, a name taken).
+pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
+    match e {
+        // The store says it cannot open the directory; say why when it is plain to see.
+        BuildError::Stores(reason) => match file_in_the_way(data.root()) {
+            Some(file) => {
+                let what = if file == data.root() {
+                    "it is a file, not a directory".to_owned()
+                } else {
+                    format!("{} is a file, not a directory", file.display())
+                };
+                CliError::bad_input(format!(
+                    "cannot use data directory {}: {what}; choose another --data-dir, or move the file away",
+                    data.shown()
+                ))
+            }
+            None => CliError::bad_input(format!(
+                "cannot use data directory {}: {reason}",
+                data.shown()
+            )),
+        },
+        // What the scenario (or a server it imports) gave does not build: bad input, as
+        // `rein validate` says of the same file.
+        BuildError::InvalidSchema { .. }
+        | BuildError::DuplicateTool(_)
+        | BuildError::Eligibility(_)
+        | BuildError::Transitions(_)
+        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
+        other => CliError::new(Exit::Failed, other.to_string()),
+    }
+}
+
+/// An error building the engine on a `PostgreSQL` store: what the scenario gave is bad
+/// input, as for a data directory; anything else a failure.
+pub(crate) fn build_error_on_store(e: &BuildError) -> CliError {
+    match e {
+        BuildError::InvalidSchema { .. }
+        | BuildError::DuplicateTool(_)
+        | BuildError::Eligibility(_)
+        | BuildError::Transitions(_)
+        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
+        other => CliError::new(Exit::Failed, other.to_string()),
+    }
+}
+
+/// The first existing path among `dir` and its ancestors, if it is not a directory.
+fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
+    let existing = dir.ancestors().find(|p| p.exists())?;
+    (!existing.is_dir()).then(|| existing.to_path_buf())
 }

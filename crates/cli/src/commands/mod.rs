@@ -9,6 +9,7 @@ mod mcp_serve;
 mod narrow;
 mod on_store;
 mod prompt;
+mod reopened;
 mod replay;
 mod run;
 mod runs;
@@ -21,7 +22,7 @@ mod worker;
 use std::path::{Path, PathBuf};
 
 use rein::store::LedgerStoreError;
-use rein::{BuildError, EngineError, RunId};
+use rein::{EngineError, RunId};
 
 use crate::cli::{Command, LedgerCommand, RunsCommand, SchemaKind};
 use crate::datadir::DataDir;
@@ -141,57 +142,7 @@ pub(crate) fn engine_error(e: EngineError, place: &impl Place) -> CliError {
     }
 }
 
-/// An error building the engine after the scenario checked out: the data directory, or the
-/// tools an MCP server brought (a schema the engine cannot compile, a name taken).
-pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
-    match e {
-        // The store says it cannot open the directory; say why when it is plain to see.
-        BuildError::Stores(reason) => match file_in_the_way(data.root()) {
-            Some(file) => {
-                let what = if file == data.root() {
-                    "it is a file, not a directory".to_owned()
-                } else {
-                    format!("{} is a file, not a directory", file.display())
-                };
-                CliError::bad_input(format!(
-                    "cannot use data directory {}: {what}; choose another --data-dir, or move the file away",
-                    data.shown()
-                ))
-            }
-            None => CliError::bad_input(format!(
-                "cannot use data directory {}: {reason}",
-                data.shown()
-            )),
-        },
-        // What the scenario (or a server it imports) gave does not build: bad input, as
-        // `rein validate` says of the same file.
-        BuildError::InvalidSchema { .. }
-        | BuildError::DuplicateTool(_)
-        | BuildError::Eligibility(_)
-        | BuildError::Transitions(_)
-        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
-        other => CliError::new(Exit::Failed, other.to_string()),
-    }
-}
-
-/// An error building the engine on a `PostgreSQL` store: what the scenario gave is bad
-/// input, as for a data directory; anything else a failure.
-pub(crate) fn build_error_on_store(e: &BuildError) -> CliError {
-    match e {
-        BuildError::InvalidSchema { .. }
-        | BuildError::DuplicateTool(_)
-        | BuildError::Eligibility(_)
-        | BuildError::Transitions(_)
-        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
-        other => CliError::new(Exit::Failed, other.to_string()),
-    }
-}
-
-/// The first existing path among `dir` and its ancestors, if it is not a directory.
-fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
-    let existing = dir.ancestors().find(|p| p.exists())?;
-    (!existing.is_dir()).then(|| existing.to_path_buf())
-}
+pub(crate) use crate::home::build_error;
 
 /// Loads and checks the scenario a command is about to run (`rein run`, `rein mcp serve`),
 /// with the data directory and an optional `--workspace`, printing its warnings.

@@ -8,7 +8,7 @@ use rein::ledger::{Entry, EntryKind};
 use rein::postgres::PgStores;
 use rein::store::{LedgerStore as _, LedgerStoreError};
 
-use super::run::{Reopened, restore_secrets};
+use super::reopened::{Reopened, restore_secrets};
 use super::store::ledger_error;
 use crate::exit::CliError;
 use crate::home::{Home, store_failed};

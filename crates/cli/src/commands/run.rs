@@ -1,5 +1,6 @@
-//! `rein run` and `rein resume`: drive a run with filesystem stores, show progress, answer
-//! scripted questions, print a summary (or the run as JSON), exit with what happened.
+//! `rein run` and `rein resume`: drive a run on a data directory or a `PostgreSQL` store,
+//! show progress, answer scripted questions, print a summary (or the run as JSON), exit
+//! with what happened.
 
 use std::io::IsTerminal as _;
 
@@ -7,6 +8,8 @@ use rein::clock::{IdGenerator as _, UuidV7Ids};
 use rein::ledger::EntryKind;
 use rein::{Run, RunEvent, RunHandle, RunId, RunSpec, RunStatus};
 
+pub(crate) use super::reopened::Reopened;
+use super::reopened::restore_secrets;
 use super::{build_error, checked_scenario, engine_error, run_id};
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::datadir::DataDir;
@@ -107,17 +110,6 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     };
     scenario::mcp::shutdown(&servers).await;
     result
-}
-
-/// A stored run opened again by a later `rein` process, to resume it or to decide on its
-/// pending approval.
-pub(crate) struct Reopened {
-    /// The engine on the run's stores, with the scenario's tools and planner.
-    pub(crate) engine: rein::Engine,
-    /// The scenario's MCP servers, connected (shut them down when done).
-    pub(crate) servers: Vec<rein::mcp::McpServer>,
-    /// The run's lock or lease: no other `rein` drives it meanwhile (release it when done).
-    pub(crate) _lock: Hold,
 }
 
 /// Opens run `id` again from the scenario stored with it, in a data directory or a store
@@ -375,8 +367,6 @@ pub(super) async fn finish(driven: &Driven, home: &Home, json: bool) -> CliResul
     })
 }
 
-/// Puts back the MCP `env`/`headers` literals the stored copy of run `id`'s scenario left
-/// out, reading them from its original file.
 /// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
 /// none), its parent's, up to the root of its tree.
 fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
@@ -397,27 +387,4 @@ fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
         }
     }
     owner
-}
-
-pub(super) fn restore_secrets(
-    loaded: &mut scenario::Loaded,
-    source: Option<std::path::PathBuf>,
-    id: &RunId,
-) -> Result<(), CliError> {
-    if !scenario::secrets::has_redacted(&loaded.scenario) {
-        return Ok(());
-    }
-    let restored = source
-        .as_deref()
-        .ok_or_else(|| "the path of its original scenario file was not stored".to_owned())
-        .and_then(|path| {
-            let original = scenario::load(path).map_err(|e| e.to_string())?;
-            scenario::secrets::restore(&mut loaded.scenario, &original.scenario)
-        });
-    restored.map_err(|why| {
-        CliError::bad_input(format!(
-            "run {id} cannot be resumed: {why}{}\n  help: restore the original scenario file with the same values; values given as {{\"from_env\": \"NAME\"}} are read from rein's environment on every start instead",
-            source.map_or_else(String::new, |p| format!(" ({})", p.display()))
-        ))
-    })
 }
