@@ -298,6 +298,7 @@ async fn submitted_runs_are_driven_by_a_worker_that_stops_cleanly_on_sigterm() {
         "worker test-worker serving the queue",
         "stopping: no new runs are claimed",
         "3 runs claimed, 3 completed",
+        &format!("run {} (lease token 1): completed", ids[0]),
     ]);
     for id in &ids {
         rein_on(&url, &["ledger", "verify", id])
@@ -327,4 +328,72 @@ async fn submit_and_worker_need_a_store() {
     .await
     .unwrap();
     out.expect_code(2).stderr_has(&["--store postgres://"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_a_worker_cannot_rebuild_is_named_and_left_for_another_worker() {
+    let (url, db) = fresh().await;
+    let scratch = Scratch::new();
+    // A literal header value is never stored: a worker reads it again from the original
+    // file, which is gone by the time the worker claims the run.
+    let text = json!({
+        "goal": "needs its header",
+        "planner": {"llm": {"provider": {
+            "api": "open_ai", "base_url": "http://127.0.0.1:9/v1", "model": "fake",
+            "extra_headers": [["api-key", "s3cret-literal-header"]]
+        }}}
+    })
+    .to_string();
+    let file = scratch.write("gone.json", &text);
+    let out = rein_on(&url, &["submit", file.to_str().unwrap()]).await;
+    out.expect_code(0);
+    let id = out.stdout.trim().to_owned();
+    std::fs::remove_file(&file).unwrap();
+
+    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["worker", "--poll", "0.05", "--name", "no-header"])
+        .env("REIN_STORE", &url)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        let leased: i64 = db
+            .query_one(
+                "SELECT count(*) FROM rein_leases WHERE run_id = $1 AND owner = 'no-header'",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if leased == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = worker.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = tokio::task::spawn_blocking(move || worker.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    Outcome::of(&output).expect_code(0).stderr_has(&[
+        &format!("run {id} (lease token 1): cannot be driven here"),
+        "gone.json: cannot read the scenario: no such file",
+        "left leased until its lease expires",
+    ]);
+    // Still queued, still leased (until it expires) for a worker that has the file.
+    let queued: i64 = db
+        .query_one("SELECT count(*) FROM rein_queue WHERE run_id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(queued, 1);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("s3cret"));
 }

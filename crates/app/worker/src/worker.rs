@@ -135,7 +135,11 @@ pub struct Worker {
     stores: PgStores,
     engines: Arc<dyn Engines>,
     options: WorkerOptions,
+    observer: Observer,
 }
+
+/// What is told of each run as its driving ends.
+type Observer = Arc<dyn Fn(&Driven) + Send + Sync>;
 
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -175,7 +179,16 @@ impl Worker {
             stores,
             engines: Arc::new(engines),
             options,
+            observer: Arc::new(|_: &Driven| {}),
         })
+    }
+
+    /// Calls `observer` with each run as its driving ends (before [`Worker::run`] returns
+    /// them all): for a log line per run.
+    #[must_use]
+    pub fn on_driven(mut self, observer: impl Fn(&Driven) + Send + Sync + 'static) -> Self {
+        self.observer = Arc::new(observer);
+        self
     }
 
     /// Serves until `shutdown` is cancelled: then claims nothing more, stops its runs (a
@@ -189,6 +202,7 @@ impl Worker {
             stores,
             engines,
             options,
+            observer,
         } = self;
         let wakeups = match stores.listen_queue().await {
             Ok(wakeups) => Some(wakeups),
@@ -236,11 +250,13 @@ impl Worker {
                         (stores.clone(), Arc::clone(&engines), shutdown.clone());
                     let ttl = options.lease_ttl;
                     let busy = Arc::clone(&busy);
+                    let observer = Arc::clone(&observer);
                     busy.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(lease.run_id().clone());
                     tasks.spawn(async move {
                         let driven = drive(stores, engines, lease, ttl, shutdown).await;
+                        observer(&driven);
                         busy.lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .remove(&driven.run_id);

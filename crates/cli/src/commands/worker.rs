@@ -85,7 +85,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> CliResult {
     };
     let name = options.name.clone();
     let worker = Worker::new(stores.clone(), engines, options)
-        .map_err(|e| CliError::bad_input(e.to_string()))?;
+        .map_err(|e| CliError::bad_input(e.to_string()))?
+        .on_driven(|driven| eprintln!("{}", said(driven)));
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
     eprintln!(
@@ -110,6 +111,27 @@ pub(crate) async fn worker(args: WorkerArgs) -> CliResult {
         count(|o| *o == Outcome::FencedOut),
     );
     Ok(Exit::Ok)
+}
+
+/// One line on what became of a claimed run.
+fn said(driven: &rein_worker::Driven) -> String {
+    let (id, token) = (&driven.run_id, driven.token);
+    match &driven.outcome {
+        Outcome::Settled(status) => format!("run {id} (lease token {token}): {status}"),
+        Outcome::Stopped => format!(
+            "run {id} (lease token {token}): interrupted by the shutdown, left queued for the next worker"
+        ),
+        Outcome::FencedOut => format!(
+            "run {id} (lease token {token}): taken over by another worker; this one wrote nothing more"
+        ),
+        Outcome::NoEngine(why) => format!(
+            "run {id} (lease token {token}): cannot be driven here: {why}; left leased until its lease expires, for a worker that can"
+        ),
+        Outcome::Failed(why) => format!(
+            "run {id} (lease token {token}): driving failed: {why}; another worker retries it once its lease expires"
+        ),
+        other => format!("run {id} (lease token {token}): {other:?}"),
+    }
 }
 
 /// Cancels `shutdown` on SIGTERM or Ctrl-C.
