@@ -139,8 +139,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Continue a paused or interrupted run.
     ///
-    /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/),
-    /// under the policy recorded in its ledger, with the same budget.
+    /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/,
+    /// or the --store database), under the policy recorded in its ledger, with the same
+    /// budget.
     #[command(after_help = RESUME_AFTER)]
     Resume(ResumeArgs),
     /// Grant (or, with --deny, deny) the call a run waits for under a durable approval
@@ -358,7 +359,7 @@ pub(crate) struct ReplayArgs {
 /// A shared store in place of the data directory.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArg {
-    /// A PostgreSQL store (postgres://user:password@host:port/database) to read instead of
+    /// A PostgreSQL store (postgres://user:password@host:port/database) to use instead of
     /// the data directory; see docs/POSTGRES.md.
     #[arg(long, value_name = "URL", env = "REIN_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,
