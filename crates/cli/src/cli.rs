@@ -7,10 +7,13 @@
 pub(crate) mod mcp;
 pub(crate) mod runs;
 pub(crate) mod serve;
+pub(crate) mod worker;
 
 pub(crate) use runs::{ListedStatus, PrunedStatus, RunsCommand, RunsListArgs, RunsPruneArgs};
 use serve::SERVE_AFTER;
 pub(crate) use serve::ServeArgs;
+use worker::{SUBMIT_AFTER, WORKER_AFTER};
+pub(crate) use worker::{SubmitArgs, WorkerArgs};
 
 use std::path::PathBuf;
 
@@ -141,8 +144,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Continue a paused or interrupted run.
     ///
-    /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/),
-    /// under the policy recorded in its ledger, with the same budget.
+    /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/,
+    /// or the --store database), under the policy recorded in its ledger, with the same
+    /// budget.
     #[command(after_help = RESUME_AFTER)]
     Resume(ResumeArgs),
     /// Grant (or, with --deny, deny) the call a run waits for under a durable approval
@@ -203,6 +207,12 @@ pub(crate) enum Command {
     /// run in, and whether the default approval policy asks before it runs.
     #[command(after_help = "Examples:\n  rein tools\n  rein tools --json")]
     Tools(ToolsArgs),
+    /// Record a scenario's run in a PostgreSQL store and queue it for a `rein worker`.
+    #[command(after_help = SUBMIT_AFTER)]
+    Submit(SubmitArgs),
+    /// Drive the runs queued in a PostgreSQL store until stopped (SIGTERM or Ctrl-C).
+    #[command(after_help = WORKER_AFTER)]
+    Worker(WorkerArgs),
     /// Work with MCP servers: list the tools rein would import from one.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -255,6 +265,8 @@ pub(crate) struct RunArgs {
     pub(crate) goal: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -277,6 +289,8 @@ pub(crate) struct ResumeArgs {
     pub(crate) input: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -306,6 +320,8 @@ pub(crate) struct ApproveArgs {
     pub(crate) input_hash: Option<String>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -340,6 +356,8 @@ pub(crate) struct NarrowArgs {
     pub(crate) hand_back: Option<u64>,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// `rein replay`.
@@ -350,12 +368,14 @@ pub(crate) struct ReplayArgs {
     pub(crate) run_id: String,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
 }
 
 /// A shared store in place of the data directory.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArg {
-    /// A PostgreSQL store (postgres://user:password@host:port/database) to read instead of
+    /// A PostgreSQL store (postgres://user:password@host:port/database) to use instead of
     /// the data directory; see docs/POSTGRES.md.
     #[arg(long, value_name = "URL", env = "REIN_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,

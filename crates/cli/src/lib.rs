@@ -37,6 +37,7 @@ mod conversation;
 mod datadir;
 mod elicit;
 mod exit;
+mod home;
 mod inspect;
 mod ledger_file;
 mod ledger_stream;

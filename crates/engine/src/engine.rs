@@ -84,6 +84,21 @@ impl Engine {
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
+    /// Records `spec` as a new run (its `run_started` entry and its snapshot) without driving
+    /// it, and returns its id: a run for another process to drive with
+    /// [`Engine::resume`] on the same stores (a worker), as after a restart. The run's
+    /// policy is recorded now, from this engine; its deadline counts from now.
+    ///
+    /// # Errors
+    /// As [`Engine::run`], for what can go wrong before the run's first step.
+    pub async fn submit(&self, spec: impl Into<RunSpec>) -> Result<RunId, EngineError> {
+        let (mut driver, _guard) = open::begin(&self.shared, spec.into(), None, None).await?;
+        // Synced and saved as at a step boundary: the run is on the record for whoever
+        // drives it, whatever the store's fsync policy leaves for later within a step.
+        driver.rec.persist().await?;
+        Ok(driver.run().id().clone())
+    }
+
     /// Continues a persisted run that is not finished and not waiting for an answer: after a
     /// restart, or after an interrupt. A tool call the ledger shows started but not finished
     /// is retried if the tool is idempotent; otherwise the run fails with `InDoubtToolCall`.

@@ -9,15 +9,15 @@ use rein::{ApprovalResponse, Run, RunStatus, Verdict};
 use super::run::{Driven, Reopened, finish, reopen};
 use super::{engine_error, run_id};
 use crate::cli::ApproveArgs;
-use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::home::{Home, Place as _};
 use crate::render::{iso, shell_word};
 use crate::scenario;
 
 /// `rein approve`.
 pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let id = run_id(&args.run_id)?;
     for (what, text) in [("--reason", &args.reason), ("--by", &args.by)] {
         if text.trim().is_empty() {
@@ -31,35 +31,56 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
         engine,
         servers,
         _lock,
-    } = reopen(&data, &id, "approved").await?;
+    } = reopen(&home, &id, "approved").await?;
+    let result = decide(&args, &id, &engine, &home).await;
+    _lock.release().await;
+    scenario::mcp::shutdown(&servers).await;
+    match result {
+        Ok(run) => {
+            finish(
+                &Driven {
+                    run,
+                    interrupted: false,
+                },
+                &home,
+                args.json,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Looks at the call run `id` waits for and gives the verdict `args` ask for.
+async fn decide(
+    args: &ApproveArgs,
+    id: &rein::RunId,
+    engine: &rein::Engine,
+    home: &Home,
+) -> Result<Run, CliError> {
     let before = engine
-        .load_run(&id)
+        .load_run(id)
         .await
-        .map_err(|e| engine_error(e, &data))?;
+        .map_err(|e| engine_error(e, home))?;
     // Looking is touching: an approval past its timeout is denied here, and said so below.
     let pending = engine
-        .pending_approval(&id)
+        .pending_approval(id)
         .await
-        .map_err(|e| engine_error(e, &data))?;
+        .map_err(|e| engine_error(e, home))?;
     let Some(pending) = pending else {
-        scenario::mcp::shutdown(&servers).await;
         let run = engine
-            .load_run(&id)
+            .load_run(id)
             .await
-            .map_err(|e| engine_error(e, &data))?;
-        let ledger = engine
-            .ledger(&id)
-            .await
-            .map_err(|e| engine_error(e, &data))?;
+            .map_err(|e| engine_error(e, home))?;
+        let ledger = engine.ledger(id).await.map_err(|e| engine_error(e, home))?;
         let waited = before
             .pending_approval()
             .filter(|_| before.status() == RunStatus::Paused);
-        return Err(waits_for_none(&run, waited, ledger.entries(), &data));
+        return Err(waits_for_none(&run, waited, ledger.entries(), home));
     };
     if let Some(hash) = &args.input_hash
         && !hash.eq_ignore_ascii_case(&pending.input_hash.to_string())
     {
-        scenario::mcp::shutdown(&servers).await;
         return Err(CliError::bad_input(format!(
             "run {id} waits for a call of `{}` with input {}, not {hash}: the pending call is not the one you looked at; nothing was recorded (`rein runs list` and the run's summary show the pending call)",
             pending.tool, pending.input_hash
@@ -71,17 +92,10 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
         Verdict::Granted
     };
     let response = ApprovalResponse::answer(&pending, verdict, &args.by, &args.reason);
-    let result = engine.approve(&id, &response).await;
-    scenario::mcp::shutdown(&servers).await;
-    let run = result.map_err(|e| engine_error(e, &data))?;
-    finish(
-        &Driven {
-            run,
-            interrupted: false,
-        },
-        &data,
-        args.json,
-    )
+    engine
+        .approve(id, &response)
+        .await
+        .map_err(|e| engine_error(e, home))
 }
 
 /// Why run `run` takes no verdict, and what to do instead: its approval came too late (the
@@ -92,14 +106,14 @@ fn waits_for_none(
     run: &Run,
     waited: Option<&PendingApproval>,
     entries: &[Entry],
-    data: &DataDir,
+    home: &Home,
 ) -> CliError {
     let id = run.id();
-    let dir = shell_word(data.shown());
+    let flag = home.flag();
     let outcome = match run.status() {
         RunStatus::Failed => "the run failed because of it".to_owned(),
         status => format!(
-            "the run is {status}: the denial is handed back to its planner (`rein resume {id} --data-dir {dir}` goes on)"
+            "the run is {status}: the denial is handed back to its planner (`rein resume {id} {flag}` goes on)"
         ),
     };
     // Waiting before this command looked, and no longer: the timeout denied it just now.
@@ -107,7 +121,7 @@ fn waits_for_none(
         return CliError::new(
             Exit::Failed,
             format!(
-                "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when this command looked (recorded), and {outcome}; nothing was approved (`rein ledger show {id} --data-dir {dir}` shows it)",
+                "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when this command looked (recorded), and {outcome}; nothing was approved (`rein ledger show {id} {flag}` shows it)",
                 pending.tool, pending.input_hash, pending.requested_at
             ),
         );
@@ -124,13 +138,16 @@ fn waits_for_none(
             ),
         );
     }
-    let below = crate::tree::waiting_below(entries, data);
+    let below = home
+        .dir()
+        .map(|data| crate::tree::waiting_below(entries, data))
+        .unwrap_or_default();
     if !below.is_empty() {
         let lines: Vec<String> = below
             .iter()
             .map(|w| {
                 format!(
-                    "  child run {} waits for `{}` (risk {}, step {}, input {}): rein approve {} --reason TEXT --by NAME --data-dir {dir}",
+                    "  child run {} waits for `{}` (risk {}, step {}, input {}): rein approve {} --reason TEXT --by NAME {flag}",
                     w.run, w.pending.tool, w.pending.risk, w.pending.step, w.pending.input_hash, w.run
                 )
             })
@@ -138,7 +155,7 @@ fn waits_for_none(
         let then = run.pending_question().map_or_else(String::new, |q| {
             let answer = q.options.first().map_or("ANSWER", String::as_str);
             format!(
-                "; then go on with `rein resume {id} --input {} --data-dir {dir}`",
+                "; then go on with `rein resume {id} --input {} {flag}`",
                 shell_word(answer)
             )
         });
@@ -151,7 +168,7 @@ fn waits_for_none(
         ));
     }
     CliError::bad_input(format!(
-        "run {id} is {} and waits for no approval (an approval past its timeout is denied when the run is next touched; `rein ledger show {id} --data-dir {dir}` says what happened)",
+        "run {id} is {} and waits for no approval (an approval past its timeout is denied when the run is next touched; `rein ledger show {id} {flag}` says what happened)",
         run.status()
     ))
 }

@@ -25,7 +25,7 @@ pub(crate) async fn dispatch(command: McpCommand) -> CliResult {
 
 async fn serve(args: ServeArgs) -> CliResult {
     let data = DataDir::new(&args.data.data_dir)?;
-    let scenario = checked_scenario(&args.scenario, &data, args.workspace.as_deref())?;
+    let scenario = checked_scenario(&args.scenario, Some(&data), args.workspace.as_deref())?;
     if args.http.is_none() && scenario::mcp::elicits_at_terminal(&scenario) {
         return Err(CliError::bad_input(format!(
             "{}: an MCP server answers its elicitation from the terminal, but `rein mcp serve` on stdio reads its MCP client there; serve with --http, or leave \"elicitation\" out",

@@ -7,7 +7,9 @@ mod ledger;
 pub(crate) mod mcp;
 mod mcp_serve;
 mod narrow;
+mod on_store;
 mod prompt;
+mod reopened;
 mod replay;
 mod run;
 mod runs;
@@ -15,15 +17,17 @@ mod serve;
 mod store;
 mod tools;
 mod validate;
+mod worker;
 
 use std::path::{Path, PathBuf};
 
 use rein::store::LedgerStoreError;
-use rein::{BuildError, EngineError, RunId};
+use rein::{EngineError, RunId};
 
 use crate::cli::{Command, LedgerCommand, RunsCommand, SchemaKind};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::home::Place;
 use crate::render::shell_word;
 use crate::scenario::{self, ScenarioError};
 
@@ -73,6 +77,8 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         },
         Command::Validate(args) => validate::validate(&args).await,
         Command::Tools(args) => tools::tools(&args),
+        Command::Submit(args) => worker::submit(args).await,
+        Command::Worker(args) => worker::worker(args).await,
         Command::Mcp(command) => mcp::dispatch(command).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Schema(args) => match args.what {
@@ -85,7 +91,7 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
 }
 
 /// The store URL a command cannot do without.
-fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
+pub(crate) fn required(arg: &crate::cli::StoreArg) -> Result<&str, CliError> {
     arg.store.as_deref().ok_or_else(|| {
         CliError::bad_input(
             "this command works on a PostgreSQL store: give --store postgres://user:password@host/database (or set REIN_STORE)",
@@ -100,27 +106,25 @@ impl From<ScenarioError> for CliError {
     }
 }
 
-/// An engine error as the CLI reports it: the exit code says what kind.
-pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
+/// An engine error as the CLI reports it: the exit code says what kind; the hints name
+/// `place` (where the run is kept).
+pub(crate) fn engine_error(e: EngineError, place: &impl Place) -> CliError {
     let message = e.to_string();
+    let flag = place.flag();
     match e {
         EngineError::AwaitingAnswer { id, options, .. } => {
             let answer = options.first().map_or("ANSWER", String::as_str);
             CliError::new(
                 Exit::Paused,
                 format!(
-                    "{message}\n  resume with: rein resume {id} --input {} --data-dir {}",
+                    "{message}\n  resume with: rein resume {id} --input {} {flag}",
                     shell_word(answer),
-                    shell_word(data.shown())
                 ),
             )
         }
         EngineError::AwaitingApproval { id, .. } => CliError::new(
             Exit::Paused,
-            format!(
-                "{message}\n  approve with: rein approve {id} --reason TEXT --by NAME --data-dir {}",
-                shell_word(data.shown())
-            ),
+            format!("{message}\n  approve with: rein approve {id} --reason TEXT --by NAME {flag}"),
         ),
         EngineError::RunNotFound { .. }
         | EngineError::RunFinished { .. }
@@ -151,50 +155,13 @@ pub(crate) fn engine_error(e: EngineError, data: &DataDir) -> CliError {
     }
 }
 
-/// An error building the engine after the scenario checked out: the data directory, or the
-/// tools an MCP server brought (a schema the engine cannot compile, a name taken).
-pub(crate) fn build_error(e: &BuildError, data: &DataDir) -> CliError {
-    match e {
-        // The store says it cannot open the directory; say why when it is plain to see.
-        BuildError::Stores(reason) => match file_in_the_way(data.root()) {
-            Some(file) => {
-                let what = if file == data.root() {
-                    "it is a file, not a directory".to_owned()
-                } else {
-                    format!("{} is a file, not a directory", file.display())
-                };
-                CliError::bad_input(format!(
-                    "cannot use data directory {}: {what}; choose another --data-dir, or move the file away",
-                    data.shown()
-                ))
-            }
-            None => CliError::bad_input(format!(
-                "cannot use data directory {}: {reason}",
-                data.shown()
-            )),
-        },
-        // What the scenario (or a server it imports) gave does not build: bad input, as
-        // `rein validate` says of the same file.
-        BuildError::InvalidSchema { .. }
-        | BuildError::DuplicateTool(_)
-        | BuildError::Eligibility(_)
-        | BuildError::Transitions(_)
-        | BuildError::InvalidOption { .. } => CliError::bad_input(e.to_string()),
-        other => CliError::new(Exit::Failed, other.to_string()),
-    }
-}
-
-/// The first existing path among `dir` and its ancestors, if it is not a directory.
-fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
-    let existing = dir.ancestors().find(|p| p.exists())?;
-    (!existing.is_dir()).then(|| existing.to_path_buf())
-}
+pub(crate) use crate::home::build_error;
 
 /// Loads and checks the scenario a command is about to run (`rein run`, `rein mcp serve`),
 /// with the data directory and an optional `--workspace`, printing its warnings.
 pub(crate) fn checked_scenario(
     file: &Path,
-    data: &crate::datadir::DataDir,
+    data: Option<&crate::datadir::DataDir>,
     workspace: Option<&Path>,
 ) -> Result<crate::scenario::Scenario, CliError> {
     let loaded = crate::scenario::load(file)?;
@@ -203,7 +170,7 @@ pub(crate) fn checked_scenario(
         .transpose()?;
     let setup = crate::scenario::Setup {
         workspace,
-        data_dir: Some(data.root().to_path_buf()),
+        data_dir: data.map(|data| data.root().to_path_buf()),
     };
     let checked = crate::scenario::check(&loaded, &setup)?;
     for warning in &checked.warnings {

@@ -10,30 +10,31 @@ use rein::{RunStatus, ToolName};
 use super::run::{Reopened, reopen};
 use super::{engine_error, run_id};
 use crate::cli::NarrowArgs;
-use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
-use crate::ledger_file::LedgerFile;
+use crate::home::{Home, Place as _};
 use crate::render::shell_word;
 use crate::scenario;
 
 /// `rein narrow`.
 pub(crate) async fn narrow(args: NarrowArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let id = run_id(&args.run_id)?;
     let (narrowing, asked) = narrowing(&args)?;
     let Reopened {
         engine,
         servers,
         _lock,
-    } = reopen(&data, &id, "narrowed").await?;
-    let result = engine.narrow(&id, narrowing).await;
+    } = reopen(&home, &id, "narrowed").await?;
+    let result = match engine.narrow(&id, narrowing).await {
+        Ok(run) => engine.ledger(&id).await.map(|ledger| (run, ledger)),
+        Err(e) => Err(e),
+    };
+    _lock.release().await;
     scenario::mcp::shutdown(&servers).await;
-    let run = result.map_err(|e| engine_error(e, &data))?;
-
-    let ledger = LedgerFile::read_verified(&data.ledger(&id), Some(&id), &data)?;
+    let (run, ledger) = result.map_err(|e| engine_error(e, &home))?;
     let entry = ledger
-        .entries
+        .entries()
         .iter()
         .rev()
         .find(|e| matches!(e.event(), EntryKind::PolicyNarrowed { .. }))
@@ -44,10 +45,10 @@ pub(crate) async fn narrow(args: NarrowArgs) -> CliResult {
         println!("  {line}");
     }
     println!("  status     {}", run.status());
-    let dir = shell_word(data.shown());
+    let flag = home.flag();
     match run.status() {
         RunStatus::Paused if run.pending_approval().is_some() => println!(
-            "  approve    rein approve {id} --reason TEXT --by NAME --data-dir {dir}  (add --deny to deny)"
+            "  approve    rein approve {id} --reason TEXT --by NAME {flag}  (add --deny to deny)"
         ),
         RunStatus::Paused => {
             let answer = run
@@ -55,11 +56,11 @@ pub(crate) async fn narrow(args: NarrowArgs) -> CliResult {
                 .and_then(|q| q.options.first())
                 .map_or("ANSWER", String::as_str);
             println!(
-                "  resume     rein resume {id} --input {} --data-dir {dir}",
+                "  resume     rein resume {id} --input {} {flag}",
                 shell_word(answer)
             );
         }
-        _ => println!("  resume     rein resume {id} --data-dir {dir}"),
+        _ => println!("  resume     rein resume {id} {flag}"),
     }
     Ok(Exit::Ok)
 }

@@ -9,26 +9,27 @@ use rein::ledger::{ReplayReport, RunOutline};
 use super::run::{Reopened, reopen};
 use super::{engine_error, run_id};
 use crate::cli::ReplayArgs;
-use crate::datadir::DataDir;
 use crate::exit::{CliResult, Exit};
+use crate::home::Home;
 use crate::scenario;
 
 /// `rein replay`.
 pub(crate) async fn replay(args: ReplayArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let id = run_id(&args.run_id)?;
     let Reopened {
         engine,
         servers,
         _lock,
-    } = reopen(&data, &id, "replayed").await?;
+    } = reopen(&home, &id, "replayed").await?;
     let replayed = match engine.ledger(&id).await {
         Ok(ledger) => engine.replay(&ledger).await,
         Err(e) => Err(e),
     };
+    _lock.release().await;
     scenario::mcp::shutdown(&servers).await;
-    let report = replayed.map_err(|e| engine_error(e, &data))?;
+    let report = replayed.map_err(|e| engine_error(e, &home))?;
     out!("{}", render(&report));
     Ok(if report.matches() {
         Exit::Ok

@@ -1,5 +1,6 @@
-//! `rein run` and `rein resume`: drive a run with filesystem stores, show progress, answer
-//! scripted questions, print a summary (or the run as JSON), exit with what happened.
+//! `rein run` and `rein resume`: drive a run on a data directory or a `PostgreSQL` store,
+//! show progress, answer scripted questions, print a summary (or the run as JSON), exit
+//! with what happened.
 
 use std::io::IsTerminal as _;
 
@@ -7,10 +8,13 @@ use rein::clock::{IdGenerator as _, UuidV7Ids};
 use rein::ledger::EntryKind;
 use rein::{Run, RunEvent, RunHandle, RunId, RunSpec, RunStatus};
 
+pub(crate) use super::reopened::Reopened;
+use super::reopened::restore_secrets;
 use super::{build_error, checked_scenario, engine_error, run_id};
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::home::{Hold, Home, Place};
 use crate::ledger_file::LedgerFile;
 use crate::render::{self, Progress, shell_word};
 use crate::scenario::{self, Setup};
@@ -20,17 +24,17 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     let (Some(path), None) = (&args.scenario, &args.follow_up) else {
         return follow_up(&args).await;
     };
-    let data = DataDir::new(&args.data.data_dir)?;
-    let scenario = checked_scenario(path, &data, args.workspace.as_deref())?;
+    let home = Home::open(&args.data, &args.store).await?;
+    let scenario = checked_scenario(path, home.dir(), args.workspace.as_deref())?;
     let servers = scenario::mcp::connect(&scenario).await?;
-    let engine = scenario::mcp::with_tools(scenario::builder(&scenario, 0), &servers)
-        .filesystem(data.root())
-        .build()
-        .map_err(|e| build_error(&e, &data))?;
+    let engine = home.engine(scenario::mcp::with_tools(
+        scenario::builder(&scenario, 0),
+        &servers,
+    ))?;
 
     let id = UuidV7Ids.run_id();
-    data.save_scenario(&id, &scenario, path)?;
-    let _lock = data.lock_run(&id).await?;
+    home.save_scenario(&id, &scenario, path).await?;
+    let hold = home.hold(&id).await?;
     let mut spec = RunSpec::new(scenario.goal.clone()).with_id(id.clone());
     for (name, value) in &scenario.vars {
         spec = spec.with_var(name.clone(), value.clone());
@@ -39,33 +43,42 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     let handle = match engine.start(spec).await {
         Ok(handle) => handle,
         Err(e) => {
-            data.forget_scenario(&id);
-            return Err(engine_error(e, &data));
+            home.forget_scenario(&id);
+            hold.release().await;
+            return Err(engine_error(e, &home));
         }
     };
     let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
     if progress {
         outln!("run {id}: {}", scenario.goal);
     }
-    let mut driven = drive(handle, &data, progress, &mut ctrl_c).await?;
-    let mut answers = scenario.answers.iter();
-    while driven.run.status() == RunStatus::Paused && !driven.interrupted {
-        let run = &driven.run;
-        let Some(answer) = answers.next() else { break };
-        if progress {
-            let question = run
-                .pending_question()
-                .map(|q| q.question.as_str())
-                .unwrap_or_default();
-            outln!("  answering {question:?} with {answer:?} (scripted in the scenario)");
+    let driven = async {
+        let mut driven = drive(handle, &home, progress, &mut ctrl_c).await?;
+        let mut answers = scenario.answers.iter();
+        while driven.run.status() == RunStatus::Paused && !driven.interrupted {
+            let run = &driven.run;
+            let Some(answer) = answers.next() else { break };
+            if progress {
+                let question = run
+                    .pending_question()
+                    .map(|q| q.question.as_str())
+                    .unwrap_or_default();
+                outln!("  answering {question:?} with {answer:?} (scripted in the scenario)");
+            }
+            let handle = engine
+                .start_resume(&id, Some(answer))
+                .await
+                .map_err(|e| engine_error(e, &home))?;
+            driven = drive(handle, &home, progress, &mut ctrl_c).await?;
         }
-        let handle = engine
-            .start_resume(&id, Some(answer))
-            .await
-            .map_err(|e| engine_error(e, &data))?;
-        driven = drive(handle, &data, progress, &mut ctrl_c).await?;
+        Ok::<_, CliError>(driven)
     }
-    let result = finish(&driven, &data, args.json);
+    .await;
+    hold.release().await;
+    let result = match driven {
+        Ok(driven) => finish(&driven, &home, args.json).await,
+        Err(e) => Err(e),
+    };
     scenario::mcp::shutdown(&servers).await;
     result
 }
@@ -74,8 +87,8 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
 /// `RUN_ID`, rebuilt from the scenario its conversation was started with (the run's own, or
 /// the first run's of its conversation, which the follow-up's ledger leads back to).
 async fn follow_up(args: &RunArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let (Some(previous), Some(goal)) = (&args.follow_up, &args.goal) else {
         return Err(CliError::bad_input(
             "give a scenario file, or --follow-up RUN_ID with --goal TEXT",
@@ -86,59 +99,75 @@ async fn follow_up(args: &RunArgs) -> CliResult {
         engine,
         servers,
         _lock,
-    } = reopen(&data, &previous, "followed up").await?;
+    } = reopen(&home, &previous, "followed up").await?;
     let id = UuidV7Ids.run_id();
-    let _own = data.lock_run(&id).await?;
+    let own = home.hold(&id).await?;
     let mut ctrl_c = CtrlC::listen();
     let spec = RunSpec::new(goal.clone()).with_id(id.clone());
-    let handle = engine
-        .follow_up(&previous, spec)
-        .await
-        .map_err(|e| engine_error(e, &data))?;
-    let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
-    if progress {
-        outln!("run {id}: {goal} (following up on run {previous})");
+    let driven = async {
+        let handle = engine
+            .follow_up(&previous, spec)
+            .await
+            .map_err(|e| engine_error(e, &home))?;
+        let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
+        if progress {
+            outln!("run {id}: {goal} (following up on run {previous})");
+        }
+        drive(handle, &home, progress, &mut ctrl_c).await
     }
-    let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
-    let result = finish(&driven, &data, args.json);
+    .await;
+    own.release().await;
+    _lock.release().await;
+    let result = match driven {
+        Ok(driven) => finish(&driven, &home, args.json).await,
+        Err(e) => Err(e),
+    };
     scenario::mcp::shutdown(&servers).await;
     result
 }
 
 /// `rein resume`.
 pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let id = run_id(&args.run_id)?;
     let Reopened {
         engine,
         servers,
         _lock,
-    } = reopen(&data, &id, "resumed").await?;
+    } = reopen(&home, &id, "resumed").await?;
     let mut ctrl_c = CtrlC::listen();
-    let handle = engine
-        .start_resume(&id, args.input.as_deref())
-        .await
-        .map_err(|e| engine_error(e, &data))?;
-    let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
-    if progress {
-        outln!("run {id}: resumed");
+    let driven = async {
+        let handle = engine
+            .start_resume(&id, args.input.as_deref())
+            .await
+            .map_err(|e| engine_error(e, &home))?;
+        let progress = !args.quiet && !args.json && std::io::stdout().is_terminal();
+        if progress {
+            outln!("run {id}: resumed");
+        }
+        drive(handle, &home, progress, &mut ctrl_c).await
     }
-    let driven = drive(handle, &data, progress, &mut ctrl_c).await?;
-    let result = finish(&driven, &data, args.json);
+    .await;
+    _lock.release().await;
+    let result = match driven {
+        Ok(driven) => finish(&driven, &home, args.json).await,
+        Err(e) => Err(e),
+    };
     scenario::mcp::shutdown(&servers).await;
     result
 }
 
-/// A stored run opened again by a later `rein` process, to resume it or to decide on its
-/// pending approval.
-pub(super) struct Reopened {
-    /// The engine on the data directory, with the scenario's tools and planner.
-    pub(super) engine: rein::Engine,
-    /// The scenario's MCP servers, connected (shut them down when done).
-    pub(super) servers: Vec<rein::mcp::McpServer>,
-    /// The run's lock: no other `rein` drives it meanwhile.
-    pub(super) _lock: crate::datadir::RunLock,
+/// Opens run `id` again from the scenario stored with it, in a data directory or a store
+/// (see [`reopen_dir`] and [`super::on_store::reopen`]).
+///
+/// # Errors
+/// As those.
+pub(crate) async fn reopen(home: &Home, id: &RunId, verb: &str) -> Result<Reopened, CliError> {
+    match home {
+        Home::Dir(data) => reopen_dir(data, id, verb).await,
+        Home::Store(stores) => super::on_store::reopen(stores, home, id, verb).await,
+    }
 }
 
 /// Opens run `id` of `data` again from the scenario `rein run` stored for it (its secrets
@@ -148,7 +177,11 @@ pub(super) struct Reopened {
 /// # Errors
 /// Bad input when the run or its stored scenario is missing; what loading, checking,
 /// connecting and building report.
-pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reopened, CliError> {
+pub(super) async fn reopen_dir(
+    data: &DataDir,
+    id: &RunId,
+    verb: &str,
+) -> Result<Reopened, CliError> {
     let ledger_path = data.ledger(id);
     // A run whose ledger is gone but whose snapshot is here is found, and refused below: its
     // ledger falls short of its snapshot (exit 4).
@@ -171,7 +204,11 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
         )));
     }
     let mut loaded = scenario::load(&scenario_path)?;
-    restore_secrets(&mut loaded, data, &owner)?;
+    let source = std::fs::read(data.scenario_source(&owner))
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(std::path::PathBuf::from);
+    restore_secrets(&mut loaded, source, &owner)?;
     let setup = Setup {
         workspace: None,
         data_dir: Some(data.root().to_path_buf()),
@@ -192,7 +229,7 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
     Ok(Reopened {
         engine,
         servers,
-        _lock: lock,
+        _lock: Hold::Lock(lock),
     })
 }
 
@@ -204,9 +241,9 @@ pub(super) async fn reopen(data: &DataDir, id: &RunId, verb: &str) -> Result<Reo
 /// `rein resume`. A second Ctrl-C aborts: the call in progress is dropped, its outcome is
 /// unknown, and the run fails as aborted. Either way the outcome is then printed as usual
 /// and `rein` exits with 130 unless the run completed anyway.
-async fn drive(
+pub(super) async fn drive(
     handle: RunHandle,
-    data: &DataDir,
+    place: &impl Place,
     progress: bool,
     ctrl_c: &mut CtrlC,
 ) -> Result<Driven, CliError> {
@@ -259,7 +296,7 @@ async fn drive(
     if let Some(printer) = printer {
         let _ = printer.await;
     }
-    let run = result.map_err(|e| engine_error(e, data))?;
+    let run = result.map_err(|e| engine_error(e, place))?;
     Ok(Driven {
         run,
         interrupted: signals > 0,
@@ -268,14 +305,14 @@ async fn drive(
 
 /// Ctrl-C, listened for from before a run starts, so a signal that arrives while the
 /// first step runs is never the default "terminate at once".
-struct CtrlC {
+pub(super) struct CtrlC {
     #[cfg(unix)]
     signal: Option<tokio::signal::unix::Signal>,
 }
 
 impl CtrlC {
     /// Starts listening (within the runtime).
-    fn listen() -> Self {
+    pub(super) fn listen() -> Self {
         Self {
             #[cfg(unix)]
             signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok(),
@@ -308,24 +345,28 @@ pub(super) struct Driven {
     pub(super) interrupted: bool,
 }
 
-/// Prints the outcome and picks the exit code. The ledger is read back from disk and
-/// verified first.
-pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
+/// Prints the outcome and picks the exit code. The ledger is read back from where it is
+/// kept and verified first.
+pub(super) async fn finish(driven: &Driven, home: &Home, json: bool) -> CliResult {
     let run = &driven.run;
-    let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
-    let below = match run.status() {
-        RunStatus::Paused => crate::tree::waiting_below(&ledger.entries, data),
-        _ => Vec::new(),
+    let (ledger, below, ledger_at) = match home {
+        Home::Dir(data) => {
+            let ledger = LedgerFile::read(&data.ledger(run.id()), Some(run.id()), data)?;
+            let below = match run.status() {
+                RunStatus::Paused => crate::tree::waiting_below(&ledger.entries, data),
+                _ => Vec::new(),
+            };
+            let at = data.ledger(run.id()).display().to_string();
+            (ledger, below, at)
+        }
+        Home::Store(stores) => super::on_store::ledger(stores, run.id()).await?,
     };
+    let flag = home.flag();
     if json {
         for waiting in &below {
             eprintln!(
-                "paused: child run {} waits for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME --data-dir {} (add --deny to deny)",
-                waiting.run,
-                waiting.pending.tool,
-                waiting.pending.risk,
-                waiting.run,
-                shell_word(data.shown())
+                "paused: child run {} waits for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME {flag} (add --deny to deny)",
+                waiting.run, waiting.pending.tool, waiting.pending.risk, waiting.run,
             );
         }
         let text = serde_json::to_string_pretty(run)
@@ -334,24 +375,25 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
         if let Some(pending) = run.pending_question() {
             let answer = pending.options.first().map_or("ANSWER", String::as_str);
             eprintln!(
-                "paused: {:?}; resume with: rein resume {} --input {} --data-dir {}",
+                "paused: {:?}; resume with: rein resume {} --input {} {flag}",
                 pending.question,
                 run.id(),
                 shell_word(answer),
-                shell_word(data.shown())
             );
         }
         if let Some(pending) = run.pending_approval() {
             eprintln!(
-                "paused: waiting for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME --data-dir {} (add --deny to deny)",
+                "paused: waiting for approval of `{}` (risk {}); approve with: rein approve {} --reason TEXT --by NAME {flag} (add --deny to deny)",
                 pending.tool,
                 pending.risk,
                 run.id(),
-                shell_word(data.shown())
             );
         }
     } else {
-        out!("{}", render::summary(run, &ledger, &below, data.shown()));
+        out!(
+            "{}",
+            render::summary(run, &ledger, &below, &ledger_at, &flag)
+        );
     }
     if let Err(broken) = &ledger.verdict {
         return Err(CliError::new(
@@ -371,8 +413,6 @@ pub(super) fn finish(driven: &Driven, data: &DataDir, json: bool) -> CliResult {
     })
 }
 
-/// Puts back the MCP `env`/`headers` literals the stored copy of run `id`'s scenario left
-/// out, reading them from its original file.
 /// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
 /// none), its parent's, up to the root of its tree; for a follow-up (which has none
 /// either), the run's it continues, up to the first run of its conversation.
@@ -395,31 +435,4 @@ fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
         }
     }
     owner
-}
-
-fn restore_secrets(
-    loaded: &mut scenario::Loaded,
-    data: &DataDir,
-    id: &RunId,
-) -> Result<(), CliError> {
-    if !scenario::secrets::has_redacted(&loaded.scenario) {
-        return Ok(());
-    }
-    let source = std::fs::read(data.scenario_source(id))
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .map(std::path::PathBuf::from);
-    let restored = source
-        .as_deref()
-        .ok_or_else(|| "the path of its original scenario file was not stored".to_owned())
-        .and_then(|path| {
-            let original = scenario::load(path).map_err(|e| e.to_string())?;
-            scenario::secrets::restore(&mut loaded.scenario, &original.scenario)
-        });
-    restored.map_err(|why| {
-        CliError::bad_input(format!(
-            "run {id} cannot be resumed: {why}{}\n  help: restore the original scenario file with the same values; values given as {{\"from_env\": \"NAME\"}} are read from rein's environment on every start instead",
-            source.map_or_else(String::new, |p| format!(" ({})", p.display()))
-        ))
-    })
 }

@@ -5,7 +5,7 @@
 use rein::RunId;
 use rein_console::{BoxFuture, Console, OpenedRun, RunDriver, ServeConfig, Stores, Tokens};
 
-use super::run::{Reopened, reopen};
+use super::run::{Reopened, reopen_dir};
 use crate::cli::ServeArgs;
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
@@ -80,7 +80,7 @@ impl RunDriver for ScenarioDriver {
                 engine,
                 servers,
                 _lock,
-            } = reopen(&self.data, id, "approved or answered")
+            } = reopen_dir(&self.data, id, "approved or answered")
                 .await
                 .map_err(|e| e.message)?;
             let release: BoxFuture<'static, ()> = Box::pin(async move {

@@ -6,20 +6,12 @@ use std::path::Path;
 
 use rein::RunId;
 use rein::ledger::LoadedLedger;
-use rein::postgres::{PgError, PgStores};
+use rein::postgres::PgStores;
 use rein::store::{LedgerStore as _, LedgerStoreError, RunStore as _};
 
 use crate::exit::{CliError, CliResult, Exit};
 
-/// Connects to the store at `url` (its schema migrated): a URL that does not parse is bad
-/// input (exit 2); a database that cannot be reached or is too new fails (exit 1). The
-/// messages never hold the password.
-async fn open(url: &str) -> Result<PgStores, CliError> {
-    PgStores::connect_url(url).await.map_err(|e| match e {
-        PgError::InvalidUrl { .. } => CliError::bad_input(e.to_string()),
-        _ => CliError::new(Exit::Failed, e.to_string()),
-    })
-}
+use crate::home::open_store as open;
 
 fn run_id(text: &str) -> Result<RunId, CliError> {
     text.parse()
@@ -28,7 +20,7 @@ fn run_id(text: &str) -> Result<RunId, CliError> {
 
 /// A ledger store error as the CLI reports it: no such run is bad input, a ledger that
 /// does not verify is exit 4, anything else a failure.
-fn ledger_error(e: &LedgerStoreError) -> CliError {
+pub(super) fn ledger_error(e: &LedgerStoreError) -> CliError {
     let message = e.to_string();
     match e {
         LedgerStoreError::NotFound { .. } => CliError::bad_input(message),

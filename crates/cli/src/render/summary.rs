@@ -15,8 +15,16 @@ use crate::tree::Waiting;
 
 /// The summary printed after `rein run` / `rein resume`; `below` are the runs below this
 /// one that wait for an approval (the verdict they need comes before anything else).
-pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_dir: &str) -> String {
-    let ledger_path = rein::store::FsLayout::new(data_dir).ledger(run.id());
+///
+/// `ledger_at` says where the ledger is (its file, or the store); `flag` where the run is
+/// kept, for the hints (`--data-dir DIR`).
+pub(crate) fn summary(
+    run: &Run,
+    ledger: &LedgerFile,
+    below: &[Waiting],
+    ledger_at: &str,
+    flag: &str,
+) -> String {
     let mut out = String::new();
     let mark = match run.status() {
         RunStatus::Completed => "✓",
@@ -171,7 +179,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
     let _ = writeln!(
         out,
         "  ledger     {} ({} entries, {verified})",
-        ledger_path.display(),
+        ledger_at,
         ledger.entries.len()
     );
     for waiting in below {
@@ -188,9 +196,8 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
         );
         let _ = writeln!(
             out,
-            "  approve    rein approve {} --reason TEXT --by NAME --data-dir {}  (add --deny to deny)",
+            "  approve    rein approve {} --reason TEXT --by NAME {flag}  (add --deny to deny)",
             waiting.run,
-            shell_word(data_dir)
         );
     }
     if let Some(pending) = run.pending_question() {
@@ -201,7 +208,7 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
         let answer = pending.options.first().map_or("ANSWER", String::as_str);
         let _ = writeln!(
             out,
-            "  {}rein resume {} --input {} --data-dir {}",
+            "  {}rein resume {} --input {} {flag}",
             if below.is_empty() {
                 "resume     "
             } else {
@@ -209,7 +216,6 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
             },
             run.id(),
             shell_word(answer),
-            shell_word(data_dir)
         );
     } else if let Some(pending) = run.pending_approval() {
         let _ = writeln!(
@@ -219,17 +225,11 @@ pub(crate) fn summary(run: &Run, ledger: &LedgerFile, below: &[Waiting], data_di
         );
         let _ = writeln!(
             out,
-            "  approve    rein approve {} --reason TEXT --by NAME --data-dir {}  (add --deny to deny)",
+            "  approve    rein approve {} --reason TEXT --by NAME {flag}  (add --deny to deny)",
             run.id(),
-            shell_word(data_dir)
         );
     } else if run.status() == RunStatus::Interrupted || run.status() == RunStatus::Running {
-        let _ = writeln!(
-            out,
-            "  resume     rein resume {} --data-dir {}",
-            run.id(),
-            shell_word(data_dir)
-        );
+        let _ = writeln!(out, "  resume     rein resume {} {flag}", run.id(),);
     }
     out
 }

@@ -25,6 +25,15 @@ pub struct Lease {
 }
 
 impl Lease {
+    pub(crate) fn new(run_id: RunId, owner: &str, token: i64, expires_at_ms: i64) -> Self {
+        Self {
+            run_id,
+            owner: owner.to_owned(),
+            token: token_of(token),
+            expires_at_ms,
+        }
+    }
+
     /// The run leased.
     #[must_use]
     pub const fn run_id(&self) -> &RunId {
@@ -64,7 +73,7 @@ impl Held {
             .copied()
     }
 
-    fn set(&self, run_id: &RunId, token: u64) {
+    pub(crate) fn set(&self, run_id: &RunId, token: u64) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -80,7 +89,7 @@ impl Held {
 }
 
 /// A token as stored (`bigint`); tokens start at 1 and grow by one per takeover.
-fn stored(token: u64) -> i64 {
+pub(crate) fn stored(token: u64) -> i64 {
     i64::try_from(token).unwrap_or(i64::MAX)
 }
 
@@ -88,7 +97,7 @@ fn token_of(stored: i64) -> u64 {
     u64::try_from(stored).unwrap_or(0)
 }
 
-fn millis(ttl: Duration) -> f64 {
+pub(crate) fn millis(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 

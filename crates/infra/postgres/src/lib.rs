@@ -22,6 +22,13 @@
 //! [`Fenced`](rein_run::Fenced) and write nothing. A [`LeaseKeeper`]
 //! ([`PgStores::keep_lease`]) renews a lease in the background and says when it was lost.
 //!
+//! **A queue for workers.** [`PgStores::enqueue`] queues a run, [`PgStores::claim`] takes
+//! the oldest queued run whose lease is free or expired together with its lease
+//! (`FOR UPDATE SKIP LOCKED`), and [`PgStores::dequeue`] takes it off once it ended or waits
+//! for a person; idle workers wake on `LISTEN/NOTIFY` ([`PgStores::listen_queue`]) and poll
+//! as well. The configuration a run was started from is kept beside it
+//! ([`PgStores::save_run_config`]) so any worker can rebuild its engine.
+//!
 //! The password in the URL never reaches a log line, an error or `Debug` output.
 
 mod artifact;
@@ -31,6 +38,7 @@ mod failure;
 mod keeper;
 mod lease;
 mod ledger;
+mod queue;
 mod run;
 mod schema;
 mod stores;
@@ -41,6 +49,7 @@ pub use error::PgError;
 pub use keeper::LeaseKeeper;
 pub use lease::Lease;
 pub use ledger::PgLedgerStore;
+pub use queue::{QueueWakeups, RunConfig};
 pub use run::PgRunStore;
 pub use schema::SCHEMA_VERSION;
 pub use stores::PgStores;

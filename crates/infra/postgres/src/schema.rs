@@ -36,6 +36,18 @@ const MIGRATIONS: &[&str] = &[
          fencing_token bigint NOT NULL,
          expires_at    timestamptz NOT NULL
      );",
+    // 2: the configuration each run was started from, and the queue of runs for workers.
+    "CREATE TABLE rein_run_configs (
+         run_id   text PRIMARY KEY,
+         config   text NOT NULL,
+         source   text,
+         saved_at timestamptz NOT NULL DEFAULT now()
+     );
+     CREATE TABLE rein_queue (
+         run_id    text PRIMARY KEY,
+         ord       bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+         queued_at timestamptz NOT NULL DEFAULT now()
+     );",
 ];
 
 /// The schema version this rein writes and understands.

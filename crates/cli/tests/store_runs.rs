@@ -1,0 +1,399 @@
+//! Driving runs on a `PostgreSQL` store (`--store`, or `REIN_STORE`) as on a data
+//! directory: `rein run` stores the scenario with the run (never a secret), and `rein
+//! resume`, `approve`, `narrow` and `replay` rebuild the run's engine from it, under the
+//! run's lease; `rein submit` queues runs and `rein worker` drives them and stops cleanly
+//! on SIGTERM. Each test has a database of its own on the test cluster (`make pg-start`, or
+//! `REIN_TEST_PG_URL`; docs/POSTGRES.md).
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+
+use rein_llm::fake::{Call, FakeServer, Reply};
+use serde_json::json;
+use support::{Outcome, Scratch, durable_drop_table, rein};
+use tokio_postgres::NoTls;
+
+/// The test cluster's URL: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote. Without
+/// either the test fails saying how to start one; it never skips silently.
+fn cluster_url() -> String {
+    if let Ok(url) = std::env::var("REIN_TEST_PG_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_owned();
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pg/url");
+    match std::fs::read_to_string(&file) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => panic!(
+            "the PostgreSQL tests need a database: run `make pg-start`, or set \
+             REIN_TEST_PG_URL to a postgres:// url; `make test` does the first for you"
+        ),
+    }
+}
+
+async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = url
+        .parse::<tokio_postgres::Config>()
+        .unwrap()
+        .connect(NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// A database of the test's own, and its URL.
+async fn fresh() -> (String, tokio_postgres::Client) {
+    let url = cluster_url();
+    let name = format!("rein_cli_{}", uuid::Uuid::new_v4().simple());
+    sql(&url)
+        .await
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    // postgres://user:password@host/database[?options]: the database swapped for ours.
+    let (base, rest) = url.rsplit_once('/').unwrap();
+    let query = rest
+        .split_once('?')
+        .map_or(String::new(), |(_, q)| format!("?{q}"));
+    let url = format!("{base}/{name}{query}");
+    let client = sql(&url).await;
+    (url, client)
+}
+
+/// `rein ARGS` against `url` (through `REIN_STORE`), off the async runtime.
+async fn rein_on(url: &str, args: &[&str]) -> Outcome {
+    let (url, args): (String, Vec<String>) = (
+        url.to_owned(),
+        args.iter().map(|a| (*a).to_owned()).collect(),
+    );
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(&rein().args(&args).env("REIN_STORE", url).output().unwrap())
+    })
+    .await
+    .unwrap()
+}
+
+/// The run id in a summary's first line (`run ID  status …`).
+fn run_id_of(out: &Outcome) -> String {
+    let text = if out.stdout.starts_with("run ") {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no run id in {} / {}", out.stdout, out.stderr))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_asks_is_narrowed_resumed_and_replayed_from_the_store() {
+    let (url, db) = fresh().await;
+    let scratch = Scratch::new();
+    let file = scratch.scenario("ask-human.json");
+    let asked = rein_on(&url, &["run", file.to_str().unwrap()]).await;
+    asked
+        .expect_code(3)
+        .stdout_has(&["paused", "rein resume", "--store URL"]);
+    let id = run_id_of(&asked);
+    let stored: i64 = db
+        .query_one(
+            "SELECT count(*) FROM rein_run_configs WHERE run_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, 1, "the scenario is stored with the run");
+    // Nothing was left leased: the next command takes the run at once.
+    let narrowed = rein_on(
+        &url,
+        &["narrow", &id, "--reason", "wind down", "--max-steps", "15"],
+    )
+    .await;
+    narrowed
+        .expect_code(0)
+        .stdout_has(&["policy narrowed ✓", "--store URL"]);
+
+    let resumed = rein_on(&url, &["resume", &id, "--input", "yes"]).await;
+    resumed
+        .expect_code(0)
+        .stdout_has(&["completed ✓", &format!("run {id} in ")]);
+    rein_on(&url, &["replay", &id]).await.expect_code(0);
+    rein_on(&url, &["ledger", "verify", &id])
+        .await
+        .expect_code(0);
+    rein_on(&url, &["resume", &id])
+        .await
+        .expect_code(2)
+        .stderr_has(&["finished"]);
+
+    // A run held by another process is not driven twice: its lease is refused.
+    db.execute(
+        "INSERT INTO rein_leases (run_id, owner, fencing_token, expires_at)
+         VALUES ($1, 'elsewhere', 1, now() + interval '1 hour')
+         ON CONFLICT (run_id) DO UPDATE SET owner = 'elsewhere', expires_at = now() + interval '1 hour'",
+        &[&id],
+    )
+    .await
+    .unwrap();
+    rein_on(
+        &url,
+        &["narrow", &id, "--reason", "again", "--max-steps", "14"],
+    )
+    .await
+    .expect_code(1)
+    .stderr_has(&["is leased to elsewhere", "nothing was done"]);
+    rein_on(&url, &["resume", "no-such-run"])
+        .await
+        .expect_code(2)
+        .stderr_has(&["no run no-such-run in the store"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_approval_is_given_from_another_process_on_the_store() {
+    let (url, _db) = fresh().await;
+    let scratch = Scratch::new();
+    let file = scratch.write("drop.json", &durable_drop_table("drop the stale table"));
+    let paused = rein_on(&url, &["run", file.to_str().unwrap()]).await;
+    paused
+        .expect_code(3)
+        .stdout_has(&["approval", "rein approve", "--store URL"]);
+    let id = run_id_of(&paused);
+    rein_on(
+        &url,
+        &["approve", &id, "--reason", "stale", "--by", "alice"],
+    )
+    .await
+    .expect_code(0)
+    .stdout_has(&["completed ✓"]);
+    rein_on(
+        &url,
+        &["approve", &id, "--reason", "again", "--by", "alice"],
+    )
+    .await
+    .expect_code(2);
+    rein_on(&url, &["ledger", "show", &id])
+        .await
+        .expect_code(0)
+        .stdout_has(&["granted", "alice"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scenario_stored_with_a_run_holds_no_key_or_header_value() {
+    let server = FakeServer::start([Reply::openai_sse(
+        "",
+        &[Call::new("fail", &json!({"reason": "checked"}))],
+        (90, 10),
+        5,
+    )])
+    .await
+    .unwrap();
+    let (url, db) = fresh().await;
+    let scratch = Scratch::new();
+    let text = json!({
+        "goal": "look at nothing",
+        "planner": {"llm": {"provider": {
+            "api": "open_ai", "base_url": server.base_url(), "model": "fake", "retries": 0, "stream": true,
+            "api_key_env": "REIN_TEST_STORE_KEY",
+            "extra_headers": [["api-key", "s3cret-literal-header"]]
+        }}}
+    })
+    .to_string();
+    let file = scratch.write("llm.json", &text);
+    let store = url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("run")
+                .arg(file)
+                .env("REIN_STORE", store)
+                .env("REIN_TEST_STORE_KEY", "s3cret-env-key")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    out.stdout_has(&["checked"]);
+    let rows = db
+        .query(
+            "SELECT config || coalesce(source, '') FROM rein_run_configs
+             UNION ALL SELECT convert_from(line, 'UTF8') FROM rein_ledger
+             UNION ALL SELECT snapshot FROM rein_runs",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(rows.len() > 2);
+    let stored: String = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+    assert!(
+        stored.contains("REIN_TEST_STORE_KEY"),
+        "the variable's name is kept"
+    );
+    assert!(stored.contains(r#"{"redacted":true}"#) || stored.contains(r#""redacted": true"#));
+    assert!(!stored.contains("s3cret"), "a secret reached the store");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn submitted_runs_are_driven_by_a_worker_that_stops_cleanly_on_sigterm() {
+    let (url, db) = fresh().await;
+    let scratch = Scratch::new();
+    let file = scratch.scenario("happy-path.json");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let out = rein_on(&url, &["submit", file.to_str().unwrap()]).await;
+        out.expect_code(0).stderr_has(&["queued run"]);
+        ids.push(out.stdout.trim().to_owned());
+    }
+    let queued: i64 = db
+        .query_one("SELECT count(*) FROM rein_queue", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(queued, 3);
+
+    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args([
+            "worker",
+            "--poll",
+            "0.05",
+            "--concurrency",
+            "2",
+            "--name",
+            "test-worker",
+        ])
+        .env("REIN_STORE", &url)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        let left: i64 = db
+            .query_one("SELECT count(*) FROM rein_queue", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = worker.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::task::spawn_blocking(move || worker.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let out = Outcome::of(&output);
+    out.expect_code(0).stderr_has(&[
+        "worker test-worker serving the queue",
+        "stopping: no new runs are claimed",
+        "3 runs claimed, 3 completed",
+        &format!("run {} (lease token 1): completed", ids[0]),
+    ]);
+    for id in &ids {
+        rein_on(&url, &["ledger", "verify", id])
+            .await
+            .expect_code(0);
+    }
+    rein_on(&url, &["runs", "list"])
+        .await
+        .expect_code(0)
+        .stdout_has(&["COMPLETED"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn submit_and_worker_need_a_store() {
+    let scratch = Scratch::new();
+    let file = scratch.scenario("happy-path.json");
+    let out = tokio::task::spawn_blocking(move || {
+        Outcome::of(
+            &rein()
+                .arg("submit")
+                .arg(file)
+                .env_remove("REIN_STORE")
+                .output()
+                .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    out.expect_code(2).stderr_has(&["--store postgres://"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_a_worker_cannot_rebuild_is_named_and_left_for_another_worker() {
+    let (url, db) = fresh().await;
+    let scratch = Scratch::new();
+    // A literal header value is never stored: a worker reads it again from the original
+    // file, which is gone by the time the worker claims the run.
+    let text = json!({
+        "goal": "needs its header",
+        "planner": {"llm": {"provider": {
+            "api": "open_ai", "base_url": "http://127.0.0.1:9/v1", "model": "fake",
+            "extra_headers": [["api-key", "s3cret-literal-header"]]
+        }}}
+    })
+    .to_string();
+    let file = scratch.write("gone.json", &text);
+    let out = rein_on(&url, &["submit", file.to_str().unwrap()]).await;
+    out.expect_code(0);
+    let id = out.stdout.trim().to_owned();
+    std::fs::remove_file(&file).unwrap();
+
+    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["worker", "--poll", "0.05", "--name", "no-header"])
+        .env("REIN_STORE", &url)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        let leased: i64 = db
+            .query_one(
+                "SELECT count(*) FROM rein_leases WHERE run_id = $1 AND owner = 'no-header'",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if leased == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = worker.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = tokio::task::spawn_blocking(move || worker.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    Outcome::of(&output).expect_code(0).stderr_has(&[
+        &format!("run {id} (lease token 1): cannot be driven here"),
+        "gone.json: cannot read the scenario: no such file",
+        "left leased until its lease expires",
+    ]);
+    // Still queued, still leased (until it expires) for a worker that has the file.
+    let queued: i64 = db
+        .query_one("SELECT count(*) FROM rein_queue WHERE run_id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(queued, 1);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("s3cret"));
+}

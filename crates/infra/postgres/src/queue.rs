@@ -1,0 +1,269 @@
+//! The run queue and run configurations: what a worker on any machine needs to find a run
+//! to drive and to rebuild the engine that drives it.
+//!
+//! A run is queued ([`PgStores::enqueue`]) when it was submitted, and stays queued until a
+//! worker that holds its lease takes it off ([`PgStores::dequeue`]) because the run ended
+//! or waits for a person. A worker claims ([`PgStores::claim`]) the oldest queued run whose
+//! lease is free or expired, with `FOR UPDATE SKIP LOCKED`, and takes its lease in the
+//! same statement; so a run whose worker died is claimed again once its lease expires by
+//! the database's clock. `NOTIFY` is only a wake-up hint, sent after the queueing commits:
+//! a worker that missed it finds the run when it next polls.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_run::RunId;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::lease::{Lease, millis, stored};
+use crate::{PgError, PgStores};
+
+/// The channel `NOTIFY` wakes idle workers on.
+const CHANNEL: &str = "rein_queue";
+
+/// The configuration a run was started from, as the application saved it
+/// ([`PgStores::save_run_config`]): for the `rein` command, its scenario with every secret
+/// redacted, and the path of the original file the secrets are read from again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The configuration (for `rein`, the scenario's JSON).
+    pub config: String,
+    /// Where it came from, if the application said.
+    pub source: Option<String>,
+}
+
+impl PgStores {
+    /// Saves the configuration run `run_id` was started from (replacing an earlier one), so
+    /// that any process can rebuild the run's engine. It must hold no secret.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn save_run_config(
+        &self,
+        run_id: &RunId,
+        config: &str,
+        source: Option<&str>,
+    ) -> Result<(), PgError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO rein_run_configs (run_id, config, source) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_id) DO UPDATE
+                     SET config = EXCLUDED.config, source = EXCLUDED.source, saved_at = now()",
+                &[&run_id.as_str(), &config, &source],
+            )
+            .await
+            .map_err(|e| PgError::query(format!("saving the configuration of run {run_id}"), e))?;
+        Ok(())
+    }
+
+    /// The configuration run `run_id` was started from, if one was saved.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn run_config(&self, run_id: &RunId) -> Result<Option<RunConfig>, PgError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT config, source FROM rein_run_configs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(|e| PgError::query(format!("reading the configuration of run {run_id}"), e))?;
+        Ok(row.map(|row| RunConfig {
+            config: row.get(0),
+            source: row.get(1),
+        }))
+    }
+
+    /// Queues run `run_id` for a worker (queueing a queued run changes nothing), then
+    /// wakes idle workers with a `NOTIFY` sent after the queueing committed.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn enqueue(&self, run_id: &RunId) -> Result<(), PgError> {
+        let context = || format!("queueing run {run_id}");
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO rein_queue (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(|e| PgError::query(context(), e))?;
+        // Its own statement, outside any transaction: a NOTIFY inside a transaction would
+        // serialise every commit behind the notification queue's lock.
+        client
+            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &run_id.as_str()])
+            .await
+            .map_err(|e| PgError::query(context(), e))?;
+        Ok(())
+    }
+
+    /// Claims the oldest queued run whose lease is free or expired, taking its lease for
+    /// `owner` for `ttl` by the database's clock (the next fencing token on a takeover):
+    /// `None` when there is none. Claims by many workers at once never take one run twice
+    /// (`FOR UPDATE SKIP LOCKED`, and the lease is taken only where it is not live).
+    ///
+    /// `busy` are the runs the caller drives now: never claimed, even when their lease
+    /// expired (a renewal that did not get through in time), because the caller's own
+    /// writes for a run share one token and a second driver in the same process would not
+    /// be fenced out.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn claim(
+        &self,
+        owner: &str,
+        ttl: Duration,
+        busy: &[RunId],
+    ) -> Result<Option<Lease>, PgError> {
+        let busy: Vec<&str> = busy.iter().map(RunId::as_str).collect();
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "WITH candidate AS (
+                     SELECT q.run_id FROM rein_queue q
+                     LEFT JOIN rein_leases l ON l.run_id = q.run_id
+                     WHERE (l.run_id IS NULL OR l.expires_at <= now())
+                       AND q.run_id <> ALL($3::text[])
+                     ORDER BY q.ord
+                     LIMIT 1
+                     FOR UPDATE OF q SKIP LOCKED
+                 )
+                 INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
+                 SELECT run_id, $1, 1, now() + $2::float8 * interval '1 millisecond'
+                 FROM candidate
+                 ON CONFLICT (run_id) DO UPDATE
+                     SET owner = EXCLUDED.owner,
+                         fencing_token = l.fencing_token + 1,
+                         expires_at = EXCLUDED.expires_at
+                     WHERE l.expires_at <= now()
+                 RETURNING run_id, fencing_token, (extract(epoch FROM expires_at) * 1000)::bigint",
+                &[&owner, &millis(ttl), &busy],
+            )
+            .await
+            .map_err(|e| PgError::query("claiming a queued run", e))?;
+        let Some(row) = row else { return Ok(None) };
+        let id: String = row.get(0);
+        let run_id: RunId = id.parse().map_err(|e| {
+            PgError::query(
+                "claiming a queued run",
+                format!("the queue holds {id:?}, which is not a run id: {e}"),
+            )
+        })?;
+        let lease = Lease::new(run_id, owner, row.get(1), row.get(2));
+        self.shared.held.set(lease.run_id(), lease.token());
+        tracing::debug!(run = %lease.run_id(), owner, token = lease.token(), "claimed a queued run");
+        Ok(Some(lease))
+    }
+
+    /// Takes the leased run off the queue (it ended, or waits for a person), if `lease` is
+    /// still the run's: `false` when it was taken over, and the run stays queued.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn dequeue(&self, lease: &Lease) -> Result<bool, PgError> {
+        let client = self.client().await?;
+        let removed = client
+            .execute(
+                "DELETE FROM rein_queue q USING rein_leases l
+                 WHERE q.run_id = $1 AND l.run_id = q.run_id AND l.fencing_token = $2",
+                &[&lease.run_id().as_str(), &stored(lease.token())],
+            )
+            .await
+            .map_err(|e| {
+                PgError::query(format!("taking run {} off the queue", lease.run_id()), e)
+            })?;
+        Ok(removed == 1)
+    }
+
+    /// The queued runs, oldest first.
+    ///
+    /// # Errors
+    /// [`PgError::Query`] when the database fails.
+    pub async fn queued(&self) -> Result<Vec<RunId>, PgError> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT run_id FROM rein_queue ORDER BY ord", &[])
+            .await
+            .map_err(|e| PgError::query("listing the queue", e))?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| row.get::<_, String>(0).parse().ok())
+            .collect())
+    }
+
+    /// Listens for queued runs on a connection of its own (`LISTEN`), outside the pool.
+    ///
+    /// # Errors
+    /// [`PgError::Connect`] when no connection can be made; [`PgError::Query`] when
+    /// `LISTEN` fails.
+    pub async fn listen_queue(&self) -> Result<QueueWakeups, PgError> {
+        let target = self.shared.config.target();
+        let (client, mut connection) = self
+            .shared
+            .config
+            .pg
+            .connect(NoTls)
+            .await
+            .map_err(|e| PgError::connect(&target, e))?;
+        let woken = Arc::new(Notify::new());
+        let notify = Arc::clone(&woken);
+        let task = tokio::spawn(async move {
+            loop {
+                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                    Some(Ok(AsyncMessage::Notification(_))) => notify.notify_one(),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "the queue's LISTEN connection failed; polling only");
+                        return;
+                    }
+                    None => return,
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN {CHANNEL}"))
+            .await
+            .map_err(|e| PgError::query("listening for queued runs", e))?;
+        Ok(QueueWakeups {
+            woken,
+            _client: client,
+            task,
+        })
+    }
+}
+
+/// Wake-ups for idle workers: a `NOTIFY` for each queued run, on a connection of its own.
+/// Only a hint: a worker polls as well, and finds runs whose notification it missed.
+pub struct QueueWakeups {
+    woken: Arc<Notify>,
+    _client: tokio_postgres::Client,
+    task: JoinHandle<()>,
+}
+
+impl QueueWakeups {
+    /// Waits for the next notification (one sent while nobody waited counts too). Never
+    /// resolves once the connection is gone.
+    pub async fn next(&self) {
+        self.woken.notified().await;
+    }
+}
+
+impl fmt::Debug for QueueWakeups {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueWakeups")
+            .field("listening", &!self.task.is_finished())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for QueueWakeups {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
