@@ -117,6 +117,23 @@ impl Engine {
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
+    /// As [`Engine::start_resume`] with `answer`, recording who gave it: `by` (an
+    /// operator's name) is kept in the ledger's `human_input_received` entry.
+    ///
+    /// # Errors
+    /// As [`Engine::resume_with_input`].
+    pub async fn start_answer(
+        &self,
+        id: &RunId,
+        answer: &str,
+        by: &str,
+    ) -> Result<RunHandle, EngineError> {
+        let (controls, handle_parts) = self.controls();
+        let (driver, guard) =
+            open::reopen_by(&self.shared, id, Some(answer), Some(by), Some(controls)).await?;
+        Ok(self.spawn(driver, guard, handle_parts))
+    }
+
     /// Gives the verdict on the durable approval run `id` waits for, from any engine on
     /// the same stores (the one that paused the run may be long gone), and drives the run
     /// on to its end or next pause on the calling task. A granted call runs with exactly
@@ -244,8 +261,15 @@ impl Engine {
 
     fn spawn(&self, driver: Driver, guard: ActiveGuard, parts: HandleParts) -> RunHandle {
         let id = driver.run().id().clone();
+        let watch = crate::stop_requests::watch(
+            &self.shared.stops,
+            &id,
+            parts.cancel.clone(),
+            parts.stop.clone(),
+        );
         let task = tokio::spawn(async move {
             let _guard = guard;
+            let _watch = watch;
             driver.drive().await
         });
         let tokens = [parts.cancel, parts.stop];

@@ -72,6 +72,7 @@ mod replay_serve;
 mod sequence;
 mod shared;
 mod spec;
+mod stop_requests;
 mod subrun;
 mod telemetry;
 mod tools;

@@ -404,7 +404,7 @@ impl Projection {
             EntryKind::HumanInputRequested { question, options } => {
                 run.pause(question.clone(), options.clone(), at)?;
             }
-            EntryKind::HumanInputReceived { answer } => run.answer(answer, at)?,
+            EntryKind::HumanInputReceived { answer, .. } => run.answer(answer, at)?,
             EntryKind::PolicyViolation {
                 message,
                 handed_back,
@@ -465,6 +465,7 @@ impl Projection {
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
+            | EntryKind::StopRequested { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }

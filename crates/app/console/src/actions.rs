@@ -25,7 +25,11 @@ const MAX_TEXT: usize = 2000;
 
 /// Who may make a change: refused on a read-only console (403), without a valid token
 /// (401), or without this operator's CSRF value in the form (403).
-fn guard(state: &crate::State, headers: &HeaderMap, csrf: &str) -> Result<Operator, HttpError> {
+pub(crate) fn guard(
+    state: &crate::State,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<Operator, HttpError> {
     if state.read_only {
         return Err(HttpError::forbidden(
             "this console is read-only: it refuses every change (started with --read-only)",
@@ -290,7 +294,7 @@ pub(crate) async fn answer(
             run.status()
         )));
     }
-    let handle = match engine.start_resume(&id, Some(&answer)).await {
+    let handle = match engine.start_answer(&id, &answer, operator.name()).await {
         Ok(handle) => handle,
         Err(e) => {
             opened.release.await;
@@ -324,7 +328,7 @@ fn driver(state: &crate::State) -> Result<Arc<dyn crate::RunDriver>, HttpError> 
 }
 
 /// A required text field, trimmed and bounded.
-fn text_field(name: &str, value: &str, what: &str) -> Result<String, HttpError> {
+pub(crate) fn text_field(name: &str, value: &str, what: &str) -> Result<String, HttpError> {
     let value = value.trim();
     if value.is_empty() {
         return Err(HttpError::bad_request(format!(

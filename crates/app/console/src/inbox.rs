@@ -221,7 +221,7 @@ fn find_call(value: &Value, tool: &str, hash: &str, depth: usize) -> Option<Valu
 
 /// The wall clock, for how long a call has waited (display only: the engine's clock
 /// decides timeouts).
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -33,6 +33,7 @@ mod list;
 mod path;
 mod run_page;
 mod serve;
+mod stop;
 mod stores;
 
 use std::collections::HashSet;
@@ -134,7 +135,8 @@ impl Console {
     ///
     /// `GET /` runs, `GET /inbox`, `GET /runs/{id}`, `GET /runs/{id}/events` (server-sent
     /// events), `GET /runs/{id}/artifacts/{artifact}`, `GET|POST /login`,
-    /// `POST /runs/{id}/approval`, `POST /runs/{id}/answer`, `GET /static/console.js`.
+    /// `POST /runs/{id}/approval`, `POST /runs/{id}/answer`, `POST /runs/{id}/stop`,
+    /// `GET /static/console.js`.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/", get(list::runs))
@@ -146,6 +148,7 @@ impl Console {
             .route("/runs/{id}/artifacts/{artifact}", get(run_page::artifact))
             .route("/runs/{id}/approval", post(actions::approval))
             .route("/runs/{id}/answer", post(actions::answer))
+            .route("/runs/{id}/stop", post(stop::stop))
             .route("/static/console.js", get(html::script))
             .fallback(error::not_found)
             .layer(axum::middleware::map_response(html::protect))

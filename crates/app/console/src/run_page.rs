@@ -135,6 +135,7 @@ pub(crate) async fn run(
         body.push_str("<h2>Waiting for a person</h2>");
         crate::inbox::item(&mut body, &state, run, entries, operator.as_ref());
     }
+    crate::stop::section(&mut body, &state, &id, &stored, operator.as_ref()).await;
     if !entries.is_empty() {
         body.push_str("<h2>Path</h2>");
         body.push_str(&crate::path::svg(entries));

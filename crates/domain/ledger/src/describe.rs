@@ -159,7 +159,10 @@ impl fmt::Display for EntryKind {
                     )
                 }
             }
-            Self::HumanInputReceived { answer } => format!("human answered {answer:?}"),
+            Self::HumanInputReceived { answer, by } => match by {
+                Some(by) => format!("{by} answered {answer:?}"),
+                None => format!("human answered {answer:?}"),
+            },
             Self::PolicyViolation {
                 violation,
                 message,
@@ -209,6 +212,13 @@ impl fmt::Display for EntryKind {
                 used,
                 limit,
             } => format!("budget {name} overrun: {amount} reported, {used} used of {limit}"),
+            Self::StopRequested { request } => format!(
+                "{} requested by {} at {}{}",
+                request.kind,
+                request.by,
+                request.requested_at,
+                colon(&request.reason)
+            ),
             other => other.name().replace('_', " "),
         };
         f.write_str(&line)

@@ -68,7 +68,7 @@ fn planner(input: &Value) -> ScriptedPlanner {
     ScriptedPlanner::new(steps)
 }
 
-fn asking() -> ScriptedPlanner {
+pub fn asking() -> ScriptedPlanner {
     let mut steps = walk(State::Decide);
     steps.extend([
         ScriptStep::expect(
