@@ -54,6 +54,7 @@ mod gate;
 mod handle;
 mod narrow;
 mod open;
+mod operator_stop;
 mod overdue;
 mod overrun;
 mod payload;

@@ -24,9 +24,12 @@
 
 mod actions;
 mod auth;
+mod bulk;
 mod driver;
 mod error;
 mod events;
+mod form;
+mod found;
 mod html;
 mod inbox;
 mod list;
@@ -35,6 +38,7 @@ mod run_page;
 mod serve;
 mod stop;
 mod stores;
+mod summary;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -135,12 +139,14 @@ impl Console {
     ///
     /// `GET /` runs, `GET /inbox`, `GET /runs/{id}`, `GET /runs/{id}/events` (server-sent
     /// events), `GET /runs/{id}/artifacts/{artifact}`, `GET|POST /login`,
-    /// `POST /runs/{id}/approval`, `POST /runs/{id}/answer`, `POST /runs/{id}/stop`,
+    /// `POST /runs/{id}/approval`, `POST /inbox/bulk` (one verdict on several approvals),
+    /// `POST /runs/{id}/answer`, `POST /runs/{id}/stop`,
     /// `GET /static/console.js`.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/", get(list::runs))
             .route("/inbox", get(inbox::inbox))
+            .route("/inbox/bulk", post(bulk::bulk))
             .route("/login", get(actions::login_form).post(actions::login))
             .route("/logout", post(actions::logout))
             .route("/runs/{id}", get(run_page::run))

@@ -14,11 +14,11 @@ use rein::run::{StopKind, StopRequest};
 use rein::{RunId, RunStatus};
 use serde::Deserialize;
 
-use crate::actions::{guard, text_field};
 use crate::auth::Operator;
 use crate::error::HttpError;
+use crate::form::{guard, text_field};
+use crate::found::{Stored, parse_id, stored};
 use crate::html::{esc, one_line};
-use crate::run_page::{Stored, parse_id, stored};
 
 /// The stop form's fields.
 #[derive(Debug, Deserialize)]

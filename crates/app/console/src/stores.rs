@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use rein::ledger::LoadedLedger;
 use rein::store::{
-    DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsStores,
-    LedgerStoreError, RunStoreError,
+    DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsLayout,
+    FsRunIndex, FsStores, LedgerStoreError, RunStoreError,
 };
 use rein::{Run, RunId};
 
@@ -21,6 +21,8 @@ pub struct Stores {
     pub(crate) artifacts: Arc<dyn DynArtifactStore>,
     /// Where operators' stop requests go (none: the console cannot stop runs).
     pub(crate) stops: Option<Arc<dyn DynStopRequestStore>>,
+    /// The console's run index, on a filesystem store: listings read only what changed.
+    pub(crate) index: Option<FsRunIndex>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -42,6 +44,7 @@ impl Stores {
             ledgers,
             artifacts,
             stops: None,
+            index: None,
         }
     }
 
@@ -72,11 +75,12 @@ impl Stores {
             reason: e.to_string(),
         })?;
         let stops = Arc::new(stores.stop_requests());
+        let index = FsRunIndex::named(&FsLayout::new(dir), crate::summary::INDEX_FILE);
         let (runs, ledgers, artifacts) = stores.into_parts();
-        Ok(
-            Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts))
-                .with_stop_requests(stops),
-        )
+        let mut stores = Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts))
+            .with_stop_requests(stops);
+        stores.index = Some(index);
+        Ok(stores)
     }
 
     /// Every run id either store knows, oldest first (v7 ids sort by time).
