@@ -18,7 +18,7 @@ use crate::form::{guard, text_field};
 use crate::found::{parse_id, stored};
 use crate::html::{esc, one_line, page};
 
-/// The cookie a signed-in browser sends its token in (`HttpOnly`, SameSite=Strict).
+/// The cookie a signed-in browser sends its session in (`HttpOnly`, SameSite=Strict).
 use crate::auth::{COOKIE, operator_of};
 
 /// A run this console is deciding on or driving: one decision at a time per run. Dropping
@@ -97,26 +97,24 @@ pub(crate) async fn login_form(
     )
 }
 
-/// `POST /login`: a valid token is kept in an `HttpOnly`, SameSite=Strict cookie.
+/// `POST /login`: a valid token signs the browser in with an `HttpOnly`, SameSite=Strict
+/// cookie holding a session value derived from it (not the token).
 pub(crate) async fn login(
     State(state): State<Arc<crate::State>>,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, HttpError> {
-    let token = form.token.trim();
-    if state.tokens.operator(token).is_none() {
+    let Some(operator) = state.tokens.operator(form.token.trim()) else {
         return Err(HttpError::new(
             StatusCode::UNAUTHORIZED,
             "that token belongs to no operator of this console",
         ));
-    }
+    };
+    // The cookie holds a session value derived from the token, never the token itself.
+    let session = crate::auth::session_value(&state.secret, operator);
     let cookie = HeaderValue::from_str(&format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+        "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
     ))
-    .map_err(|_| {
-        HttpError::bad_request(
-            "that token cannot be kept in a cookie; send it as Authorization: Bearer TOKEN instead",
-        )
-    })?;
+    .map_err(|_| HttpError::store("the session value is not a valid cookie value"))?;
     let mut response = Redirect::to("/inbox").into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
@@ -128,7 +126,7 @@ pub(crate) async fn logout() -> Response {
     response.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_static(
-            "rein_console_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            "rein_console_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
         ),
     );
     response
