@@ -214,6 +214,9 @@ impl Driver {
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = crate::telemetry::run_span(&self.rec.proj.run, self.rec.log.len() > 1);
+        // Stop requests from other processes reach the run through its abort and stop
+        // signals, for as long as it is driven here.
+        let _watch = self.watch_stop_requests();
         let result = async {
             self.honour_waiting_stop().await?;
             self.resume_open_child().await?;

@@ -261,15 +261,8 @@ impl Engine {
 
     fn spawn(&self, driver: Driver, guard: ActiveGuard, parts: HandleParts) -> RunHandle {
         let id = driver.run().id().clone();
-        let watch = crate::stop_requests::watch(
-            &self.shared.stops,
-            &id,
-            parts.cancel.clone(),
-            parts.stop.clone(),
-        );
         let task = tokio::spawn(async move {
             let _guard = guard;
-            let _watch = watch;
             driver.drive().await
         });
         let tokens = [parts.cancel, parts.stop];

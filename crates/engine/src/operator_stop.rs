@@ -77,6 +77,27 @@ impl Engine {
 }
 
 impl Driver {
+    /// Starts looking for stop requests while this drive lasts. A run driven without a
+    /// handle (`Engine::run`, `resume`, `approve`) gets abort and stop signals of its own
+    /// here, so a request reaches it all the same.
+    pub(crate) fn watch_stop_requests(&mut self) -> crate::stop_requests::Watch {
+        let inbox = self.inbox.get_or_insert_with(|| {
+            // No handle sends control messages: the channel's sender is dropped at once.
+            let (_, rx) = tokio::sync::mpsc::unbounded_channel();
+            crate::driver::Inbox {
+                rx,
+                cancel: tokio_util::sync::CancellationToken::new(),
+                stop: tokio_util::sync::CancellationToken::new(),
+            }
+        });
+        crate::stop_requests::watch(
+            &self.shared.stops,
+            self.rec.id(),
+            inbox.cancel.clone(),
+            inbox.stop.clone(),
+        )
+    }
+
     /// Before a drive's first step: a stop request waiting for this run (asked while
     /// nobody drove it) is honoured now.
     pub(crate) async fn honour_waiting_stop(&mut self) -> Result<(), EngineError> {
