@@ -100,7 +100,8 @@ async fn ask_human_pauses_and_resume_continues_with_the_same_budget_and_ledger()
     assert_eq!(
         answers,
         [EntryKind::HumanInputReceived {
-            answer: "yes".into()
+            answer: "yes".into(),
+            by: None,
         }]
     );
     assert_eq!(count(&after, "run_resumed"), 1);

@@ -177,7 +177,7 @@ async fn check(levels: u32) {
         let ledger = engine.ledger(&r.id).await.expect("ledger");
         assert!(ledger.entries().iter().all(|e| !matches!(
             e.event(),
-            EntryKind::HumanInputReceived { answer } if answer != "resume"
+            EntryKind::HumanInputReceived { answer, .. } if answer != "resume"
         )));
     }
     assert_eq!(

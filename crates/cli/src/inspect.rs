@@ -127,7 +127,7 @@ fn visits(entries: &[Entry]) -> Vec<Visit> {
                     .notes
                     .push(format!("asked {}", truncate(question, 40)));
             }
-            EntryKind::HumanInputReceived { answer } => {
+            EntryKind::HumanInputReceived { answer, .. } => {
                 visit.notes.push(format!("answer {}", truncate(answer, 40)));
             }
             EntryKind::ToolAttachment { name, link, .. } => visit.notes.push(format!(

@@ -44,6 +44,8 @@ pub struct EngineBuilder {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     deferred: Option<BuildError>,
+    /// Where stop requests are kept and how often a driven run looks (`stop_requests`).
+    pub(crate) stops: crate::stop_requests::StopConfig,
 }
 
 /// Which of the planner-dependent defaults the configuration set explicitly.
@@ -72,6 +74,7 @@ impl Default for EngineBuilder {
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7Ids),
             deferred: None,
+            stops: crate::stop_requests::StopConfig::default(),
         }
     }
 }
@@ -476,6 +479,7 @@ impl EngineBuilder {
             (None, Some(fs)) => Arc::new(fs.artifacts().clone()),
             (None, None) => Arc::new(MemoryArtifactStore::new()),
         };
+        let stops = self.stops.build(fs.as_ref());
         Ok(Shared {
             tools,
             planner,
@@ -491,6 +495,7 @@ impl EngineBuilder {
             clock: self.clock,
             ids: self.ids,
             active: Mutex::new(HashSet::new()),
+            stops,
         })
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
 use rein_run::{
     BoxFuture, BudgetName, Decision, Digest, Failure, FailureKind, Payload, Run, RunId, RunStatus,
-    ToolName,
+    StopKind, ToolName,
 };
 use rein_statemachine::Lifecycle;
 use tokio::sync::{broadcast, mpsc};
@@ -228,7 +228,11 @@ impl Driver {
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
         let span = crate::telemetry::run_span(&self.rec.proj.run, self.rec.log.len() > 1);
+        // Stop requests from other processes reach the run through its abort and stop
+        // signals, for as long as it is driven here.
+        let _watch = self.watch_stop_requests();
         let result = async {
+            self.honour_waiting_stop().await?;
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
@@ -451,16 +455,18 @@ impl Driver {
     pub(crate) fn halt(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
+            let asked = self.operator_stop(StopKind::Interrupt).await?;
             self.rec
                 .record(EntryKind::Interrupt {
                     kind: InterruptKind::Stop,
                 })
                 .await?;
+            let by = asked.map_or_else(|| "through the run handle".to_owned(), |r| r.by);
             self.rec
                 .record(EntryKind::RunInterrupted {
-                    reason: "stopped through the run handle: nothing new was started; resume \
-                             continues the run"
-                        .into(),
+                    reason: format!(
+                        "stopped {by}: nothing new was started; resume continues the run"
+                    ),
                 })
                 .await
         })
@@ -469,17 +475,20 @@ impl Driver {
     pub(crate) fn abort(&mut self) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
+            let asked = self.operator_stop(StopKind::Abort).await?;
             self.rec
                 .record(EntryKind::Interrupt {
                     kind: InterruptKind::Abort,
                 })
                 .await?;
-            self.rec
-                .fail(
-                    FailureKind::Aborted,
-                    "aborted through the run handle".into(),
-                )
-                .await
+            let message = asked.map_or_else(
+                || "aborted through the run handle".to_owned(),
+                |r| match r.reason.as_str() {
+                    "" => format!("aborted by {}", r.by),
+                    reason => format!("aborted by {}: {reason}", r.by),
+                },
+            );
+            self.rec.fail(FailureKind::Aborted, message).await
         })
     }
 }

@@ -144,6 +144,23 @@ impl Engine {
         Ok(self.spawn(driver, guard, handle_parts))
     }
 
+    /// As [`Engine::start_resume`] with `answer`, recording who gave it: `by` (an
+    /// operator's name) is kept in the ledger's `human_input_received` entry.
+    ///
+    /// # Errors
+    /// As [`Engine::resume_with_input`].
+    pub async fn start_answer(
+        &self,
+        id: &RunId,
+        answer: &str,
+        by: &str,
+    ) -> Result<RunHandle, EngineError> {
+        let (controls, handle_parts) = self.controls();
+        let (driver, guard) =
+            open::reopen_by(&self.shared, id, Some(answer), Some(by), Some(controls)).await?;
+        Ok(self.spawn(driver, guard, handle_parts))
+    }
+
     /// Gives the verdict on the durable approval run `id` waits for, from any engine on
     /// the same stores (the one that paused the run may be long gone), and drives the run
     /// on to its end or next pause on the calling task. A granted call runs with exactly

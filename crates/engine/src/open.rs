@@ -223,6 +223,17 @@ pub(crate) async fn reopen(
     answer: Option<&str>,
     controls: Option<Controls>,
 ) -> Result<(Driver, ActiveGuard), EngineError> {
+    reopen_by(shared, id, answer, None, controls).await
+}
+
+/// As [`reopen`], with who gave `answer` (recorded in `human_input_received`).
+pub(crate) async fn reopen_by(
+    shared: &Arc<Shared>,
+    id: &RunId,
+    answer: Option<&str>,
+    by: Option<&str>,
+    controls: Option<Controls>,
+) -> Result<(Driver, ActiveGuard), EngineError> {
     let guard = shared.acquire(id)?;
     let Loaded {
         loaded,
@@ -316,6 +327,7 @@ pub(crate) async fn reopen(
             .rec
             .record(EntryKind::HumanInputReceived {
                 answer: answer.to_owned(),
+                by: by.map(str::to_owned),
             })
             .await?;
     }

@@ -407,7 +407,7 @@ impl Projection {
             EntryKind::HumanInputRequested { question, options } => {
                 run.pause(question.clone(), options.clone(), at)?;
             }
-            EntryKind::HumanInputReceived { answer } => run.answer(answer, at)?,
+            EntryKind::HumanInputReceived { answer, .. } => run.answer(answer, at)?,
             EntryKind::PolicyViolation {
                 message,
                 handed_back,
@@ -469,6 +469,7 @@ impl Projection {
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
             | EntryKind::PromptCompacted { .. }
+            | EntryKind::StopRequested { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::FollowUpOf { previous, .. } => self.follows = Some(previous.clone()),
             EntryKind::ChildStarted { .. }

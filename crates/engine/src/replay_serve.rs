@@ -140,7 +140,7 @@ impl Served {
                         reason.clone(),
                     ));
                 }
-                EntryKind::HumanInputReceived { answer } if stack.len() == 1 => {
+                EntryKind::HumanInputReceived { answer, .. } if stack.len() == 1 => {
                     served.answers.push_back(answer.clone());
                 }
                 EntryKind::ChildOf {

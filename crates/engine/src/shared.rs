@@ -97,6 +97,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdGenerator>,
     pub(crate) active: Mutex<HashSet<RunId>>,
+    /// Operators' stop requests, and how often a driven run looks for one.
+    pub(crate) stops: crate::stop_requests::Stops,
 }
 
 impl std::fmt::Debug for Shared {

@@ -133,7 +133,7 @@ pub mod run {
     pub use rein_run::{
         BudgetName, BudgetSnapshot, BudgetUsage, Cost, Currency, Evidence, EvidenceKind, Failure,
         FailureKind, LedgerHead, Money, MoneyError, NoteSource, Payload, PendingApproval,
-        PendingQuestion, RunError, Skill, SkillError, Timestamp,
+        PendingQuestion, RunError, Skill, SkillError, StopKind, StopRequest, Timestamp,
     };
 }
 
@@ -212,12 +212,14 @@ pub mod store {
     #[doc(inline)]
     pub use rein_ledger::{DynLedgerStore, LedgerStore, LedgerStoreError};
     #[doc(inline)]
-    pub use rein_run::{DynRunStore, RunStore, RunStoreError};
+    pub use rein_run::{
+        DynRunStore, DynStopRequestStore, RunStore, RunStoreError, StopRequestStore,
+    };
     #[doc(inline)]
     pub use rein_storage::{
-        FileStamp, FsConfig, FsLayout, FsRunIndex, FsStores, FsyncPolicy, IndexedRun,
-        MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, Refreshed,
-        RegistryBuilder, RunIndexError, Stamp, StorageError,
+        FileStamp, FsConfig, FsLayout, FsRunIndex, FsStopRequests, FsStores, FsyncPolicy,
+        IndexedRun, MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore,
+        MemoryStopRequests, Refreshed, RegistryBuilder, RunIndexError, Stamp, StorageError,
     };
 }
 

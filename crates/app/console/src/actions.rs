@@ -12,38 +12,14 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use rein::{ApprovalResponse, EngineError, RunId, RunStatus, Verdict};
 use serde::Deserialize;
 
-use crate::auth::{Operator, csrf_ok};
+use crate::auth::Operator;
 use crate::error::HttpError;
+use crate::form::{guard, text_field};
+use crate::found::{parse_id, stored};
 use crate::html::{esc, one_line, page};
-use crate::run_page::{parse_id, stored};
 
-/// The cookie a signed-in browser sends its token in (`HttpOnly`, SameSite=Strict).
+/// The cookie a signed-in browser sends its session in (`HttpOnly`, SameSite=Strict).
 use crate::auth::{COOKIE, operator_of};
-
-/// The longest reason or answer accepted.
-const MAX_TEXT: usize = 2000;
-
-/// Who may make a change: refused on a read-only console (403), without a valid token
-/// (401), or without this operator's CSRF value in the form (403).
-fn guard(state: &crate::State, headers: &HeaderMap, csrf: &str) -> Result<Operator, HttpError> {
-    if state.read_only {
-        return Err(HttpError::forbidden(
-            "this console is read-only: it refuses every change (started with --read-only)",
-        ));
-    }
-    let operator = operator_of(state, headers).ok_or_else(|| {
-        HttpError::new(
-            StatusCode::UNAUTHORIZED,
-            "a change needs an operator token: sign in at /login (or send Authorization: Bearer TOKEN)",
-        )
-    })?;
-    if !csrf_ok(&state.secret, &operator, csrf) {
-        return Err(HttpError::forbidden(
-            "the form's CSRF value is missing or is not yours: reload the page and send the form again",
-        ));
-    }
-    Ok(operator)
-}
 
 /// A run this console is deciding on or driving: one decision at a time per run. Dropping
 /// it frees the run.
@@ -121,26 +97,24 @@ pub(crate) async fn login_form(
     )
 }
 
-/// `POST /login`: a valid token is kept in an `HttpOnly`, SameSite=Strict cookie.
+/// `POST /login`: a valid token signs the browser in with an `HttpOnly`, SameSite=Strict
+/// cookie holding a session value derived from it (not the token).
 pub(crate) async fn login(
     State(state): State<Arc<crate::State>>,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, HttpError> {
-    let token = form.token.trim();
-    if state.tokens.operator(token).is_none() {
+    let Some(operator) = state.tokens.operator(form.token.trim()) else {
         return Err(HttpError::new(
             StatusCode::UNAUTHORIZED,
             "that token belongs to no operator of this console",
         ));
-    }
+    };
+    // The cookie holds a session value derived from the token, never the token itself.
+    let session = crate::auth::session_value(&state.secret, operator);
     let cookie = HeaderValue::from_str(&format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+        "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
     ))
-    .map_err(|_| {
-        HttpError::bad_request(
-            "that token cannot be kept in a cookie; send it as Authorization: Bearer TOKEN instead",
-        )
-    })?;
+    .map_err(|_| HttpError::store("the session value is not a valid cookie value"))?;
     let mut response = Redirect::to("/inbox").into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
@@ -152,7 +126,7 @@ pub(crate) async fn logout() -> Response {
     response.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_static(
-            "rein_console_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            "rein_console_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
         ),
     );
     response
@@ -180,81 +154,14 @@ pub(crate) async fn approval(
 ) -> Result<Response, HttpError> {
     let operator = guard(&state, &headers, &form.csrf)?;
     let id = parse_id(&id)?;
-    let verdict = match form.verdict.as_str() {
-        "approve" => Verdict::Granted,
-        "deny" => Verdict::Denied,
-        other => {
-            return Err(HttpError::bad_request(format!(
-                "verdict `{}` is neither `approve` nor `deny`",
-                one_line(other, 40)
-            )));
-        }
-    };
+    let verdict = parse_verdict(&form.verdict)?;
     let reason = text_field("reason", &form.reason, "why (it is recorded in the ledger)")?;
     let input_hash = text_field(
         "input_hash",
         &form.input_hash,
         "the hash of the call's input you looked at",
     )?;
-    let driver = driver(&state)?;
-    let claim = Claim::take(&state, &id)?;
-    stored(&state, &id).await?;
-    let opened = driver.open(&id).await.map_err(HttpError::conflict)?;
-    let engine = opened.engine;
-    let before = engine.load_run(&id).await.map_err(engine_error)?;
-    // Looking is touching: an approval past its timeout is denied here (recorded).
-    let pending = engine.pending_approval(&id).await.map_err(engine_error)?;
-    let Some(pending) = pending else {
-        opened.release.await;
-        return Err(
-            match before
-                .pending_approval()
-                .filter(|_| before.status() == RunStatus::Paused)
-            {
-                Some(waited) => HttpError::conflict(format!(
-                    "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when the console looked (recorded); nothing was approved",
-                    waited.tool, waited.input_hash, waited.requested_at
-                )),
-                None => HttpError::conflict(format!(
-                    "run {id} waits for no approval now (it is {}); nothing was recorded — its page shows what happened",
-                    before.status()
-                )),
-            },
-        );
-    };
-    if !pending
-        .input_hash
-        .to_string()
-        .eq_ignore_ascii_case(&input_hash)
-    {
-        opened.release.await;
-        return Err(HttpError::conflict(format!(
-            "run {id} waits for a call of `{}` with input {}, not {}: the pending call is not the one you looked at; nothing was recorded",
-            pending.tool,
-            pending.input_hash,
-            one_line(&input_hash, 80)
-        )));
-    }
-    let response = ApprovalResponse::answer(&pending, verdict, operator.name(), &reason);
-    let said = match verdict {
-        Verdict::Granted => "approved",
-        Verdict::Denied => "denied",
-    };
-    let who = format!(
-        "`{}` {said} by {}; {}",
-        pending.tool,
-        operator.name(),
-        driver.describe(&id)
-    );
-    let release = opened.release;
-    let task_state = Arc::clone(&state);
-    let task_id = id.clone();
-    tokio::spawn(async move {
-        let _claim = claim;
-        let result = engine.approve(&task_id, &response).await;
-        release.await;
-        note(&task_state, &task_id, &who, result.map(|run| run.status()));
-    });
+    decide(&state, &operator, &id, verdict, &reason, &input_hash).await?;
     Ok(Redirect::to(&format!("/runs/{id}")).into_response())
 }
 
@@ -290,7 +197,7 @@ pub(crate) async fn answer(
             run.status()
         )));
     }
-    let handle = match engine.start_resume(&id, Some(&answer)).await {
+    let handle = match engine.start_answer(&id, &answer, operator.name()).await {
         Ok(handle) => handle,
         Err(e) => {
             opened.release.await;
@@ -323,22 +230,6 @@ fn driver(state: &crate::State) -> Result<Arc<dyn crate::RunDriver>, HttpError> 
     })
 }
 
-/// A required text field, trimmed and bounded.
-fn text_field(name: &str, value: &str, what: &str) -> Result<String, HttpError> {
-    let value = value.trim();
-    if value.is_empty() {
-        return Err(HttpError::bad_request(format!(
-            "`{name}` is empty: give {what}"
-        )));
-    }
-    if value.chars().count() > MAX_TEXT {
-        return Err(HttpError::bad_request(format!(
-            "`{name}` is longer than {MAX_TEXT} characters"
-        )));
-    }
-    Ok(value.to_owned())
-}
-
 /// Records what became of a run this console drove on, for its page.
 fn note(state: &crate::State, id: &RunId, who: &str, outcome: Result<RunStatus, EngineError>) {
     let text = match outcome {
@@ -348,5 +239,91 @@ fn note(state: &crate::State, id: &RunId, who: &str, outcome: Result<RunStatus, 
     tracing::info!(run_id = %id, "{text}");
     if let Ok(mut notes) = state.notes.lock() {
         notes.insert(id.clone(), text);
+    }
+}
+
+/// Gives `operator`'s verdict on the call run `id` waits for, if it is the call whose input
+/// hash is `input_hash`, and drives the run on in the background (as `rein approve` does).
+/// Returns what was done, in a sentence.
+pub(crate) async fn decide(
+    state: &Arc<crate::State>,
+    operator: &Operator,
+    id: &RunId,
+    verdict: Verdict,
+    reason: &str,
+    input_hash: &str,
+) -> Result<String, HttpError> {
+    let driver = driver(state)?;
+    let claim = Claim::take(state, id)?;
+    stored(state, id).await?;
+    let opened = driver.open(id).await.map_err(HttpError::conflict)?;
+    let engine = opened.engine;
+    let before = engine.load_run(id).await.map_err(engine_error)?;
+    // Looking is touching: an approval past its timeout is denied here (recorded).
+    let pending = engine.pending_approval(id).await.map_err(engine_error)?;
+    let Some(pending) = pending else {
+        opened.release.await;
+        return Err(
+            match before
+                .pending_approval()
+                .filter(|_| before.status() == RunStatus::Paused)
+            {
+                Some(waited) => HttpError::conflict(format!(
+                    "the approval came too late: run {id} waited for a verdict on `{}` (input {}, requested at {}) past its approval timeout, so the call was denied as timed out when the console looked (recorded); nothing was approved",
+                    waited.tool, waited.input_hash, waited.requested_at
+                )),
+                None => HttpError::conflict(format!(
+                    "run {id} waits for no approval now (it is {}); nothing was recorded — its page shows what happened",
+                    before.status()
+                )),
+            },
+        );
+    };
+    if !pending
+        .input_hash
+        .to_string()
+        .eq_ignore_ascii_case(input_hash)
+    {
+        opened.release.await;
+        return Err(HttpError::conflict(format!(
+            "run {id} waits for a call of `{}` with input {}, not {}: the pending call is not the one you looked at; nothing was recorded",
+            pending.tool,
+            pending.input_hash,
+            one_line(input_hash, 80)
+        )));
+    }
+    let response = ApprovalResponse::answer(&pending, verdict, operator.name(), reason);
+    let said = match verdict {
+        Verdict::Granted => "approved",
+        Verdict::Denied => "denied",
+    };
+    let who = format!(
+        "`{}` {said} by {}; {}",
+        pending.tool,
+        operator.name(),
+        driver.describe(id)
+    );
+    let release = opened.release;
+    let task_state = Arc::clone(state);
+    let task_id = id.clone();
+    let done = who.clone();
+    tokio::spawn(async move {
+        let _claim = claim;
+        let result = engine.approve(&task_id, &response).await;
+        release.await;
+        note(&task_state, &task_id, &who, result.map(|run| run.status()));
+    });
+    Ok(done)
+}
+
+/// `approve` or `deny`, or a 400 that says so.
+pub(crate) fn parse_verdict(text: &str) -> Result<Verdict, HttpError> {
+    match text {
+        "approve" => Ok(Verdict::Granted),
+        "deny" => Ok(Verdict::Denied),
+        other => Err(HttpError::bad_request(format!(
+            "verdict `{}` is neither `approve` nor `deny`",
+            one_line(other, 40)
+        ))),
     }
 }

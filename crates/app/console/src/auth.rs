@@ -311,10 +311,40 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// The name of the cookie that carries an operator's token after `/login`.
-pub(crate) const COOKIE: &str = "rein_console_token";
+/// The name of the cookie that carries an operator's session after `/login`.
+pub(crate) const COOKIE: &str = "rein_console_session";
 
-/// The operator whose token the request carries (`Authorization: Bearer …` or the cookie).
+/// The session value of `operator` on a server with `secret`: what the sign-in cookie holds
+/// instead of the token, so a cookie that leaks (a proxy's log, a shared machine) is not the
+/// token itself and dies with the server's secret at its restart. Derived like the CSRF
+/// value, so nothing is stored per session.
+pub(crate) fn session_value(secret: &[u8; 32], operator: &Operator) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"rein-console-session\0");
+    hasher.update(secret);
+    hasher.update(operator.token_hash.as_bytes());
+    hex(&hasher.finalize())
+}
+
+impl Tokens {
+    /// The operator whose session value (on a server with `secret`) is `session`, every
+    /// one compared in constant time.
+    pub(crate) fn session(&self, secret: &[u8; 32], session: &str) -> Option<&Operator> {
+        let mut found = None;
+        for operator in &self.operators {
+            if constant_time_eq(
+                session_value(secret, operator).as_bytes(),
+                session.as_bytes(),
+            ) {
+                found = Some(operator);
+            }
+        }
+        found
+    }
+}
+
+/// The operator whose token (`Authorization: Bearer …`) or session cookie the request
+/// carries.
 pub(crate) fn operator_of(
     state: &crate::State,
     headers: &axum::http::HeaderMap,
@@ -329,7 +359,11 @@ pub(crate) fn operator_of(
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='));
-    state.tokens.operator(bearer.or(cookie)?.trim()).cloned()
+    match (bearer, cookie) {
+        (Some(token), _) => state.tokens.operator(token.trim()).cloned(),
+        (None, Some(session)) => state.tokens.session(&state.secret, session.trim()).cloned(),
+        (None, None) => None,
+    }
 }
 
 /// The CSRF value forms of `operator` carry on this server.

@@ -12,7 +12,7 @@ use futures_util::Stream;
 use rein::RunId;
 
 use crate::error::HttpError;
-use crate::run_page::{parse_id, stored};
+use crate::found::{parse_id, stored};
 
 /// How often the ledger's tail is read.
 const TICK: Duration = Duration::from_millis(500);

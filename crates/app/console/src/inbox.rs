@@ -18,7 +18,7 @@ use rein::{Run, Value};
 use crate::auth::Operator;
 use crate::error::HttpError;
 use crate::html::{esc, json_text, page};
-use crate::list::waiting;
+use crate::summary::waiting;
 
 /// At most this many waiting runs are shown at once (the oldest wait first).
 const MAX_ITEMS: usize = 200;
@@ -32,10 +32,13 @@ pub(crate) async fn inbox(
     headers: HeaderMap,
 ) -> Result<Html<String>, HttpError> {
     let operator = crate::auth::operator_of(&state, &headers);
-    let ids = state.stores.ids().await.map_err(HttpError::store)?;
+    // The run index says which runs wait; only their snapshots are read.
+    let summaries = crate::summary::all(&state)
+        .await
+        .map_err(HttpError::store)?;
     let mut runs = Vec::new();
-    for id in ids {
-        if let Ok(run) = state.stores.snapshot(&id).await
+    for (id, _) in summaries.iter().filter(|(_, s)| s.waits()) {
+        if let Ok(run) = state.stores.snapshot(id).await
             && waiting(&run).is_some()
         {
             runs.push(run);
@@ -52,6 +55,25 @@ pub(crate) async fn inbox(
             String::new()
         }
     );
+    let approvals = runs
+        .iter()
+        .filter(|r| r.pending_approval().is_some())
+        .count();
+    if approvals > 0
+        && !state.read_only
+        && state.driver.is_some()
+        && let Some(op) = &operator
+    {
+        // The checkboxes of the items below belong to this form (their `form` attribute).
+        let _ = write!(
+            body,
+            "<form id=\"bulk\" method=\"post\" action=\"/inbox/bulk\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<label>reason <input type=\"text\" name=\"reason\" required></label> \
+<button name=\"verdict\" value=\"approve\">approve selected</button> <button name=\"verdict\" value=\"deny\">deny selected</button> \
+<small>each selected call is decided and ledgered on its own</small></form>",
+            esc(&crate::auth::csrf_for(&state, op))
+        );
+    }
     for run in runs.iter().take(MAX_ITEMS) {
         let entries = state
             .stores
@@ -126,6 +148,12 @@ pub(crate) fn item(
         );
         match &can_act {
             Ok(csrf) => {
+                // Ticked, it joins the inbox's bulk form (elsewhere on a run's page: none).
+                let _ = write!(
+                    body,
+                    "<label class=\"select\"><input type=\"checkbox\" name=\"item\" form=\"bulk\" value=\"{id}:{}\"> select</label>",
+                    esc(&pending.input_hash.to_string())
+                );
                 let _ = write!(
                     body,
                     "<form method=\"post\" action=\"/runs/{id}/approval\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
@@ -221,7 +249,7 @@ fn find_call(value: &Value, tool: &str, hash: &str, depth: usize) -> Option<Valu
 
 /// The wall clock, for how long a call has waited (display only: the engine's clock
 /// decides timeouts).
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -24,16 +24,21 @@
 
 mod actions;
 mod auth;
+mod bulk;
 mod driver;
 mod error;
 mod events;
+mod form;
+mod found;
 mod html;
 mod inbox;
 mod list;
 mod path;
 mod run_page;
 mod serve;
+mod stop;
 mod stores;
+mod summary;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -134,11 +139,14 @@ impl Console {
     ///
     /// `GET /` runs, `GET /inbox`, `GET /runs/{id}`, `GET /runs/{id}/events` (server-sent
     /// events), `GET /runs/{id}/artifacts/{artifact}`, `GET|POST /login`,
-    /// `POST /runs/{id}/approval`, `POST /runs/{id}/answer`, `GET /static/console.js`.
+    /// `POST /runs/{id}/approval`, `POST /inbox/bulk` (one verdict on several approvals),
+    /// `POST /runs/{id}/answer`, `POST /runs/{id}/stop`,
+    /// `GET /static/console.js`.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/", get(list::runs))
             .route("/inbox", get(inbox::inbox))
+            .route("/inbox/bulk", post(bulk::bulk))
             .route("/login", get(actions::login_form).post(actions::login))
             .route("/logout", post(actions::logout))
             .route("/runs/{id}", get(run_page::run))
@@ -146,6 +154,7 @@ impl Console {
             .route("/runs/{id}/artifacts/{artifact}", get(run_page::artifact))
             .route("/runs/{id}/approval", post(actions::approval))
             .route("/runs/{id}/answer", post(actions::answer))
+            .route("/runs/{id}/stop", post(stop::stop))
             .route("/static/console.js", get(html::script))
             .fallback(error::not_found)
             .layer(axum::middleware::map_response(html::protect))

@@ -10,13 +10,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
 use rein::ledger::{Entry, EntryKind};
-use rein::store::{ArtifactId, LedgerStoreError, RunStoreError};
+use rein::store::ArtifactId;
 use rein::{Run, RunId, RunStatus};
 use serde::Deserialize;
 
 use crate::error::HttpError;
+use crate::found::{Stored, parse_id, stored};
 use crate::html::{esc, json_text, one_line, page};
-use crate::list::{budgets, waiting};
+use crate::summary::{budgets, waiting};
 
 /// Ledger entries on one page of the timeline.
 pub(crate) const ENTRIES_PER_PAGE: usize = 100;
@@ -29,35 +30,6 @@ const MAX_DETAIL: usize = 16 * 1024;
 pub(crate) struct RunQuery {
     #[serde(default)]
     page: Option<usize>,
-}
-
-/// Parses a run id from a path, or says why it is none: 400, never a 500.
-pub(crate) fn parse_id(text: &str) -> Result<RunId, HttpError> {
-    text.parse::<RunId>().map_err(|e| {
-        HttpError::bad_request(format!("`{}` is not a run id: {e}", one_line(text, 60)))
-    })
-}
-
-/// A run as the stores have it: the snapshot (if readable) and the ledger (if it verifies).
-pub(crate) struct Stored {
-    pub(crate) snapshot: Result<Run, RunStoreError>,
-    pub(crate) ledger: Result<Vec<Entry>, LedgerStoreError>,
-}
-
-/// Reads run `id`, or 404 when neither store knows it.
-pub(crate) async fn stored(state: &crate::State, id: &RunId) -> Result<Stored, HttpError> {
-    let snapshot = state.stores.snapshot(id).await;
-    let ledger = state
-        .stores
-        .ledger(id)
-        .await
-        .map(|loaded| loaded.ledger.entries().to_vec());
-    if matches!(snapshot, Err(RunStoreError::NotFound { .. }))
-        && matches!(ledger, Err(LedgerStoreError::NotFound { .. }))
-    {
-        return Err(HttpError::not_found(format!("no run {id} in this store")));
-    }
-    Ok(Stored { snapshot, ledger })
 }
 
 /// The verification status, computed here from the ledger the store returned.
@@ -135,6 +107,7 @@ pub(crate) async fn run(
         body.push_str("<h2>Waiting for a person</h2>");
         crate::inbox::item(&mut body, &state, run, entries, operator.as_ref());
     }
+    crate::stop::section(&mut body, &state, &id, &stored, operator.as_ref()).await;
     if !entries.is_empty() {
         body.push_str("<h2>Path</h2>");
         body.push_str(&crate::path::svg(entries));

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use rein::ledger::LoadedLedger;
 use rein::store::{
-    DynArtifactStore, DynLedgerStore, DynRunStore, FsConfig, FsStores, LedgerStoreError,
-    RunStoreError,
+    DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsLayout,
+    FsRunIndex, FsStores, LedgerStoreError, RunStoreError,
 };
 use rein::{Run, RunId};
 
@@ -19,6 +19,10 @@ pub struct Stores {
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) ledgers: Arc<dyn DynLedgerStore>,
     pub(crate) artifacts: Arc<dyn DynArtifactStore>,
+    /// Where operators' stop requests go (none: the console cannot stop runs).
+    pub(crate) stops: Option<Arc<dyn DynStopRequestStore>>,
+    /// The console's run index, on a filesystem store: listings read only what changed.
+    pub(crate) index: Option<FsRunIndex>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -39,7 +43,17 @@ impl Stores {
             runs,
             ledgers,
             artifacts,
+            stops: None,
+            index: None,
         }
+    }
+
+    /// Keeps operators' stop requests (abort, interrupt) in `store`: the one the engines
+    /// that drive the runs look in (`EngineBuilder::stop_request_store`).
+    #[must_use]
+    pub fn with_stop_requests(mut self, store: Arc<dyn DynStopRequestStore>) -> Self {
+        self.stops = Some(store);
+        self
     }
 
     /// The filesystem stores of data directory `dir` (as `rein run --data-dir` writes it).
@@ -60,12 +74,13 @@ impl Stores {
             path: dir.to_path_buf(),
             reason: e.to_string(),
         })?;
+        let stops = Arc::new(stores.stop_requests());
+        let index = FsRunIndex::named(&FsLayout::new(dir), crate::summary::INDEX_FILE);
         let (runs, ledgers, artifacts) = stores.into_parts();
-        Ok(Self::new(
-            Arc::new(runs),
-            Arc::new(ledgers),
-            Arc::new(artifacts),
-        ))
+        let mut stores = Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts))
+            .with_stop_requests(stops);
+        stores.index = Some(index);
+        Ok(stores)
     }
 
     /// Every run id either store knows, oldest first (v7 ids sort by time).

@@ -310,10 +310,14 @@ async fn a_question_is_answered_from_the_inbox_and_a_wrong_answer_records_nothin
     assert_eq!(right.status, StatusCode::SEE_OTHER, "{}", right.body);
     console.settled().await;
     assert_eq!(load(dir.path(), &id).await.status(), RunStatus::Completed);
-    let received = entries(dir.path(), &id)
+    // One answer is recorded, with the name of the operator whose token sent it.
+    let received: Vec<(String, Option<String>)> = entries(dir.path(), &id)
         .await
         .iter()
-        .filter(|e| matches!(e.event(), EntryKind::HumanInputReceived { .. }))
-        .count();
-    assert_eq!(received, 1);
+        .filter_map(|e| match e.event() {
+            EntryKind::HumanInputReceived { answer, by, .. } => Some((answer.clone(), by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received, [("yes".to_owned(), Some("alice".to_owned()))]);
 }

@@ -8,7 +8,8 @@ mod support;
 use axum::http::StatusCode;
 use rein::{RunStatus, json};
 use support::{
-    ALICE, T0, TestDriver, console, entries, get, post, waiting_for_answer, waiting_for_verdict,
+    ALICE, T0, TestDriver, console, entries, get, get_signed_in, post, waiting_for_answer,
+    waiting_for_verdict,
 };
 
 fn driver(dir: &std::path::Path, now: u64, input: &rein::Value, asks: bool) -> TestDriver {
@@ -239,6 +240,28 @@ async fn signing_in_sets_an_http_only_cookie_and_a_wrong_token_is_refused() {
     assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
     let good = post(&app, "/login", &[("token", ALICE)], None).await;
     assert_eq!(good.status, StatusCode::SEE_OTHER);
+    // The cookie holds a session value, never the token itself.
+    let cookie = good.cookie.expect("a sign-in cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains(ALICE), "{cookie}");
+    let session = cookie
+        .split(';')
+        .next()
+        .and_then(|pair| pair.strip_prefix("rein_console_session="))
+        .expect("the session cookie");
+    let page = get_signed_in(&app, "/login", session).await.body;
+    assert!(
+        page.contains("signed in as <strong>alice</strong>"),
+        "{page}"
+    );
+    let page = get_signed_in(&app, "/login", ALICE).await.body;
+    assert!(
+        page.contains("not signed in"),
+        "a raw token is no session: {page}"
+    );
     let page = get(&app, "/login", Some(ALICE)).await.body;
     assert!(page.contains("signed in as <strong>alice</strong>"));
     assert_eq!(

@@ -159,7 +159,10 @@ impl fmt::Display for EntryKind {
                     )
                 }
             }
-            Self::HumanInputReceived { answer } => format!("human answered {answer:?}"),
+            Self::HumanInputReceived { answer, by } => match by {
+                Some(by) => format!("{by} answered {answer:?}"),
+                None => format!("human answered {answer:?}"),
+            },
             Self::PolicyViolation {
                 violation,
                 message,
@@ -225,6 +228,13 @@ impl fmt::Display for EntryKind {
                 compaction.results,
                 compaction.tokens_before,
                 compaction.tokens_after
+            ),
+            Self::StopRequested { request } => format!(
+                "{} requested by {} at {}{}",
+                request.kind,
+                request.by,
+                request.requested_at,
+                colon(&request.reason)
             ),
             other => other.name().replace('_', " "),
         };

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
-    PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State, ToolError,
-    ToolName,
+    PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State,
+    StopRequest, ToolError, ToolName,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -201,6 +201,10 @@ pub enum EntryKind {
     HumanInputReceived {
         /// The answer.
         answer: String,
+        /// Who answered, when the caller named them (an operator of the console). Left out
+        /// of the entry when unknown, so entries written before it existed hash the same.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A decision was rejected by a policy.
     PolicyViolation {
@@ -371,6 +375,13 @@ pub enum EntryKind {
         /// The compaction, as the planner announced it.
         compaction: PromptCompaction,
     },
+    /// An operator asked, from outside the process driving the run, to stop it (a stop
+    /// request, persisted beside the run): the driving engine honours it here, and the
+    /// `interrupt` entry and the run's end follow.
+    StopRequested {
+        /// The request: abort or interrupt, who asked, why, when.
+        request: StopRequest,
+    },
 }
 
 impl EntryKind {
@@ -414,6 +425,7 @@ impl EntryKind {
             Self::SequenceStopped { .. } => "sequence_stopped",
             Self::FollowUpOf { .. } => "follow_up_of",
             Self::PromptCompacted { .. } => "prompt_compacted",
+            Self::StopRequested { .. } => "stop_requested",
         }
     }
 }

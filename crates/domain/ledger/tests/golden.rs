@@ -189,6 +189,7 @@ fn every_kind() -> Ledger {
         State::Act,
         EntryKind::HumanInputReceived {
             answer: "yes".into(),
+            by: None,
         },
     );
     add(

@@ -62,8 +62,9 @@ mod tip;
 pub use error::StorageError;
 pub use fs::{
     FileStamp, FsArtifactStore, FsConfig, FsLayout, FsLedgerStore, FsRunIndex, FsRunStore,
-    FsStores, FsyncPolicy, IndexedRun, Refreshed, RunIndexError, Stamp,
+    FsStopRequests, FsStores, FsyncPolicy, IndexedRun, Refreshed, RunIndexError, Stamp,
 };
 pub use memory::{
-    MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, RegistryBuilder,
+    MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore, MemoryStopRequests,
+    RegistryBuilder,
 };

@@ -68,7 +68,7 @@ fn planner(input: &Value) -> ScriptedPlanner {
     ScriptedPlanner::new(steps)
 }
 
-fn asking() -> ScriptedPlanner {
+pub fn asking() -> ScriptedPlanner {
     let mut steps = walk(State::Decide);
     steps.extend([
         ScriptStep::expect(
@@ -164,13 +164,22 @@ pub struct Reply {
     pub status: StatusCode,
     pub body: String,
     pub location: Option<String>,
+    /// The value of the cookie the response sets, if it sets one.
+    pub cookie: Option<String>,
+}
+
+/// `GET uri` with the sign-in cookie `session` (as `/login` set it).
+pub async fn get_signed_in(app: &Router, uri: &str, session: &str) -> Reply {
+    let request =
+        Request::get(uri).header(header::COOKIE, format!("rein_console_session={session}"));
+    send(app, request.body(Body::empty()).expect("a request")).await
 }
 
 /// `GET uri`, as operator `token` if given.
 pub async fn get(app: &Router, uri: &str, token: Option<&str>) -> Reply {
     let mut request = Request::get(uri);
     if let Some(token) = token {
-        request = request.header(header::COOKIE, format!("rein_console_token={token}"));
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
     }
     send(app, request.body(Body::empty()).expect("a request")).await
 }
@@ -185,7 +194,7 @@ pub async fn post(app: &Router, uri: &str, fields: &[(&str, &str)], token: Optio
     let mut request =
         Request::post(uri).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(token) = token {
-        request = request.header(header::COOKIE, format!("rein_console_token={token}"));
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
     }
     send(app, request.body(Body::from(body)).expect("a request")).await
 }
@@ -198,6 +207,11 @@ async fn send(app: &Router, request: Request<Body>) -> Reply {
         .get(header::LOCATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
         .await
         .expect("a body");
@@ -205,6 +219,7 @@ async fn send(app: &Router, request: Request<Body>) -> Reply {
         status,
         body: String::from_utf8_lossy(&bytes).into_owned(),
         location,
+        cookie,
     }
 }
 

@@ -107,6 +107,7 @@ pub fn every_kind() -> Vec<EntryKind> {
         },
         EntryKind::HumanInputReceived {
             answer: "yes".into(),
+            by: None,
         },
         EntryKind::PolicyViolation {
             violation: Violation::IneligibleTool,
@@ -292,7 +293,8 @@ pub fn entry_kind() -> impl Strategy<Value = EntryKind> {
         ),
         (text(), prop::collection::vec(text(), 0..3))
             .prop_map(|(question, options)| EntryKind::HumanInputRequested { question, options }),
-        text().prop_map(|answer| EntryKind::HumanInputReceived { answer }),
+        (text(), prop::option::of(text()))
+            .prop_map(|(answer, by)| EntryKind::HumanInputReceived { answer, by }),
         (
             prop::sample::select(vec![
                 Violation::UnknownTool,

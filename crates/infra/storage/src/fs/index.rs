@@ -147,6 +147,17 @@ impl FsRunIndex {
         }
     }
 
+    /// The index of the data directory laid out as `layout`, kept in the file `name` at its
+    /// root instead of `index.jsonl`: for a reader whose summaries are of another type than
+    /// the CLI's (the console), so that neither throws the other's away. Touches nothing.
+    #[must_use]
+    pub fn named(layout: &FsLayout, name: &str) -> Self {
+        Self {
+            layout: layout.clone(),
+            path: layout.root().join(name),
+        }
+    }
+
     /// The index file.
     #[must_use]
     pub fn path(&self) -> &Path {

@@ -40,6 +40,8 @@ impl FsLayout {
     pub const ARTIFACTS: &'static str = "artifacts";
     /// The run index file.
     pub const INDEX: &'static str = "index.jsonl";
+    /// The folder of the stop requests (`stops/<run id>.json`).
+    pub const STOPS: &'static str = "stops";
 
     const LEDGER_SUFFIX: &'static str = ".jsonl";
     const SNAPSHOT_SUFFIX: &'static str = ".json";

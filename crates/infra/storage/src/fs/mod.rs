@@ -7,6 +7,7 @@ mod index;
 mod layout;
 mod ledger;
 mod run;
+mod stop;
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ pub use index::{FileStamp, FsRunIndex, IndexedRun, Refreshed, RunIndexError, Sta
 pub use layout::FsLayout;
 pub use ledger::FsLedgerStore;
 pub use run::FsRunStore;
+pub use stop::FsStopRequests;
 
 use crate::StorageError;
 
@@ -255,6 +257,13 @@ impl FsStores {
     #[must_use]
     pub const fn artifacts(&self) -> &FsArtifactStore {
         &self.artifacts
+    }
+
+    /// The stop request store (`<root>/stops`): operators' aborts and interrupts of runs,
+    /// for the engine that drives them.
+    #[must_use]
+    pub fn stop_requests(&self) -> FsStopRequests {
+        FsStopRequests::new(self.root.join(FsLayout::STOPS))
     }
 
     /// The three stores, to hand to an engine.

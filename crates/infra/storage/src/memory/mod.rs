@@ -5,8 +5,10 @@ mod ledger;
 mod registry;
 mod run;
 pub(crate) mod shard;
+mod stop;
 
 pub use artifact::MemoryArtifactStore;
 pub use ledger::MemoryLedgerStore;
 pub use registry::{MemoryRegistry, RegistryBuilder};
 pub use run::MemoryRunStore;
+pub use stop::MemoryStopRequests;

@@ -1,0 +1,191 @@
+//! What the runs list shows of a run, as one value: made from its snapshot and ledger, and
+//! on a filesystem store kept in the console's run index (`console-index.jsonl`, an
+//! `FsRunIndex`), so that a listing reads only the runs whose files changed since.
+
+use rein::ledger::EntryKind;
+use rein::policy::PolicySnapshot;
+use rein::run::Timestamp;
+use rein::{Run, RunId, RunStatus};
+use serde::{Deserialize, Serialize};
+
+use crate::html::one_line;
+
+/// The console's run index file, beside the CLI's `index.jsonl` (whose summaries are of
+/// another type).
+pub(crate) const INDEX_FILE: &str = "console-index.jsonl";
+
+/// The longest goal a summary keeps (the list shows one line of it).
+const MAX_GOAL: usize = 200;
+
+/// One run, as the list shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Summary {
+    /// The snapshot's columns, or why it cannot be read.
+    pub(crate) run: Result<Columns, String>,
+    /// What the ledger adds; `None` until read (stores without an index read it for the
+    /// runs on the page shown only).
+    pub(crate) facts: Option<LedgerFacts>,
+}
+
+/// A run's columns in the list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Columns {
+    pub(crate) status: RunStatus,
+    /// What it waits for from a person, if anything.
+    pub(crate) waiting: Option<String>,
+    pub(crate) goal: String,
+    pub(crate) state: String,
+    pub(crate) steps: u32,
+    pub(crate) budgets: String,
+    pub(crate) started: Timestamp,
+    pub(crate) ended: Option<Timestamp>,
+}
+
+/// What the ledger of a listed run adds: whether it verifies, its parent and children.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct LedgerFacts {
+    pub(crate) damaged: Option<String>,
+    pub(crate) parent: Option<RunId>,
+    pub(crate) children: Vec<RunId>,
+}
+
+impl Columns {
+    pub(crate) fn of(run: &Run) -> Self {
+        Self {
+            status: run.status(),
+            waiting: waiting(run).map(str::to_owned),
+            goal: one_line(run.goal(), MAX_GOAL),
+            state: run.state().to_string(),
+            steps: run.steps(),
+            budgets: budget_cell(run),
+            started: run.created_at(),
+            ended: run.is_finished().then(|| run.updated_at()),
+        }
+    }
+}
+
+impl Summary {
+    /// Whether the run waits for a person.
+    pub(crate) fn waits(&self) -> bool {
+        self.run.as_ref().is_ok_and(|c| c.waiting.is_some())
+    }
+}
+
+/// Run `id`'s ledger facts, read from the stores.
+pub(crate) async fn ledger_facts(state: &crate::State, id: &RunId) -> LedgerFacts {
+    match state.stores.ledger(id).await {
+        Err(e) => LedgerFacts {
+            damaged: Some(e.to_string()),
+            ..LedgerFacts::default()
+        },
+        Ok(loaded) => {
+            let entries = loaded.ledger.entries();
+            LedgerFacts {
+                damaged: None,
+                parent: entries.iter().find_map(|e| match e.event() {
+                    EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+                    _ => None,
+                }),
+                children: entries
+                    .iter()
+                    .filter_map(|e| match e.event() {
+                        EntryKind::ChildStarted { child, .. } => Some(child.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// Run `id`'s summary: its snapshot, and its ledger when `with_ledger`.
+pub(crate) async fn summarize(state: &crate::State, id: &RunId, with_ledger: bool) -> Summary {
+    let run = state
+        .stores
+        .snapshot(id)
+        .await
+        .map(|run| Columns::of(&run))
+        .map_err(|e| e.to_string());
+    let facts = if with_ledger {
+        Some(ledger_facts(state, id).await)
+    } else {
+        None
+    };
+    Summary { run, facts }
+}
+
+/// Every run the stores know, with its summary: through the run index on a filesystem
+/// store (only runs whose files changed are read), else snapshot by snapshot.
+pub(crate) async fn all(
+    state: &std::sync::Arc<crate::State>,
+) -> Result<Vec<(RunId, Summary)>, String> {
+    let Some(index) = state.stores.index.clone() else {
+        let mut out = Vec::new();
+        for id in state.stores.ids().await? {
+            let summary = summarize(state, &id, false).await;
+            out.push((id, summary));
+        }
+        return Ok(out);
+    };
+    let shared = std::sync::Arc::clone(state);
+    let handle = tokio::runtime::Handle::current();
+    // The index's walk is blocking file work (one lstat per file): off the executor, and
+    // each changed run read through the async stores from there.
+    let refreshed = tokio::task::spawn_blocking(move || {
+        index.refresh(|id| handle.block_on(summarize(&shared, id, true)))
+    })
+    .await
+    .map_err(|e| format!("the run index could not be read: {e}"))?
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = &refreshed.unsaved {
+        tracing::warn!(error = %e, "the console's run index could not be saved");
+    }
+    Ok(refreshed
+        .runs
+        .into_iter()
+        .map(|run| (run.id, run.summary))
+        .collect())
+}
+
+/// What a run waits for from a person, if anything: for the list's first rows and labels.
+pub(crate) fn waiting(run: &Run) -> Option<&'static str> {
+    if run.status() != RunStatus::Paused {
+        return None;
+    }
+    if run.pending_approval().is_some() {
+        Some("waiting for approval")
+    } else if run.pending_question().is_some() {
+        Some("waiting for an answer")
+    } else {
+        None
+    }
+}
+
+/// `used/limit` of every limited budget of `run` (and `used` of the others it spent).
+pub(crate) fn budgets(run: &Run) -> Vec<(String, u64, Option<u64>)> {
+    let policy = serde_json::from_value::<PolicySnapshot>(run.policy().clone()).ok();
+    let mut out: Vec<(String, u64, Option<u64>)> = Vec::new();
+    if let Some(policy) = &policy {
+        for (name, limit, counter) in policy.budget.snapshot(run.usage()).iter() {
+            out.push((name.as_str().to_owned(), counter.used, Some(limit)));
+        }
+    }
+    for (name, counter) in run.usage().iter() {
+        if !out.iter().any(|(n, _, _)| n == name.as_str()) {
+            out.push((name.as_str().to_owned(), counter.used, None));
+        }
+    }
+    out
+}
+
+/// The budgets as one cell: `tool_calls 2/5, steps 7`.
+pub(crate) fn budget_cell(run: &Run) -> String {
+    budgets(run)
+        .iter()
+        .map(|(name, used, limit)| match limit {
+            Some(limit) => format!("{name} {used}/{limit}"),
+            None => format!("{name} {used}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

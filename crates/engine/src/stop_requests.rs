@@ -1,0 +1,89 @@
+//! Where an engine keeps stop requests (DESIGN.md §7), and the task that looks for one
+//! while a run is driven on its own task, pulling the run's abort or stop signal when it
+//! finds one. How they are asked for and honoured is in `operator_stop`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_run::{DynStopRequestStore, RunId, StopKind};
+use rein_storage::{FsStores, MemoryStopRequests};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How often a driven run looks for a stop request, unless configured.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+
+/// What a builder was told about stop requests.
+#[derive(Default)]
+pub(crate) struct StopConfig {
+    pub(crate) store: Option<Arc<dyn DynStopRequestStore>>,
+    pub(crate) poll: Option<Duration>,
+}
+
+/// Where an engine's stop requests are kept, and how often a driven run looks.
+pub(crate) struct Stops {
+    pub(crate) store: Arc<dyn DynStopRequestStore>,
+    poll: Duration,
+}
+
+impl StopConfig {
+    /// The store set, else the filesystem stores' (`<dir>/stops`), else one in memory.
+    pub(crate) fn build(self, fs: Option<&FsStores>) -> Stops {
+        let store: Arc<dyn DynStopRequestStore> = match (self.store, fs) {
+            (Some(store), _) => store,
+            (None, Some(fs)) => Arc::new(fs.stop_requests()),
+            (None, None) => Arc::new(MemoryStopRequests::new()),
+        };
+        Stops {
+            store,
+            // A zero period would spin: the shortest is a millisecond.
+            poll: self
+                .poll
+                .unwrap_or(DEFAULT_POLL)
+                .max(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// A task that looks for a stop request for one driven run and pulls the run's abort or
+/// stop signal when it finds one. Dropping it ends the task.
+pub(crate) struct Watch(JoinHandle<()>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts watching for stop requests for run `id`, driven with the signals `cancel`
+/// (abort) and `stop`.
+pub(crate) fn watch(
+    stops: &Stops,
+    id: &RunId,
+    cancel: CancellationToken,
+    stop: CancellationToken,
+) -> Watch {
+    let store = Arc::clone(&stops.store);
+    let poll = stops.poll;
+    let id = id.clone();
+    Watch(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(poll);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match store.pending_boxed(&id).await {
+                Ok(Some(request)) if request.kind == StopKind::Abort => {
+                    cancel.cancel();
+                    return;
+                }
+                // Interrupted at the next step; an abort asked for later still cuts in.
+                Ok(Some(_)) => stop.cancel(),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    run_id = %id, error = %e,
+                    "cannot read the run's stop request; looking again at the next poll"
+                ),
+            }
+        }
+    }))
+}

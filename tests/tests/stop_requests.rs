@@ -1,0 +1,115 @@
+//! Stop requests (DESIGN.md §7): an abort or interrupt asked for through the store, from
+//! outside the task that drives the run, reaches a run driven without a handle
+//! (`Engine::run`) at its next step, and a run nobody drives at its next resume; the ledger
+//! names who asked. The engine's clock is tokio's paused one: the poll needs no sleeps.
+
+mod support;
+
+use rein::ledger::{EntryKind, InterruptKind};
+use rein::run::{FailureKind, StopKind, StopRequest, Timestamp};
+use rein::{Annotations, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, json};
+use support::{gated, walk_to};
+
+fn request(kind: StopKind) -> StopRequest {
+    StopRequest::new(
+        kind,
+        "carol",
+        "wrong target",
+        Timestamp::from_unix_millis(1),
+    )
+}
+
+/// An engine whose run calls the gated `slow` tool in explore, then finishes.
+fn engine() -> (Engine, support::Gate) {
+    let (slow, gate, _) = gated("slow", Annotations::read_only());
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("slow", json!({}), "wait"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!("ok"))),
+    ]);
+    let engine = Engine::builder()
+        .tool(slow)
+        .planner(ScriptedPlanner::new(steps))
+        .build()
+        .expect("engine builds");
+    (engine, gate)
+}
+
+fn kinds(ledger: &rein::Ledger) -> Vec<&'static str> {
+    ledger.entries().iter().map(|e| e.event().name()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_abort_reaches_a_run_driven_without_a_handle_in_its_tool_call() {
+    let (engine, gate) = engine();
+    let driving = engine.clone();
+    let run = tokio::spawn(async move { driving.run("Fetch it").await });
+    gate.entered().await;
+    let id = engine.list_runs().await.expect("listed").remove(0);
+    engine
+        .request_stop(&id, &request(StopKind::Abort))
+        .await
+        .expect("stored");
+    // The tool never returns: only the abort ends the run (the poll's clock auto-advances).
+    let run = run.await.expect("joined").expect("driven");
+    assert_eq!(run.status(), RunStatus::Failed);
+    let failure = run.failure().expect("a failure");
+    assert_eq!(failure.kind, FailureKind::Aborted);
+    assert_eq!(failure.message, "aborted by carol: wrong target");
+    let ledger = engine.ledger(&id).await.expect("verified");
+    let tail: Vec<_> = kinds(&ledger).into_iter().rev().take(3).collect();
+    assert_eq!(tail, ["run_failed", "interrupt", "stop_requested"]);
+    let requested = ledger.entries().iter().find_map(|e| match e.event() {
+        EntryKind::StopRequested { request } => Some(request.clone()),
+        _ => None,
+    });
+    assert_eq!(requested, Some(request(StopKind::Abort)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_lets_the_call_in_progress_finish_and_leaves_the_run_resumable() {
+    let (engine, gate) = engine();
+    let driving = engine.clone();
+    let run = tokio::spawn(async move { driving.run("Fetch it").await });
+    gate.entered().await;
+    let id = engine.list_runs().await.expect("listed").remove(0);
+    engine
+        .request_stop(&id, &request(StopKind::Interrupt))
+        .await
+        .expect("stored");
+    // Let the poll see it, then let the call finish: it is recorded, nothing new starts.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    gate.release();
+    let run = run.await.expect("joined").expect("driven");
+    assert_eq!(run.status(), RunStatus::Interrupted);
+    let ledger = engine.ledger(&id).await.expect("verified");
+    assert!(kinds(&ledger).contains(&"tool_result"));
+    assert!(ledger.entries().iter().any(|e| matches!(
+        e.event(),
+        EntryKind::Interrupt {
+            kind: InterruptKind::Stop
+        }
+    )));
+    // Honoured once: resuming finishes the run.
+    let run = engine.resume(&id).await.expect("resumed");
+    assert_eq!(run.status(), RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_finished_run_cannot_be_asked_to_stop() {
+    let (engine, gate) = engine();
+    gate.release();
+    let run = engine.run("Fetch it").await.expect("driven");
+    assert_eq!(run.status(), RunStatus::Completed);
+    let refused = engine
+        .request_stop(run.id(), &request(StopKind::Abort))
+        .await;
+    assert!(
+        matches!(refused, Err(rein::EngineError::RunFinished { .. })),
+        "{refused:?}"
+    );
+}
