@@ -56,6 +56,9 @@ pub(crate) struct Projection {
     /// The approvals (tool, input hash) granted since the last decision: verdicts on this
     /// step's calls, given while the run was paused.
     pub(crate) granted: Vec<(ToolName, Digest)>,
+    /// The hooks' verdicts recorded since the last decision, refusal or sequence member:
+    /// what a resume rules on instead of asking the hooks again.
+    pub(crate) hooks_recorded: Vec<crate::consult::RecordedHooks>,
     /// Whether entries are being replayed from a stored ledger (`rebuild`), rather than
     /// recorded live: only then does an open attempt keep its input, for recovery.
     rebuilding: bool,
@@ -91,6 +94,7 @@ impl Projection {
             skills_entered: Vec::new(),
             dialogue: Vec::new(),
             granted: Vec::new(),
+            hooks_recorded: Vec::new(),
             rebuilding: false,
         })
     }
@@ -161,7 +165,26 @@ impl Projection {
             EntryKind::ApprovalGranted {
                 tool, input_hash, ..
             } => self.granted.push((tool.clone(), *input_hash)),
-            EntryKind::Decision { .. } => self.granted.clear(),
+            EntryKind::Decision { .. } => {
+                self.granted.clear();
+                self.hooks_recorded.clear();
+            }
+            EntryKind::SequenceMember { .. } | EntryKind::PolicyViolation { .. } => {
+                self.hooks_recorded.clear();
+            }
+            EntryKind::HookVerdicts {
+                step,
+                point,
+                tool,
+                input_hash,
+                rulings,
+            } => self.hooks_recorded.push(crate::consult::RecordedHooks {
+                step: *step,
+                point: *point,
+                tool: tool.clone(),
+                input_hash: *input_hash,
+                rulings: rulings.clone(),
+            }),
             EntryKind::PlannerCall { step, call } => {
                 if let Some(reply) = &call.reply {
                     self.dialogue.push(rein_run::Turn {
@@ -465,6 +488,7 @@ impl Projection {
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
+            | EntryKind::HookVerdicts { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }

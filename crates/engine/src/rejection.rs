@@ -150,6 +150,16 @@ pub(crate) enum Rejection {
         /// The registered names.
         known: Vec<String>,
     },
+    /// A hook denied it (or failed, and hooks fail closed).
+    #[error("hook `{hook}` refused this at {point}: {reason}")]
+    HookDenied {
+        /// The hook's name.
+        hook: String,
+        /// Where it was asked.
+        point: rein_ledger::HookPoint,
+        /// Why, as the hook said or as the engine found.
+        reason: String,
+    },
 }
 
 impl Rejection {
@@ -175,6 +185,7 @@ impl Rejection {
             }
             Self::InBatch { source, .. } => source.violation(),
             Self::InvalidSequence(_) => Violation::InvalidInput,
+            Self::HookDenied { .. } => Violation::HookDenied,
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::hooks::{HookPoint, HookRuling};
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
     PendingApproval, PlannerAttempt, PlannerCall, RunId, Spend, State, ToolError, ToolName,
@@ -349,6 +350,21 @@ pub enum EntryKind {
         /// Why the sequence stopped.
         reason: String,
     },
+    /// The hooks asked at `point` answered something other than allow: every such verdict,
+    /// in the hooks' order, recorded before the engine acts on them (a resume reads them
+    /// back instead of asking again).
+    HookVerdicts {
+        /// The step the hooks were asked in.
+        step: u32,
+        /// Where they were asked.
+        point: HookPoint,
+        /// The tool, at the tool points.
+        tool: Option<ToolName>,
+        /// The hash of the call's input, at the tool points.
+        input_hash: Option<Digest>,
+        /// Each verdict other than allow.
+        rulings: Vec<HookRuling>,
+    },
 }
 
 impl EntryKind {
@@ -390,6 +406,7 @@ impl EntryKind {
             Self::SkillEntered { .. } => "skill_entered",
             Self::SequenceMember { .. } => "sequence_member",
             Self::SequenceStopped { .. } => "sequence_stopped",
+            Self::HookVerdicts { .. } => "hook_verdicts",
         }
     }
 }
@@ -428,6 +445,8 @@ pub enum Violation {
     /// A delegation was refused: deeper than the engine's limit, an unknown planner, or
     /// an empty goal.
     DelegationRefused,
+    /// A hook denied it (or failed, and before-hooks fail closed).
+    HookDenied,
 }
 
 impl Violation {
@@ -445,6 +464,7 @@ impl Violation {
             Self::MaxSteps => "max_steps",
             Self::InvalidReply => "invalid_reply",
             Self::DelegationRefused => "delegation_refused",
+            Self::HookDenied => "hook_denied",
         }
     }
 }
@@ -510,6 +530,7 @@ mod tests {
             Violation::MaxSteps,
             Violation::InvalidReply,
             Violation::DelegationRefused,
+            Violation::HookDenied,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }
