@@ -102,14 +102,15 @@ fn hooked(call: Decision, hooks: Vec<HookSpec>) -> (EngineBuilder, Probe) {
     (builder, probe)
 }
 
-/// The `hook_verdicts` entries: point, tool, and each ruling (hook, outcome, reason).
-fn verdicts(
-    ledger: &Ledger,
-) -> Vec<(
+/// A `hook_verdicts` entry: point, tool, and each ruling (hook, outcome, reason).
+type Recorded = (
     HookPoint,
     Option<String>,
     Vec<(String, HookOutcome, String)>,
-)> {
+);
+
+/// The `hook_verdicts` entries.
+fn verdicts(ledger: &Ledger) -> Vec<Recorded> {
     ledger
         .entries()
         .iter()
@@ -121,7 +122,7 @@ fn verdicts(
                 ..
             } => Some((
                 *point,
-                tool.as_ref().map(|t| t.to_string()),
+                tool.as_ref().map(ToString::to_string),
                 rulings
                     .iter()
                     .map(|r| (r.hook.clone(), r.outcome.clone(), r.reason.clone()))
@@ -147,7 +148,10 @@ async fn a_hook_that_allows_changes_nothing() {
     assert!(verdicts(&ledger).is_empty(), "an allow is not ledgered");
     let seen = seen.lock().expect("not poisoned");
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].tool.as_ref().map(|t| t.as_str()), Some("look"));
+    assert_eq!(
+        seen[0].tool.as_ref().map(rein::ToolName::as_str),
+        Some("look")
+    );
     assert_eq!(seen[0].input, Some(json!({"q": 1})));
 }
 
@@ -644,7 +648,8 @@ async fn a_resume_without_the_runs_hooks_refuses() {
     let run = first.run("pause").await.expect("runs");
     assert_eq!(run.status(), RunStatus::Paused);
     let recorded = first.ledger(run.id()).await.expect("ledger");
-    let Some(EntryKind::RunStarted { policy, .. }) = recorded.entries().first().map(|e| e.event())
+    let Some(EntryKind::RunStarted { policy, .. }) =
+        recorded.entries().first().map(rein::ledger::Entry::event)
     else {
         panic!("a run_started entry");
     };
@@ -713,4 +718,23 @@ fn hooks_with_one_name_or_no_point_are_refused_at_build() {
         nowhere,
         Err(BuildError::InvalidOption { option: "hook", .. })
     ));
+}
+
+#[tokio::test]
+async fn a_replay_reaches_the_recorded_verdicts_without_asking_the_hooks() {
+    let seen = Seen::default();
+    let deny = hook("guard", &[HookPoint::BeforeTool], &seen, |_| {
+        HookVerdict::deny("not today")
+    });
+    let (builder, _) = hooked(look(), vec![deny]);
+    let engine = builder.build().expect("builds");
+    let run = engine.run("look").await.expect("runs");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let report = engine.replay(&ledger).await.expect("replays");
+    assert!(report.matches(), "{:?}", report.divergence());
+    assert_eq!(
+        seen.lock().expect("not poisoned").len(),
+        1,
+        "the hook ran once"
+    );
 }

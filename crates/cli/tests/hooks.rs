@@ -219,3 +219,39 @@ fn a_bad_matcher_or_a_missing_program_is_refused_naming_the_field() {
         .expect_code(2)
         .stderr_has(&["hooks[0].command[0]", "not on PATH"]);
 }
+
+#[test]
+fn a_resume_after_the_hook_script_changed_refuses_to_drive_the_run() {
+    let scratch = Scratch::new();
+    scratch.write("audit.sh", "exit 0\n");
+    let paused = r#"{
+  "goal": "Ask first",
+  "hooks": [{"name": "audit", "point": "pause", "command": ["sh", "audit.sh"]}],
+  "planner": {"scripted": [
+    {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "start"}},
+    {"expect": "explore", "decision": {"type": "ask_human", "question": "go on?", "options": ["yes"]}},
+    {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "ok"}},
+    {"expect": "decide", "decision": {"type": "finish", "summary": "done", "result": 1}}
+  ]}
+}"#;
+    scratch.write("paused.json", paused);
+    scratch.run("paused.json", &[]).expect_code(3);
+    let id = scratch.new_run_id(&[]);
+    let resume = || {
+        support::Outcome::of(
+            &rein()
+                .args(["resume", &id, "--input", "yes", "--data-dir"])
+                .arg(scratch.data())
+                .output()
+                .unwrap(),
+        )
+    };
+    // An edited script is another hook: the run is not driven under it.
+    scratch.write("audit.sh", "exit 0 # edited\n");
+    let refused = resume();
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    refused.stderr_has(&["hook `audit`", "which this engine does not have"]);
+    // The script the run started under is the hook it records: the resume goes on.
+    scratch.write("audit.sh", "exit 0\n");
+    resume().expect_code(0).stdout_has(&["completed"]);
+}

@@ -21,17 +21,6 @@ use crate::narrow::PolicyNarrowing;
 /// stderr may be long; the ledger keeps its start).
 const MAX_REASON_CHARS: usize = 2_000;
 
-/// The verdicts other than allow recorded at one point of one step (for one call, at the
-/// tool points): what a resume rules on instead of asking the hooks again.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RecordedHooks {
-    pub(crate) step: u32,
-    pub(crate) point: HookPoint,
-    pub(crate) tool: Option<rein_run::ToolName>,
-    pub(crate) input_hash: Option<Digest>,
-    pub(crate) rulings: Vec<HookRuling>,
-}
-
 impl Driver {
     /// Whether any hook is asked at `point` (about `tool`, at the tool points): when none
     /// is, no payload is built.

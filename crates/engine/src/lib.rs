@@ -70,6 +70,7 @@ mod recorder;
 mod recovery;
 mod rejection;
 mod replay;
+mod replay_hooks;
 mod replay_serve;
 mod sequence;
 mod shared;

@@ -58,7 +58,7 @@ pub(crate) struct Projection {
     pub(crate) granted: Vec<(ToolName, Digest)>,
     /// The hooks' verdicts recorded since the last decision, refusal or sequence member:
     /// what a resume rules on instead of asking the hooks again.
-    pub(crate) hooks_recorded: Vec<crate::consult::RecordedHooks>,
+    pub(crate) hooks_recorded: Vec<crate::progress::RecordedHooks>,
     /// Whether entries are being replayed from a stored ledger (`rebuild`), rather than
     /// recorded live: only then does an open attempt keep its input, for recovery.
     rebuilding: bool,
@@ -178,7 +178,7 @@ impl Projection {
                 tool,
                 input_hash,
                 rulings,
-            } => self.hooks_recorded.push(crate::consult::RecordedHooks {
+            } => self.hooks_recorded.push(crate::progress::RecordedHooks {
                 step: *step,
                 point: *point,
                 tool: tool.clone(),

@@ -500,4 +500,7 @@ mod guides {
 
     #[doc = include_str!("../../../docs/TESTING.md")]
     struct Testing;
+
+    #[doc = include_str!("../../../docs/HOOKS.md")]
+    struct Hooks;
 }

@@ -160,9 +160,21 @@ fn resolve_program(program: &str, dir: &Path) -> Result<PathBuf, String> {
         })
 }
 
-/// `file`, relative to `dir` (the scenario file's directory), which must exist.
+/// `file`, relative to `dir` (the scenario file's directory), which must exist. An
+/// absolute path is kept as written, so resolving a resolved command (a stored scenario,
+/// on resume) changes nothing, and the hook keeps its identity.
 fn resolve_file(file: &str, dir: &Path) -> Result<PathBuf, String> {
     let full = dir.join(file);
+    if Path::new(file).is_absolute() {
+        return if full.is_file() {
+            Ok(full)
+        } else {
+            Err(format!(
+                "{} does not exist or is not a file",
+                full.display()
+            ))
+        };
+    }
     match full.canonicalize() {
         Ok(canonical) if canonical.is_file() => Ok(canonical),
         Ok(_) => Err(format!("{} is not a file", full.display())),
