@@ -31,7 +31,9 @@
 //! let engine = Engine::builder()
 //!     .hook(no_deletes)
 //!     .planner(ScriptedPlanner::new([
-//!         ScriptStep::expect(State::Intake, Decision::transition(State::Done, "nothing to do")),
+//!         ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "start")),
+//!         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "known")),
+//!         ScriptStep::expect(State::Decide, Decision::finish("nothing to tidy", json!(0))),
 //!     ]))
 //!     .build()?;
 //! assert_eq!(engine.run("Tidy up").await?.status(), RunStatus::Completed);
