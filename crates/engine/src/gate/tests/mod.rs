@@ -143,3 +143,4 @@ fn name(tool: &str) -> ToolName {
 mod budgets;
 mod calls;
 mod decisions;
+mod hooks;
