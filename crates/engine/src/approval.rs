@@ -17,14 +17,16 @@ use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
 impl Driver {
-    /// Asks for approval when the policy requires it. Fails closed.
+    /// Asks for approval when the policy requires it, or a hook asked for it (`hooked`).
+    /// Fails closed.
     pub(crate) async fn approve(
         &mut self,
         entry: &ToolEntry,
         input: &Value,
         input_hash: Digest,
+        hooked: bool,
     ) -> Result<bool, EngineError> {
-        let Some(reason) = self.gate().needs_approval(entry) else {
+        let Some(reason) = self.gate().needs_approval(entry, hooked) else {
             return Ok(true);
         };
         if self.policy.snapshot.approvals.mode() == ApprovalMode::Durable {

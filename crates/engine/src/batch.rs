@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use rein_ledger::EntryKind;
+use rein_ledger::{EntryKind, HookPoint};
 use rein_resilience::ToolCall;
 use rein_run::{BoxFuture, BudgetName, Digest, ProposedCall};
 use rein_tool::{ToolError, ToolOutput};
@@ -44,6 +44,7 @@ use crate::driver::Driver;
 use crate::error::EngineError;
 use crate::gate::BeforeRun;
 use crate::record_first::{First, Watch};
+use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
 
 /// One call of a batch, checked, about to run as attempt `attempt`.
@@ -95,13 +96,38 @@ impl Driver {
                 // Graceful interrupt: no further tool calls; the step loop marks the run interrupted.
                 return Ok(());
             }
-            if let Err(exhausted) = gate.fits(&BudgetName::TOOL_CALLS, members.len() as u64) {
+            // Each call's hooks, in the batch's order; a refusal rejects the batch whole.
+            let mut hooked = vec![false; members.len()];
+            for (index, member) in members.iter().enumerate() {
+                let tool = member.entry.spec.name();
+                if !self.hooked(HookPoint::BeforeTool, Some(tool.as_str())) {
+                    continue;
+                }
+                let mut payload = self.hook_payload(HookPoint::BeforeTool);
+                payload.tool = Some(tool.clone());
+                payload.input = Some(member.input.clone());
+                payload.batch_index = u32::try_from(index).ok();
+                let ruled = self.before_hooks(&payload, Some(member.input_hash)).await?;
+                if let Some(rejection) = ruled.denied {
+                    return self
+                        .reject(Rejection::InBatch {
+                            index,
+                            source: Box::new(rejection),
+                        })
+                        .await;
+                }
+                hooked[index] = ruled.approval;
+            }
+            if let Err(exhausted) = self
+                .gate()
+                .fits(&BudgetName::TOOL_CALLS, members.len() as u64)
+            {
                 return self.refuse_over_budget(exhausted).await;
             }
-            for member in &members {
+            for (member, hooked) in members.iter().zip(hooked) {
                 // A denial is recorded and rejects the decision: the batch whole, as nothing ran.
                 if !self
-                    .approve(&member.entry, &member.input, member.input_hash)
+                    .approve(&member.entry, &member.input, member.input_hash, hooked)
                     .await?
                 {
                     return Ok(());
@@ -262,8 +288,13 @@ impl Driver {
                 outcome: Err(ToolError::Cancelled),
                 elapsed: Duration::ZERO,
             });
-            if let Some(error) = self.record_outcome(member, outcome).await? {
-                failure.get_or_insert((member.entry.spec.name().clone(), error));
+            let error = self.record_outcome(member, outcome).await?;
+            let tool = member.entry.spec.name();
+            if self.hooked(HookPoint::AfterTool, Some(tool.as_str())) {
+                Box::pin(self.after_tool(tool, error.as_ref(), Some(&member.input))).await;
+            }
+            if let Some(error) = error {
+                failure.get_or_insert((tool.clone(), error));
             }
         }
         if aborted {

@@ -30,6 +30,7 @@ pub struct EngineBuilder {
     planner: Option<Arc<dyn DynPlanner>>,
     planners: crate::shared::Planners,
     approver: Option<Arc<dyn DynApprover>>,
+    hooks: Vec<crate::hook::HookSpec>,
     runs: Option<Arc<dyn DynRunStore>>,
     ledgers: Option<Arc<dyn DynLedgerStore>>,
     artifacts: Option<Arc<dyn DynArtifactStore>>,
@@ -62,6 +63,7 @@ impl Default for EngineBuilder {
             planner: None,
             planners: crate::shared::Planners::new(),
             approver: None,
+            hooks: Vec::new(),
             runs: None,
             ledgers: None,
             artifacts: None,
@@ -153,6 +155,17 @@ impl EngineBuilder {
     /// Sets an approver already shared.
     pub fn shared_approver(mut self, approver: Arc<dyn DynApprover>) -> Self {
         self.approver = Some(approver);
+        self
+    }
+
+    /// Adds a hook (see the [`hook`](crate::hook) module): asked after every hook added
+    /// before it at the same point. Its name must be unique; a run records the hooks it
+    /// starts under, and a resume without one of them refuses.
+    ///
+    /// # Errors (at [`build`](Self::build))
+    /// [`BuildError::InvalidOption`] for an empty name, a name used twice, or no points.
+    pub fn hook(mut self, hook: crate::hook::HookSpec) -> Self {
+        self.hooks.push(hook);
         self
     }
 
@@ -424,6 +437,7 @@ impl EngineBuilder {
             });
         }
         let mut policy = self.policy;
+        policy.hooks = crate::hook::check_hooks(&self.hooks)?;
         // Hand-back by default where the planner can correct itself (DESIGN §7); what the
         // configuration said wins, and the run's snapshot records the outcome either way.
         if planner.corrects_itself_dyn() {
@@ -486,6 +500,7 @@ impl EngineBuilder {
             delegation: Delegation::new(self.planners.keys().map(String::as_str)),
             planners: self.planners,
             approver: self.approver,
+            hooks: self.hooks.into(),
             runs,
             ledgers,
             artifacts,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_ledger::EntryKind;
+use rein_ledger::{EntryKind, HookPoint};
 use rein_resilience::ToolCall;
 use rein_run::{BoxFuture, BudgetName, Digest, ToolName};
 use rein_tool::{ToolError, ToolOutput};
@@ -75,6 +75,20 @@ impl Driver {
         }
         let tool = entry.spec.name().clone();
         let input_hash = Digest::of_json(&input);
+        // The hooks rule before the cache, the circuit or an approval: a call they refuse
+        // is refused whatever else would have become of it.
+        let mut hooked = false;
+        if self.hooked(HookPoint::BeforeTool, Some(tool.as_str())) {
+            let mut payload = self.hook_payload(HookPoint::BeforeTool);
+            payload.tool = Some(tool.clone());
+            payload.input = Some(input.clone());
+            let ruled = Box::pin(self.before_hooks(&payload, Some(input_hash))).await?;
+            if let Some(rejection) = ruled.denied {
+                return self.reject(rejection).await;
+            }
+            hooked = ruled.approval;
+        }
+        let gate = self.gate();
         match gate.before_run(&entry, input_hash, entry.stack.circuit_state(), &self.cache) {
             BeforeRun::Cached(output) => {
                 return self
@@ -93,8 +107,8 @@ impl Driver {
             BeforeRun::Run => {}
         }
         // Boxed: most calls need no approval, and their futures need not hold its future.
-        if gate.needs_approval(&entry).is_some()
-            && !Box::pin(self.approve(&entry, &input, input_hash)).await?
+        if gate.needs_approval(&entry, hooked).is_some()
+            && !Box::pin(self.approve(&entry, &input, input_hash, hooked)).await?
         {
             return Ok(());
         }
@@ -191,6 +205,9 @@ impl Driver {
         crate::telemetry::tool_ended(&span, &outcome);
         if aborted {
             return self.abort().await;
+        }
+        if self.hooked(HookPoint::AfterTool, Some(tool.as_str())) {
+            Box::pin(self.after_tool(&tool, outcome.as_ref().err(), None)).await;
         }
         match self
             .gate()

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rein_ledger::{Entry, EntryKind, InterruptKind, Ledger};
+use rein_ledger::{Entry, EntryKind, HookPoint, InterruptKind, Ledger};
 use rein_run::{
     BoxFuture, BudgetName, Decision, Digest, Failure, FailureKind, Payload, Run, RunId, RunStatus,
     StopKind, ToolName,
@@ -233,6 +233,12 @@ impl Driver {
         let _watch = self.watch_stop_requests();
         let result = async {
             self.honour_waiting_stop().await?;
+            if self.rec.steps() == 0
+                && self.rec.proj.unsettled.is_none()
+                && !self.run_start().await?
+            {
+                return self.rec.persist().await;
+            }
             self.resume_open_child().await?;
             // A sequence a stop cut short goes on with its next member.
             self.continue_sequence().await?;
@@ -248,6 +254,9 @@ impl Driver {
         }
         .instrument(span.clone())
         .await;
+        if result.is_ok() {
+            self.after_run().await;
+        }
         crate::telemetry::run_ended(&span, &self.rec.proj.run, &result);
         result.map(|()| self.into_run())
     }
@@ -277,6 +286,14 @@ impl Driver {
 
         if self.stop_on_overrun().await? {
             return Ok(Flow::Stop);
+        }
+        if self.hooked(HookPoint::BeforeModel, None) {
+            let payload = self.hook_payload(HookPoint::BeforeModel);
+            let ruled = Box::pin(self.before_hooks(&payload, None)).await?;
+            if let Some(rejection) = ruled.denied {
+                self.reject(rejection).await?;
+                return Ok(Flow::Continue);
+            }
         }
         let meter = self.meter();
         let planned = self.plan(&meter).await?;
@@ -313,6 +330,11 @@ impl Driver {
                 return Ok(Flow::Stop);
             }
         };
+        if self.hooked(HookPoint::AfterModel, None) {
+            let mut payload = self.hook_payload(HookPoint::AfterModel);
+            payload.decision = serde_json::to_value(&decision).ok();
+            Box::pin(self.observe_hooks(&payload)).await;
+        }
         if depth::decision_too_deep(&decision) {
             // Neither recorded (it could not be read back) nor touched recursively.
             depth::dispose_decision(decision);

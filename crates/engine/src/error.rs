@@ -321,6 +321,19 @@ pub enum EngineError {
         #[source]
         reason: TreeError,
     },
+    /// The run was started under a hook this engine does not have (by name, or for a
+    /// command hook by the hashes of its command line and script): driving it would
+    /// govern it less than it started, so it is not driven.
+    #[error(
+        "run {id} was started under hook {hook}, which this engine does not have; register \
+         that hook (the same name, command line and script) to drive the run"
+    )]
+    HookMissing {
+        /// The run.
+        id: RunId,
+        /// The hook its policy records.
+        hook: rein_policy::HookRef,
+    },
 }
 
 /// What the ledger holds instead of the snapshot's head.

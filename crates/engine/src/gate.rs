@@ -25,18 +25,21 @@
 //! - decisions: [`Gate::max_steps_reached`] and [`Gate::rejection_failure`] (a refused
 //!   decision handed back to the planner, or the run's failure);
 //! - sequences: [`Gate::next_member`] and [`Gate::member_may_start`];
-//! - the end: [`Gate::result_errors`] (`finish`'s result against the run's result schema).
+//! - the end: [`Gate::result_errors`] (`finish`'s result against the run's result schema);
+//! - hooks: [`Gate::hooks`] (in `gate/hooks.rs`).
 //!
 //! Adding a rule is adding a function here, with its unit test in `gate/tests.rs`.
 //!
-//! # Extension point: verdicts from hooks
+//! # Verdicts from hooks
 //!
-//! Hooks that run before a tool call or a model call (allow, deny with a reason, narrow to
-//! approval-required or to a smaller budget, never widen) plug in as one more input of the
-//! gate, next to the policy: a `Verdict` passed to [`Gate::new`] that [`Gate::admit`] turns
-//! into a `Rejection` when it denies, that [`Gate::needs_approval`] ORs into the policy's
-//! answer, and whose smaller budget [`Gate::fits`] takes as the minimum with the policy's.
-//! Each of those can only refuse more, so a hook cannot widen what the policy allows.
+//! Hooks asked before a run, a model call, a tool call or a child (allow, deny with a
+//! reason, narrow to approval-required or to a lower budget limit, never widen) are one
+//! more input of the gate, next to the policy: [`Gate::hooks`] turns the verdicts recorded
+//! at a point into a `Rejection` when one denies, an approval that
+//! [`Gate::needs_approval`] ORs into the policy's answer, and budget limits taken as the
+//! lower of the hook's and the run's (applied as a policy narrowing, so [`Gate::fits`]
+//! holds the run to them from then on). Each of those can only refuse more, so a hook
+//! cannot widen what the policy allows.
 //!
 //! # What is not here: the fallback rule
 //!
@@ -67,8 +70,11 @@ use crate::rejection::Rejection;
 use crate::shared::RunPolicy;
 use crate::tools::{ToolEntry, ToolTable};
 
+mod hooks;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use hooks::HookRuled;
 
 /// The outputs of cacheable calls a run has made, by tool and input hash.
 pub(crate) type Cache = HashMap<(ToolName, Digest), Payload>;
@@ -228,9 +234,14 @@ impl<'a> Gate<'a> {
         BeforeRun::Run
     }
 
-    /// Why a call of `entry` needs approval before it runs, if it does.
-    pub(crate) fn needs_approval(&self, entry: &ToolEntry) -> Option<ApprovalReason> {
-        self.policy.snapshot.approvals.requires(&entry.spec)
+    /// Why a call of `entry` needs approval before it runs, if it does: the policy's
+    /// reason, or a hook's ask (`hooked`, see [`Gate::hooks`]) — never fewer approvals.
+    pub(crate) fn needs_approval(&self, entry: &ToolEntry, hooked: bool) -> Option<ApprovalReason> {
+        self.policy
+            .snapshot
+            .approvals
+            .requires(&entry.spec)
+            .or(hooked.then_some(ApprovalReason::Hook))
     }
 
     /// Whether a call a crash left in doubt may run again as its next attempt: only when

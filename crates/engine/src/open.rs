@@ -250,6 +250,17 @@ pub(crate) async fn reopen_by(
         other => other,
     };
     let (budget, policy) = recorded_policy(shared, id, &loaded.ledger)?;
+    if let Some(hook) = policy
+        .snapshot
+        .hooks
+        .iter()
+        .find(|hook| !shared.hooks.iter().any(|h| h.id() == *hook))
+    {
+        return Err(EngineError::HookMissing {
+            id: id.clone(),
+            hook: hook.clone(),
+        });
+    }
     let mut proj = rebuild(id, &loaded.ledger, budget)?;
     let run = &proj.run;
     if run.is_finished() {

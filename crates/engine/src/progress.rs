@@ -275,3 +275,14 @@ impl BatchTrack {
         Ok(Some(self.settled >= self.calls.len()))
     }
 }
+
+/// The verdicts other than allow recorded at one point of one step (for one call, at the
+/// tool points): what a resume rules on instead of asking the hooks again.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RecordedHooks {
+    pub(crate) step: u32,
+    pub(crate) point: rein_ledger::HookPoint,
+    pub(crate) tool: Option<rein_run::ToolName>,
+    pub(crate) input_hash: Option<rein_run::Digest>,
+    pub(crate) rulings: Vec<rein_ledger::HookRuling>,
+}

@@ -58,6 +58,9 @@ pub(crate) struct Projection {
     pub(crate) granted: Vec<(ToolName, Digest)>,
     /// The run this one follows up on, when its ledger says so (`follow_up_of`).
     pub(crate) follows: Option<RunId>,
+    /// The hooks' verdicts recorded since the last decision, refusal or sequence member:
+    /// what a resume rules on instead of asking the hooks again.
+    pub(crate) hooks_recorded: Vec<crate::progress::RecordedHooks>,
     /// Whether entries are being replayed from a stored ledger (`rebuild`), rather than
     /// recorded live: only then does an open attempt keep its input, for recovery.
     rebuilding: bool,
@@ -94,6 +97,7 @@ impl Projection {
             dialogue: Vec::new(),
             granted: Vec::new(),
             follows: None,
+            hooks_recorded: Vec::new(),
             rebuilding: false,
         })
     }
@@ -164,7 +168,26 @@ impl Projection {
             EntryKind::ApprovalGranted {
                 tool, input_hash, ..
             } => self.granted.push((tool.clone(), *input_hash)),
-            EntryKind::Decision { .. } => self.granted.clear(),
+            EntryKind::Decision { .. } => {
+                self.granted.clear();
+                self.hooks_recorded.clear();
+            }
+            EntryKind::SequenceMember { .. } | EntryKind::PolicyViolation { .. } => {
+                self.hooks_recorded.clear();
+            }
+            EntryKind::HookVerdicts {
+                step,
+                point,
+                tool,
+                input_hash,
+                rulings,
+            } => self.hooks_recorded.push(crate::progress::RecordedHooks {
+                step: *step,
+                point: *point,
+                tool: tool.clone(),
+                input_hash: *input_hash,
+                rulings: rulings.clone(),
+            }),
             EntryKind::PlannerCall { step, call } => {
                 if let Some(reply) = &call.reply {
                     self.dialogue.push(rein_run::Turn {
@@ -470,6 +493,7 @@ impl Projection {
             | EntryKind::SkillEntered { .. }
             | EntryKind::PromptCompacted { .. }
             | EntryKind::StopRequested { .. }
+            | EntryKind::HookVerdicts { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::FollowUpOf { previous, .. } => self.follows = Some(previous.clone()),
             EntryKind::ChildStarted { .. }

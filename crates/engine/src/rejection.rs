@@ -159,6 +159,16 @@ pub(crate) enum Rejection {
         /// The note (the last, when several arrived), cut to a few hundred characters.
         note: String,
     },
+    /// A hook denied it (or failed, and hooks fail closed).
+    #[error("hook `{hook}` refused this at {point}: {reason}")]
+    HookDenied {
+        /// The hook's name.
+        hook: String,
+        /// Where it was asked.
+        point: rein_ledger::HookPoint,
+        /// Why, as the hook said or as the engine found.
+        reason: String,
+    },
 }
 
 impl Rejection {
@@ -185,6 +195,7 @@ impl Rejection {
             Self::InBatch { source, .. } => source.violation(),
             Self::InvalidSequence(_) => Violation::InvalidInput,
             Self::SteeringUnread { .. } => Violation::SteeringUnread,
+            Self::HookDenied { .. } => Violation::HookDenied,
         }
     }
 }

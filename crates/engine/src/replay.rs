@@ -164,6 +164,8 @@ impl Engine {
             planners,
         } = Served::gather(self, &tree).await?;
 
+        // The recorded hooks, answering what the ledger says they answered.
+        let hooks = crate::replay_hooks::recorded_hooks(&tree, &policy.hooks);
         let shared = self.shared();
         let planner = RecordedPlanner {
             decisions: Arc::new(decisions),
@@ -192,6 +194,9 @@ impl Engine {
             .inline_output_limit(usize::MAX);
         for name in planners {
             builder = builder.planner_named(name, planner.clone());
+        }
+        for hook in hooks {
+            builder = builder.hook(hook);
         }
         for spec in shared.tools.specs() {
             let outcomes = Mutex::new(outcomes.remove(spec.name()).unwrap_or_default());

@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_ledger::{EntryKind, InterruptKind};
+use rein_ledger::{EntryKind, HookPoint, InterruptKind};
 use rein_run::{
     ChildOutcome, DynPlanner, Failure, FailureKind, LedgerHead, PendingApproval, Run, RunId,
     RunStatus, Spend,
@@ -129,6 +129,14 @@ impl Driver {
                     known,
                 })
                 .await;
+        }
+        if self.hooked(HookPoint::ChildStart, None) {
+            let mut payload = self.hook_payload(HookPoint::ChildStart);
+            payload.goal = Some(goal.clone());
+            let ruled = Box::pin(self.before_hooks(&payload, None)).await?;
+            if let Some(rejection) = ruled.denied {
+                return self.reject(rejection).await;
+            }
         }
         let carved = match self.gate().carve(budget) {
             Ok(carved) => carved,
@@ -454,7 +462,15 @@ impl Driver {
                 outcome,
                 spent,
             })
-            .await
+            .await?;
+        if self.hooked(HookPoint::ChildEnd, None) {
+            let mut payload = self.hook_payload(HookPoint::ChildEnd);
+            payload.child = Some(run.id().clone());
+            payload.status = Some(run.status());
+            payload.error = run.failure().map(|f| f.message.clone());
+            self.observe_hooks(&payload).await;
+        }
+        Ok(())
     }
 
     /// Pauses this run on its child's question: answering this run answers the child.

@@ -92,6 +92,9 @@ fn main() {
     if wanted("w1b") {
         w1b();
     }
+    if wanted("w1h") {
+        w1h();
+    }
 }
 
 // ---- W1: the reference run ---------------------------------------------------------------------
@@ -688,4 +691,38 @@ fn w1b() {
             sequential.median / batched.median
         );
     }
+}
+
+// ---- W1H: hooks ---------------------------------------------------------------------------------
+
+/// W1 with three in-process hooks that allow everything, asked at every point, next to W1
+/// without hooks: what asking hooks costs a run that they never narrow.
+fn w1h() {
+    let rt = current_thread();
+    let batch = 400;
+    let timed = |hooks: usize| {
+        let builder = (0..hooks).fold(Engine::builder(), |builder, i| {
+            builder.hook(rein::hook::HookSpec::from_fn(
+                format!("allow-{i}"),
+                rein::hook::HookPoint::ALL,
+                |_| async { rein::hook::HookVerdict::Allow },
+            ))
+        });
+        let engine = engine(builder);
+        rt.block_on(async {
+            for _ in 0..20 {
+                run_w1(&engine).await;
+            }
+            let start = Instant::now();
+            for _ in 0..batch {
+                black_box(run_w1(&engine).await);
+            }
+            (start.elapsed(), batch)
+        })
+    };
+    let (hooked, bare) = repeat_pair(|| timed(3), || timed(0));
+    println!("\nW1H W1 with 3 allow-all in-process hooks at every point, memory stores");
+    println!("    hooked        {} µs/run", hooked.scaled(1e-3).show(1));
+    println!("    no hooks      {} µs/run", bare.scaled(1e-3).show(1));
+    println!("    hooked / none {:.2}x", hooked.median / bare.median);
 }

@@ -188,6 +188,32 @@ pub mod policy {
     };
 }
 
+/// Hooks: operator code asked at fixed points of a run (run start and end, before and after
+/// each model call and tool call, child start and end, pause) whose verdict can only narrow —
+/// allow, deny with a reason, or require approval / lower a budget — registered with
+/// [`EngineBuilder::hook`]. Before-hooks fail closed; every verdict other than allow is
+/// ledgered with the hook's identity; a run records its hooks and a resume without one of
+/// them refuses.
+///
+/// ```
+/// use rein::hook::{HookPoint, HookSpec, HookVerdict};
+/// let audit = HookSpec::from_fn("audit", [HookPoint::BeforeTool], |call| async move {
+///     if call.input.as_ref().is_some_and(|i| i.to_string().contains("prod")) {
+///         HookVerdict::deny("nothing touches prod from here")
+///     } else {
+///         HookVerdict::Allow
+///     }
+/// });
+/// # let _ = rein::Engine::builder().hook(audit);
+/// ```
+pub mod hook {
+    #[doc(inline)]
+    pub use rein_engine::hook::{
+        DEFAULT_HOOK_TIMEOUT, DynHook, GlobError, Hook, HookError, HookOutcome, HookPayload,
+        HookPoint, HookRef, HookRuling, HookSpec, HookVerdict, Narrowing, ToolGlob,
+    };
+}
+
 /// The ledger beyond [`Ledger`]: its entries, how it is verified and read back (also torn
 /// or from a file), the links between the ledgers of a tree of runs, and replay.
 pub mod ledger {
@@ -490,4 +516,7 @@ mod guides {
 
     #[doc = include_str!("../../../docs/TESTING.md")]
     struct Testing;
+
+    #[doc = include_str!("../../../docs/HOOKS.md")]
+    struct Hooks;
 }

@@ -49,6 +49,14 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
     if let Some(depth) = scenario.max_depth {
         builder = builder.max_depth(depth);
     }
+    // Command hooks run in the workspace (where `rein` runs when there is none).
+    let cwd = scenario
+        .workspace
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    for (index, def) in scenario.hooks.iter().enumerate() {
+        builder = builder.hook(super::hooks::spec(def, index, &cwd));
+    }
     builder = match &scenario.approver {
         None => builder,
         Some(ApproverDef::Auto) => builder.approver(AutoApprover),

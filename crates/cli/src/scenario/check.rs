@@ -121,6 +121,24 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
         }
     }
 
+    // Hooks: matchers, names, and commands resolved next to the scenario file.
+    let hooks_path = root.key("hooks");
+    let mut hook_names: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, def) in scenario.hooks.iter_mut().enumerate() {
+        let path = hooks_path.index(i);
+        super::hooks::check(def, &path, &loaded.dir)
+            .map_err(|(path, message)| at(path, message))?;
+        if let Some(first) = hook_names.insert(def.name_at(i), i) {
+            return Err(at(
+                path.key("name"),
+                format!(
+                    "a hook named `{}` is declared twice (first at hooks[{first}]); hook names must be unique",
+                    def.name_at(i)
+                ),
+            ));
+        }
+    }
+
     // Budget names.
     for name in scenario.policies.budgets.keys() {
         if let Err(e) = BudgetName::new(name.as_str()) {

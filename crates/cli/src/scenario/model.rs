@@ -69,6 +69,9 @@ pub(crate) struct Scenario {
     /// most `rein::subrun::MAX_DEPTH_CEILING`, which building the engine checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_depth: Option<u32>,
+    /// Command hooks: programs asked at points of the run, whose verdicts can only narrow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) hooks: Vec<super::hooks::HookDef>,
     /// The data directory count files are confined to: set by the check from the command
     /// line, never read from or written to the file.
     #[serde(skip)]

@@ -236,6 +236,31 @@ impl fmt::Display for EntryKind {
                 request.requested_at,
                 colon(&request.reason)
             ),
+            Self::HookVerdicts {
+                point,
+                tool,
+                rulings,
+                ..
+            } => {
+                let on = tool
+                    .as_ref()
+                    .map(|t| format!(" on {t}"))
+                    .unwrap_or_default();
+                let each: Vec<String> = rulings
+                    .iter()
+                    .map(|r| {
+                        let what = match &r.outcome {
+                            crate::HookOutcome::Deny => "deny".to_owned(),
+                            crate::HookOutcome::RequireApproval => "require approval".to_owned(),
+                            crate::HookOutcome::Budget { name, limit } => {
+                                format!("budget {name} to {limit}")
+                            }
+                        };
+                        format!("`{}` {what}{}", r.hook, colon(&cut(&r.reason, 120)))
+                    })
+                    .collect();
+                format!("hooks at {point}{on}: {}", each.join("; "))
+            }
             other => other.name().replace('_', " "),
         };
         f.write_str(&line)

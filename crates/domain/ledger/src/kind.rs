@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::hooks::{HookPoint, HookRuling};
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
     PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State,
@@ -382,6 +383,21 @@ pub enum EntryKind {
         /// The request: abort or interrupt, who asked, why, when.
         request: StopRequest,
     },
+    /// The hooks asked at `point` answered something other than allow: every such verdict,
+    /// in the hooks' order, recorded before the engine acts on them (a resume reads them
+    /// back instead of asking again).
+    HookVerdicts {
+        /// The step the hooks were asked in.
+        step: u32,
+        /// Where they were asked.
+        point: HookPoint,
+        /// The tool, at the tool points.
+        tool: Option<ToolName>,
+        /// The hash of the call's input, at the tool points.
+        input_hash: Option<Digest>,
+        /// Each verdict other than allow.
+        rulings: Vec<HookRuling>,
+    },
 }
 
 impl EntryKind {
@@ -426,6 +442,7 @@ impl EntryKind {
             Self::FollowUpOf { .. } => "follow_up_of",
             Self::PromptCompacted { .. } => "prompt_compacted",
             Self::StopRequested { .. } => "stop_requested",
+            Self::HookVerdicts { .. } => "hook_verdicts",
         }
     }
 }
@@ -467,6 +484,8 @@ pub enum Violation {
     /// The planner proposed to end the run while a steering note it had not seen was
     /// waiting: the note is handed over and the planner decides again, once per note.
     SteeringUnread,
+    /// A hook denied it (or failed, and before-hooks fail closed).
+    HookDenied,
 }
 
 impl Violation {
@@ -485,6 +504,7 @@ impl Violation {
             Self::InvalidReply => "invalid_reply",
             Self::DelegationRefused => "delegation_refused",
             Self::SteeringUnread => "steering_unread",
+            Self::HookDenied => "hook_denied",
         }
     }
 }
@@ -551,6 +571,7 @@ mod tests {
             Violation::InvalidReply,
             Violation::DelegationRefused,
             Violation::SteeringUnread,
+            Violation::HookDenied,
         ] {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
         }

@@ -207,6 +207,8 @@ pub enum ApprovalReason {
         /// The policy's threshold.
         threshold: RiskLevel,
     },
+    /// A hook asked for approval of this call.
+    Hook,
 }
 
 impl fmt::Display for ApprovalReason {
@@ -215,6 +217,7 @@ impl fmt::Display for ApprovalReason {
             Self::Annotated => f.write_str("the tool is annotated as requiring approval"),
             Self::NamedTool => f.write_str("the approval policy names this tool"),
             Self::Destructive => f.write_str("the tool is destructive"),
+            Self::Hook => f.write_str("a hook asked for approval of this call"),
             Self::Risk { level, threshold } => {
                 write!(
                     f,

@@ -43,6 +43,6 @@ pub use budget::Budget;
 pub use deadline::{Deadline, DeadlineError};
 pub use eligibility::{Eligibility, EligibilityError, EligibilityRules, Ineligible};
 pub use rein_run::BudgetExhausted;
-pub use snapshot::PolicySnapshot;
+pub use snapshot::{HookRef, PolicySnapshot};
 pub use transitions::{RefusalRule, TransitionRefused, TransitionTableError, Transitions};
 pub use violations::{OnToolError, OnViolation};

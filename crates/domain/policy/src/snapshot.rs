@@ -1,6 +1,6 @@
 //! `PolicySnapshot`: the policy a run starts under, recorded with it.
 
-use rein_run::{State, ToolSpec};
+use rein_run::{Digest, State, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -54,6 +54,59 @@ pub struct PolicySnapshot {
     /// before it existed read the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_schema: Option<Value>,
+    /// The hooks the run is governed by, in the order they are asked: a resume whose
+    /// engine lacks one of them refuses to drive the run. Recorded only when there are
+    /// some, so ledgers written before hooks existed read the same.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRef>,
+}
+
+/// A hook as a policy snapshot names it: its name and, for a command hook, the SHA-256 of
+/// its command line and of the script file it runs (so a changed script is another hook).
+///
+/// ```
+/// use rein_policy::HookRef;
+/// let hook = HookRef::named("audit");
+/// assert_eq!(serde_json::to_value(&hook)?, serde_json::json!({"name": "audit"}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookRef {
+    /// The hook's name.
+    pub name: String,
+    /// For a command hook: the SHA-256 of its command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Digest>,
+    /// For a command hook: the SHA-256 of the script file it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Digest>,
+}
+
+impl HookRef {
+    /// An in-process hook, known by its name alone.
+    #[must_use]
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            command: None,
+            script: None,
+        }
+    }
+}
+
+impl std::fmt::Display for HookRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`", self.name)?;
+        if let Some(command) = &self.command {
+            write!(f, " (command sha256 {command}")?;
+            if let Some(script) = &self.script {
+                write!(f, ", script sha256 {script}")?;
+            }
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
 }
 
 const fn default_max_steps() -> u32 {
@@ -73,6 +126,7 @@ impl Default for PolicySnapshot {
             on_tool_error: OnToolError::FailRun,
             deadline: None,
             result_schema: None,
+            hooks: Vec::new(),
         }
     }
 }
@@ -127,6 +181,8 @@ impl PolicySnapshot {
             return false;
         };
         self.budget.is_within(&wider.budget)
+            // A hook the wider policy asks is asked here too.
+            && wider.hooks.iter().all(|hook| self.hooks.contains(hook))
             && self.max_steps <= wider.max_steps
             && self.on_violation.is_within(&wider.on_violation)
             && self.on_tool_error.is_within(&wider.on_tool_error)

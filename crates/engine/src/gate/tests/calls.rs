@@ -163,10 +163,11 @@ fn approval_is_needed_as_the_policy_says() {
     let wipe = gate.admit("wipe", &json!({"q": 1})).expect("admitted");
     let look = gate.admit("look", &json!({"q": 1})).expect("admitted");
     assert_eq!(
-        gate.needs_approval(&wipe),
+        gate.needs_approval(&wipe, false),
         Some(ApprovalReason::Destructive)
     );
-    assert_eq!(gate.needs_approval(&look), None);
+    assert_eq!(gate.needs_approval(&look, false), None);
+    assert_eq!(gate.needs_approval(&look, true), Some(ApprovalReason::Hook));
 }
 
 // --- recovered calls ----------------------------------------------------------------------

@@ -142,3 +142,4 @@ fn name(tool: &str) -> ToolName {
 mod budgets;
 mod calls;
 mod decisions;
+mod hooks;

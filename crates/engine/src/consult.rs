@@ -1,0 +1,256 @@
+//! Asking hooks: the driver's side of [`Gate::hooks`](crate::gate::Gate::hooks). At a point
+//! that may refuse, the hooks are asked in registration order (on the run's own task, each
+//! within its timeout, a panic caught), every verdict other than allow is recorded in one
+//! `hook_verdicts` entry **before** the engine acts on it, and the gate rules on what was
+//! recorded; a resume that finds the entry rules on it again without asking. At a point
+//! that only observes, the hooks are asked and their verdicts dropped.
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
+use rein_ledger::{EntryKind, HookOutcome, HookPoint, HookRuling};
+use rein_run::{Digest, FailureKind, RunStatus, Spend};
+
+use crate::driver::{Driver, panic_message};
+use crate::error::EngineError;
+use crate::gate::HookRuled;
+use crate::hook::{HookPayload, HookSpec, HookVerdict};
+use crate::narrow::PolicyNarrowing;
+
+/// The longest reason a hook's verdict is recorded with, in characters (a command hook's
+/// stderr may be long; the ledger keeps its start).
+const MAX_REASON_CHARS: usize = 2_000;
+
+impl Driver {
+    /// Whether any hook is asked at `point` (about `tool`, at the tool points): when none
+    /// is, no payload is built.
+    pub(crate) fn hooked(&self, point: HookPoint, tool: Option<&str>) -> bool {
+        self.shared.hooks.iter().any(|h| h.applies(point, tool))
+    }
+
+    /// A payload at `point`, where the run stands now.
+    pub(crate) fn hook_payload(&self, point: HookPoint) -> HookPayload {
+        let run = &self.rec.proj.run;
+        let mut payload = HookPayload::new(point, run.id().clone(), run.steps(), run.state());
+        payload.used = run
+            .usage()
+            .iter()
+            .filter(|(_, c)| c.used > 0)
+            .map(|(name, c)| (name.clone(), c.used))
+            .collect::<Spend>();
+        payload
+    }
+
+    /// Asks the hooks at `payload`'s point (one that may refuse) and returns the gate's
+    /// ruling on their verdicts; a budget a hook lowered is lowered here, as a recorded
+    /// policy narrowing. `input_hash` names the call at the tool points.
+    pub(crate) async fn before_hooks(
+        &mut self,
+        payload: &HookPayload,
+        input_hash: Option<Digest>,
+    ) -> Result<HookRuled, EngineError> {
+        let point = payload.point;
+        let recorded = self.rec.proj.hooks_recorded.iter().find(|r| {
+            r.step == payload.step
+                && r.point == point
+                && r.tool == payload.tool
+                && r.input_hash == input_hash
+        });
+        let rulings = match recorded {
+            Some(recorded) => recorded.rulings.clone(),
+            None => {
+                let rulings = self.ask(payload, true).await;
+                if !rulings.is_empty() {
+                    self.rec
+                        .record(EntryKind::HookVerdicts {
+                            step: payload.step,
+                            point,
+                            tool: payload.tool.clone(),
+                            input_hash,
+                            rulings: rulings.clone(),
+                        })
+                        .await?;
+                }
+                rulings
+            }
+        };
+        let ruled = self.gate().hooks(point, &rulings);
+        if !ruled.budgets.is_empty() && ruled.denied.is_none() {
+            let hooks: Vec<&str> = rulings
+                .iter()
+                .filter(|r| matches!(r.outcome, HookOutcome::Budget { .. }))
+                .map(|r| r.hook.as_str())
+                .collect();
+            let narrowing = ruled.budgets.iter().fold(
+                PolicyNarrowing::new(format!("lowered by hook {} at {point}", hooks.join(", "))),
+                |narrowing, (name, limit)| narrowing.budget(name.clone(), *limit),
+            );
+            // Lower limits only, so the narrowing cannot be refused as widening; were it
+            // refused anyway, the run keeps the stricter policy it has.
+            if let Err(e) = self.narrow(&narrowing).await? {
+                tracing::warn!(error = %e, "a hook's budget narrowing was not applied");
+            }
+        }
+        Ok(ruled)
+    }
+
+    /// Asks the hooks at `payload`'s point (one that only observes): what they answer is
+    /// dropped, a failure only logged.
+    pub(crate) async fn observe_hooks(&self, payload: &HookPayload) {
+        let _ = self.ask(payload, false).await;
+    }
+
+    /// Asks the `run_start` hooks, before the run's first decision: whether the run may go
+    /// on (a deny fails it, as a policy violation).
+    pub(crate) async fn run_start(&mut self) -> Result<bool, EngineError> {
+        if !self.hooked(HookPoint::RunStart, None) {
+            return Ok(true);
+        }
+        let mut payload = self.hook_payload(HookPoint::RunStart);
+        payload.goal = Some(self.rec.proj.run.goal().to_owned());
+        let ruled = self.before_hooks(&payload, None).await?;
+        let Some(rejection) = ruled.denied else {
+            return Ok(true);
+        };
+        self.rec
+            .fail(FailureKind::PolicyViolation, rejection.to_string())
+            .await?;
+        Ok(false)
+    }
+
+    /// Shows the `run_end` hooks a run that ended, the `pause` hooks one that paused.
+    pub(crate) async fn after_run(&self) {
+        let run = &self.rec.proj.run;
+        let point = match run.status() {
+            RunStatus::Completed | RunStatus::Failed => HookPoint::RunEnd,
+            RunStatus::Paused => HookPoint::Pause,
+            _ => return,
+        };
+        if !self.hooked(point, None) {
+            return;
+        }
+        let mut payload = self.hook_payload(point);
+        payload.status = Some(run.status());
+        payload.error = run.failure().map(|f| f.message.clone());
+        payload.question = run.pending_question().map(|q| q.question.clone());
+        self.observe_hooks(&payload).await;
+    }
+
+    /// Shows the `after_tool` hooks how a call of `tool` ended: `error`, or the output the
+    /// run's evidence now ends with (and the call's input, from `input` or that evidence).
+    pub(crate) async fn after_tool(
+        &self,
+        tool: &rein_run::ToolName,
+        error: Option<&rein_tool::ToolError>,
+        input: Option<&serde_json::Value>,
+    ) {
+        let mut payload = self.hook_payload(HookPoint::AfterTool);
+        payload.tool = Some(tool.clone());
+        payload.input = input.cloned();
+        match error {
+            Some(error) => payload.error = Some(error.about(tool)),
+            None => {
+                if let Some(rein_run::Evidence {
+                    kind:
+                        rein_run::EvidenceKind::ToolResult {
+                            tool: of,
+                            input,
+                            output,
+                            ..
+                        },
+                    ..
+                }) = self.rec.proj.run.evidence().last()
+                    && of == tool
+                {
+                    payload.input.get_or_insert_with(|| input.clone());
+                    payload.output = Some(match output {
+                        rein_run::Payload::Inline(value) => value.clone(),
+                        artifact @ rein_run::Payload::Artifact(_) => {
+                            serde_json::to_value(artifact).unwrap_or_default()
+                        }
+                    });
+                }
+            }
+        }
+        self.observe_hooks(&payload).await;
+    }
+
+    /// Asks every hook at `payload`'s point, in registration order, and returns their
+    /// verdicts other than allow. With `fail_closed`, a hook that errs, panics, times out
+    /// or gives no reason for a deny denies, saying so.
+    async fn ask(&self, payload: &HookPayload, fail_closed: bool) -> Vec<HookRuling> {
+        let tool = payload.tool.as_ref().map(rein_run::ToolName::as_str);
+        let mut rulings = Vec::new();
+        for spec in self
+            .shared
+            .hooks
+            .iter()
+            .filter(|h| h.applies(payload.point, tool))
+        {
+            match ask_one(spec, payload).await {
+                Ok(HookVerdict::Allow) => {}
+                Ok(HookVerdict::Deny { reason }) => {
+                    let reason = if reason.trim().is_empty() {
+                        "it denied without giving a reason".to_owned()
+                    } else {
+                        reason
+                    };
+                    rulings.push(ruling(spec, HookOutcome::Deny, &reason));
+                }
+                Ok(HookVerdict::Narrow(narrowing)) => {
+                    rulings.push(ruling(
+                        spec,
+                        narrowing.outcome().clone(),
+                        narrowing.reason(),
+                    ));
+                }
+                Err(why) if fail_closed => {
+                    let reason = format!("{why}; hooks asked before an action fail closed");
+                    rulings.push(ruling(spec, HookOutcome::Deny, &reason));
+                }
+                Err(why) => {
+                    tracing::warn!(hook = %spec.id().name, point = %payload.point, %why, "a hook failed");
+                }
+            }
+        }
+        rulings
+    }
+}
+
+/// One hook's verdict, or why it has none: it failed, panicked or took too long.
+async fn ask_one(spec: &HookSpec, payload: &HookPayload) -> Result<HookVerdict, String> {
+    let limit = spec.time_limit();
+    let mut check =
+        std::pin::pin!(AssertUnwindSafe(spec.hook().check_boxed(payload)).catch_unwind());
+    // A hook that answers at once (most in-process hooks) costs no timer.
+    let answer = match check.as_mut().now_or_never() {
+        Some(answer) => Ok(answer),
+        None => tokio::time::timeout(limit, check).await,
+    };
+    match answer {
+        Err(_) => Err(format!("it did not answer within {} ms", limit.as_millis())),
+        Ok(Err(panic)) => Err(format!("it panicked: {}", panic_message(panic.as_ref()))),
+        Ok(Ok(Err(e))) => Err(format!("it failed: {e}")),
+        Ok(Ok(Ok(verdict))) => Ok(verdict),
+    }
+}
+
+/// The ledger's record of `spec`'s verdict.
+fn ruling(spec: &HookSpec, outcome: HookOutcome, reason: &str) -> HookRuling {
+    let id = spec.id();
+    HookRuling {
+        hook: id.name.clone(),
+        command: id.command,
+        script: id.script,
+        outcome,
+        reason: clip(reason),
+    }
+}
+
+/// `text`, cut to [`MAX_REASON_CHARS`] (the cut marked).
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_REASON_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
