@@ -28,6 +28,7 @@
 mod approval;
 mod budget;
 mod decision;
+mod delta;
 mod describe;
 mod dialogue;
 mod error;
@@ -49,6 +50,7 @@ pub use budget::{
     BudgetExhausted, BudgetName, BudgetNameError, BudgetSnapshot, BudgetUsage, Counter, Reservation,
 };
 pub use decision::{Decision, ProposedCall, SequenceError, check_sequence};
+pub use delta::{DeltaSink, ModelDelta};
 pub use dialogue::{ModelCall, ModelReply, StateRules, Turn};
 pub use error::RunError;
 pub use evidence::{ArtifactLink, Evidence, EvidenceKind, NoteSource, Payload};

@@ -175,6 +175,8 @@ pub struct PlanMeter {
     violations: Option<Limit>,
     calls: Mutex<Steps>,
     sink: Option<Arc<dyn PlanSink>>,
+    /// Where streamed pieces of a reply go (`delta`), when anybody may watch.
+    pub(crate) deltas: Option<Arc<dyn crate::DeltaSink>>,
 }
 
 /// What the planner reported in this step.
@@ -211,6 +213,7 @@ impl PlanMeter {
             violations: limit(&BudgetName::VIOLATIONS),
             calls: Mutex::default(),
             sink: None,
+            deltas: None,
         }
     }
 
@@ -235,6 +238,7 @@ impl PlanMeter {
                 skills: Vec::new(),
             }),
             sink: None,
+            deltas: None,
         }
     }
 

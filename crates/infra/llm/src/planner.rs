@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
-    BoxFuture, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt, PlannerCall,
-    PlannerError, ToolName,
+    BoxFuture, Decision, Digest, ModelDelta, PlanMeter, PlanRequest, Planner, PlannerAttempt,
+    PlannerCall, PlannerError, ToolName,
 };
 
 use crate::chat::{ChatRequest, ChatResponse};
@@ -252,6 +252,15 @@ impl AttemptHook for MeterHook<'_> {
     fn sending_to(&self, provider: &str, model: &str) {
         *self.sent_to.lock().unwrap_or_else(PoisonError::into_inner) =
             (provider.to_owned(), model.to_owned());
+    }
+
+    fn streams(&self) -> bool {
+        self.meter.streams()
+    }
+
+    /// The reply streaming in, published through the step's meter (never recorded).
+    fn delta(&self, delta: ModelDelta) {
+        self.meter.delta(delta);
     }
 }
 
