@@ -260,6 +260,9 @@ impl Driver {
         if self.stop_on_overrun().await? {
             return Ok(Flow::Stop);
         }
+        if let Some(events) = &self.rec.log.events {
+            events.step_started(self.rec.steps(), self.rec.state());
+        }
         let meter = self.meter();
         let planned = self.plan(&meter).await?;
         self.settle_planner_calls(meter).await?;

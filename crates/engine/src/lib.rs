@@ -90,7 +90,11 @@ pub use error::{
     BuildError, EngineError, LifecycleFault, NarrowingError, ProjectionError, RecordedPolicyError,
     TreeError,
 };
-pub use events::{RunEvent, RunEvents};
+pub use events::{
+    ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
+    ModelStreamed, ModelUsage, Moved, RunEnded, RunEvent, RunEvents, StepStarted, ToolFinished,
+    ToolOutcome, ToolStarted,
+};
 pub use handle::{RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;

@@ -126,13 +126,19 @@ pub type ToolBuilder = FnToolBuilder;
 // ---- modules: everything else, by what it is about ---------------------------------------------
 
 /// The parts of a [`Run`]: its evidence, failure, budgets, pending question or approval,
-/// and the skills it may load.
+/// and the skills it may load; and the typed [`RunEvent`]s a subscriber follows it by.
 pub mod run {
+    #[doc(inline)]
+    pub use rein_engine::{
+        ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
+        ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolOutcome,
+        ToolStarted,
+    };
     #[doc(inline)]
     pub use rein_run::{
         BudgetName, BudgetSnapshot, BudgetUsage, Evidence, EvidenceKind, Failure, FailureKind,
-        LedgerHead, NoteSource, Payload, PendingApproval, PendingQuestion, RunError, Skill,
-        SkillError, Timestamp,
+        LedgerHead, ModelDelta, NoteSource, Payload, PendingApproval, PendingQuestion, RunError,
+        Skill, SkillError, Timestamp,
     };
 }
 
@@ -144,8 +150,9 @@ pub mod planner {
     pub use rein_planner::{Condition, MockPlanner};
     #[doc(inline)]
     pub use rein_run::{
-        DynPlanner, ModelCall, ModelReply, PlanEvent, PlanMeter, PlanSink, PlanSinkClosed,
-        PlannerAttempt, PlannerCall, ProposedCall, SequenceError, StateRules, Turn, WorstCase,
+        DeltaSink, DynPlanner, ModelCall, ModelReply, PlanEvent, PlanMeter, PlanSink,
+        PlanSinkClosed, PlannerAttempt, PlannerCall, ProposedCall, SequenceError, StateRules, Turn,
+        WorstCase,
     };
 }
 

@@ -168,6 +168,10 @@ pub trait PlanSink: Send + Sync + fmt::Debug {
 /// (it waits until the engine has the attempt on record) and end it with
 /// [`PlanMeter::end`] or [`PlanMeter::failed`]; [`PlanMeter::report`] is the simpler form
 /// that records a call only after `plan` returns (a crash mid-call then loses it).
+///
+/// A planner whose model streams its reply MAY publish it piece by piece as it arrives with
+/// [`PlanMeter::delta`] ([`ModelDelta`](crate::ModelDelta)): never recorded and never
+/// waited for, so a UI can show the model typing while the ledger keeps the whole reply.
 #[derive(Debug)]
 pub struct PlanMeter {
     tokens: Option<Limit>,
