@@ -6,7 +6,7 @@ mod build;
 pub(crate) mod builtin;
 mod check;
 mod error;
-mod llm;
+pub(crate) mod llm;
 pub(crate) mod mcp;
 mod model;
 mod paths;
