@@ -162,7 +162,7 @@ async fn a_streaming_model_is_seen_typing_and_the_pieces_add_up_to_the_recorded_
     for api in [Api::OpenAi, Api::Anthropic] {
         let sse = |text: &str, calls: &[Call]| match api {
             Api::OpenAi => Reply::openai_sse(text, calls, (40, 9), 5),
-            _ => Reply::anthropic_sse(text, calls, (40, 9), 5),
+            Api::Anthropic => Reply::anthropic_sse(text, calls, (40, 9), 5),
         };
         let server = FakeServer::start([
             sse("First I look around the notes.", &look),

@@ -375,7 +375,7 @@ mod tests {
                         summary: "read".into(),
                         result: json!(1),
                     },
-                    spent: spent.clone(),
+                    spent,
                 },
                 "child run child-1 completed, spent tool_calls 2",
             ),

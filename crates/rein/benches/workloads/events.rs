@@ -7,15 +7,16 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use rein::RunEvent;
 use rein::prelude::*;
 
 use crate::common::{DECISIONS, GOAL, current_thread, engine, repeat_each, run_w1};
 
-pub fn w1e() {
+pub(crate) fn w1e() {
     let rt = current_thread();
     let batch = 400;
     let engine = engine(Engine::builder());
-    let mut timed = |how: u8| {
+    let timed = |how: u8| {
         rt.block_on(async {
             for _ in 0..20 {
                 run_w1(&engine).await;
