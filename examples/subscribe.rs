@@ -1,15 +1,16 @@
 //! Run with: cargo run -p rein-examples --example subscribe
 //!
 //! Watch a run live: start it on its own task, subscribe to its events, steer it while it
-//! goes, and print each entry as the run records it. Events are a lossy live view (a slow
-//! subscriber is told how many it missed); the ledger is the lossless record.
+//! goes, and print each entry as the run records it and, beside them, the typed events a UI
+//! follows (a step started, a tool started and finished, a transition, the run's end).
+//! Events are a lossy live view (a slow subscriber is told how many it missed); the ledger
+//! is the lossless record.
 
 #![allow(clippy::print_stdout)]
 
 use std::time::Duration;
 
 use rein::RunEvent;
-use rein::ledger::EntryKind;
 use rein::planner::Condition;
 use rein::prelude::*;
 
@@ -51,20 +52,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let printer = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             match event {
-                RunEvent::Recorded(entry) => {
-                    let detail = match entry.event() {
-                        EntryKind::Decision { decision, .. } => decision.kind().to_owned(),
-                        EntryKind::Transition { from, to, .. } => format!("{from} → {to}"),
-                        EntryKind::ToolResult { tool, .. } => tool.to_string(),
-                        EntryKind::Steering { note } => format!("{note:?}"),
-                        _ => String::new(),
-                    };
-                    let (seq, state, kind) =
-                        (entry.seq(), entry.state().as_str(), entry.event().name());
-                    println!("#{seq:<2} {state:<8} {kind:<16} {detail}");
-                }
+                // Every entry, one line each: `#3 explore: tool call search {"q":…} (attempt 1)`.
+                RunEvent::Recorded(entry) => println!("    {entry}"),
                 RunEvent::Missed(n) => println!("(missed {n} events; read the ledger for all)"),
-                _ => {}
+                // A model's reply streaming in (an LLM planner with a streaming provider).
+                RunEvent::ModelDelta(piece) => print!("{}", piece.delta),
+                // The typed events: `step 1 in explore`, `tool search started (attempt 1)`, …
+                typed => println!("» {typed}"),
             }
         }
     });

@@ -270,7 +270,8 @@ pub(crate) struct RunArgs {
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
-    /// No progress lines (they are shown only when stdout is a terminal anyway).
+    /// No progress lines and no model replies as they stream in (both are shown only when
+    /// stdout is a terminal anyway).
     #[arg(long, short)]
     pub(crate) quiet: bool,
     /// Confine the file tools to DIR instead of the scenario's "workspace".
@@ -294,7 +295,7 @@ pub(crate) struct ResumeArgs {
     /// Print the final run as JSON instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
-    /// No progress lines.
+    /// No progress lines and no model replies as they stream in.
     #[arg(long, short)]
     pub(crate) quiet: bool,
 }

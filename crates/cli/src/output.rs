@@ -49,6 +49,16 @@ pub(crate) fn write(args: fmt::Arguments<'_>) {
     }
 }
 
+/// Flushes stdout, so a line still being written (a model's reply streaming in) shows.
+pub(crate) fn flush() {
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    if std::io::stdout().lock().flush().is_err() {
+        CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Why writing to stdout failed, when it failed for another reason than a closed pipe.
 pub(crate) fn failure() -> Option<String> {
     FAILED

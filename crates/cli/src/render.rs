@@ -9,8 +9,10 @@ use serde::Serialize;
 
 use crate::text::truncate;
 
+mod live;
 mod summary;
 
+pub(crate) use live::LiveReply;
 pub(crate) use summary::summary;
 
 /// A value's serde name (`"policy_violation"` for `FailureKind::PolicyViolation`).

@@ -287,6 +287,9 @@ impl Driver {
         if self.stop_on_overrun().await? {
             return Ok(Flow::Stop);
         }
+        if let Some(events) = &self.rec.log.events {
+            events.step_started(self.rec.steps(), self.rec.state());
+        }
         if self.hooked(HookPoint::BeforeModel, None) {
             let payload = self.hook_payload(HookPoint::BeforeModel);
             let ruled = Box::pin(self.before_hooks(&payload, None)).await?;

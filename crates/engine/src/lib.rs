@@ -98,7 +98,11 @@ pub use error::{
     BuildError, ConversationError, EngineError, LifecycleFault, NarrowingError, ProjectionError,
     RecordedPolicyError, TreeError,
 };
-pub use events::{RunEvent, RunEvents};
+pub use events::{
+    ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
+    ModelStreamed, ModelUsage, Moved, RunEnded, RunEvent, RunEvents, StepStarted, ToolFinished,
+    ToolOutcome, ToolStarted,
+};
 pub use handle::{QueuedFollowUp, RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;
 pub use replay::ReplayReport;

@@ -99,10 +99,15 @@ impl Driver {
         planned
     }
 
-    /// The meter for the step about to be planned.
+    /// The meter for the step about to be planned; it publishes a streaming reply to the
+    /// run's subscribers, when it has any.
     pub(crate) fn meter(&self) -> PlanMeter {
-        PlanMeter::new(self.rec.proj.budget().snapshot(self.rec.proj.run.usage()))
-            .with_sink(Arc::clone(&self.model_attempts.link) as Arc<dyn rein_run::PlanSink>)
+        let meter = PlanMeter::new(self.rec.proj.budget().snapshot(self.rec.proj.run.usage()))
+            .with_sink(Arc::clone(&self.model_attempts.link) as Arc<dyn rein_run::PlanSink>);
+        match &self.rec.log.events {
+            Some(events) => meter.with_deltas(Arc::clone(events) as Arc<dyn rein_run::DeltaSink>),
+            None => meter,
+        }
     }
 
     /// Records every model call the planner reported and charges it to `tokens` and `cost`.

@@ -256,7 +256,7 @@ impl Driver {
             rx,
             cancel: inbox.cancel.child_token(),
             stop: inbox.stop.child_token(),
-            events: events.clone(),
+            events: events.sender().clone(),
         };
         (Some(tx), Some(controls))
     }

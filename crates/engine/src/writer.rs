@@ -8,7 +8,7 @@ use rein_run::{LedgerHead, State, Timestamp};
 use tokio::sync::broadcast;
 
 use crate::error::EngineError;
-use crate::events::RunEvent;
+use crate::events::{RunEvent, Subscribers};
 use crate::shared::Shared;
 
 /// The end of one run's ledger as the engine writes it: seals each entry on the chain,
@@ -17,15 +17,18 @@ use crate::shared::Shared;
 pub(crate) struct LedgerWriter {
     pub(crate) shared: Arc<Shared>,
     chain: Chain,
-    pub(crate) events: Option<broadcast::Sender<RunEvent>>,
+    /// The run's subscribers, when it has a handle (shared with each step's meter, which
+    /// publishes a streaming reply to them).
+    pub(crate) events: Option<Arc<Subscribers>>,
 }
 
 impl LedgerWriter {
-    pub(crate) const fn new(
+    pub(crate) fn new(
         shared: Arc<Shared>,
         chain: Chain,
         events: Option<broadcast::Sender<RunEvent>>,
     ) -> Self {
+        let events = events.map(|tx| Arc::new(Subscribers::new(tx, chain.run_id().clone())));
         Self {
             shared,
             chain,
@@ -77,10 +80,8 @@ impl LedgerWriter {
     }
 
     fn tell(&self, entry: &Entry) {
-        if let Some(events) = &self.events
-            && events.receiver_count() > 0
-        {
-            let _ = events.send(RunEvent::Recorded(Arc::new(entry.clone())));
+        if let Some(events) = &self.events {
+            events.recorded(entry);
         }
     }
 

@@ -1,6 +1,6 @@
 //! rein's timed workloads (docs/BENCHMARKS.md): W1 the reference run, W2 concurrent runs,
-//! W3 durable runs, W5 hashing throughput — each next to a baseline measured in the same
-//! run, with the ratio. Allocations (W1) and memory (W4) are counted by the `memory` bench,
+//! W3 durable runs, W5 hashing throughput, W1E a run followed live — each next to a
+//! baseline measured in the same run, with the ratio. Allocations (W1) and memory (W4) are counted by the `memory` bench,
 //! whose counting allocator would slow these down.
 //!
 //! Run with: `cargo bench -p rein --bench workloads` (all, about a minute), or name some:
@@ -20,6 +20,8 @@
 )]
 
 mod common;
+#[path = "workloads/events.rs"]
+mod events;
 
 use std::cell::Cell;
 use std::fs::OpenOptions;
@@ -94,6 +96,9 @@ fn main() {
     }
     if wanted("w1h") {
         w1h();
+    }
+    if wanted("w1e") {
+        events::w1e();
     }
 }
 

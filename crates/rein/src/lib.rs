@@ -127,13 +127,20 @@ pub type ToolBuilder = FnToolBuilder;
 
 /// The parts of a [`Run`]: its evidence, failure, budgets, pending question or approval,
 /// the skills it may load, and what its model calls cost ([`Cost`](rein_run::Cost): money
-/// in a named currency, or unknown).
+/// in a named currency, or unknown); and the typed [`RunEvent`]s a subscriber follows it by.
 pub mod run {
+    #[doc(inline)]
+    pub use rein_engine::{
+        ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
+        ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolOutcome,
+        ToolStarted,
+    };
     #[doc(inline)]
     pub use rein_run::{
         BudgetName, BudgetSnapshot, BudgetUsage, Cost, Currency, Evidence, EvidenceKind, Failure,
-        FailureKind, LedgerHead, Money, MoneyError, NoteSource, Payload, PendingApproval,
-        PendingQuestion, RunError, Skill, SkillError, StopKind, StopRequest, Timestamp,
+        FailureKind, LedgerHead, ModelDelta, Money, MoneyError, NoteSource, Payload,
+        PendingApproval, PendingQuestion, RunError, Skill, SkillError, StopKind, StopRequest,
+        Timestamp,
     };
 }
 
@@ -145,9 +152,9 @@ pub mod planner {
     pub use rein_planner::{Condition, MockPlanner};
     #[doc(inline)]
     pub use rein_run::{
-        CompactionReason, CurrencyWithoutAmount, DynPlanner, ModelCall, ModelReply, PlanEvent,
-        PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall, PromptCompaction,
-        ProposedCall, SequenceError, StateRules, Turn, WorstCase,
+        CompactionReason, CurrencyWithoutAmount, DeltaSink, DynPlanner, ModelCall, ModelReply,
+        PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, PlannerAttempt, PlannerCall,
+        PromptCompaction, ProposedCall, SequenceError, StateRules, Turn, WorstCase,
     };
 }
 

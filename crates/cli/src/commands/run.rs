@@ -16,7 +16,7 @@ use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::home::{Hold, Home, Place};
 use crate::ledger_file::LedgerFile;
-use crate::render::{self, Progress, shell_word};
+use crate::render::{self, LiveReply, Progress, shell_word};
 use crate::scenario::{self, Setup};
 
 /// `rein run`.
@@ -233,7 +233,8 @@ pub(super) async fn reopen_dir(
     })
 }
 
-/// Waits for the run behind `handle`, printing progress lines if asked.
+/// Waits for the run behind `handle`, printing progress lines if asked, and the model's
+/// replies as they stream in (a streaming LLM planner's).
 ///
 /// Ctrl-C stops the run through the engine (`RunControl::stop`): a model call in flight is
 /// cancelled at once (charged at its declared worst case), a tool call in progress
@@ -248,21 +249,31 @@ pub(super) async fn drive(
     ctrl_c: &mut CtrlC,
 ) -> Result<Driven, CliError> {
     let id: RunId = handle.id().clone();
+    if progress {
+        crate::scenario::llm::replies_shown();
+    }
     let printer = progress.then(|| {
         let mut events = handle.subscribe();
         tokio::spawn(async move {
             let mut progress = Progress::default();
+            let mut reply = LiveReply::default();
             while let Some(event) = events.next().await {
-                match event {
-                    RunEvent::Recorded(entry) => {
-                        if let Some(line) = progress.line(&entry) {
-                            outln!("{line}");
-                        }
-                    }
-                    RunEvent::Missed(n) => {
-                        outln!("  … {n} events not shown (the ledger has them all)");
-                    }
-                    _ => {}
+                if let Some(text) = reply.text(&event) {
+                    out!("{text}");
+                    crate::output::flush();
+                    continue;
+                }
+                let line = match event {
+                    RunEvent::Recorded(entry) => progress.line(&entry),
+                    RunEvent::Missed(n) => Some(format!(
+                        "  … {n} events not shown (the ledger has them all)"
+                    )),
+                    _ => None,
+                };
+                if let Some(line) = line {
+                    // A reply cut short (a stop) leaves its line open: end it first.
+                    out!("{}", reply.close().unwrap_or_default());
+                    outln!("{line}");
                 }
             }
         })

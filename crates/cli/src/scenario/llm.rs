@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rein::EngineBuilder;
 use rein::llm::{
@@ -82,9 +83,22 @@ pub(crate) fn with_planner(builder: EngineBuilder, def: &LlmDef) -> EngineBuilde
     builder.planner(LlmPlanner::new(chain, def.planner.clone()))
 }
 
+/// Set while `rein run` shows the model's replies themselves as they stream in: the
+/// token count below would only write over them.
+static REPLIES_SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// Says that the model's replies are shown as they stream in (`rein run` on a terminal),
+/// so the streaming token count on stderr stays quiet.
+pub(crate) fn replies_shown() {
+    REPLIES_SHOWN.store(true, Ordering::Relaxed);
+}
+
 /// One line of streaming progress on the terminal: about how many tokens so far, and how
 /// fast (a token taken as four bytes).
 fn show_progress(p: StreamProgress) {
+    if REPLIES_SHOWN.load(Ordering::Relaxed) {
+        return;
+    }
     let tokens = p.bytes.div_ceil(4);
     let secs = p.elapsed.as_secs_f64();
     let rate = if secs > 0.0 {

@@ -8,7 +8,7 @@ mod check;
 mod command_hook;
 mod error;
 mod hooks;
-mod llm;
+pub(crate) mod llm;
 pub(crate) mod mcp;
 mod model;
 mod paths;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use rein_run::Payload;
+use rein_run::{ChildOutcome, Payload, Spend};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -42,6 +42,23 @@ fn payload(output: &Payload, max: usize) -> String {
 
 fn limit(limit: Option<u64>) -> String {
     limit.map_or_else(|| "∞".to_owned(), |l| l.to_string())
+}
+
+/// A spend or a carve, `tool_calls 3, tokens 1200` (`nothing` when empty).
+fn spend(spend: &Spend) -> String {
+    if spend.is_empty() {
+        return "nothing".to_owned();
+    }
+    let parts: Vec<String> = spend
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    parts.join(", ")
+}
+
+/// `" by planner `name`"` for a named planner, or nothing for the run's own.
+fn by_planner(planner: Option<&String>) -> String {
+    planner.map_or_else(String::new, |p| format!(" by planner `{p}`"))
 }
 
 /// `": reason"`, or nothing for an empty reason (no dangling separator).
@@ -261,7 +278,56 @@ impl fmt::Display for EntryKind {
                     .collect();
                 format!("hooks at {point}{on}: {}", each.join("; "))
             }
-            other => other.name().replace('_', " "),
+            Self::PlannerAttempt { attempt, .. } => format!(
+                "model call to {} {} (attempt {}, at most {} tokens)",
+                attempt.provider, attempt.model, attempt.attempt, attempt.worst_tokens
+            ),
+            Self::PlannerCall { call, .. } => format!(
+                "model answered in {} ms: {} tokens in, {} out{}",
+                call.latency_ms,
+                call.input_tokens,
+                call.output_tokens,
+                call.finish_reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(", stopped: {r}"))
+            ),
+            Self::PlannerAttemptFailed { attempt, error, .. } => {
+                format!("model call attempt {attempt} failed: {}", cut(error, 120))
+            }
+            Self::ChildStarted {
+                child,
+                goal,
+                carved,
+                planner,
+            } => format!(
+                "child run {child} started{}: {goal:?} (carved {})",
+                by_planner(planner.as_ref()),
+                spend(carved)
+            ),
+            Self::ChildEnded {
+                child,
+                outcome,
+                spent,
+                ..
+            } => match outcome {
+                ChildOutcome::Failed { failure } => format!(
+                    "child run {child} failed ({}){}, spent {}",
+                    serde_name(&failure.kind),
+                    colon(&failure.message),
+                    spend(spent)
+                ),
+                // Completed, and any outcome a later version adds.
+                _ => format!("child run {child} completed, spent {}", spend(spent)),
+            },
+            Self::ChildOf {
+                parent,
+                depth,
+                planner,
+                ..
+            } => format!(
+                "child of run {parent} at depth {depth}{}",
+                by_planner(planner.as_ref())
+            ),
         };
         f.write_str(&line)
     }
@@ -281,5 +347,108 @@ impl fmt::Display for EntryKind {
 impl fmt::Display for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{} {}: {}", self.seq(), self.state(), self.event())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rein_run::{ChildOutcome, Digest, Failure, FailureKind, PlannerAttempt, PlannerCall};
+    use serde_json::json;
+
+    use crate::EntryKind;
+
+    fn call() -> PlannerCall {
+        PlannerCall {
+            provider: "openai".into(),
+            model: "m".into(),
+            request_hash: Digest::of_bytes(b"{}"),
+            input_tokens: 120,
+            output_tokens: 18,
+            cost: rein_run::Cost::Known(rein_run::Money::zero(rein_run::Currency::UNNAMED)),
+            latency_ms: 340,
+            finish_reason: Some("tool_calls".into()),
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reply: None,
+        }
+    }
+
+    #[test]
+    fn model_calls_and_child_runs_read_as_words() {
+        let child = "child-1".parse().unwrap();
+        let spent: rein_run::Spend = [("tool_calls".parse().unwrap(), 2)].into_iter().collect();
+        for (kind, line) in [
+            (
+                EntryKind::PlannerAttempt {
+                    step: 0,
+                    attempt: PlannerAttempt {
+                        attempt: 1,
+                        provider: "openai".into(),
+                        model: "m".into(),
+                        request_hash: Digest::of_bytes(b"{}"),
+                        worst_tokens: 4096,
+                        worst_cost: rein_run::Cost::Known(rein_run::Money::zero(
+                            rein_run::Currency::UNNAMED,
+                        )),
+                    },
+                },
+                "model call to openai m (attempt 1, at most 4096 tokens)",
+            ),
+            (
+                EntryKind::PlannerCall {
+                    step: 0,
+                    call: call(),
+                },
+                "model answered in 340 ms: 120 tokens in, 18 out, stopped: tool_calls",
+            ),
+            (
+                EntryKind::PlannerAttemptFailed {
+                    step: 0,
+                    attempt: 2,
+                    error: "the server answered 503".into(),
+                },
+                "model call attempt 2 failed: the server answered 503",
+            ),
+            (
+                EntryKind::ChildStarted {
+                    child: "child-1".parse().unwrap(),
+                    goal: "read the notes".into(),
+                    carved: spent.clone(),
+                    planner: Some("reader".into()),
+                },
+                "child run child-1 started by planner `reader`: \"read the notes\" (carved tool_calls 2)",
+            ),
+            (
+                EntryKind::ChildEnded {
+                    child: "child-1".parse().unwrap(),
+                    head: rein_run::LedgerHead {
+                        seq: 9,
+                        hash: Digest::of_bytes(b"head"),
+                    },
+                    outcome: ChildOutcome::Completed {
+                        summary: "read".into(),
+                        result: json!(1),
+                    },
+                    spent,
+                },
+                "child run child-1 completed, spent tool_calls 2",
+            ),
+            (
+                EntryKind::ChildEnded {
+                    child,
+                    head: rein_run::LedgerHead {
+                        seq: 9,
+                        hash: Digest::of_bytes(b"head"),
+                    },
+                    outcome: ChildOutcome::Failed {
+                        failure: Failure::new(FailureKind::Aborted, "stopped"),
+                    },
+                    spent: Default::default(),
+                },
+                "child run child-1 failed (aborted): stopped, spent nothing",
+            ),
+        ] {
+            assert_eq!(kind.to_string(), line);
+        }
     }
 }

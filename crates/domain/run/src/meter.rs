@@ -88,6 +88,10 @@ pub trait PlanSink: Send + Sync + fmt::Debug {
 /// (it waits until the engine has the attempt on record) and end it with
 /// [`PlanMeter::end`] or [`PlanMeter::failed`]; [`PlanMeter::report`] is the simpler form
 /// that records a call only after `plan` returns (a crash mid-call then loses it).
+///
+/// A planner whose model streams its reply MAY publish it piece by piece as it arrives with
+/// [`PlanMeter::delta`] ([`ModelDelta`](crate::ModelDelta)): never recorded and never
+/// waited for, so a UI can show the model typing while the ledger keeps the whole reply.
 #[derive(Debug)]
 pub struct PlanMeter {
     tokens: Option<Limit>,
@@ -95,6 +99,8 @@ pub struct PlanMeter {
     violations: Option<Limit>,
     calls: Mutex<Steps>,
     sink: Option<Arc<dyn PlanSink>>,
+    /// Where streamed pieces of a reply go (`delta`), when anybody may watch.
+    pub(crate) deltas: Option<Arc<dyn crate::DeltaSink>>,
 }
 
 /// What the planner reported in this step.
@@ -131,6 +137,7 @@ impl PlanMeter {
             violations: limit(&BudgetName::VIOLATIONS),
             calls: Mutex::default(),
             sink: None,
+            deltas: None,
         }
     }
 
@@ -155,6 +162,7 @@ impl PlanMeter {
                 skills: Vec::new(),
             }),
             sink: None,
+            deltas: None,
         }
     }
 

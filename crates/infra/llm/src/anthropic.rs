@@ -2,6 +2,7 @@
 //! `cache_control` breakpoints on the stable prefix), the reply, and its SSE events
 //! (`message_start`, `content_block_*`, `message_delta`, …).
 
+use rein_run::ModelDelta;
 use reqwest::header::HeaderName;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -9,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message, Usage};
 use crate::config::ProviderConfig;
 use crate::error::LlmError;
-use crate::wire::{Wire, WireStream};
+use crate::wire::{Deltas, Wire, WireStream};
 
 /// The Anthropic Messages API (`POST {base}/messages`).
 pub(crate) struct Anthropic;
@@ -302,6 +303,16 @@ struct OpenCall {
     partial: String,
 }
 
+impl OpenCall {
+    /// The call's arguments when no `input_json_delta` came: its start block's input.
+    fn arguments_without_deltas(&self) -> String {
+        self.start_input
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()))
+            .to_string()
+    }
+}
+
 /// Assembles a streamed reply from its SSE events.
 #[derive(Debug, Default)]
 pub(crate) struct Stream {
@@ -312,9 +323,19 @@ pub(crate) struct Stream {
     done: bool,
 }
 
+impl Stream {
+    /// Adds `text` to the reply's prose and publishes it.
+    fn push_text(&mut self, text: String, deltas: &mut Deltas<'_>) {
+        self.text.push_str(&text);
+        if let Some(out) = deltas.as_mut().filter(|_| !text.is_empty()) {
+            out(ModelDelta::Text(text));
+        }
+    }
+}
+
 impl WireStream for Stream {
     /// Feeds one SSE event's data; `Ok(true)` at `message_stop`.
-    fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
+    fn feed(&mut self, data: &str, mut deltas: Deltas<'_>) -> Result<bool, LlmError> {
         let event: Event = serde_json::from_str(data)
             .map_err(|e| LlmError::unparsable("not a Messages event", data, e))?;
         match event {
@@ -327,7 +348,7 @@ impl WireStream for Stream {
                 index,
                 content_block,
             } => match content_block {
-                Block::Text { text } => self.text.push_str(&text),
+                Block::Text { text } => self.push_text(text, &mut deltas),
                 Block::ToolUse { id, name, input } => self.calls.push(OpenCall {
                     index,
                     id: id.unwrap_or_else(|| format!("toolu_{index}")),
@@ -338,15 +359,23 @@ impl WireStream for Stream {
                 Block::Other => {}
             },
             Event::ContentBlockDelta { index, delta } => match delta {
-                BlockDelta::TextDelta { text } => self.text.push_str(&text),
+                BlockDelta::TextDelta { text } => self.push_text(text, &mut deltas),
                 BlockDelta::InputJsonDelta { partial_json } => {
-                    let Some(call) = self.calls.iter_mut().find(|c| c.index == index) else {
+                    let Some(at) = self.calls.iter().position(|c| c.index == index) else {
                         return Err(LlmError::malformed(
                             "an input_json_delta for a block that is not a tool_use",
                             data,
                         ));
                     };
+                    let call = &mut self.calls[at];
                     call.partial.push_str(&partial_json);
+                    if let Some(out) = deltas.as_mut().filter(|_| !partial_json.is_empty()) {
+                        out(ModelDelta::ToolArguments {
+                            index: u32::try_from(at).unwrap_or(u32::MAX),
+                            name: call.name.clone(),
+                            piece: partial_json,
+                        });
+                    }
                 }
                 BlockDelta::Other => {}
             },
@@ -360,6 +389,19 @@ impl WireStream for Stream {
             }
             Event::MessageStop {} => {
                 self.done = true;
+                // A call that streamed no input takes its start block's: published last,
+                // so the pieces still add up to the reply.
+                if let Some(out) = deltas.as_mut() {
+                    for (at, call) in self.calls.iter().enumerate() {
+                        if call.partial.is_empty() {
+                            out(ModelDelta::ToolArguments {
+                                index: u32::try_from(at).unwrap_or(u32::MAX),
+                                name: call.name.clone(),
+                                piece: call.arguments_without_deltas(),
+                            });
+                        }
+                    }
+                }
                 return Ok(true);
             }
             Event::ContentBlockStop {} | Event::Ping {} => {}
@@ -391,15 +433,13 @@ impl WireStream for Stream {
             .calls
             .into_iter()
             .map(|c| FunctionCall {
-                id: c.id,
-                name: c.name,
                 arguments: if c.partial.is_empty() {
-                    c.start_input
-                        .unwrap_or_else(|| Value::Object(Map::new()))
-                        .to_string()
+                    c.arguments_without_deltas()
                 } else {
                     c.partial
                 },
+                id: c.id,
+                name: c.name,
             })
             .collect();
         Ok(ChatResponse {
@@ -431,9 +471,9 @@ mod tests {
             r#"{"type":"content_block_stop","index":1}"#,
             r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
         ] {
-            assert!(!s.feed(data).unwrap(), "{data}");
+            assert!(!s.feed(data, None).unwrap(), "{data}");
         }
-        assert!(s.feed(r#"{"type":"message_stop"}"#).unwrap());
+        assert!(s.feed(r#"{"type":"message_stop"}"#, None).unwrap());
         let r = s.finish().unwrap();
         assert_eq!(r.text, "Reading.");
         assert_eq!(r.calls[0].arguments, r#"{"path":"a"}"#);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rein_run::{BoxFuture, Digest};
+use rein_run::{BoxFuture, Digest, ModelDelta};
 use tokio::time::Instant;
 
 use crate::chat::ChatRequest;
@@ -143,5 +143,13 @@ impl AttemptHook for Numbered<'_> {
 
     fn sending_to(&self, provider: &str, model: &str) {
         self.hook.sending_to(provider, model);
+    }
+
+    fn streams(&self) -> bool {
+        self.hook.streams()
+    }
+
+    fn delta(&self, delta: ModelDelta) {
+        self.hook.delta(delta);
     }
 }

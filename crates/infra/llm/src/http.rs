@@ -263,7 +263,7 @@ impl Provider for HttpProvider {
                 // Every attempt, retries included, is announced before it is sent.
                 let attempt = count.fetch_add(1, Ordering::Relaxed) + 1;
                 hook.before(attempt, request_hash).await?;
-                let outcome = inner.attempt(&body).await;
+                let outcome = inner.attempt(&body, hook).await;
                 if let Err(e) = &outcome {
                     hook.failed(attempt, e).await;
                 }
@@ -294,15 +294,15 @@ impl Provider for HttpProvider {
 
 impl Inner {
     /// One attempt, bounded by the per-attempt timeout.
-    async fn attempt(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+    async fn attempt(&self, body: &[u8], hook: &dyn AttemptHook) -> Result<ChatResponse, LlmError> {
         let timeout = self.config.timeout;
-        tokio::time::timeout(timeout, self.send(body))
+        tokio::time::timeout(timeout, self.send(body, hook))
             .await
             .map_err(|_| LlmError::Timeout(timeout))?
             .map_err(|e| self.secrets.iter().fold(e, |e, s| e.redact(s)))
     }
 
-    async fn send(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+    async fn send(&self, body: &[u8], hook: &dyn AttemptHook) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         let response = self
             .client
@@ -339,13 +339,16 @@ impl Inner {
             })?;
             return self.wire.parse(&text);
         }
-        self.stream(response, started).await
+        self.stream(response, started, hook).await
     }
 
+    /// Reads a streamed reply, handing `hook` its pieces as they arrive when anybody
+    /// watches.
     async fn stream(
         &self,
         response: reqwest::Response,
         started: Instant,
+        hook: &dyn AttemptHook,
     ) -> Result<ChatResponse, LlmError> {
         let limit = self.config.max_reply_bytes;
         // How much of the reply arrived, for the error when the stream is cut.
@@ -387,7 +390,14 @@ impl Inner {
                 }
             };
             count += 1;
-            let done = reply.feed(&event.data)?;
+            // Asked per event: a watcher may come or go while the reply streams in.
+            let mut publish = |delta| hook.delta(delta);
+            let deltas: crate::wire::Deltas<'_> = if hook.streams() {
+                Some(&mut publish)
+            } else {
+                None
+            };
+            let done = reply.feed(&event.data, deltas)?;
             if let Some(progress) = &self.progress {
                 progress(StreamProgress {
                     events: count,

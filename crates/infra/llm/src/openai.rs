@@ -1,6 +1,7 @@
 //! OpenAI-compatible Chat Completions: the request body, the reply, and the SSE chunks
 //! (tool-call deltas assembled by index, the final usage chunk).
 
+use rein_run::ModelDelta;
 use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 use crate::chat::{ChatRequest, ChatResponse, FunctionCall, Message, Usage};
 use crate::config::ProviderConfig;
 use crate::error::LlmError;
-use crate::wire::{Wire, WireStream};
+use crate::wire::{Deltas, Wire, WireStream};
 
 /// The OpenAI-compatible Chat Completions API (`POST {base}/chat/completions`).
 pub(crate) struct OpenAi;
@@ -217,7 +218,7 @@ pub(crate) struct Stream {
 
 impl WireStream for Stream {
     /// Feeds one SSE event's data; `Ok(true)` once the stream says it is done.
-    fn feed(&mut self, data: &str) -> Result<bool, LlmError> {
+    fn feed(&mut self, data: &str, mut deltas: Deltas<'_>) -> Result<bool, LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(true);
@@ -236,19 +237,23 @@ impl WireStream for Stream {
             };
             if let Some(text) = delta.content {
                 self.text.push_str(&text);
+                if let Some(out) = deltas.as_mut().filter(|_| !text.is_empty()) {
+                    out(ModelDelta::Text(text));
+                }
             }
             for (n, call) in delta.tool_calls.into_iter().enumerate() {
                 let index = call.index.unwrap_or(n);
                 let f = call.function.unwrap_or_default();
-                let slot = match self.calls.iter().position(|c| c.0 == index) {
-                    Some(at) => &mut self.calls[at],
-                    None => {
+                let at = self
+                    .calls
+                    .iter()
+                    .position(|c| c.0 == index)
+                    .unwrap_or_else(|| {
                         self.calls
                             .push((index, String::new(), String::new(), String::new()));
-                        let last = self.calls.len() - 1;
-                        &mut self.calls[last]
-                    }
-                };
+                        self.calls.len() - 1
+                    });
+                let slot = &mut self.calls[at];
                 if let Some(id) = call.id {
                     slot.1 = id;
                 }
@@ -257,6 +262,14 @@ impl WireStream for Stream {
                 }
                 if let Some(args) = f.arguments {
                     slot.3.push_str(&args);
+                    // The call's place in the assembled reply, not the wire's `index`.
+                    if let Some(out) = deltas.as_mut().filter(|_| !args.is_empty()) {
+                        out(ModelDelta::ToolArguments {
+                            index: u32::try_from(at).unwrap_or(u32::MAX),
+                            name: slot.2.clone(),
+                            piece: args,
+                        });
+                    }
                 }
             }
         }
@@ -314,9 +327,9 @@ mod tests {
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
             r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7}}"#,
         ] {
-            assert!(!s.feed(data).unwrap());
+            assert!(!s.feed(data, None).unwrap());
         }
-        assert!(s.feed("[DONE]").unwrap());
+        assert!(s.feed("[DONE]", None).unwrap());
         let r = s.finish().unwrap();
         assert_eq!(r.calls.len(), 2);
         assert_eq!(r.calls[0].name, "fs_read");

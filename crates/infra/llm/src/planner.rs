@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_run::{
-    BoxFuture, Cost, Decision, Digest, PlanMeter, PlanRequest, Planner, PlannerAttempt,
+    BoxFuture, Cost, Decision, Digest, ModelDelta, PlanMeter, PlanRequest, Planner, PlannerAttempt,
     PlannerCall, PlannerError, PromptCompaction, ToolName,
 };
 
@@ -268,6 +268,15 @@ impl AttemptHook for MeterHook<'_> {
     fn sending_to(&self, provider: &str, model: &str) {
         *self.sent_to.lock().unwrap_or_else(PoisonError::into_inner) =
             (provider.to_owned(), model.to_owned());
+    }
+
+    fn streams(&self) -> bool {
+        self.meter.streams()
+    }
+
+    /// The reply streaming in, published through the step's meter (never recorded).
+    fn delta(&self, delta: ModelDelta) {
+        self.meter.delta(delta);
     }
 }
 

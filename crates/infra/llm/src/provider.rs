@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use rein_run::{BoxFuture, Digest};
+use rein_run::{BoxFuture, Digest, ModelDelta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,6 +40,17 @@ pub trait AttemptHook: Send + Sync {
     /// Without it they go to the provider's own [`Provider::model`]. The default ignores it.
     fn sending_to(&self, provider: &str, model: &str) {
         let _ = (provider, model);
+    }
+    /// Whether anybody watches the reply of the attempt in flight stream in: a streaming
+    /// provider builds [`ModelDelta`]s only then. The default: nobody.
+    fn streams(&self) -> bool {
+        false
+    }
+    /// A piece of the reply of the attempt in flight, as it streams in, in order (an
+    /// attempt that fails after some pieces is followed by the next attempt's, from the
+    /// start). MUST NOT block. The default drops it.
+    fn delta(&self, delta: ModelDelta) {
+        let _ = delta;
     }
 }
 

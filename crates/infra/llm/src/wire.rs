@@ -3,6 +3,7 @@
 //! implementation in its own module: where requests go, how the key travels, the request
 //! body, the reply, and how a streamed reply is assembled from its events.
 
+use rein_run::ModelDelta;
 use reqwest::header::HeaderName;
 use serde_json::Value;
 
@@ -29,14 +30,21 @@ pub(crate) trait Wire: Send + Sync {
     fn stream(&self) -> Box<dyn WireStream>;
 }
 
+/// Where a [`WireStream`] hands the pieces of the reply as they arrive, when anybody
+/// watches.
+pub(crate) type Deltas<'a> = Option<&'a mut dyn FnMut(ModelDelta)>;
+
 /// Assembles a streamed reply from its server-sent events.
 pub(crate) trait WireStream: Send {
-    /// Feeds one event's data; `Ok(true)` once the stream says it is done.
+    /// Feeds one event's data; `Ok(true)` once the stream says it is done. The pieces of
+    /// text and of function arguments the event adds go to `deltas` (when given), in order
+    /// and complete: once the stream is done they add up to the reply
+    /// [`finish`](Self::finish) assembles.
     ///
     /// # Errors
     /// [`LlmError::Malformed`] for an event this API does not send, or the error the stream
     /// reports.
-    fn feed(&mut self, data: &str) -> Result<bool, LlmError>;
+    fn feed(&mut self, data: &str, deltas: Deltas<'_>) -> Result<bool, LlmError>;
     /// Bytes of text and arguments generated so far (for progress).
     fn text_len(&self) -> usize;
     /// The assembled reply, leaving the assembler empty.
