@@ -128,6 +128,8 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
 #[derive(Deserialize)]
 struct Reply {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     content: Vec<Block>,
     #[serde(default)]
     stop_reason: Option<String>,
@@ -209,6 +211,7 @@ pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
         .map_err(|e| LlmError::unparsable("not a Messages reply", text, e))?;
     let mut out = ChatResponse {
         finish_reason: reply.stop_reason,
+        model: reply.model,
         ..ChatResponse::default()
     };
     if let Some(u) = reply.usage {
@@ -266,6 +269,8 @@ enum Event {
 #[derive(Deserialize)]
 struct StartMessage {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -309,6 +314,7 @@ pub(crate) struct Stream {
     calls: Vec<OpenCall>,
     usage: WireUsage,
     finish_reason: Option<String>,
+    model: Option<String>,
     done: bool,
 }
 
@@ -319,8 +325,11 @@ impl WireStream for Stream {
             .map_err(|e| LlmError::unparsable("not a Messages event", data, e))?;
         match event {
             Event::MessageStart { message } => {
-                if let Some(u) = message.and_then(|m| m.usage) {
-                    self.usage = self.usage.updated(u);
+                if let Some(m) = message {
+                    if let Some(u) = m.usage {
+                        self.usage = self.usage.updated(u);
+                    }
+                    self.model = m.model;
                 }
             }
             Event::ContentBlockStart {
@@ -407,6 +416,7 @@ impl WireStream for Stream {
             calls,
             usage: this.usage.into(),
             finish_reason: this.finish_reason,
+            model: this.model,
         })
     }
 }
