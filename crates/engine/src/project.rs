@@ -465,6 +465,7 @@ impl Projection {
             | EntryKind::PlannerAttempt { .. }
             | EntryKind::PlannerAttemptFailed { .. }
             | EntryKind::SkillEntered { .. }
+            | EntryKind::TraceStarted { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::ChildStarted { .. }
             | EntryKind::ChildEnded { .. }

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use rein_run::telemetry::TraceParent;
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
     PendingApproval, PlannerAttempt, PlannerCall, RunId, Spend, State, ToolError, ToolName,
@@ -349,6 +350,14 @@ pub enum EntryKind {
         /// Why the sequence stopped.
         reason: String,
     },
+    /// A drive of the run is exported as a trace: the W3C trace context of its
+    /// `invoke_agent` span (two random ids, no secret). Recorded at the start of each drive
+    /// only while telemetry is exported; the next drive's span links to the last one, so a
+    /// resumed run's trace leads back to the trace before it.
+    TraceStarted {
+        /// The drive's span.
+        traceparent: TraceParent,
+    },
 }
 
 impl EntryKind {
@@ -390,6 +399,7 @@ impl EntryKind {
             Self::SkillEntered { .. } => "skill_entered",
             Self::SequenceMember { .. } => "sequence_member",
             Self::SequenceStopped { .. } => "sequence_stopped",
+            Self::TraceStarted { .. } => "trace_started",
         }
     }
 }
