@@ -327,6 +327,8 @@ fn a_trace_started_entry_encodes_its_traceparent_as_text_and_reads_back() {
     let back: Entry = serde_json::from_str(&entry.to_json_line()).unwrap();
     assert_eq!(back.event(), entry.event());
     // A malformed context is no entry: it does not read back.
-    let bad = entry.to_json_line().replace("b7ad6b7169203331", "B7AD6B7169203331");
+    let bad = entry
+        .to_json_line()
+        .replace("b7ad6b7169203331", "B7AD6B7169203331");
     assert!(serde_json::from_str::<Entry>(&bad).is_err());
 }
