@@ -8,13 +8,14 @@
 mod support;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rein::ledger::EntryKind;
 use rein::llm::{Api, HttpProvider, LlmConfig, LlmPlanner, ProviderConfig};
 use rein::otel::names;
 use rein::otel::tracing_subscriber::layer::SubscriberExt as _;
 use rein::otel::tracing_subscriber::util::SubscriberInitExt as _;
-use rein::otel::{Content, OtelConfig, Telemetry};
+use rein::otel::{Content, OtelConfig, SpanContexts, Telemetry, TraceParent};
 use rein::policy::OnViolation;
 use rein::{
     Annotations, ApprovalPolicy, Decision, DenyApprover, Engine, RunStatus, ScriptStep,
@@ -130,6 +131,8 @@ async fn an_llm_run_is_one_trace_of_steps_model_calls_and_a_batch_and_keeps_cont
     // The server did get the prompt and the key: the test would prove nothing otherwise.
     let sent = server.requests();
     assert!(sent.iter().any(|r| contains(&r.body, GOAL)));
+    // A provider given no trace context sends none.
+    assert!(sent.iter().all(|r| r.traceparent.is_none()));
 
     let spans = receiver.spans();
     let root = one(&spans, "invoke_agent rein");
@@ -365,4 +368,126 @@ async fn a_sub_run_is_a_child_span_of_its_parents_run() {
     while up.span_id != child.span_id {
         up = parent(&spans, up).expect("under the child run");
     }
+}
+
+/// The span whose ids `parent` names, among `spans`.
+fn named_by<'a>(spans: &'a [Span], parent: &TraceParent) -> Option<&'a Span> {
+    spans
+        .iter()
+        .find(|s| s.trace_id == parent.trace_id_bytes() && s.span_id == parent.span_id_bytes())
+}
+
+#[tokio::test]
+async fn a_model_call_sends_its_chat_spans_traceparent_and_records_the_answering_model() {
+    let server = FakeServer::start([Reply::Json(json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "model": "fake-model-2026-06-01",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+            "content": null, "tool_calls": [{"id": "call_0", "type": "function",
+            "function": {"name": "fail", "arguments": "{\"reason\":\"nothing to do\"}"}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    }))])
+    .await
+    .expect("fake server");
+    let provider = HttpProvider::with_key(
+        ProviderConfig::new(Api::OpenAi, server.base_url(), "fake-model"),
+        Some(API_KEY),
+    )
+    .expect("provider")
+    .with_trace_context(Arc::new(SpanContexts));
+    let engine = Engine::builder()
+        .planner(LlmPlanner::new(provider, LlmConfig::default()))
+        .build()
+        .expect("engine");
+    let (receiver, run) = exported(Content::Omitted, engine.run(GOAL)).await;
+    run.expect("run");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    let header = sent[0]
+        .traceparent
+        .as_deref()
+        .expect("a traceparent header");
+    let parent: TraceParent = header.parse().expect("a W3C traceparent");
+    assert!(parent.sampled());
+    // The header names the exported `chat` span: same trace, same span.
+    let spans = receiver.spans();
+    let chat = named_by(&spans, &parent).expect("the span the header names was exported");
+    assert_eq!(chat.name, "chat fake-model");
+    assert_eq!(
+        attr(chat, names::RESPONSE_MODEL).as_deref(),
+        Some("fake-model-2026-06-01")
+    );
+    assert_eq!(
+        attr(chat, names::REQUEST_MODEL).as_deref(),
+        Some("fake-model")
+    );
+    let root = one(&spans, "invoke_agent rein");
+    assert_eq!(chat.trace_id, root.trace_id);
+}
+
+#[tokio::test]
+async fn a_resumed_runs_trace_links_to_the_trace_of_its_drive_before() {
+    let engine = Engine::builder()
+        .planner(explore_script(
+            vec![Decision::ask_human("Which region?", ["eu", "us"])],
+            "asked",
+        ))
+        .trace_context(Arc::new(SpanContexts))
+        .build()
+        .expect("engine");
+    let (first, run) = exported(Content::Omitted, engine.run("ask first")).await;
+    let run = run.expect("run");
+    assert_eq!(run.status(), RunStatus::Paused);
+    let (second, resumed) =
+        exported(Content::Omitted, engine.resume_with_input(run.id(), "eu")).await;
+    assert_eq!(resumed.expect("resume").status(), RunStatus::Completed);
+
+    let before = first.spans();
+    let after = second.spans();
+    let root_before = one(&before, "invoke_agent rein");
+    let root_after = one(&after, "invoke_agent rein");
+    assert_ne!(root_after.trace_id, root_before.trace_id, "a new trace");
+    assert!(root_after.parent_span_id.is_empty(), "not a dangling child");
+    assert_eq!(attr(root_after, names::RESUMED).as_deref(), Some("true"));
+    assert_eq!(root_after.links.len(), 1, "{:?}", root_after.links);
+    let link = &root_after.links[0];
+    assert_eq!(link.trace_id, root_before.trace_id);
+    assert_eq!(link.span_id, root_before.span_id);
+
+    // Each drive's span is on the record, so a later process links the same way.
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    let traced: Vec<TraceParent> = ledger
+        .entries()
+        .iter()
+        .filter_map(|e| match e.event() {
+            EntryKind::TraceStarted { traceparent } => Some(*traceparent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(traced.len(), 2);
+    assert_eq!(
+        named_by(&before, &traced[0]).map(|s| s.span_id.clone()),
+        Some(root_before.span_id.clone())
+    );
+    assert_eq!(
+        named_by(&after, &traced[1]).map(|s| s.span_id.clone()),
+        Some(root_after.span_id.clone())
+    );
+    ledger.verify().expect("the ledger verifies");
+}
+
+#[tokio::test]
+async fn without_a_trace_context_no_trace_is_recorded() {
+    let engine = Engine::builder()
+        .planner(explore_script(vec![], "plain"))
+        .build()
+        .expect("engine");
+    let (_, run) = exported(Content::Omitted, engine.run("plain")).await;
+    let run = run.expect("run");
+    let ledger = engine.ledger(run.id()).await.expect("ledger");
+    assert!(
+        ledger
+            .entries()
+            .iter()
+            .all(|e| !matches!(e.event(), EntryKind::TraceStarted { .. }))
+    );
 }

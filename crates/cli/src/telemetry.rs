@@ -1,6 +1,8 @@
 //! `--otlp` and the standard `OTEL_*` variables: OpenTelemetry export for one command.
 
-use rein::otel::{OtelConfig, OtelError, SERVICE_NAME_VAR, Telemetry};
+use std::sync::{Arc, OnceLock};
+
+use rein::otel::{OtelConfig, OtelError, SERVICE_NAME_VAR, Telemetry, TraceContext};
 
 use crate::exit::{CliError, Exit};
 
@@ -30,7 +32,18 @@ pub(crate) fn start(flag: Option<&str>) -> Result<Option<Telemetry>, CliError> {
     telemetry
         .install()
         .map_err(|e| CliError::new(Exit::Failed, format!("telemetry: {e}")))?;
+    // One export per process, like the subscriber it installed.
+    let _ = CONTEXT.set(telemetry.trace_context());
     Ok(Some(telemetry))
+}
+
+/// The trace context of this process's export, once [`start`] turned it on.
+static CONTEXT: OnceLock<Arc<dyn TraceContext>> = OnceLock::new();
+
+/// The trace context to hand the engine, the model providers and the MCP servers: `None`
+/// when telemetry is off.
+pub(crate) fn context() -> Option<Arc<dyn TraceContext>> {
+    CONTEXT.get().cloned()
 }
 
 /// Sends what is queued (within the configured bounded time) and says on stderr what

@@ -1,10 +1,13 @@
 //! `--otlp` and the standard `OTEL_*` variables: a run's spans reach a collector under the
-//! service name asked for, a malformed endpoint is bad input before anything runs, and an
-//! unreachable collector never fails a run (it is reported once, at the end).
+//! service name asked for, its model calls carry their span's `traceparent`, a malformed
+//! endpoint is bad input before anything runs, and an unreachable collector never fails a
+//! run (it is reported once, at the end).
 
 mod support;
 
+use rein_llm::fake::{Call, FakeServer, Reply};
 use rein_otel::receiver::{Receiver, attribute};
+use serde_json::json;
 use support::{Outcome, Scratch, rein};
 
 /// `rein run happy-path.json` with `args` before the subcommand and `env` set.
@@ -118,5 +121,56 @@ fn an_unreachable_collector_never_fails_the_run() {
         out.stderr.contains("warning: telemetry:") && out.stderr.contains("failed to send"),
         "{}",
         out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_otlp_a_model_call_carries_the_traceparent_of_its_exported_chat_span() {
+    let server = FakeServer::start([Reply::openai_calls(
+        &[Call::new("fail", &json!({"reason": "nothing to do"}))],
+        (10, 5),
+    )])
+    .await
+    .unwrap();
+    let receiver = Receiver::start().unwrap();
+    let scratch = Scratch::new();
+    let file = scratch.write(
+        "llm.json",
+        &json!({
+            "goal": "Nothing to do",
+            "planner": {"llm": {"provider": {"api": "open_ai", "base_url": server.base_url(),
+                                             "model": "fake", "retries": 0}}}
+        })
+        .to_string(),
+    );
+    let (data, url) = (scratch.data(), receiver.url());
+    let out = tokio::task::spawn_blocking(move || {
+        let output = rein()
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .args(["--otlp", &url, "run"])
+            .arg(file)
+            .arg("--data-dir")
+            .arg(data)
+            .output()
+            .unwrap();
+        Outcome::of(&output)
+    })
+    .await
+    .unwrap();
+    out.expect_code(1);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    let header = sent[0].traceparent.clone().expect("a traceparent header");
+    let parts: Vec<&str> = header.split('-').collect();
+    assert_eq!(parts.len(), 4, "{header}");
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let chat = receiver
+        .spans()
+        .into_iter()
+        .find(|s| s.name == "chat fake")
+        .expect("the chat span was exported");
+    assert_eq!(
+        (parts[1], parts[2]),
+        (hex(&chat.trace_id).as_str(), hex(&chat.span_id).as_str())
     );
 }

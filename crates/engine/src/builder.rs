@@ -330,6 +330,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Links each run's trace to the trace context an exporter gives
+    /// (`rein::otel::Telemetry::trace_context`): every drive of a run records its span's
+    /// context in the ledger (`trace_started`), and a resumed run's span links to the drive
+    /// before it. Without one nothing is recorded.
+    pub fn trace_context(mut self, context: Arc<dyn rein_run::telemetry::TraceContext>) -> Self {
+        self.config.trace_context = Some(context);
+        self
+    }
+
     /// What happens when a tool call fails after the resilience stack gave up. Part of the
     /// policy a run records when it starts, like [`on_violation`](Self::on_violation).
     ///

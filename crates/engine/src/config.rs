@@ -49,6 +49,10 @@ pub struct EngineConfig {
     /// How deep a tree of runs may grow through delegation (the root is at depth 0); at
     /// most [`MAX_DEPTH_CEILING`].
     pub max_depth: u32,
+    /// The exporter's trace context, when telemetry is exported: each drive of a run
+    /// records its span's context (`trace_started`) and a resumed run's span links to the
+    /// drive before it.
+    pub trace_context: Option<std::sync::Arc<dyn rein_run::telemetry::TraceContext>>,
 }
 
 impl Default for EngineConfig {
@@ -61,6 +65,7 @@ impl Default for EngineConfig {
             max_batch: 64,
             batch_concurrency: 8,
             max_depth: DEFAULT_MAX_DEPTH,
+            trace_context: None,
         }
     }
 }

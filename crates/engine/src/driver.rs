@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, HookPoint, InterruptKind, Ledger};
+use rein_run::telemetry::TraceParent;
 use rein_run::{
     BoxFuture, BudgetName, Decision, Digest, Failure, FailureKind, Payload, Run, RunId, RunStatus,
     StopKind, ToolName,
@@ -71,6 +72,8 @@ pub(crate) struct Resume {
     /// The next attempt's `tool_calls` unit is already charged (by the step a crash cut
     /// short).
     pub(crate) prepaid: bool,
+    /// The trace the run's last drive was exported as, which this drive's span links to.
+    pub(crate) trace: Option<TraceParent>,
 }
 
 /// Control messages and the abort signal, as the driver receives them.
@@ -141,6 +144,10 @@ impl Driver {
         let rec = Recorder::new(proj, log, lifecycle);
         let mut driver = Self::with(shared, policy, rec, inbox, deadline);
         driver.resume.reopened = reopened;
+        driver.resume.trace = ledger.entries().iter().rev().find_map(|e| match e.event() {
+            EntryKind::TraceStarted { traceparent } => Some(*traceparent),
+            _ => None,
+        });
         Ok(driver)
     }
 
@@ -232,6 +239,7 @@ impl Driver {
         // signals, for as long as it is driven here.
         let _watch = self.watch_stop_requests();
         let result = async {
+            self.trace_drive().await?;
             self.honour_waiting_stop().await?;
             if self.rec.steps() == 0
                 && self.rec.proj.unsettled.is_none()
@@ -259,6 +267,25 @@ impl Driver {
         }
         crate::telemetry::run_ended(&span, &self.rec.proj.run, &result);
         result.map(|()| self.into_run())
+    }
+
+    /// With an exporter's trace context, links this drive's span (the current one) to the
+    /// drive before it and records its own context, so the next drive can link to it.
+    async fn trace_drive(&mut self) -> Result<(), EngineError> {
+        let Some(context) = self.shared.config.trace_context.clone() else {
+            return Ok(());
+        };
+        if let Some(previous) = self.resume.trace.take() {
+            context.link_current(&previous);
+        }
+        match context.current() {
+            Some(traceparent) => {
+                self.rec
+                    .record(EntryKind::TraceStarted { traceparent })
+                    .await
+            }
+            None => Ok(()),
+        }
     }
 
     async fn step(&mut self) -> Result<Flow, EngineError> {

@@ -494,6 +494,7 @@ impl Projection {
             | EntryKind::PromptCompacted { .. }
             | EntryKind::StopRequested { .. }
             | EntryKind::HookVerdicts { .. }
+            | EntryKind::TraceStarted { .. }
             | EntryKind::Interrupt { .. } => {}
             EntryKind::FollowUpOf { previous, .. } => self.follows = Some(previous.clone()),
             EntryKind::ChildStarted { .. }

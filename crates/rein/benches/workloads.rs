@@ -7,7 +7,8 @@
 //! `cargo bench -p rein --bench workloads -- w1 w3`. `-- --peer` prints only W1's
 //! microseconds per decision, as `rein_w1_us_per_decision=<x>`, for `make bench-peers`;
 //! `-- --profile N` only drives N W1 runs, for a profiler (`perf record`, valgrind, strace);
-//! `-- --profile N fs` with W3's filesystem stores (under `$TMPDIR`).
+//! `-- --profile N fs` with W3's filesystem stores (under `$TMPDIR`). `--features otel --
+//! w1otel` times W1 with its telemetry exported against W1 without (see `common/telemetry.rs`).
 //!
 //! A hand-rolled loop rather than criterion's: every figure is the median of `REPS`
 //! repetitions of a batch, printed with the min–max over them, and each baseline runs in
@@ -22,6 +23,9 @@
 mod common;
 #[path = "workloads/events.rs"]
 mod events;
+// Beside `common`, but W1's only: the memory bench leaves it out.
+#[path = "common/telemetry.rs"]
+mod telemetry;
 
 use std::cell::Cell;
 use std::fs::OpenOptions;
@@ -40,6 +44,7 @@ use rein::ledger::EntryKind;
 use rein::prelude::*;
 use rein::store::{ArtifactStore as _, FsyncPolicy, MemoryArtifactStore, StoreOptions};
 use sha2::{Digest as _, Sha256};
+use telemetry::w1otel;
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -99,6 +104,10 @@ fn main() {
     }
     if wanted("w1e") {
         events::w1e();
+    }
+    // Only when named: it needs the `otel` feature, and `make bench` keeps its figures.
+    if named.iter().any(|a| *a == "w1otel") {
+        w1otel();
     }
 }
 

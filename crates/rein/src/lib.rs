@@ -477,6 +477,9 @@ pub mod layer {
 /// # async fn demo(engine: rein::Engine) -> Result<(), Box<dyn std::error::Error>> {
 /// let telemetry = Telemetry::start(&OtelConfig::new("http://127.0.0.1:4318")?)?;
 /// telemetry.install()?;
+/// // Hand `telemetry.trace_context()` to `Engine::builder().trace_context(…)`, the model
+/// // providers and the MCP servers (`with_trace_context`) to link resumed runs' traces and
+/// // send `traceparent` with their requests.
 /// let run = engine.run("triage the failing build").await?;
 /// let report = telemetry.shutdown(); // sends what is queued, within a bounded time
 /// # let _ = (run, report);
@@ -488,13 +491,17 @@ pub mod otel {
     #[doc(inline)]
     pub use rein_otel::{
         Content, DEFAULT_SERVICE_NAME, ENDPOINT_VAR, Endpoint, EndpointProblem, OtelConfig,
-        OtelError, SERVICE_NAME_VAR, ShutdownReport, SpanMetrics, Telemetry,
+        OtelError, SERVICE_NAME_VAR, ShutdownReport, SpanContexts, SpanMetrics, Telemetry,
     };
     /// The OpenTelemetry crates rein is built on (a tracer provider of your own goes to
     /// [`Telemetry::with_tracer_provider`]), and the `tracing-subscriber` the layer is for.
     pub use rein_otel::{opentelemetry, opentelemetry_sdk, tracing_subscriber};
     /// The names of rein's spans, attributes, events and metrics.
     pub use rein_run::telemetry as names;
+    /// The trace context port ([`Telemetry::trace_context`] implements it) and the W3C
+    /// `traceparent` it carries.
+    #[doc(inline)]
+    pub use rein_run::telemetry::{TraceContext, TraceParent, TraceParentError};
 }
 
 /// Everything a typical program needs: `use rein::prelude::*;`.

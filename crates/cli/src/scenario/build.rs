@@ -98,6 +98,9 @@ pub(crate) fn builder(scenario: &Scenario, approvals_used: usize) -> EngineBuild
             OnToolErrorDef::HandBack => OnToolError::HandBack,
         });
     }
+    if let Some(context) = crate::telemetry::context() {
+        builder = builder.trace_context(context);
+    }
     builder.resilience(resilience(scenario))
 }
 

@@ -58,7 +58,10 @@ pub(crate) fn check(def: &LlmDef, tools: &[ToolDef]) -> Result<(), (&'static str
 /// builder without a planner, which the engine refuses to build).
 pub(crate) fn with_planner(builder: EngineBuilder, def: &LlmDef) -> EngineBuilder {
     let http = |config: &ProviderConfig| {
-        let provider = HttpProvider::new(provider_config(config)).ok()?;
+        let mut provider = HttpProvider::new(provider_config(config)).ok()?;
+        if let Some(context) = crate::telemetry::context() {
+            provider = provider.with_trace_context(context);
+        }
         Some(if config.stream && std::io::stderr().is_terminal() {
             provider.with_progress(Arc::new(show_progress))
         } else {

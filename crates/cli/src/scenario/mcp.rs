@@ -192,6 +192,9 @@ pub(crate) fn config(def: &ToolDef, workspace: Option<&Path>) -> Option<ServerCo
             config = config.with_ask_timeout(Duration::from_millis(ms));
         }
     }
+    if let Some(context) = crate::telemetry::context() {
+        config = config.with_trace_context(context);
+    }
     Some(config.with_roots(workspace.map(Path::to_path_buf)))
 }
 

@@ -214,6 +214,7 @@ impl fmt::Display for EntryKind {
             Self::SequenceMember { index, kind, .. } => {
                 format!("sequence member {index}: {}", kind.replace('_', " "))
             }
+            Self::TraceStarted { traceparent } => format!("traced as {traceparent}"),
             Self::SequenceStopped {
                 not_run, reason, ..
             } => {

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::hooks::{HookPoint, HookRuling};
+use rein_run::telemetry::TraceParent;
 use rein_run::{
     ArtifactLink, BudgetName, ChildOutcome, Decision, Digest, Failure, LedgerHead, Payload,
     PendingApproval, PlannerAttempt, PlannerCall, PromptCompaction, RunId, Spend, State,
@@ -398,6 +399,14 @@ pub enum EntryKind {
         /// Each verdict other than allow.
         rulings: Vec<HookRuling>,
     },
+    /// A drive of the run is exported as a trace: the W3C trace context of its
+    /// `invoke_agent` span (two random ids, no secret). Recorded at the start of each drive
+    /// only while telemetry is exported; the next drive's span links to the last one, so a
+    /// resumed run's trace leads back to the trace before it.
+    TraceStarted {
+        /// The drive's span.
+        traceparent: TraceParent,
+    },
 }
 
 impl EntryKind {
@@ -443,6 +452,7 @@ impl EntryKind {
             Self::PromptCompacted { .. } => "prompt_compacted",
             Self::StopRequested { .. } => "stop_requested",
             Self::HookVerdicts { .. } => "hook_verdicts",
+            Self::TraceStarted { .. } => "trace_started",
         }
     }
 }

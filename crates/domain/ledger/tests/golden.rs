@@ -307,3 +307,30 @@ fn a_ledger_written_by_an_earlier_version_verifies() {
 /// 25 entries, written once by the code above and checked in (the 25th, `planner_call`,
 /// appended when that kind was added: the first 24 are unchanged).
 const GOLDEN: &str = include_str!("golden/every_kind.jsonl");
+
+#[test]
+fn a_trace_started_entry_encodes_its_traceparent_as_text_and_reads_back() {
+    let mut ledger = first_entry();
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        .parse()
+        .unwrap();
+    ledger.append(
+        Timestamp::from_unix_millis(1_700_000_000_250),
+        State::Intake,
+        EntryKind::TraceStarted { traceparent },
+    );
+    let entry = &ledger.entries()[1];
+    let bytes = String::from_utf8(entry.canonical_bytes()).unwrap();
+    assert!(
+        bytes.contains(r#""event":{"type":"trace_started","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}"#),
+        "{bytes}"
+    );
+    ledger.verify().unwrap();
+    let back: Entry = serde_json::from_str(&entry.to_json_line()).unwrap();
+    assert_eq!(back.event(), entry.event());
+    // A malformed context is no entry: it does not read back.
+    let bad = entry
+        .to_json_line()
+        .replace("b7ad6b7169203331", "B7AD6B7169203331");
+    assert!(serde_json::from_str::<Entry>(&bad).is_err());
+}

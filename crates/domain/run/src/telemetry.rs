@@ -1,11 +1,13 @@
 //! The names rein's telemetry uses: span names, attribute keys and event names, in one
 //! place so that a rename of the conventions is one edit here.
 //!
-//! They follow the OpenTelemetry `GenAI` semantic conventions (experimental), as published
-//! with semantic conventions [`SEMCONV_VERSION`] (`gen_ai.provider.name`, the
-//! `invoke_agent` / `chat` / `execute_tool` operations). The prompt-cache token counts
-//! take the names the conventions' later drafts gave them. rein's own facts live in the
-//! `rein.*` namespace.
+//! They follow the OpenTelemetry `GenAI` semantic conventions (experimental, at
+//! [`SEMCONV_VERSION`]): `gen_ai.provider.name`, the `invoke_agent` / `chat` /
+//! `execute_tool` operations, `gen_ai.response.model`, the prompt-cache token counts.
+//! rein's own facts live in the `rein.*` namespace.
+//!
+//! A span's identity travels out with model and MCP requests as a W3C [`TraceParent`],
+//! read through the [`TraceContext`] port an exporter implements.
 //!
 //! These are plain strings: the engine and the model providers write them into `tracing`
 //! spans and events (field names through `{ CONST } = value`), and an exporter reads them
@@ -19,10 +21,19 @@
 //! assert!(telemetry::SEMCONV_VERSION.starts_with("1."));
 //! ```
 
-/// The version of the OpenTelemetry semantic conventions these names follow.
-pub const SEMCONV_VERSION: &str = "1.37.0";
+mod trace;
+
+pub use trace::{TraceContext, TraceParent, TraceParentError};
+
+/// The version of the OpenTelemetry semantic conventions these names follow: the `GenAI`
+/// conventions' development line on 1.42.0. The `GenAI` conventions left the core
+/// `semantic-conventions` repository for `semantic-conventions-genai`, which has tagged no
+/// release yet; every `gen_ai.*` name here was checked against that repository's attribute
+/// registry (`model/gen-ai/registry.yaml`), and the cache token counts are the dotted names
+/// it defines (`gen_ai.usage.cache_read.input_tokens`).
+pub const SEMCONV_VERSION: &str = "1.42.0";
 /// The schema URL of [`SEMCONV_VERSION`].
-pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.37.0";
+pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.42.0";
 
 /// The `tracing` target of every span and event meant for export.
 pub const TARGET: &str = "rein::telemetry";
@@ -117,6 +128,9 @@ pub const STEP_NUMBER: &str = "rein.step";
 pub const RUN_STATUS: &str = "rein.run.status";
 /// Whether this drive resumed a run that had been driven before.
 pub const RESUMED: &str = "rein.run.resumed";
+/// The W3C trace context header sent with model and MCP HTTP requests (and the MCP
+/// `_meta` key of the same name).
+pub const TRACEPARENT: &str = "traceparent";
 /// How a tool call ended (`ok`, `error`, `refused`).
 pub const TOOL_OUTCOME: &str = "rein.tool.outcome";
 /// A ledger entry's sequence number.

@@ -129,6 +129,8 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
 #[derive(Deserialize)]
 struct Reply {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     content: Vec<Block>,
     #[serde(default)]
     stop_reason: Option<String>,
@@ -210,6 +212,7 @@ pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
         .map_err(|e| LlmError::unparsable("not a Messages reply", text, e))?;
     let mut out = ChatResponse {
         finish_reason: reply.stop_reason,
+        model: reply.model,
         ..ChatResponse::default()
     };
     if let Some(u) = reply.usage {
@@ -267,6 +270,8 @@ enum Event {
 #[derive(Deserialize)]
 struct StartMessage {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -320,6 +325,7 @@ pub(crate) struct Stream {
     calls: Vec<OpenCall>,
     usage: WireUsage,
     finish_reason: Option<String>,
+    model: Option<String>,
     done: bool,
 }
 
@@ -340,8 +346,11 @@ impl WireStream for Stream {
             .map_err(|e| LlmError::unparsable("not a Messages event", data, e))?;
         match event {
             Event::MessageStart { message } => {
-                if let Some(u) = message.and_then(|m| m.usage) {
-                    self.usage = self.usage.updated(u);
+                if let Some(m) = message {
+                    if let Some(u) = m.usage {
+                        self.usage = self.usage.updated(u);
+                    }
+                    self.model = m.model;
                 }
             }
             Event::ContentBlockStart {
@@ -447,6 +456,7 @@ impl WireStream for Stream {
             calls,
             usage: this.usage.into(),
             finish_reason: this.finish_reason,
+            model: this.model,
         })
     }
 }

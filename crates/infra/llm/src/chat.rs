@@ -105,4 +105,8 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// Why it stopped, as the provider said (`stop`, `tool_calls`, `end_turn`, …).
     pub finish_reason: Option<String>,
+    /// The model that answered, as the provider named it (often more precise than the one
+    /// asked for: a dated version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }

@@ -57,6 +57,8 @@ pub struct Received {
     pub authorized: bool,
     /// The exact body.
     pub body: Vec<u8>,
+    /// Its `traceparent` header, if it carried one.
+    pub traceparent: Option<String>,
 }
 
 impl Received {
@@ -257,6 +259,10 @@ async fn answer(
             path: uri.path().to_owned(),
             authorized: headers.contains_key("authorization") || headers.contains_key("x-api-key"),
             body: body.to_vec(),
+            traceparent: headers
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         });
     }
     let wire = Wire::of(uri.path());

@@ -9,6 +9,7 @@ use std::time::Duration;
 use eventsource_stream::{EventStreamError, Eventsource as _};
 use futures_util::StreamExt as _;
 use rein_run::Digest;
+use rein_run::telemetry::{TRACEPARENT, TraceContext};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use tower::ServiceExt as _;
@@ -84,6 +85,8 @@ struct Inner {
     headers: HeaderMap,
     breaker: Breaker,
     progress: Option<ProgressFn>,
+    /// Where the `traceparent` sent with each request comes from, when telemetry is on.
+    trace: Option<Arc<dyn TraceContext>>,
     /// The key and the extra headers' values, only to scrub them from error text a server
     /// might echo them in.
     secrets: Vec<String>,
@@ -195,6 +198,7 @@ impl HttpProvider {
                 headers,
                 breaker,
                 progress: None,
+                trace: None,
                 secrets,
             }),
         })
@@ -213,6 +217,27 @@ impl HttpProvider {
                 headers: inner.headers.clone(),
                 breaker: inner.breaker.clone(),
                 progress: Some(progress),
+                trace: inner.trace.clone(),
+                secrets: inner.secrets.clone(),
+            }),
+        }
+    }
+
+    /// The same provider, sending the W3C trace context of each call's `chat` span as a
+    /// `traceparent` header (see `rein::otel::Telemetry::trace_context`).
+    #[must_use]
+    pub fn with_trace_context(self, context: Arc<dyn TraceContext>) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                config: inner.config.clone(),
+                wire: inner.wire,
+                url: inner.url.clone(),
+                client: inner.client.clone(),
+                headers: inner.headers.clone(),
+                breaker: inner.breaker.clone(),
+                progress: inner.progress.clone(),
+                trace: Some(context),
                 secrets: inner.secrets.clone(),
             }),
         }
@@ -304,10 +329,12 @@ impl Inner {
 
     async fn send(&self, body: &[u8], hook: &dyn AttemptHook) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
-        let response = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
+        let mut request = self.client.post(&self.url).headers(self.headers.clone());
+        // Sent from inside the call's `chat` span: the server's work becomes its child.
+        if let Some(parent) = self.trace.as_ref().and_then(|t| t.current()) {
+            request = request.header(TRACEPARENT, parent.to_string());
+        }
+        let response = request
             .body(body.to_vec())
             .send()
             .await

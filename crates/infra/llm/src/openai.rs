@@ -101,6 +101,8 @@ pub(crate) fn body(config: &ProviderConfig, request: &ChatRequest) -> Value {
 #[derive(Deserialize)]
 struct Reply {
     #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -202,6 +204,7 @@ pub(crate) fn parse(text: &str) -> Result<ChatResponse, LlmError> {
         calls,
         usage: reply.usage.map(Usage::from).unwrap_or_default(),
         finish_reason: choice.finish_reason,
+        model: reply.model,
     })
 }
 
@@ -213,6 +216,7 @@ pub(crate) struct Stream {
     calls: Vec<(usize, String, String, String)>,
     usage: Usage,
     finish_reason: Option<String>,
+    model: Option<String>,
     done: bool,
 }
 
@@ -227,6 +231,9 @@ impl WireStream for Stream {
             .map_err(|e| LlmError::unparsable("not a chat completion chunk", data, e))?;
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
+        }
+        if chunk.model.is_some() {
+            self.model = chunk.model;
         }
         for choice in chunk.choices {
             if let Some(reason) = choice.finish_reason {
@@ -308,6 +315,7 @@ impl WireStream for Stream {
             calls,
             usage: this.usage,
             finish_reason: this.finish_reason,
+            model: this.model,
         })
     }
 }

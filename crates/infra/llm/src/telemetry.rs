@@ -9,8 +9,8 @@
 use rein_run::telemetry::{
     CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, CHAT, CONTENT_TARGET, ERROR_TYPE, FINISH_REASONS,
     INFERENCE_DETAILS, INPUT_MESSAGES, INPUT_TOKENS, OP_CHAT, OPERATION_NAME, OTEL_KIND, OTEL_NAME,
-    OTEL_STATUS_CODE, OUTPUT_MESSAGES, OUTPUT_TOKENS, PROVIDER_NAME, REQUEST_MODEL, SERVER_ADDRESS,
-    SERVER_PORT, TARGET, int,
+    OTEL_STATUS_CODE, OUTPUT_MESSAGES, OUTPUT_TOKENS, PROVIDER_NAME, REQUEST_MODEL, RESPONSE_MODEL,
+    SERVER_ADDRESS, SERVER_PORT, TARGET, int,
 };
 use tracing::Span;
 use tracing::field::Empty;
@@ -29,6 +29,7 @@ pub(crate) fn chat_span(provider: &str, model: &str, url: &str) -> Span {
         { OPERATION_NAME } = OP_CHAT,
         { PROVIDER_NAME } = provider,
         { REQUEST_MODEL } = model,
+        { RESPONSE_MODEL } = Empty,
         { SERVER_ADDRESS } = host,
         { SERVER_PORT } = i64::from(port),
         { FINISH_REASONS } = Empty,
@@ -66,6 +67,9 @@ pub(crate) fn record_outcome(span: &Span, outcome: &Result<Completion, LlmError>
             span.record(CACHE_CREATION_TOKENS, int(usage.cache_write_tokens));
             if let Some(reason) = &response.finish_reason {
                 span.record(FINISH_REASONS, reason.as_str());
+            }
+            if let Some(model) = &response.model {
+                span.record(RESPONSE_MODEL, model.as_str());
             }
             span.in_scope(|| {
                 tracing::event!(

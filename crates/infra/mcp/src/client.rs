@@ -227,7 +227,8 @@ impl Tool for McpTool {
         match self.kind {
             Kind::Tool => {}
             Kind::ReadResource => {
-                let request = catalog::read_request(&Value::Object(arguments))?;
+                let mut request = catalog::read_request(&Value::Object(arguments))?;
+                request.meta = self.link.config.tracing.meta(request.meta.take());
                 let (peer, generation) = self.link.peer().await?;
                 return match peer.read_resource(request).await {
                     Ok(result) => Ok(catalog::read_output(&result)),
@@ -235,7 +236,8 @@ impl Tool for McpTool {
                 };
             }
             Kind::GetPrompt => {
-                let request = catalog::prompt_request(&Value::Object(arguments))?;
+                let mut request = catalog::prompt_request(&Value::Object(arguments))?;
+                request.meta = self.link.config.tracing.meta(request.meta.take());
                 let (peer, generation) = self.link.peer().await?;
                 return match peer.get_prompt(request).await {
                     Ok(result) => Ok(catalog::prompt_output(&result)),
@@ -244,7 +246,9 @@ impl Tool for McpTool {
             }
         }
         let (peer, generation) = self.link.peer().await?;
-        let params = CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
+        let mut params =
+            CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
+        params.meta = self.link.config.tracing.meta(None);
         match peer.call_tool(params).await {
             Ok(result) => {
                 self.link.failures.store(0, Ordering::Relaxed);

@@ -255,6 +255,9 @@ pub struct ServerConfig {
     /// The ports answering the server's elicitation and sampling requests.
     #[serde(skip)]
     pub(crate) asks: crate::asks::Asks,
+    /// Where calls take the trace context they carry from.
+    #[serde(skip)]
+    pub(crate) tracing: crate::trace::Tracing,
 }
 
 fn default_handshake() -> Duration {
@@ -318,6 +321,7 @@ impl ServerConfig {
                 sampler: None,
                 timeout: None,
             },
+            tracing: crate::trace::Tracing::NONE,
         }
     }
 

@@ -48,6 +48,7 @@ mod offer;
 mod reason;
 mod serve;
 mod table;
+mod trace;
 
 pub use annotations::{AnnotationOverride, Hints, WideningOverride};
 pub use catalog::MAX_PAGES;

@@ -141,7 +141,15 @@ impl Link {
                     };
                     custom.insert(n, v);
                 }
-                let transport = StreamableHttpClientTransport::from_config(
+                let client =
+                    crate::trace::TracedClient::new().map_err(|e| McpError::Handshake {
+                        server: server.clone(),
+                        target: target.clone(),
+                        reason: format!("the HTTP client could not be built: {e}"),
+                        stderr: String::new(),
+                    })?;
+                let transport = StreamableHttpClientTransport::with_client(
+                    client,
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom),
                 );

@@ -10,6 +10,10 @@
 //! turns them into OpenTelemetry spans ([`Telemetry::layer`]), derives metrics from them
 //! ([`SpanMetrics`]), and exports both through a bounded queue ([`Telemetry::start`]).
 //!
+//! [`Telemetry::trace_context`] is the [`rein_run::telemetry::TraceContext`] port to hand
+//! the engine, the model providers and the MCP client: with it, model and MCP requests
+//! carry `traceparent`, and a resumed run's trace links to the one before.
+//!
 //! Content (prompts, replies, tool inputs and outputs, the reasons of decisions) is left
 //! out unless [`Content::Captured`] is asked for. Secrets are never in a span: rein does
 //! not record headers, keys or the user part of a URL.
@@ -17,6 +21,7 @@
 mod config;
 mod error;
 mod metrics;
+mod propagation;
 mod queue;
 #[cfg(feature = "receiver")]
 pub mod receiver;
@@ -27,6 +32,7 @@ pub use config::{
 };
 pub use error::{EndpointProblem, OtelError};
 pub use metrics::SpanMetrics;
+pub use propagation::SpanContexts;
 pub use telemetry::{ShutdownReport, Telemetry};
 
 /// The OpenTelemetry crates this one is built on (for a tracer provider of your own), and

@@ -22,6 +22,7 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::config::{Content, OtelConfig};
 use crate::error::OtelError;
 use crate::metrics::SpanMetrics;
+use crate::propagation::SpanContexts;
 use crate::queue::{ExportQueue, QueueBounds, QueueStats};
 
 /// rein's telemetry export: a tracer provider (rein's, exporting over OTLP/HTTP with
@@ -191,6 +192,14 @@ impl Telemetry {
         use tracing_subscriber::layer::SubscriberExt as _;
         let subscriber = tracing_subscriber::registry().with(self.layer());
         tracing::subscriber::set_global_default(subscriber).map_err(|_| OtelError::SubscriberSet)
+    }
+
+    /// The trace context port to hand the engine (`EngineBuilder::trace_context`), the
+    /// model providers and the MCP client (their `with_trace_context`): the context of the
+    /// current span as this export's layer builds it.
+    #[must_use]
+    pub fn trace_context(&self) -> Arc<dyn rein_run::telemetry::TraceContext> {
+        Arc::new(SpanContexts)
     }
 
     /// The tracer provider spans go to.
