@@ -206,7 +206,13 @@ async fn sequences_take_the_triage_agent_from_eleven_model_calls_to_four() {
         to("validate"),
         finish(),
     ];
-    let before = model_calls(one_per_reply.iter().map(|c| reply(&[c.clone()])).collect()).await;
+    let before = model_calls(
+        one_per_reply
+            .iter()
+            .map(|c| reply(std::slice::from_ref(c)))
+            .collect(),
+    )
+    .await;
     let sequences = vec![
         reply(&[to("explore"), list()]),
         reply(&[read("bug-1.md"), read("bug-2.md")]),

@@ -1,4 +1,4 @@
-//! Run with: `OPENAI_API_KEY`=… REIN_LLM_MODEL=gpt-4o-mini cargo run -p rein-examples --example triage -- REPORTS [RUN_ID]
+//! Run with: `OPENAI_API_KEY`=… REIN_LLM_MODEL=gpt-4o-mini cargo run -p rein-examples --example triage -- REPORTS [`RUN_ID`]
 //!
 //! The triage agent of `agent.rs`, driven by a model from the environment (`OPENAI_API_KEY`
 //! or `ANTHROPIC_API_KEY`, or `OPENAI_BASE_URL` for a local server, and `REIN_LLM_MODEL`):
