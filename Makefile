@@ -139,7 +139,7 @@ build-size:
 	cp Cargo.lock $(LEAN_DIR)/Cargo.lock
 	printf '%s\n' '[package]' 'name = "lean"' 'version = "0.0.0"' 'edition = "2024"' 'publish = false' \
 	  '[dependencies]' 'rein = { path = "$(CURDIR)/crates/rein" }' \
-	  'tokio = { version = "1", features = ["rt-multi-thread", "macros"] }' '[workspace]' \
+	  'tokio = { version = "1", features = ["rt-multi-thread", "macros"] }' 'serde_json = "1"' '[workspace]' \
 	  > $(LEAN_DIR)/Cargo.toml
 	cd $(LEAN_DIR) && time $(CARGO) build --profile $(LEAN_PROFILE)
 	@echo "lean: $$(cd $(LEAN_DIR) && $(CARGO) tree -e normal --prefix none | sed 's/ (.*//' | sort -u | wc -l) packages"
