@@ -127,8 +127,8 @@ bench-tools:
 	$(CARGO) bench -p rein-tools --bench tools
 
 # docs/BENCHMARKS.md, "Build size": the quickstart example on the facade's lean default, built
-# as a downstream crate builds it (its own folder, lock and target; the workspace's versions),
-# and the full CLI. Debug builds; LEAN_PROFILE=release for the release figures.
+# as a downstream crate builds it (its own folder, lock and target; the workspace's versions
+# and debug-info profile), and the full CLI. Debug builds; LEAN_PROFILE=release for release.
 LEAN_DIR := $(CURDIR)/target/lean
 LEAN_PROFILE ?= dev
 LEAN_OUT := $(if $(filter release,$(LEAN_PROFILE)),release,debug)
@@ -140,6 +140,7 @@ build-size:
 	printf '%s\n' '[package]' 'name = "lean"' 'version = "0.0.0"' 'edition = "2024"' 'publish = false' \
 	  '[dependencies]' 'rein = { path = "$(CURDIR)/crates/rein" }' \
 	  'tokio = { version = "1", features = ["rt-multi-thread", "macros"] }' 'serde_json = "1"' '[workspace]' \
+	  '[profile.dev]' 'debug = "line-tables-only"' '[profile.dev.package."*"]' 'debug = false' \
 	  > $(LEAN_DIR)/Cargo.toml
 	cd $(LEAN_DIR) && time $(CARGO) build --profile $(LEAN_PROFILE)
 	@echo "lean: $$(cd $(LEAN_DIR) && $(CARGO) tree -e normal --prefix none | sed 's/ (.*//' | sort -u | wc -l) packages"
