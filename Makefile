@@ -4,7 +4,7 @@
 CARGO ?= cargo
 SCENARIO ?= examples/scenarios/happy-path.json
 
-.PHONY: help fmt fmt-check lint doc test ci bench bench-peers bench-curves run reliability crash-test fuzz-smoke fuzz-replay
+.PHONY: help fmt fmt-check lint features doc test ci bench bench-peers bench-curves run reliability crash-test fuzz-smoke fuzz-replay
 
 # The reliability suites (docs/RELIABILITY.md): the long crash test and real fuzzing.
 CRASH_KILLS ?= 200
@@ -19,14 +19,16 @@ help:
 	@echo "make pg-stop    stop it and delete its data"
 	@echo "make pg-race    the long form of the lease-expiry race (PG_RACE_ROUNDS rounds, default 200)"
 	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
-	@echo "make ci         fmt-check, lint, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
+	@echo "make ci         fmt-check, lint, features, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
 	@echo "make package-check  cargo package --workspace --no-verify: every publishable crate packs as crates.io would take it"
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
+	@echo "make features   clippy on the facade's feature sets: none (the lean default), each feature alone, all"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
 	@echo "make browser-test  the web console in headless Chromium (installs chromium and chromium-driver when missing)"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
+	@echo "make build-size  build time and binary size of the lean facade (the quickstart) and the full CLI (LEAN_PROFILE=release)"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
 	@echo "make bench-curves W6 per step in rein and in LangGraph, drawn into docs/curves-w6.svg"
 	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
@@ -44,6 +46,19 @@ fmt-check:
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The facade's feature sets, each checked with clippy -D warnings (a check, not a build: it
+# proves the cfgs and imports line up at a fraction of the cost): no features (the lean
+# default), each feature alone, and all of them. Not every combination: each feature adds
+# one module and the dependencies only it needs, so features do not interact.
+REIN_FEATURES := llm fake-server mcp tools-shell tools-http postgres otel
+features:
+	$(CARGO) clippy -p rein --no-default-features -- -D warnings
+	@for f in $(REIN_FEATURES); do \
+		echo "$(CARGO) clippy -p rein --no-default-features --features $$f -- -D warnings"; \
+		$(CARGO) clippy -p rein --no-default-features --features $$f -- -D warnings || exit 1; \
+	done
+	$(CARGO) clippy -p rein --all-features -- -D warnings
 
 # Every publishable crate packs as crates.io would take it: manifest fields, version
 # requirements on each other (resolved against the registry index plus the workspace's own
@@ -87,6 +102,8 @@ ci:
 	@$(MAKE) --no-print-directory fmt-check
 	@echo "==> ci: lint"
 	@$(MAKE) --no-print-directory lint
+	@echo "==> ci: features (the facade with no features and with all)"
+	@$(MAKE) --no-print-directory features REIN_FEATURES=
 	@echo "==> ci: doc"
 	@$(MAKE) --no-print-directory doc
 	@echo "==> ci: test"
@@ -110,6 +127,29 @@ bench:
 bench-tools:
 	@command -v rg >/dev/null || (apt-get update && apt-get install -y ripgrep)
 	$(CARGO) bench -p rein-tools --bench tools
+
+# docs/BENCHMARKS.md, "Build size": the quickstart example on the facade's lean default, built
+# as a downstream crate builds it (its own folder, lock and target; the workspace's versions
+# and debug-info profile), and the full CLI. Debug builds; LEAN_PROFILE=release for release.
+LEAN_DIR := $(CURDIR)/target/lean
+LEAN_PROFILE ?= dev
+LEAN_OUT := $(if $(filter release,$(LEAN_PROFILE)),release,debug)
+.PHONY: build-size
+build-size:
+	rm -rf $(LEAN_DIR) && mkdir -p $(LEAN_DIR)/src
+	cp examples/quickstart.rs $(LEAN_DIR)/src/main.rs
+	cp Cargo.lock $(LEAN_DIR)/Cargo.lock
+	printf '%s\n' '[package]' 'name = "lean"' 'version = "0.0.0"' 'edition = "2024"' 'publish = false' \
+	  '[dependencies]' 'rein = { path = "$(CURDIR)/crates/rein" }' \
+	  'tokio = { version = "1", features = ["rt-multi-thread", "macros"] }' 'serde_json = "1"' '[workspace]' \
+	  '[profile.dev]' 'debug = "line-tables-only"' '[profile.dev.package."*"]' 'debug = false' \
+	  > $(LEAN_DIR)/Cargo.toml
+	cd $(LEAN_DIR) && time $(CARGO) build --profile $(LEAN_PROFILE)
+	@echo "lean: $$(cd $(LEAN_DIR) && $(CARGO) tree -e normal --prefix none | sed 's/ (.*//' | sort -u | wc -l) packages"
+	ls -l $(LEAN_DIR)/target/$(LEAN_OUT)/lean
+	time $(CARGO) build -p rein-cli --profile $(LEAN_PROFILE)
+	@echo "cli: $$($(CARGO) tree -p rein-cli -e normal --prefix none | sed 's/ (.*//' | sort -u | wc -l) packages"
+	ls -l target/$(LEAN_OUT)/rein
 
 # W1 in rein and as a LangGraph StateGraph (pinned in bench-peers/requirements.txt).
 PEERS_VENV := bench-peers/.venv

@@ -60,12 +60,36 @@
 //! [`policy`] (eligibility, transitions, budgets, approvals, what a violation does),
 //! [`ledger`] (entries, verification, replay), [`store`] (stores and artifacts),
 //! [`resilience`], [`clock`] (time and ids), [`tool`], [`tools`] (built-in tools),
-//! [`shell`], [`mcp`], [`llm`], [`layer`]. [`prelude`] imports the everyday names at once.
+//! [`layer`], and, with their features, `shell`, `mcp`, `llm`, `postgres` and `otel`.
+//! [`prelude`] imports the everyday names at once.
+//!
+//! # Features
+//! The default build is the lean core: the engine with its policies, resilience stack and
+//! ledger, the scripted and mock planners, the file tools and skills, and the memory and
+//! filesystem stores. It compiles no HTTP client, TLS stack, MCP SDK or database driver.
+//! Each feature adds one integration and only the dependencies it needs:
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `llm` | `rein::llm`: model providers (OpenAI-compatible, Anthropic) and the LLM planner |
+//! | `fake-server` | `rein::llm::fake`: the loopback fake model server, for tests (turns on `llm`) |
+//! | `mcp` | `rein::mcp`: MCP servers' tools as governed tools, and serving rein's over MCP |
+//! | `tools-shell` | `rein::shell`: the built-in `shell.run` tool and its guard |
+//! | `tools-http` | `rein::tools::HttpFetch`: the built-in `http.fetch` tool |
+//! | `postgres` | `rein::postgres`: stores in `PostgreSQL`, shared by many engines |
+//! | `otel` | `rein::otel`: OpenTelemetry export of rein's spans and metrics |
+//! | `full` | all of the above but `fake-server` (what the `rein` CLI is built with) |
+//!
+//! ```toml
+//! rein = { version = "0.1", features = ["llm"] }
+//! ```
 //!
 //! # Durability
 //! [`EngineBuilder::filesystem`] keeps runs, ledgers (append-only JSONL) and artifacts under
 //! a directory; [`Engine::resume`] continues a run after a restart. A tool call that was in
 //! flight when the process died is retried only if the tool is idempotent.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod fn_tool;
 mod typed_tool;
@@ -256,8 +280,10 @@ pub mod store {
     };
 }
 
-/// The `PostgreSQL` stores: runs, ledgers and artifacts in one database shared by many
-/// engines, with run leases and fencing tokens (docs/POSTGRES.md).
+/// The `PostgreSQL` stores (feature `postgres`): runs, ledgers and artifacts in one database
+/// shared by many engines, with run leases and fencing tokens (docs/POSTGRES.md).
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use rein_postgres as postgres;
 
 /// How a tool call runs: bulkhead, timeout, circuit breaker, retries (idempotent tools
@@ -315,8 +341,9 @@ pub mod tool {
     };
 }
 
-/// Built-in tools (files and search, `http.fetch`, `skill.load`; `shell.run` is in [`shell`]), each
-/// confined to a [`Workspace`](tools::Workspace), and skill loading.
+/// Built-in tools (files and search, `skill.load`; `http.fetch` with the feature `tools-http`;
+/// `shell.run` is in `shell`, feature `tools-shell`), each confined to a
+/// [`Workspace`](tools::Workspace), and skill loading.
 ///
 /// ```
 /// use rein::tools::{FsOp, FsTool, Workspace};
@@ -333,19 +360,28 @@ pub mod tool {
 pub mod tools {
     #[doc(inline)]
     pub use rein_tools::{
-        FsError, FsOp, FsTool, HttpConfig, HttpError, HttpFetch, MAX_EDIT_BYTES,
-        MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES, MAX_NAME_BYTES, MAX_PATH_BYTES,
-        MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError, SkillLoad, SkillLoadError,
-        Workspace, WorkspaceError, check_relative_path, load_skills, parse_skill,
+        FsError, FsOp, FsTool, MAX_EDIT_BYTES, MAX_FRONT_MATTER_BRACKETS, MAX_LIST_ENTRIES,
+        MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_READ_BYTES, MAX_RESULTS, MAX_SKILL_BYTES, PathError,
+        SkillLoad, SkillLoadError, Workspace, WorkspaceError, check_relative_path, load_skills,
+        parse_skill,
     };
+    /// The built-in `http.fetch` tool (feature `tools-http`).
+    #[cfg(feature = "tools-http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tools-http")))]
+    #[doc(inline)]
+    pub use rein_tools::{HttpConfig, HttpError, HttpFetch};
 }
 
-/// A guard for tools that run commands (the built-in `shell.run` uses it).
+/// The built-in `shell.run` tool, and a guard for tools that run commands (feature
+/// `tools-shell`).
+#[cfg(feature = "tools-shell")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools-shell")))]
 #[doc(inline)]
 pub use rein_tools::shell;
 
-/// MCP: the tools of any MCP server, imported as governed tools (`SERVER.TOOL`, hints mapped
-/// onto [`Annotations`], missing hints taking MCP's cautious defaults).
+/// MCP (feature `mcp`): the tools of any MCP server, imported as governed tools
+/// (`SERVER.TOOL`, hints mapped onto [`Annotations`], missing hints taking MCP's cautious
+/// defaults), and rein's tools served over MCP.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -357,6 +393,8 @@ pub use rein_tools::shell;
 /// }
 /// # Ok(()) }
 /// ```
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp {
     #[doc(inline)]
     pub use rein_mcp::{
@@ -368,7 +406,7 @@ pub mod mcp {
     pub use rein_tool::BoxFuture;
 }
 
-/// Model providers and the LLM planner (feature `llm`, on by default): OpenAI-compatible
+/// Model providers and the LLM planner (feature `llm`): OpenAI-compatible
 /// Chat Completions and Anthropic Messages, streamed or not, with retries, a breaker and
 /// typed, bounded errors. The loopback fake server is behind the `fake-server` feature.
 ///
@@ -401,19 +439,21 @@ pub mod mcp {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "llm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm {
     #[doc(inline)]
     pub use rein_llm::{
         Api, CassetteRecorder, ChatRequest, ChatResponse, Compaction, Completion, ControlFunction,
-        DynProvider, EnvError, FallbackProvider, FunctionCall, FunctionDef, HeaderSource,
-        HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, ModelPrices, NameError, NameMap,
-        Prices, PricesShape, ProgressFn, PromptConfig, Provider, ProviderConfig, Rate, Recorded,
-        Replayer, StreamProgress, UnpricedModel, Usage, build_request, estimate_tokens,
-        function_name, rebuild_request, request_body,
+        DEFAULT_SYSTEM_PROMPT, DynProvider, EnvError, FallbackProvider, FunctionCall, FunctionDef,
+        HeaderSource, HttpProvider, LlmConfig, LlmError, LlmPlanner, Message, ModelPrices,
+        NameError, NameMap, Prices, PricesShape, ProgressFn, PromptConfig, Provider,
+        ProviderConfig, Rate, Recorded, Replayer, StreamProgress, UnpricedModel, Usage,
+        build_request, estimate_tokens, function_name, rebuild_request, request_body,
     };
 
     /// The loopback fake model server (feature `fake-server`).
     #[cfg(feature = "fake-server")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fake-server")))]
     pub use rein_llm::fake;
 }
 
@@ -487,6 +527,7 @@ pub mod layer {
 /// # }
 /// ```
 #[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel {
     #[doc(inline)]
     pub use rein_otel::{

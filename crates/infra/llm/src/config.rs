@@ -82,19 +82,29 @@ const fn default_max_depth() -> usize {
     32
 }
 
-/// The default system prompt.
+/// The default system prompt: how rein runs the model, and that a reply may do several
+/// things, so a run takes as few model calls as it can (DESIGN §7, sequence decisions).
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are the planner of an agent run governed by rein. \
 Each reply calls functions: tools to gather evidence or act, `transition` to move to another \
 state, `finish` when the goal is met, `fail` when it cannot be met, or `ask_human` when only a \
-person can answer. One reply may do several things in order (move to a state and call its \
-tools, or call tools and then `finish`); rein applies them in that order, checks each against \
-its policies, stops at the first it refuses and tells you why; then choose differently.";
+person can answer. Every reply is a model call, so make each one do all it can: one reply may \
+call several functions, applied in order. Move to a state and call its tools in the same reply; \
+call together every tool whose input you already know; and when the calls left cannot change \
+your answer, make them and then `transition` and `finish` in that same reply. rein checks each \
+call against its policies, stops at the first it refuses and tells you why; then choose \
+differently.";
 
 /// How prompts are built and compacted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromptConfig {
-    /// The system prompt.
+    /// What the team tells its agent (its task, its style), sent first in the system prompt,
+    /// before [`system`](Self::system); empty by default. Set it rather than `system`, so
+    /// the model keeps being told how rein runs it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instructions: String,
+    /// The system prompt rein sends after the [`instructions`](Self::instructions): how
+    /// the run works and what the functions do (default [`DEFAULT_SYSTEM_PROMPT`]).
     #[serde(default = "default_system")]
     pub system: String,
     /// Above this estimated prompt size (tokens), older tool I/O is compacted; none: never
@@ -112,10 +122,31 @@ pub struct PromptConfig {
 impl Default for PromptConfig {
     fn default() -> Self {
         Self {
+            instructions: String::new(),
             system: default_system(),
             max_prompt_tokens: None,
             keep_last: default_keep_last(),
             max_item_chars: default_max_item_chars(),
+        }
+    }
+}
+
+impl PromptConfig {
+    /// The system prompt as sent: the [`instructions`](Self::instructions), when there are
+    /// any, then [`system`](Self::system).
+    ///
+    /// ```
+    /// use rein_llm::{DEFAULT_SYSTEM_PROMPT, PromptConfig};
+    /// let config = PromptConfig { instructions: "You triage bug reports.".into(), ..PromptConfig::default() };
+    /// assert_eq!(config.system_prompt(), format!("You triage bug reports.\n\n{DEFAULT_SYSTEM_PROMPT}"));
+    /// assert_eq!(PromptConfig::default().system_prompt(), DEFAULT_SYSTEM_PROMPT);
+    /// ```
+    #[must_use]
+    pub fn system_prompt(&self) -> String {
+        if self.instructions.is_empty() {
+            self.system.clone()
+        } else {
+            format!("{}\n\n{}", self.instructions, self.system)
         }
     }
 }

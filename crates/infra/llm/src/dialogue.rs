@@ -479,7 +479,7 @@ fn status(request: &PlanRequest<'_>, step: u32, state: State) -> String {
         .collect();
     format!(
         "Step {step}: the run is in `{state}` ({}). {tools} From here it may move to: {}. \
-         Call the functions you need now.",
+         Call the functions you need now, several in one reply where you can.",
         state_guidance(state),
         next.join(", ")
     )

@@ -185,7 +185,9 @@ impl LlmPlanner {
 
 impl LlmPlanner {
     /// The same planner with another system prompt (default:
-    /// [`DEFAULT_SYSTEM_PROMPT`](crate::DEFAULT_SYSTEM_PROMPT)).
+    /// [`DEFAULT_SYSTEM_PROMPT`](crate::DEFAULT_SYSTEM_PROMPT)). It replaces what rein tells
+    /// the model about the run and its functions; to give the model a task or a style, use
+    /// [`with_instructions`](Self::with_instructions), which keeps it.
     ///
     /// ```no_run
     /// use rein_llm::{HttpProvider, LlmConfig, LlmPlanner, ModelPrices, Prices};
@@ -201,6 +203,24 @@ impl LlmPlanner {
     #[must_use]
     pub fn with_system_prompt(mut self, system: impl Into<String>) -> Self {
         self.config.prompt.system = system.into();
+        self
+    }
+
+    /// The same planner with the team's instructions for its agent, sent before rein's
+    /// system prompt ([`PromptConfig::instructions`](crate::PromptConfig::instructions)).
+    ///
+    /// ```no_run
+    /// use rein_llm::{DEFAULT_SYSTEM_PROMPT, HttpProvider, LlmConfig, LlmPlanner};
+    /// let planner = LlmPlanner::new(HttpProvider::from_env()?, LlmConfig::default())
+    ///     .with_instructions("You triage support tickets. Be brief.");
+    /// let sent = planner.config().prompt.system_prompt();
+    /// assert!(sent.starts_with("You triage support tickets. Be brief.\n\n"));
+    /// assert!(sent.ends_with(DEFAULT_SYSTEM_PROMPT));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.prompt.instructions = instructions.into();
         self
     }
 

@@ -40,7 +40,8 @@ pub enum Compaction {
 
 /// Builds the request for the step in `request` (its first model call).
 ///
-/// The system prompt is [`PromptConfig::system`], followed, when the request offers skills,
+/// The system prompt is [`PromptConfig::system_prompt`] (the team's instructions, then
+/// rein's [`PromptConfig::system`]), followed, when the request offers skills,
 /// by a list of their names and descriptions. The messages are the model's dialogue: the
 /// goal (with the body of every skill the goal triggers), then each reply the request's
 /// [`dialogue`](PlanRequest::dialogue) records as an assistant turn, its calls answered
@@ -81,7 +82,7 @@ pub(crate) fn build_request_with_skills<'a>(
     compaction: Compaction,
 ) -> Built<'a> {
     let functions = functions(request);
-    let system = with_skills(&config.system, request.skills());
+    let system = with_skills(&config.system_prompt(), request.skills());
     let (messages, skills, _) = dialogue::messages(config, request, so_far, false);
     let full = ChatRequest {
         system,
