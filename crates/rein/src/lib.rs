@@ -399,8 +399,9 @@ pub mod mcp {
     #[doc(inline)]
     pub use rein_mcp::{
         AnnotationOverride, Governor, Hints, ImportedTool, MAX_PAGES, McpError, McpServer, McpTool,
-        Progress, Refusal, ServeError, ServedPrompt, ServedResource, ServerConfig, ServerName,
-        ServerNameError, Session, TOOLS_PAGE, Transport, WideningOverride, serve_http, serve_stdio,
+        OAuth, OAuthError, Progress, Refusal, ServeError, ServedPrompt, ServedResource,
+        ServerConfig, ServerName, ServerNameError, Session, TOOLS_PAGE, Transport,
+        WideningOverride, login, serve_http, serve_stdio,
     };
     /// The boxed future [`Governor`] and [`Session`] return.
     pub use rein_tool::BoxFuture;

@@ -1,4 +1,4 @@
-//! The arguments of `rein mcp …` (`list`, `serve`); what they do is in the `mcp` command.
+//! The arguments of `rein mcp …` (`list`, `serve`, `login`); what they do is in the `mcp` command.
 
 use std::path::PathBuf;
 
@@ -43,6 +43,32 @@ pub(crate) enum McpCommand {
     /// when the client asks for it).
     #[command(after_help = SERVE_AFTER)]
     Serve(ServeArgs),
+    /// Log in to an MCP server of a scenario with OAuth 2.1, once: rein discovers the
+    /// server's authorization server, registers itself as a client, prints the login URL to
+    /// open in a browser and waits for the redirect on a loopback port (PKCE, a checked
+    /// state), then keeps the tokens in the server's token file (mode 0600). Runs afterwards
+    /// are headless: the token is refreshed when it is about to expire.
+    #[command(after_help = LOGIN_AFTER)]
+    Login(LoginArgs),
+}
+
+const LOGIN_AFTER: &str = "\
+Examples:
+  rein mcp login --scenario my-scenario.json docs
+  (the scenario's entry) {\"kind\": \"mcp\", \"server\": \"docs\", \"url\": \"https://mcp.example.com/mcp\",
+                          \"oauth\": {\"scopes\": [\"read\"]}}
+
+Exit codes: 0 logged in, 2 bad input (the scenario, a server without \"oauth\", a failed login: the message says why).";
+
+/// `rein mcp login`.
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// The scenario file naming the server, its URL and its `oauth`.
+    #[arg(long, value_name = "SCENARIO")]
+    pub(crate) scenario: PathBuf,
+    /// The server's name in the scenario.
+    #[arg(value_name = "SERVER")]
+    pub(crate) server: String,
 }
 
 const SERVE_AFTER: &str = "\

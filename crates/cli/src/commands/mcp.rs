@@ -10,7 +10,7 @@ use rein::{State, ToolSpec, Value, json};
 
 use super::mcp_serve::{Bridge, BridgePlanner, EngineGovernor, serve_violations};
 use super::{build_error, checked_scenario};
-use crate::cli::mcp::{ListArgs, McpCommand, ServeArgs};
+use crate::cli::mcp::{ListArgs, LoginArgs, McpCommand, ServeArgs};
 use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::scenario::{self, Setup};
@@ -20,7 +20,44 @@ pub(crate) async fn dispatch(command: McpCommand) -> CliResult {
     match command {
         McpCommand::List(args) => list(args).await,
         McpCommand::Serve(args) => serve(args).await,
+        McpCommand::Login(args) => login(args).await,
     }
+}
+
+async fn login(args: LoginArgs) -> CliResult {
+    let loaded = scenario::load(&args.scenario)?;
+    let checked = scenario::check(&loaded, &Setup::default())?;
+    let workspace = checked.scenario.workspace.as_deref();
+    let Some(config) = checked
+        .scenario
+        .tools
+        .iter()
+        .filter_map(|def| scenario::mcp::config(def, workspace))
+        .find(|config| config.name().as_str() == args.server)
+    else {
+        return Err(CliError::bad_input(format!(
+            "{}: no MCP server `{}` in it; name one of its {{\"kind\": \"mcp\", \"server\": …}} entries",
+            args.scenario.display(),
+            args.server
+        )));
+    };
+    rein::mcp::login(&config, |page| {
+        eprintln!(
+            "rein mcp login: open this page to log in to `{}`:\n{page}",
+            args.server
+        );
+    })
+    .await
+    .map_err(|e| CliError::bad_input(e.to_string()))?;
+    let token_file = config
+        .oauth()
+        .map(|o| o.token_file().display().to_string())
+        .unwrap_or_default();
+    println!(
+        "logged in to `{}`; its tokens are in {token_file}",
+        args.server
+    );
+    Ok(Exit::Ok)
 }
 
 async fn serve(args: ServeArgs) -> CliResult {

@@ -11,11 +11,11 @@
 //! stored (see `secrets.rs`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rein::EngineBuilder;
-use rein::mcp::{AnnotationOverride, McpServer, ServerConfig, ServerName, Transport};
+use rein::mcp::{AnnotationOverride, McpServer, OAuth, ServerConfig, ServerName, Transport};
 
 use super::model::{ElicitFrom, Scenario, SecretValue, ToolDef, ToolKind};
 use super::paths::ToolProblem;
@@ -50,7 +50,7 @@ pub(crate) fn check(
             path.key(field),
             format!("`{field}` does not apply to an MCP server's tools"),
             Some(
-                "an MCP tool entry takes server, command (env, cwd) or url (headers), handshake_timeout_ms, overrides, exclude, elicitation",
+                "an MCP tool entry takes server, command (env, cwd) or url (headers, oauth), handshake_timeout_ms, overrides, exclude, elicitation",
             ),
         ));
     }
@@ -84,12 +84,17 @@ pub(crate) fn check(
                     Some("give the program and its arguments, e.g. [\"node\", \"server.js\"]"),
                 ));
             }
-            if def.headers.is_some() {
-                return Err((
-                    path.key("headers"),
-                    "`headers` applies to a server reached by \"url\"".to_owned(),
-                    None,
-                ));
+            for (field, set) in [
+                ("headers", def.headers.is_some()),
+                ("oauth", def.oauth.is_some()),
+            ] {
+                if set {
+                    return Err((
+                        path.key(field),
+                        format!("`{field}` applies to a server reached by \"url\""),
+                        None,
+                    ));
+                }
             }
             let cwd = def
                 .cwd
@@ -121,6 +126,19 @@ pub(crate) fn check(
                     ));
                 }
             }
+            if let Some(oauth) = &mut def.oauth {
+                let file = match oauth.token_file.as_deref() {
+                    Some(file) => dir.join(file),
+                    None => default_token_file(server).ok_or_else(|| {
+                        (
+                            path.key("oauth"),
+                            "neither XDG_CONFIG_HOME nor HOME is set, so the OAuth token file has no default place".to_owned(),
+                            Some("give \"oauth\": {\"token_file\": \"PATH\"} (a file of its own, outside the workspace and the data directory)"),
+                        )
+                    })?,
+                };
+                oauth.token_file = Some(file);
+            }
         }
     }
     check_values(def.env.as_ref(), "env", server, path)?;
@@ -137,6 +155,25 @@ pub(crate) fn check(
         }
     }
     Ok((format!("{server}.*"), "server"))
+}
+
+/// Where a server's OAuth tokens are kept when the scenario does not say: the user's
+/// configuration folder, never the workspace or the data directory.
+fn default_token_file(server: &str) -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(
+        config
+            .join("rein")
+            .join("tokens")
+            .join(format!("{server}.json")),
+    )
 }
 
 /// Whether a call of `tool` is provided by an MCP server of the scenario (`names` has the
@@ -168,6 +205,11 @@ pub(crate) fn config(def: &ToolDef, workspace: Option<&Path>) -> Option<ServerCo
     let mut config = ServerConfig::new(name, transport);
     if let Some(ms) = def.handshake_timeout_ms {
         config = config.with_handshake_timeout(Duration::from_millis(ms));
+    }
+    if let Some(oauth) = &def.oauth {
+        let file = oauth.token_file.clone()?;
+        config =
+            config.with_oauth(OAuth::new(file).with_scopes(oauth.scopes.iter().flatten().cloned()));
     }
     for (tool, value) in def.overrides.iter().flatten() {
         let Ok(o) = serde_json::from_value::<AnnotationOverride>(value.clone()) else {

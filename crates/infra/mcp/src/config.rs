@@ -252,6 +252,9 @@ pub struct ServerConfig {
     /// The directories the server may work in, answered to its `roots/list`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     roots: Vec<PathBuf>,
+    /// OAuth 2.1 for a streamable HTTP server: where its tokens are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    oauth: Option<crate::oauth::OAuth>,
     /// The ports answering the server's elicitation and sampling requests.
     #[serde(skip)]
     pub(crate) asks: crate::asks::Asks,
@@ -316,6 +319,7 @@ impl ServerConfig {
             tools: BTreeMap::new(),
             exclude: Vec::new(),
             roots: Vec::new(),
+            oauth: None,
             asks: crate::asks::Asks {
                 elicitor: None,
                 sampler: None,
@@ -378,6 +382,20 @@ impl ServerConfig {
     #[must_use]
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
+    }
+
+    /// Authorizes rein to this streamable HTTP server with OAuth 2.1, its tokens kept as
+    /// `oauth` says (log in once with [`crate::login`]; connecting refreshes the token).
+    #[must_use]
+    pub fn with_oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// How rein authorizes itself with OAuth 2.1, if it does.
+    #[must_use]
+    pub const fn oauth(&self) -> Option<&crate::oauth::OAuth> {
+        self.oauth.as_ref()
     }
 
     /// The server's name in rein.

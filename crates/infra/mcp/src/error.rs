@@ -11,6 +11,9 @@ use crate::{ServerName, annotations::WideningOverride};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
+    /// OAuth could not give rein a token for the server.
+    #[error(transparent)]
+    OAuth(#[from] crate::oauth::OAuthError),
     /// The stdio command is empty.
     #[error(
         "mcp server `{server}` has an empty `command`; give the program and its arguments, e.g. [\"node\", \"server.js\"]"
@@ -204,6 +207,7 @@ impl McpError {
             | Self::Widening { server, .. }
             | Self::UnknownTool { server, .. }
             | Self::Name { server, .. } => server,
+            Self::OAuth(e) => e.server(),
         }
     }
 }

@@ -94,6 +94,9 @@ impl Link {
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();
         let (handshake, pid) = match self.config.transport() {
+            Transport::Stdio { .. } if self.config.oauth().is_some() => {
+                return Err(crate::oauth::OAuthError::NotHttp { server }.into());
+            }
             Transport::Stdio { command, env, cwd } => {
                 let Some((program, args)) = command.split_first() else {
                     return Err(McpError::EmptyCommand { server });
@@ -148,11 +151,14 @@ impl Link {
                         reason: format!("the HTTP client could not be built: {e}"),
                         stderr: String::new(),
                     })?;
-                let transport = StreamableHttpClientTransport::with_client(
-                    client,
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom),
-                );
+                let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                // Read (and refreshed when about to expire) at every connection, so a
+                // reconnect after the token expired carries a fresh one.
+                if let Some(token) = crate::oauth::access_token(&self.config).await? {
+                    http = http.auth_header(token);
+                }
+                let transport = StreamableHttpClientTransport::with_client(client, http);
                 (boxed(handler.serve(transport)), None)
             }
         };

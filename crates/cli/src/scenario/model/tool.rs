@@ -70,6 +70,10 @@ pub(crate) struct ToolDef {
     /// Extra HTTP headers for the MCP endpoint, each literal or `{"from_env": "NAME"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) headers: Option<BTreeMap<String, SecretValue>>,
+    /// OAuth 2.1 for the MCP endpoint: where its tokens are kept (log in once with
+    /// `rein mcp login`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) oauth: Option<OAuthDef>,
     /// How long the MCP handshake and first listing may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) handshake_timeout_ms: Option<u64>,
@@ -88,6 +92,19 @@ pub(crate) struct ToolDef {
     /// The configuration of the built-in `http.fetch` (no hosts when absent: nothing allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) http: Option<HttpDef>,
+}
+
+/// OAuth 2.1 for an MCP server reached by URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OAuthDef {
+    /// The file its tokens are kept in (relative to the scenario file; default
+    /// `$XDG_CONFIG_HOME/rein/tokens/SERVER.json`, or `~/.config/rein/tokens/SERVER.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// The scopes asked for at login (default: what the server advertises).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) scopes: Option<Vec<String>>,
 }
 
 /// Who answers an MCP server's elicitation requests, and how long a tool call waits.
