@@ -10,7 +10,6 @@
 //! headless: the access token is read from the file, and refreshed (and the file rewritten)
 //! when it is about to expire, so a worker needs no person.
 
-use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -430,19 +429,13 @@ fn describe(error: &AuthError) -> String {
 
 /// The token file as rmcp's credential store: read on every token request (so a login in
 /// another process is seen), written whole through a temporary file and a rename, mode
-/// 0600 in a folder of mode 0700.
+/// 0600 in a folder of mode 0700. It holds no token: tokens are read when asked for.
+#[derive(Debug)]
 struct TokenFile {
     server: ServerName,
     path: PathBuf,
 }
 
-impl fmt::Debug for TokenFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenFile")
-            .field("path", &self.path)
-            .finish()
-    }
-}
 
 impl TokenFile {
     /// The store of `path`, refused when the file exists and others may read it.
