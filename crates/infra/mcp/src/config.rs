@@ -254,7 +254,7 @@ pub struct ServerConfig {
     roots: Vec<PathBuf>,
     /// OAuth 2.1 for a streamable HTTP server: where its tokens are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    oauth: Option<crate::oauth::OAuth>,
+    oauth: Option<crate::oauth_config::OAuth>,
     /// The ports answering the server's elicitation and sampling requests.
     #[serde(skip)]
     pub(crate) asks: crate::asks::Asks,
@@ -387,14 +387,14 @@ impl ServerConfig {
     /// Authorizes rein to this streamable HTTP server with OAuth 2.1, its tokens kept as
     /// `oauth` says (log in once with [`crate::login`]; connecting refreshes the token).
     #[must_use]
-    pub fn with_oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+    pub fn with_oauth(mut self, oauth: crate::oauth_config::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
     }
 
     /// How rein authorizes itself with OAuth 2.1, if it does.
     #[must_use]
-    pub const fn oauth(&self) -> Option<&crate::oauth::OAuth> {
+    pub const fn oauth(&self) -> Option<&crate::oauth_config::OAuth> {
         self.oauth.as_ref()
     }
 

@@ -13,7 +13,7 @@ use crate::{ServerName, annotations::WideningOverride};
 pub enum McpError {
     /// OAuth could not give rein a token for the server.
     #[error(transparent)]
-    OAuth(#[from] crate::oauth::OAuthError),
+    OAuth(#[from] crate::oauth_error::OAuthError),
     /// The stdio command is empty.
     #[error(
         "mcp server `{server}` has an empty `command`; give the program and its arguments, e.g. [\"node\", \"server.js\"]"

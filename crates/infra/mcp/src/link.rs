@@ -95,7 +95,7 @@ impl Link {
         let target = self.config.transport().to_string();
         let (handshake, pid) = match self.config.transport() {
             Transport::Stdio { .. } if self.config.oauth().is_some() => {
-                return Err(crate::oauth::OAuthError::NotHttp { server }.into());
+                return Err(crate::oauth_error::OAuthError::NotHttp { server }.into());
             }
             Transport::Stdio { command, env, cwd } => {
                 let Some((program, args)) = command.split_first() else {
