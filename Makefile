@@ -219,9 +219,11 @@ fuzz-replay:
 # pin reinstalls. `make test` runs this first.
 .PHONY: mcp-servers
 MCP_DIR := $(CURDIR)/target/mcp
-MCP_NPM := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
+# The TypeScript SDK is pinned too: its example server with a demo authorization server
+# (`simpleStreamableHttp.js --oauth`) is what the OAuth tests log in to.
+MCP_NPM := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/sdk@1.32.2
 MCP_PY := mcp==2.3.0
-MCP_STAMP := $(MCP_DIR)/installed-everything-2026.8.31-filesystem-2026.8.31-py-mcp-2.3.0
+MCP_STAMP := $(MCP_DIR)/installed-everything-2026.8.31-filesystem-2026.8.31-sdk-1.32.2-py-mcp-2.3.0
 mcp-servers: $(MCP_STAMP)
 $(MCP_STAMP):
 	@command -v npm >/dev/null || { echo "mcp-servers: npm (Node.js 18+) is needed to install the reference MCP servers" >&2; exit 1; }
