@@ -18,8 +18,8 @@ use rein::otel::tracing_subscriber::util::SubscriberInitExt as _;
 use rein::otel::{Content, OtelConfig, SpanContexts, Telemetry, TraceParent};
 use rein::policy::OnViolation;
 use rein::{
-    Annotations, ApprovalPolicy, Decision, DenyApprover, Engine, RunStatus, ScriptStep,
-    ScriptedPlanner, State, json,
+    Annotations, ApprovalPolicy, Decision, DenyApprover, Engine, PlanRequest, Planner,
+    PlannerError, RunStatus, ScriptStep, ScriptedPlanner, State, json,
 };
 use rein_llm::fake::{Call, FakeServer, Reply};
 use rein_otel::receiver::{Receiver, attribute, proto};
@@ -489,5 +489,48 @@ async fn without_a_trace_context_no_trace_is_recorded() {
             .entries()
             .iter()
             .all(|e| !matches!(e.event(), EntryKind::TraceStarted { .. }))
+    );
+}
+
+/// Walks intake → explore → decide and finishes, whatever the run (a conversation's runs
+/// share it).
+struct Walker;
+
+impl Planner for Walker {
+    async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
+        Ok(match request.state() {
+            State::Intake => Decision::transition(State::Explore, "look"),
+            State::Explore => Decision::transition(State::Decide, "answer"),
+            _ => Decision::finish("answered", json!(request.goal())),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_follow_ups_drive_carries_its_conversations_first_run_as_the_conversation_id() {
+    let engine = Engine::builder().planner(Walker).build().expect("engine");
+    let first = engine.run("one").await.expect("the first run");
+    let second = engine
+        .follow_up(first.id(), "two")
+        .await
+        .expect("starts")
+        .await
+        .expect("the second run");
+    let (receiver, third) = exported(Content::Omitted, async {
+        engine
+            .follow_up(second.id(), "three")
+            .await
+            .expect("starts")
+            .await
+            .expect("the third run")
+    })
+    .await;
+    let spans = receiver.spans();
+    let root = one(&spans, "invoke_agent rein");
+    assert_eq!(attr(root, names::RUN_ID), Some(third.id().to_string()));
+    assert_eq!(
+        attr(root, names::CONVERSATION_ID),
+        Some(first.id().to_string()),
+        "the conversation is named by its first run"
     );
 }

@@ -234,7 +234,13 @@ impl Driver {
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
     pub(crate) async fn drive(mut self) -> Result<Run, EngineError> {
-        let span = crate::telemetry::run_span(&self.rec.proj.run, self.rec.log.len() > 1);
+        // A follow-up's drives share its conversation's id: the first run's.
+        let conversation = self
+            .conversation
+            .first()
+            .map_or_else(|| self.rec.proj.run.id(), |first| first.run.id());
+        let span =
+            crate::telemetry::run_span(&self.rec.proj.run, conversation, self.rec.log.len() > 1);
         // Stop requests from other processes reach the run through its abort and stop
         // signals, for as long as it is driven here.
         let _watch = self.watch_stop_requests();

@@ -22,7 +22,7 @@ use rein_run::telemetry::{
     STEP_NUMBER, TARGET, TOOL_CALL_ARGUMENTS, TOOL_CALL_ID, TOOL_CALL_RESULT, TOOL_NAME,
     TOOL_OUTCOME, VIOLATION,
 };
-use rein_run::{Run, RunStatus, State};
+use rein_run::{Run, RunId, RunStatus, State};
 use rein_tool::{ToolError, ToolName};
 use tracing::Span;
 use tracing::field::Empty;
@@ -31,8 +31,9 @@ use tracing::field::Empty;
 const AGENT: &str = "rein";
 
 /// The span of one drive of a run (`invoke_agent rein`). `resumed`: the run had been
-/// driven before (its trace is a new one; the conversation id, the run's id, ties them).
-pub(crate) fn run_span(run: &Run, resumed: bool) -> Span {
+/// driven before (its trace is a new one; the conversation id ties them). `conversation`:
+/// the id of the conversation's first run — the run's own unless it follows up on another.
+pub(crate) fn run_span(run: &Run, conversation: &RunId, resumed: bool) -> Span {
     tracing::info_span!(
         target: TARGET,
         INVOKE_AGENT,
@@ -40,7 +41,7 @@ pub(crate) fn run_span(run: &Run, resumed: bool) -> Span {
         { OTEL_KIND } = "internal",
         { OPERATION_NAME } = OP_INVOKE_AGENT,
         { AGENT_NAME } = AGENT,
-        { CONVERSATION_ID } = %run.id(),
+        { CONVERSATION_ID } = %conversation,
         { RUN_ID } = %run.id(),
         // Recorded once, when the drive ends: a field recorded twice is exported twice.
         { STATE } = Empty,
