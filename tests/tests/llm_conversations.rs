@@ -12,6 +12,7 @@ use rein::policy::OnViolation;
 use rein::{Annotations, Engine, RunStatus, json};
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::Value;
+use support::dialogue::turns_with_results;
 use support::{echo, gated};
 
 const MODES: [(Api, bool); 4] = [
@@ -48,54 +49,10 @@ fn engine(api: Api, stream: bool, server: &FakeServer, tool: rein::FnTool) -> En
 /// The function names of each assistant turn of a request, each turn checked to be
 /// answered, id for id and in order, by the results right after it.
 fn answered_turns(api: Api, body: &Value) -> Vec<Vec<String>> {
-    let messages = body["messages"].as_array().expect("messages");
-    let mut turns = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m["role"] != "assistant" {
-            continue;
-        }
-        let (calls, answered): (Vec<(String, String)>, Vec<String>) = match api {
-            Api::OpenAi => (
-                m["tool_calls"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let id = c["id"].as_str().unwrap().to_owned();
-                        (id, c["function"]["name"].as_str().unwrap().to_owned())
-                    })
-                    .collect(),
-                messages[i + 1..]
-                    .iter()
-                    .take_while(|n| n["role"] == "tool")
-                    .map(|n| n["tool_call_id"].as_str().unwrap().to_owned())
-                    .collect(),
-            ),
-            Api::Anthropic => (
-                m["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|b| b["type"] == "tool_use")
-                    .map(|b| {
-                        let id = b["id"].as_str().unwrap().to_owned();
-                        (id, b["name"].as_str().unwrap().to_owned())
-                    })
-                    .collect(),
-                messages[i + 1]["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .take_while(|b| b["type"] == "tool_result")
-                    .map(|b| b["tool_use_id"].as_str().unwrap().to_owned())
-                    .collect(),
-            ),
-        };
-        let ids: Vec<String> = calls.iter().map(|c| c.0.clone()).collect();
-        assert_eq!(ids, answered, "turn {i} is answered call for call: {body}");
-        turns.push(calls.into_iter().map(|c| c.1).collect());
-    }
-    turns
+    turns_with_results(api, body)
+        .into_iter()
+        .map(|turn| turn.into_iter().map(|(_, name)| name).collect())
+        .collect()
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub(crate) mod dialogue;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
