@@ -1,14 +1,16 @@
 //! Stop requests (DESIGN.md §7): an abort or interrupt asked for through the store, from
 //! outside the task that drives the run, reaches a run driven without a handle
-//! (`Engine::run`) at its next step, and a run nobody drives at its next resume; the ledger
-//! names who asked. The engine's clock is tokio's paused one: the poll needs no sleeps.
+//! (`Engine::run`) at its next step — at once through the engine that drives it, at the
+//! next poll through another engine on the same stores — with a child run in flight too,
+//! and a run nobody drives at its next resume; the ledger names who asked. The engine's
+//! clock is tokio's paused one: the poll needs no sleeps.
 
 mod support;
 
 use rein::ledger::{EntryKind, InterruptKind};
 use rein::run::{FailureKind, StopKind, StopRequest, Timestamp};
 use rein::{Annotations, Decision, Engine, RunStatus, ScriptStep, ScriptedPlanner, State, json};
-use support::{gated, walk_to};
+use support::{calls, explore_script, gated, walk_to};
 
 fn request(kind: StopKind) -> StopRequest {
     StopRequest::new(
@@ -112,4 +114,74 @@ async fn a_finished_run_cannot_be_asked_to_stop() {
         matches!(refused, Err(rein::EngineError::RunFinished { .. })),
         "{refused:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_abort_through_another_engine_on_the_same_stores_reaches_the_run_at_its_next_poll() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (slow, gate, _) = gated("slow", Annotations::read_only());
+    let mut steps = walk_to(State::Explore);
+    steps.push(ScriptStep::expect(
+        State::Explore,
+        Decision::call_tool("slow", json!({}), "wait"),
+    ));
+    let driving = Engine::builder()
+        .filesystem(dir.path())
+        .tool(slow)
+        .planner(ScriptedPlanner::new(steps))
+        .build()
+        .expect("engine builds");
+    let operator = Engine::builder()
+        .filesystem(dir.path())
+        .planner(ScriptedPlanner::new([]))
+        .build()
+        .expect("engine builds");
+    let run = tokio::spawn(async move { driving.run("Fetch it").await });
+    gate.entered().await;
+    let id = operator.list_runs().await.expect("listed").remove(0);
+    operator
+        .request_stop(&id, &request(StopKind::Abort))
+        .await
+        .expect("stored");
+    // The tool never returns: the driving engine's poll (the clock auto-advances) aborts it.
+    let run = run.await.expect("joined").expect("driven");
+    assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::Aborted));
+    let ledger = operator.ledger(&id).await.expect("verified");
+    assert!(kinds(&ledger).contains(&"stop_requested"));
+}
+
+// On the real clock: a paused one would let the child's tool time out and end the child
+// on its own.
+#[tokio::test]
+async fn an_abort_of_a_run_without_a_handle_reaches_its_child_in_flight() {
+    let (slow, gate, _) = gated("slow", Annotations::read_only());
+    let child = explore_script(
+        vec![Decision::call_tool("slow", json!({}), "wait")],
+        "child",
+    );
+    let engine = Engine::builder()
+        .tool(slow)
+        .planner(explore_script(
+            vec![Decision::delegate_to("child", "sub", calls(2), "split")],
+            "parent",
+        ))
+        .planner_named("child", child)
+        .build()
+        .expect("engine builds");
+    let id = rein::RunId::new("parent").expect("an id");
+    let driving = engine.clone();
+    let spec = rein::RunSpec::new("Delegate").with_id(id.clone());
+    let run = tokio::spawn(async move { driving.run(spec).await });
+    gate.entered().await;
+    engine
+        .request_stop(&id, &request(StopKind::Abort))
+        .await
+        .expect("stored");
+    // Nothing releases the child's tool: the abort, passed down to the child, ends it.
+    let run = run.await.expect("joined").expect("driven");
+    assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::Aborted));
+    let child = support::started_children(&engine.ledger(&id).await.expect("verified"));
+    let child = engine.load_run(&child[0]).await.expect("the child");
+    assert_eq!(child.failure().map(|f| f.kind), Some(FailureKind::Aborted));
+    engine.verify_tree(&id).await.expect("the tree verifies");
 }

@@ -68,9 +68,7 @@ impl Driver {
                         })
                     });
                 let answer = pin!(tokio::time::timeout(timeout, decide));
-                let answer = Watch::new(self.cancel_token(), None, First::Work)
-                    .until(answer)
-                    .await;
+                let answer = Watch::new(self.signals(), First::Work).until(answer).await;
                 match answer.ok() {
                     None => {
                         self.abort().await?;

@@ -267,9 +267,8 @@ impl Driver {
             .collect();
         let limit = self.shared.config.batch_concurrency.max(1);
         let mut running = futures_util::stream::iter(calls).buffer_unordered(limit);
-        let cancel = self.cancel_token();
         let mut aborted = false;
-        let mut watch = Watch::new(cancel, None, First::Work);
+        let mut watch = Watch::new(self.signals(), First::Work);
         loop {
             let Ok(next) = watch.until(pin!(running.next())).await else {
                 aborted = true;

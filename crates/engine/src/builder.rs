@@ -1,6 +1,5 @@
 //! `EngineBuilder`: every option of an engine, validated once when it is built.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -518,7 +517,7 @@ impl EngineBuilder {
             resilience: self.resilience,
             clock: self.clock,
             ids: self.ids,
-            active: Mutex::new(HashSet::new()),
+            active: Mutex::new(std::collections::HashMap::new()),
             stops,
         })
     }

@@ -164,12 +164,12 @@ impl Driver {
             ended: None,
             veto: None,
         };
-        let cancel = self.cancel_token();
+        let signals = self.signals();
         let outcome = {
             let call = crate::deadline::bounded(entry.stack.call(call), self.remaining())
                 .instrument(span.clone());
             tokio::pin!(call);
-            let mut watch = Watch::new(cancel, None, First::Messages);
+            let mut watch = Watch::new(signals, First::Messages);
             loop {
                 match watch
                     .next(call.as_mut(), Some(&mut self.tool_attempts.rx))

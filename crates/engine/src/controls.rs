@@ -3,6 +3,7 @@
 //! planner decided (`unread_steering`), recorded before the step's decision is judged.
 
 use rein_ledger::{EntryKind, InterruptKind};
+use tokio::sync::mpsc;
 
 use crate::driver::Driver;
 use crate::error::EngineError;
@@ -16,9 +17,9 @@ impl Driver {
                 return Ok(());
             };
             let control = if controls.held.is_empty() {
-                match controls.rx.try_recv() {
-                    Ok(control) => control,
-                    Err(_) => return Ok(()),
+                match controls.rx.as_mut().map(mpsc::UnboundedReceiver::try_recv) {
+                    Some(Ok(control)) => control,
+                    None | Some(Err(_)) => return Ok(()),
                 }
             } else {
                 controls.held.remove(0)
@@ -49,8 +50,11 @@ impl Driver {
         let Some(inbox) = self.inbox.as_mut() else {
             return Ok(None);
         };
+        let Some(rx) = inbox.rx.as_mut() else {
+            return Ok(None);
+        };
         let mut notes = Vec::new();
-        while let Ok(control) = inbox.rx.try_recv() {
+        while let Ok(control) = rx.try_recv() {
             match control {
                 Control::Steer(note) => notes.push(note),
                 other => inbox.held.push(other),

@@ -15,7 +15,6 @@ use rein_run::{
 };
 use rein_statemachine::Lifecycle;
 use tokio::sync::{broadcast, mpsc};
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::attempts::{AttemptEvent, AttemptLink};
@@ -26,7 +25,7 @@ use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::plan_link::{PlanLink, PlanMessage, Planned};
 use crate::project::Projection;
-use crate::record_first::RecordFirst;
+use crate::record_first::{RecordFirst, Signals};
 use crate::recorder::Recorder;
 use crate::rejection::Rejection;
 use crate::shared::{RunPolicy, Shared};
@@ -76,14 +75,26 @@ pub(crate) struct Resume {
     pub(crate) trace: Option<TraceParent>,
 }
 
-/// Control messages and the abort signal, as the driver receives them.
+/// Control messages and the abort and stop signals, as the driver receives them.
 #[derive(Debug)]
 pub(crate) struct Inbox {
-    pub(crate) rx: mpsc::UnboundedReceiver<Control>,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) stop: CancellationToken,
+    /// A handle's control messages; none for a run driven without one.
+    pub(crate) rx: Option<mpsc::UnboundedReceiver<Control>>,
+    pub(crate) signals: Arc<Signals>,
     /// Controls taken off `rx` while looking for steering notes, handled first next step.
     pub(crate) held: Vec<Control>,
+}
+
+impl Inbox {
+    /// The inbox of a run driven without a handle: signals only an operator's stop
+    /// request pulls (see `operator_stop`).
+    pub(crate) fn signals_only() -> Self {
+        Self {
+            rx: None,
+            signals: Arc::default(),
+            held: Vec::new(),
+        }
+    }
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
@@ -96,12 +107,11 @@ fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender
             events,
         }) => (
             Some(Inbox {
-                rx,
-                cancel,
-                stop,
+                rx: Some(rx),
+                signals: Arc::new(Signals { cancel, stop }),
                 held: Vec::new(),
             }),
-            Some(events),
+            events,
         ),
         None => (None, None),
     }
@@ -221,15 +231,23 @@ impl Driver {
         self.rec.proj.run
     }
 
-    pub(crate) fn cancel_token(&self) -> Option<CancellationToken> {
-        self.inbox.as_ref().map(|c| c.cancel.clone())
+    /// The run's abort and stop signals, for a wait to give up on.
+    pub(crate) fn signals(&self) -> Option<Arc<Signals>> {
+        self.inbox.as_ref().map(|inbox| Arc::clone(&inbox.signals))
     }
 
-    /// Whether a stop was asked for through the run's handle ([`RunHandle::stop`]).
+    /// Whether the run was aborted ([`RunHandle::abort`], or an operator's stop request).
+    ///
+    /// [`RunHandle::abort`]: crate::RunHandle::abort
+    pub(crate) fn aborted(&self) -> bool {
+        self.inbox.as_ref().is_some_and(|c| c.signals.aborted())
+    }
+
+    /// Whether a stop was asked for ([`RunHandle::stop`], or an operator's stop request).
     ///
     /// [`RunHandle::stop`]: crate::RunHandle::stop
     pub(crate) fn stop_requested(&self) -> bool {
-        self.inbox.as_ref().is_some_and(|c| c.stop.is_cancelled())
+        self.inbox.as_ref().is_some_and(|c| c.signals.stopped())
     }
 
     /// Drives the run until it ends, pauses or is interrupted; persists it; returns it.
@@ -296,7 +314,7 @@ impl Driver {
 
     async fn step(&mut self) -> Result<Flow, EngineError> {
         self.drain_controls().await?;
-        if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
+        if self.aborted() {
             self.abort().await?;
             return Ok(Flow::Stop);
         }

@@ -290,7 +290,7 @@ impl Engine {
             rx,
             cancel: cancel.clone(),
             stop: stop.clone(),
-            events: events.clone(),
+            events: Some(events.clone()),
         };
         (
             controls,

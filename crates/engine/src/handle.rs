@@ -28,14 +28,15 @@ pub(crate) enum Control {
     Narrow(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>),
 }
 
-/// The run's end of its handle: control messages, the abort signal, the event channel.
+/// The run's end of its handle: control messages, the abort signal, the event channel
+/// (none for a sub-run of a run without subscribers).
 #[derive(Debug)]
 pub(crate) struct Controls {
     pub(crate) rx: mpsc::UnboundedReceiver<Control>,
     pub(crate) cancel: CancellationToken,
     /// A stop: see [`RunHandle::stop`].
     pub(crate) stop: CancellationToken,
-    pub(crate) events: broadcast::Sender<RunEvent>,
+    pub(crate) events: Option<broadcast::Sender<RunEvent>>,
 }
 
 /// A run in progress, from [`Engine::start`](crate::Engine::start).

@@ -72,31 +72,24 @@ impl Engine {
                 status: run.status(),
             });
         }
-        Ok(self.shared.stops.store.request_boxed(id, request).await?)
+        self.shared.stops.store.request_boxed(id, request).await?;
+        // Stored first: a drive that begins meanwhile finds it when it starts.
+        self.shared.signal(id, request.kind);
+        Ok(())
     }
 }
 
 impl Driver {
     /// Starts looking for stop requests while this drive lasts. A run driven without a
     /// handle (`Engine::run`, `resume`, `approve`) gets abort and stop signals of its own
-    /// here, so a request reaches it all the same.
+    /// here, so a request reaches it all the same: at once through this engine, at the next
+    /// poll from anywhere else.
     pub(crate) fn watch_stop_requests(&mut self) -> crate::stop_requests::Watch {
-        let inbox = self.inbox.get_or_insert_with(|| {
-            // No handle sends control messages: the channel's sender is dropped at once.
-            let (_, rx) = tokio::sync::mpsc::unbounded_channel();
-            crate::driver::Inbox {
-                rx,
-                cancel: tokio_util::sync::CancellationToken::new(),
-                stop: tokio_util::sync::CancellationToken::new(),
-                held: Vec::new(),
-            }
-        });
-        crate::stop_requests::watch(
-            &self.shared.stops,
-            self.rec.id(),
-            inbox.cancel.clone(),
-            inbox.stop.clone(),
-        )
+        let inbox = self
+            .inbox
+            .get_or_insert_with(crate::driver::Inbox::signals_only);
+        self.shared.driving_with(self.rec.id(), &inbox.signals);
+        crate::stop_requests::watch(&self.shared.stops, self.rec.id(), &inbox.signals)
     }
 
     /// Before a drive's first step: a stop request waiting for this run (asked while

@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 
 use rein_ledger::{Entry, EntryKind, Violation};
 use rein_policy::Budget;
@@ -16,10 +17,9 @@ use rein_run::{
     PlannerError, Run,
 };
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
-use crate::record_first::{First, Next, Watch};
+use crate::record_first::{First, Next, Signals, Watch};
 use crate::writer::LedgerWriter;
 
 /// The `finish_reason` of a model call charged at its worst case because the process
@@ -131,16 +131,15 @@ pub(crate) struct Live<'a> {
 
 impl Live<'_> {
     /// Runs `plan`, recording what it announces, until it answers or the run is aborted
-    /// (`cancel`) or stopped (`stop`).
+    /// or stopped (`signals`).
     pub(crate) async fn drive(
         mut self,
         plan: impl Future<Output = Result<Decision, PlannerError>> + Send,
-        cancel: Option<CancellationToken>,
-        stop: Option<CancellationToken>,
+        signals: Option<Arc<Signals>>,
     ) -> Result<Planned, EngineError> {
         let outcome = {
             let mut plan = pin!(plan);
-            let mut watch = Watch::new(cancel, stop, First::Messages);
+            let mut watch = Watch::new(signals, First::Messages).and_stop();
             loop {
                 match watch.next(plan.as_mut(), Some(&mut *self.rx)).await {
                     Next::Message(message) => {

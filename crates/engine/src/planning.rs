@@ -24,8 +24,7 @@ impl Driver {
         &mut self,
         meter: &rein_run::PlanMeter,
     ) -> Result<crate::plan_link::Planned, EngineError> {
-        let cancel = self.cancel_token();
-        let stop = self.inbox.as_ref().map(|c| c.stop.clone());
+        let signals = self.signals();
         let remaining = self.remaining();
         let run = &self.rec.proj.run;
         // The states the table allows from here, on the stack: no allocation per step.
@@ -93,7 +92,7 @@ impl Driver {
             budget: self.rec.proj.budget(),
             charged: [0; 2],
         }
-        .drive(plan, cancel, stop)
+        .drive(plan, signals)
         .await;
         self.apply_planned()?;
         planned

@@ -61,13 +61,40 @@ pub(crate) enum First {
     Work,
 }
 
+/// A run's abort and stop signals, shared by its handle (when it has one), the engine's
+/// stop requests and every wait of its driver. Behind one `Arc`: a wait takes them with
+/// one reference count, not a token clone (a lock) each.
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    /// An abort: see [`RunHandle::abort`](crate::RunHandle::abort).
+    pub(crate) cancel: CancellationToken,
+    /// A stop: see [`RunHandle::stop`](crate::RunHandle::stop).
+    pub(crate) stop: CancellationToken,
+}
+
+impl Signals {
+    /// Whether the run was aborted.
+    pub(crate) fn aborted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Whether the run was stopped.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+}
+
 /// The signals a wait gives up on and the order it takes the rest in; one per wait loop.
 ///
 /// Its waits take the work as a `dyn Future`: generic over the work's type, the run's
 /// future loses the lifetimes of the closures inside it and is no longer provably `Send`.
 pub(crate) struct Watch {
-    /// Boxed once per watch, and only for a run with a handle: a signal's wait must stay
-    /// pinned from one poll to the next.
+    signals: Option<Arc<Signals>>,
+    /// Whether a stop ends the wait too (an abort always does).
+    and_stop: bool,
+    /// Registered with the signals on the first poll that finds the work pending, and
+    /// boxed then (a signal's wait must stay pinned from one poll to the next): work ready
+    /// at once — most tool calls, a scripted planner — never registers with them.
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     stopped: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     first: First,
@@ -78,8 +105,10 @@ pub(crate) struct Watch {
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watch")
-            .field("cancel", &self.cancelled.is_some())
-            .field("stop", &self.stopped.is_some())
+            .field("signals", &self.signals.is_some())
+            .field("and_stop", &self.and_stop)
+            .field("cancelled", &self.cancelled.is_some())
+            .field("stopped", &self.stopped.is_some())
             .field("first", &self.first)
             .field("open", &self.open)
             .finish()
@@ -87,19 +116,22 @@ impl std::fmt::Debug for Watch {
 }
 
 impl Watch {
-    /// A wait that gives up when `cancel` (abort) or `stop` fires, if given.
-    pub(crate) fn new(
-        cancel: Option<CancellationToken>,
-        stop: Option<CancellationToken>,
-        first: First,
-    ) -> Self {
-        let wait = |token: Option<CancellationToken>| token.map(|t| Box::pin(t.cancelled_owned()));
+    /// A wait that gives up when the run is aborted (`signals`, if given).
+    pub(crate) fn new(signals: Option<Arc<Signals>>, first: First) -> Self {
         Self {
-            cancelled: wait(cancel),
-            stopped: wait(stop),
+            signals,
+            and_stop: false,
+            cancelled: None,
+            stopped: None,
             first,
             open: true,
         }
+    }
+
+    /// The same wait, giving up when the run is stopped too.
+    pub(crate) fn and_stop(mut self) -> Self {
+        self.and_stop = true;
+        self
     }
 
     /// Waits for the next of: abort, stop, then a message on `messages` or the end of
@@ -111,17 +143,13 @@ impl Watch {
         mut messages: Option<&'a mut mpsc::UnboundedReceiver<M>>,
     ) -> impl Future<Output = Next<M, T>> + Unpin + 'a {
         poll_fn(move |cx| {
-            let fired = |signal: &mut Option<Pin<Box<WaitForCancellationFutureOwned>>>,
-                         cx: &mut Context<'_>| {
-                signal
-                    .as_mut()
-                    .is_some_and(|s| s.as_mut().poll(cx).is_ready())
-            };
-            if fired(&mut self.cancelled, cx) {
-                return Poll::Ready(Next::Aborted);
-            }
-            if fired(&mut self.stopped, cx) {
-                return Poll::Ready(Next::Stopped);
+            if let Some(signals) = &self.signals {
+                if signals.aborted() {
+                    return Poll::Ready(Next::Aborted);
+                }
+                if self.and_stop && signals.stopped() {
+                    return Poll::Ready(Next::Stopped);
+                }
             }
             if self.first == First::Work
                 && let Poll::Ready(done) = work.as_mut().poll(cx)
@@ -140,8 +168,30 @@ impl Watch {
             {
                 return Poll::Ready(Next::Done(done));
             }
-            Poll::Pending
+            // Pending: a signal must wake this wait. One that fired since the check above
+            // still wins.
+            self.arm(cx).map_or(Poll::Pending, Poll::Ready)
         })
+    }
+
+    /// Registers this wait with the signals it gives up on (once), and says which fired.
+    fn arm<M, T>(&mut self, cx: &mut Context<'_>) -> Option<Next<M, T>> {
+        let signals = self.signals.as_ref()?;
+        let wait = |slot: &mut Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+                    token: &CancellationToken,
+                    cx: &mut Context<'_>| {
+            slot.get_or_insert_with(|| Box::pin(token.clone().cancelled_owned()))
+                .as_mut()
+                .poll(cx)
+                .is_ready()
+        };
+        if wait(&mut self.cancelled, &signals.cancel, cx) {
+            return Some(Next::Aborted);
+        }
+        if self.and_stop && wait(&mut self.stopped, &signals.stop, cx) {
+            return Some(Next::Stopped);
+        }
+        None
     }
 
     /// Waits for `work` to end, or for abort or stop: the [`Signal`] if one came first.
@@ -181,7 +231,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         tx.send(7).unwrap();
         let mut work = pin!(async { "done" });
-        let mut watch = Watch::new(None, None, First::Messages);
+        let mut watch = Watch::new(None, First::Messages);
         assert!(matches!(
             watch.next(work.as_mut(), Some(&mut rx)).await,
             Next::Message(7)
@@ -197,7 +247,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         tx.send(7).unwrap();
         let mut work = pin!(async { "done" });
-        let mut watch = Watch::new(None, None, First::Work);
+        let mut watch = Watch::new(None, First::Work);
         assert!(matches!(
             watch.next(work.as_mut(), Some(&mut rx)).await,
             Next::Done("done")
@@ -207,13 +257,13 @@ mod tests {
 
     #[tokio::test]
     async fn abort_wins_over_a_ready_message_and_work_and_stop() {
-        let (cancel, stop) = (CancellationToken::new(), CancellationToken::new());
-        cancel.cancel();
-        stop.cancel();
+        let signals = Arc::new(Signals::default());
+        signals.cancel.cancel();
+        signals.stop.cancel();
         let (tx, mut rx) = mpsc::unbounded_channel();
         tx.send(7).unwrap();
         let mut work = pin!(async { "done" });
-        let mut watch = Watch::new(Some(cancel), Some(stop), First::Messages);
+        let mut watch = Watch::new(Some(signals), First::Messages).and_stop();
         assert!(matches!(
             watch.next(work.as_mut(), Some(&mut rx)).await,
             Next::Aborted
@@ -225,7 +275,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel::<u8>();
         drop(tx);
         let mut work = pin!(async { "done" });
-        let mut watch = Watch::new(None, None, First::Messages);
+        let mut watch = Watch::new(None, First::Messages);
         assert!(matches!(
             watch.next(work.as_mut(), Some(&mut rx)).await,
             Next::Done("done")
@@ -234,12 +284,50 @@ mod tests {
 
     #[tokio::test]
     async fn until_gives_up_on_stop() {
-        let stop = CancellationToken::new();
-        stop.cancel();
-        let mut watch = Watch::new(None, Some(stop), First::Work);
+        let signals = Arc::new(Signals::default());
+        signals.stop.cancel();
+        let mut watch = Watch::new(Some(signals), First::Work).and_stop();
         assert_eq!(
             watch.until(pin!(std::future::pending::<()>())).await,
             Err(Signal::Stopped)
         );
+    }
+
+    #[tokio::test]
+    async fn an_abort_while_the_work_is_pending_wakes_the_wait() {
+        let signals = Arc::new(Signals::default());
+        let mut watch = Watch::new(Some(Arc::clone(&signals)), First::Work);
+        let abort = async {
+            tokio::task::yield_now().await;
+            signals.cancel.cancel();
+        };
+        let mut work = pin!(std::future::pending::<()>());
+        let (waited, ()) = tokio::join!(watch.until(work.as_mut()), abort);
+        assert_eq!(waited, Err(Signal::Aborted));
+    }
+
+    #[tokio::test]
+    async fn work_ready_at_once_never_registers_with_the_signals() {
+        let signals = Arc::new(Signals::default());
+        let mut watch = Watch::new(Some(signals), First::Messages).and_stop();
+        assert_eq!(watch.until(pin!(async { 3 })).await, Ok(3));
+        assert!(watch.cancelled.is_none() && watch.stopped.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stop_does_not_end_a_wait_that_only_gives_up_on_abort() {
+        let signals = Arc::new(Signals::default());
+        signals.stop.cancel();
+        let mut watch = Watch::new(Some(signals), First::Work);
+        let mut polls = 0;
+        let work = std::future::poll_fn(|cx| {
+            polls += 1;
+            if polls < 3 {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready("done")
+        });
+        assert_eq!(watch.until(pin!(work)).await, Ok("done"));
     }
 }

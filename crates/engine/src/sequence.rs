@@ -45,7 +45,7 @@ impl Driver {
                 }
                 // Between members as between steps: controls first, then the run's limits.
                 self.drain_controls().await?;
-                if self.cancel_token().is_some_and(|c| c.is_cancelled()) {
+                if self.aborted() {
                     return self.abort().await;
                 }
                 if self.stop_requested() {

@@ -1,7 +1,7 @@
 //! What every run of an engine shares: the tools, planner, approver, stores, the policy new
 //! runs start under, and the set of runs being driven.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rein_artifact::DynArtifactStore;
@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::clock::{Clock, IdGenerator};
 use crate::config::EngineConfig;
 use crate::error::EngineError;
+use crate::record_first::Signals;
 use crate::tools::{AllowedSpecs, ToolTable};
 
 /// A policy ready to enforce: the snapshot, its JSON, the validated eligibility, and the
@@ -98,7 +99,9 @@ pub(crate) struct Shared {
     pub(crate) resilience: ResilienceConfig,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdGenerator>,
-    pub(crate) active: Mutex<HashSet<RunId>>,
+    /// The runs being driven, with the signals of those whose drive has begun: an
+    /// operator's stop request made through this engine reaches its run through them.
+    pub(crate) active: Mutex<HashMap<RunId, Option<Arc<Signals>>>>,
     /// Operators' stop requests, and how often a driven run looks for one.
     pub(crate) stops: crate::stop_requests::Stops,
 }
@@ -121,11 +124,7 @@ pub(crate) struct ActiveGuard {
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
-        self.shared
-            .active
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.id);
+        self.shared.lock_active().remove(&self.id);
     }
 }
 
@@ -139,16 +138,38 @@ impl Shared {
 
     /// Marks run `id` as being driven, until the guard is dropped.
     pub(crate) fn acquire(self: &Arc<Self>, id: &RunId) -> Result<ActiveGuard, EngineError> {
-        let mut active = self
-            .active
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !active.insert(id.clone()) {
+        let mut active = self.lock_active();
+        if active.contains_key(id) {
             return Err(EngineError::AlreadyActive { id: id.clone() });
         }
+        active.insert(id.clone(), None);
         Ok(ActiveGuard {
             shared: Arc::clone(self),
             id: id.clone(),
         })
+    }
+
+    /// Lends the signals of run `id`'s drive to this engine's stop requests, for as long as
+    /// the run is marked as driven.
+    pub(crate) fn driving_with(&self, id: &RunId, signals: &Arc<Signals>) {
+        if let Some(slot) = self.lock_active().get_mut(id) {
+            *slot = Some(Arc::clone(signals));
+        }
+    }
+
+    /// Pulls the abort (`Abort`) or stop signal of run `id`, if this engine drives it.
+    pub(crate) fn signal(&self, id: &RunId, kind: rein_run::StopKind) {
+        if let Some(Some(signals)) = self.lock_active().get(id) {
+            match kind {
+                rein_run::StopKind::Abort => signals.cancel.cancel(),
+                rein_run::StopKind::Interrupt => signals.stop.cancel(),
+            }
+        }
+    }
+
+    fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Option<Arc<Signals>>>> {
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

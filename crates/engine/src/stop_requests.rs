@@ -1,6 +1,7 @@
 //! Where an engine keeps stop requests (DESIGN.md §7), and the task that looks for one
-//! while a run is driven on its own task, pulling the run's abort or stop signal when it
-//! finds one. How they are asked for and honoured is in `operator_stop`.
+//! while a run is driven, pulling the run's abort or stop signal when it finds one — for
+//! a store other processes write to; a request made through the engine itself pulls the
+//! signal at once. How they are asked for and honoured is in `operator_stop`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use rein_run::{DynStopRequestStore, RunId, StopKind};
 use rein_storage::{FsStores, MemoryStopRequests};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+
+use crate::record_first::Signals;
 
 /// How often a driven run looks for a stop request, unless configured.
 const DEFAULT_POLL: Duration = Duration::from_secs(1);
@@ -23,19 +25,25 @@ pub(crate) struct StopConfig {
 /// Where an engine's stop requests are kept, and how often a driven run looks.
 pub(crate) struct Stops {
     pub(crate) store: Arc<dyn DynStopRequestStore>,
+    /// Whether a request can reach the store other than through this engine: a store
+    /// given to the builder, or the filesystem's. Only then does a driven run poll it;
+    /// the engine's own store in memory is written by this engine alone, which pulls the
+    /// run's signal itself (`Shared::signal`).
+    shared: bool,
     poll: Duration,
 }
 
 impl StopConfig {
     /// The store set, else the filesystem stores' (`<dir>/stops`), else one in memory.
     pub(crate) fn build(self, fs: Option<&FsStores>) -> Stops {
-        let store: Arc<dyn DynStopRequestStore> = match (self.store, fs) {
-            (Some(store), _) => store,
-            (None, Some(fs)) => Arc::new(fs.stop_requests()),
-            (None, None) => Arc::new(MemoryStopRequests::new()),
+        let (store, shared): (Arc<dyn DynStopRequestStore>, bool) = match (self.store, fs) {
+            (Some(store), _) => (store, true),
+            (None, Some(fs)) => (Arc::new(fs.stop_requests()), true),
+            (None, None) => (Arc::new(MemoryStopRequests::new()), false),
         };
         Stops {
             store,
+            shared,
             // A zero period would spin: the shortest is a millisecond.
             poll: self
                 .poll
@@ -46,28 +54,31 @@ impl StopConfig {
 }
 
 /// A task that looks for a stop request for one driven run and pulls the run's abort or
-/// stop signal when it finds one. Dropping it ends the task.
-pub(crate) struct Watch(JoinHandle<()>);
+/// stop signal when it finds one (none for a store only the engine writes). Dropping it
+/// ends the task.
+pub(crate) struct Watch(Option<JoinHandle<()>>);
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
-/// Starts watching for stop requests for run `id`, driven with the signals `cancel`
-/// (abort) and `stop`.
-pub(crate) fn watch(
-    stops: &Stops,
-    id: &RunId,
-    cancel: CancellationToken,
-    stop: CancellationToken,
-) -> Watch {
+/// Starts watching for stop requests for run `id`, driven with `signals`, when another
+/// process may ask for one. The drive has just looked (`honour_waiting_stop`): the
+/// first look is one period away.
+pub(crate) fn watch(stops: &Stops, id: &RunId, signals: &Arc<Signals>) -> Watch {
+    if !stops.shared {
+        return Watch(None);
+    }
     let store = Arc::clone(&stops.store);
     let poll = stops.poll;
     let id = id.clone();
-    Watch(tokio::spawn(async move {
-        let mut tick = tokio::time::interval(poll);
+    let (cancel, stop) = (signals.cancel.clone(), signals.stop.clone());
+    Watch(Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
@@ -85,5 +96,5 @@ pub(crate) fn watch(
                 ),
             }
         }
-    }))
+    })))
 }

@@ -244,21 +244,22 @@ impl Driver {
         })
     }
 
-    /// The child's ends of its control channels: the abort signal a child of this run's,
-    /// events to this run's subscribers (each entry names the child's run id).
+    /// The child's ends of its control channels: abort and stop signals children of this
+    /// run's (an abort of this run aborts the child in flight), controls forwarded from this
+    /// run's handle, events to this run's subscribers (each entry names the child's run id).
     fn child_controls(&self) -> (Option<mpsc::UnboundedSender<Control>>, Option<Controls>) {
-        let (Some(inbox), Some(events)) = (self.inbox.as_ref(), self.rec.log.events.as_ref())
-        else {
+        let Some(inbox) = self.inbox.as_ref() else {
             return (None, None);
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let controls = Controls {
             rx,
-            cancel: inbox.cancel.child_token(),
-            stop: inbox.stop.child_token(),
-            events: events.sender().clone(),
+            cancel: inbox.signals.cancel.child_token(),
+            stop: inbox.signals.stop.child_token(),
+            events: self.rec.log.events.as_ref().map(|e| e.sender().clone()),
         };
-        (Some(tx), Some(controls))
+        // Without a handle of its own, this run has no controls to forward.
+        (inbox.rx.is_some().then_some(tx), Some(controls))
     }
 
     async fn open_child(
@@ -386,13 +387,14 @@ impl Driver {
         let mut deferred: Vec<(PolicyNarrowing, oneshot::Sender<Result<(), NarrowingError>>)> =
             Vec::new();
         // The child's end first: controls that arrive with it are this run's to handle.
-        let mut watch = Watch::new(None, None, First::Work);
+        let mut watch = Watch::new(None, First::Work);
         let result = loop {
-            let (Some(ib), Some(tx)) = (inbox.as_mut(), tx.as_ref()) else {
+            let (Some(rx), Some(tx)) = (inbox.as_mut().and_then(|i| i.rx.as_mut()), tx.as_ref())
+            else {
                 break fut.await;
             };
             let control = match watch
-                .next(Pin::<&mut ChildTask>::new(&mut fut), Some(&mut ib.rx))
+                .next(Pin::<&mut ChildTask>::new(&mut fut), Some(rx))
                 .await
             {
                 Next::Done(run) => break run,
