@@ -100,7 +100,7 @@ impl Driver {
             let mut hooked = vec![false; members.len()];
             for (index, member) in members.iter().enumerate() {
                 let tool = member.entry.spec.name();
-                if !self.hooked(HookPoint::BeforeTool, Some(tool.as_str())) {
+                if !self.hooked(HookPoint::BeforeTool, Some(tool)) {
                     continue;
                 }
                 let mut payload = self.hook_payload(HookPoint::BeforeTool);
@@ -289,7 +289,7 @@ impl Driver {
             });
             let error = self.record_outcome(member, outcome).await?;
             let tool = member.entry.spec.name();
-            if self.hooked(HookPoint::AfterTool, Some(tool.as_str())) {
+            if self.hooked(HookPoint::AfterTool, Some(tool)) {
                 Box::pin(self.after_tool(tool, error.as_ref(), Some(&member.input))).await;
             }
             if let Some(error) = error {

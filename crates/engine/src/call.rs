@@ -78,7 +78,7 @@ impl Driver {
         // The hooks rule before the cache, the circuit or an approval: a call they refuse
         // is refused whatever else would have become of it.
         let mut hooked = false;
-        if self.hooked(HookPoint::BeforeTool, Some(tool.as_str())) {
+        if self.hooked(HookPoint::BeforeTool, Some(&tool)) {
             let mut payload = self.hook_payload(HookPoint::BeforeTool);
             payload.tool = Some(tool.clone());
             payload.input = Some(input.clone());
@@ -206,7 +206,7 @@ impl Driver {
         if aborted {
             return self.abort().await;
         }
-        if self.hooked(HookPoint::AfterTool, Some(tool.as_str())) {
+        if self.hooked(HookPoint::AfterTool, Some(&tool)) {
             Box::pin(self.after_tool(&tool, outcome.as_ref().err(), None)).await;
         }
         match self

@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt as _;
 use rein_ledger::{EntryKind, HookOutcome, HookPoint, HookRuling};
-use rein_run::{Digest, FailureKind, RunStatus, Spend};
+use rein_run::{Digest, FailureKind, RunStatus, Spend, ToolName};
 
 use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
@@ -24,7 +24,12 @@ const MAX_REASON_CHARS: usize = 2_000;
 impl Driver {
     /// Whether any hook is asked at `point` (about `tool`, at the tool points): when none
     /// is, no payload is built.
-    pub(crate) fn hooked(&self, point: HookPoint, tool: Option<&str>) -> bool {
+    pub(crate) fn hooked(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
+        // Checked first: most engines have no hooks, and a name's text is not free.
+        if self.shared.hooks.is_empty() {
+            return false;
+        }
+        let tool = tool.map(ToolName::as_str);
         self.shared.hooks.iter().any(|h| h.applies(point, tool))
     }
 
