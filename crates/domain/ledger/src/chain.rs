@@ -50,6 +50,7 @@ impl Chain {
 
     /// Records `event`, happened `at` while the run was in `state`: numbers the entry, links
     /// it to the last one, seals it, and moves the chain's end to it.
+    #[inline]
     pub fn seal(&mut self, at: Timestamp, state: State, event: EntryKind) -> Entry {
         let entry = Entry::seal(
             self.len + 1,

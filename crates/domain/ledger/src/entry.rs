@@ -77,6 +77,10 @@ const HASH_SUFFIX: usize = 9 + 64 + 2 + 1;
 
 impl Entry {
     /// Numbers, links and seals a new entry. Only the ledger calls it.
+    ///
+    /// Inlined, with the encoding and hashing out of line (`seal_bytes`): the event, over
+    /// 200 bytes, then moves once, into the entry its caller returns, not through every frame.
+    #[inline]
     pub(crate) fn seal(
         seq: u64,
         at: Timestamp,
@@ -93,14 +97,7 @@ impl Entry {
             event: &event,
             prev: &prev,
         };
-        let (hash, line) = with_scratch(|buf| {
-            write_json(buf, &body);
-            let mut hasher = Sha256::new();
-            hasher.update(prev.as_bytes());
-            hasher.update(&buf[..]);
-            let hash = Digest::from_bytes(hasher.finalize().into());
-            (hash, seal_line(buf, hash))
-        });
+        let (hash, line) = seal_bytes(&body);
         Self {
             seq,
             at,
@@ -296,6 +293,19 @@ impl From<EntryRepr> for Entry {
 
 /// Turns `buf`, holding canonical bytes, into the JSON line with `hash`: `,"hash":"…"` goes
 /// in place of the closing brace.
+/// The hash of `body` and the line it is written as: its canonical bytes, hashed after
+/// the previous entry's hash, with `"hash"` appended.
+fn seal_bytes(body: &EntryBody<'_>) -> (Digest, Arc<[u8]>) {
+    with_scratch(|buf| {
+        write_json(buf, body);
+        let mut hasher = Sha256::new();
+        hasher.update(body.prev.as_bytes());
+        hasher.update(&buf[..]);
+        let hash = Digest::from_bytes(hasher.finalize().into());
+        (hash, seal_line(buf, hash))
+    })
+}
+
 fn seal_line(buf: &mut Vec<u8>, hash: Digest) -> Arc<[u8]> {
     debug_assert_eq!(buf.last(), Some(&b'}'), "canonical bytes are a JSON object");
     buf.pop();
