@@ -140,7 +140,7 @@ fn the_floor_holds_what_the_facade_features_add_and_nothing_else() {
 // `gaps` on synthetic metadata: each kind of difference is reported.
 
 /// A synthetic package: `deps` as `(name, optional, features)`, `features` as the manifest's.
-fn package(name: &str, deps: &[(&str, bool, &[&str])], features: Value) -> Value {
+fn package(name: &str, deps: &[(&str, bool, &[&str])], features: &Value) -> Value {
     let deps: Vec<Value> = deps
         .iter()
         .map(|(dep, optional, f)| json!({"name": dep, "kind": null, "optional": optional, "features": f}))
@@ -154,12 +154,12 @@ fn facade() -> Value {
     package(
         FACADE,
         &[("llm", true, &[]), ("pg", true, &[]), ("tools", false, &[])],
-        json!({"llm": ["dep:llm"], "fake": ["llm", "llm/fake"], "pg": ["dep:pg"], "shell": ["tools/shell"]}),
+        &json!({"llm": ["dep:llm"], "fake": ["llm", "llm/fake"], "pg": ["dep:pg"], "shell": ["tools/shell"]}),
     )
 }
 
 fn gaps_with_floor(deps: &[(&str, bool, &[&str])]) -> Vec<String> {
-    gaps(&json!({"packages": [facade(), package(FLOOR, deps, json!({}))]}))
+    gaps(&json!({"packages": [facade(), package(FLOOR, deps, &json!({}))]}))
 }
 
 #[test]
