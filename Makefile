@@ -24,7 +24,7 @@ help:
 	@echo "make package-check  cargo package --workspace --no-verify: every publishable crate packs as crates.io would take it"
 	@echo "make fmt-check  cargo fmt --all --check"
 	@echo "make lint       cargo clippy --workspace --all-targets -- -D warnings"
-	@echo "make features   clippy on the facade's feature sets: none (the lean default), each feature alone, all"
+	@echo "make features   clippy on the facade's feature sets: none (the lean default), all, each feature alone"
 	@echo "make doc        RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps"
 	@echo "make browser-test  the web console in headless Chromium (installs chromium and chromium-driver when missing)"
 	@echo "make bench      the workloads of docs/BENCHMARKS.md (W1-W5), with their ratios"
@@ -49,16 +49,23 @@ lint:
 
 # The facade's feature sets, each checked with clippy -D warnings (a check, not a build: it
 # proves the cfgs and imports line up at a fraction of the cost): no features (the lean
-# default), each feature alone, and all of them. Not every combination: each feature adds
+# default), all of them, and each feature alone. Not every combination: each feature adds
 # one module and the dependencies only it needs, so features do not interact.
+# Each feature alone is checked beside rein-feature-floor (tests/feature-floor), which
+# depends on every integration the features add: the third-party crates then resolve the
+# features they have in the all-features check, keep its hashes, and only the facade and
+# rein-tools are checked again (docs/BENCHMARKS.md, "Checking each feature alone").
+# `make features FEATURE_FLOOR=` checks each on its own graph instead: tens of minutes cold,
+# and it also finds an integration relying on a third-party feature only another one turns on.
 REIN_FEATURES := llm fake-server mcp tools-shell tools-http postgres otel
+FEATURE_FLOOR ?= -p rein-feature-floor
 features:
 	$(CARGO) clippy -p rein --no-default-features -- -D warnings
-	@for f in $(REIN_FEATURES); do \
-		echo "$(CARGO) clippy -p rein --no-default-features --features $$f -- -D warnings"; \
-		$(CARGO) clippy -p rein --no-default-features --features $$f -- -D warnings || exit 1; \
-	done
 	$(CARGO) clippy -p rein --all-features -- -D warnings
+	@for f in $(REIN_FEATURES); do \
+		echo "$(CARGO) clippy -p rein $(FEATURE_FLOOR) --no-default-features --features $$f -- -D warnings"; \
+		$(CARGO) clippy -p rein $(FEATURE_FLOOR) --no-default-features --features $$f -- -D warnings || exit 1; \
+	done
 
 # Every publishable crate packs as crates.io would take it: manifest fields, version
 # requirements on each other (resolved against the registry index plus the workspace's own
@@ -66,7 +73,7 @@ features:
 # alone, which `make lint` and `make test` already cover at a fraction of the cost.
 .PHONY: package-check
 package-check:
-	$(CARGO) package --workspace --exclude rein-examples --exclude rein-workspace-tests --no-verify --allow-dirty
+	$(CARGO) package --workspace --exclude rein-examples --exclude rein-workspace-tests --exclude rein-feature-floor --no-verify --allow-dirty
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
@@ -102,8 +109,8 @@ ci:
 	@$(MAKE) --no-print-directory fmt-check
 	@echo "==> ci: lint"
 	@$(MAKE) --no-print-directory lint
-	@echo "==> ci: features (the facade with no features and with all)"
-	@$(MAKE) --no-print-directory features REIN_FEATURES=
+	@echo "==> ci: features (the facade with no features, with all, and with each alone)"
+	@$(MAKE) --no-print-directory features
 	@echo "==> ci: doc"
 	@$(MAKE) --no-print-directory doc
 	@echo "==> ci: test"

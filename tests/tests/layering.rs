@@ -24,6 +24,8 @@ const FOLDERS: &[(&str, &str)] = &[
     ("crates/app/*", "app/*"),
     ("crates/cli", "cli"),
     ("tests", "tests"),
+    // The feature floor of `make features`: test support, never a dependency of a crate.
+    ("tests/feature-floor", "tests"),
     ("examples", "examples"),
 ];
 
