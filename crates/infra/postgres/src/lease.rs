@@ -5,8 +5,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
-use tokio_postgres::{Row, Statement};
 use rein_run::{Fenced, RunId};
+use tokio_postgres::{Row, Statement};
 
 use crate::{PgError, PgStores};
 

@@ -259,7 +259,9 @@ async fn keep_listening(
         }
         match ended {
             Ok(()) => tracing::warn!("the queue's LISTEN connection closed; listening again"),
-            Err(e) => tracing::warn!(error = %e, "the queue's LISTEN connection failed; listening again"),
+            Err(e) => {
+                tracing::warn!(error = %e, "the queue's LISTEN connection failed; listening again")
+            }
         }
         if listening {
             pause = RELISTEN_FIRST;

@@ -66,10 +66,8 @@ impl RunStore for PgRunStore {
         let key = id.as_str();
         let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key];
         let row: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&key, &json];
-        let (lease_row, upserted) = tokio::join!(
-            tx.query_opt(&lease_row, &by_run),
-            tx.execute(&upsert, &row),
-        );
+        let (lease_row, upserted) =
+            tokio::join!(tx.query_opt(&lease_row, &by_run), tx.execute(&upsert, &row),);
         let lease_row = lease_row.map_err(|e| backend(context(), e))?;
         lease::verdict(id, mine, lease_row.as_ref())?;
         upserted.map_err(|e| backend(context(), e))?;
