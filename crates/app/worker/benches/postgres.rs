@@ -1,13 +1,19 @@
-//! The PostgreSQL workloads of docs/BENCHMARKS.md, against the throwaway cluster (`make
+//! The `PostgreSQL` workloads of docs/BENCHMARKS.md, against the throwaway cluster (`make
 //! bench-pg`, or `REIN_TEST_PG_URL`):
 //!
-//! - **P1, a durable step**: W1 on the PostgreSQL stores, one run at a time, next to the same
+//! - **P1, a durable step**: W1 on the `PostgreSQL` stores, one run at a time, next to the same
 //!   rows written raw — each ledger row and each snapshot the engine saved, in its own
 //!   `INSERT …; COMMIT` — over one connection (the stores get a pool of one connection).
 //! - **P2, workers**: W1 runs submitted to the queue and driven by 1, 2 and 4 workers (each
 //!   with its own pool, as on separate machines) in this process: runs/s and the scaling.
 //!
 //! Run with `-- p1` or `-- p2` for one of them.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    reason = "a benchmark reports figures to its terminal"
+)]
 
 #[path = "../../../rein/benches/common/mod.rs"]
 mod common;

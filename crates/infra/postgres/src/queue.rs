@@ -260,7 +260,7 @@ async fn keep_listening(
         match ended {
             Ok(()) => tracing::warn!("the queue's LISTEN connection closed; listening again"),
             Err(e) => {
-                tracing::warn!(error = %e, "the queue's LISTEN connection failed; listening again")
+                tracing::warn!(error = %e, "the queue's LISTEN connection failed; listening again");
             }
         }
         if listening {
