@@ -281,7 +281,11 @@ async fn workers_killed_at_random_and_a_database_restart_lose_nothing_and_repeat
                 continue;
             }
         };
-        let events: Vec<&EntryKind> = ledger.entries().iter().map(|e| e.event()).collect();
+        let events: Vec<&EntryKind> = ledger
+            .entries()
+            .iter()
+            .map(rein::ledger::Entry::event)
+            .collect();
         entries += events.len();
         match (stored.status(), events.last()) {
             (RunStatus::Completed, Some(EntryKind::RunCompleted { .. })) => completed += 1,
