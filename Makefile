@@ -18,6 +18,7 @@ help:
 	@echo "make pg-start   start the throwaway PostgreSQL the rein-postgres tests use (installs Debian's postgresql if missing)"
 	@echo "make pg-stop    stop it and delete its data"
 	@echo "make pg-race    the long form of the lease-expiry race (PG_RACE_ROUNDS rounds, default 200)"
+	@echo "make chaos-pg   the long form of the chaos test across worker processes (CHAOS_RUNS=200, CHAOS_KILLS=20)"
 	@echo "make mcp-servers  the pinned MCP servers the MCP tests import, under target/mcp (npm, a Python venv)"
 	@echo "make ci         fmt-check, lint, features, doc, test, reliability, fuzz-smoke, in that order; stops at the first failure"
 	@echo "make fmt        cargo fmt --all"
@@ -31,6 +32,7 @@ help:
 	@echo "make build-size  build time and binary size of the lean facade (the quickstart) and the full CLI (LEAN_PROFILE=release)"
 	@echo "make bench-peers  W1 in rein and in LangGraph, side by side (makes bench-peers/.venv)"
 	@echo "make bench-curves W6 per step in rein and in LangGraph, drawn into docs/curves-w6.svg"
+	@echo "make bench-pg   P1 and P2 of docs/BENCHMARKS.md: a durable step and worker throughput on a throwaway PostgreSQL"
 	@echo "make bench-tools  fs.grep against rg, shell.run against a bare spawn (installs Debian's ripgrep if rg is missing)"
 	@echo "make reliability  the short forms with their figures: hostile, faults, bypass, shell, properties, fuzz replay, crash (part of make ci)"
 	@echo "make crash-test   the long crash test: CRASH_KILLS kills per scenario (default 200), CRASH_SEED"
@@ -101,6 +103,26 @@ pg-race:
 	@scripts/pg-test-cluster.sh start
 	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" REIN_PG_RACE_ROUNDS=$(PG_RACE_ROUNDS) \
 		$(CARGO) test -p rein-postgres --test lease -- --nocapture; \
+		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
+
+# The long form of the chaos test across processes (docs/POSTGRES.md): CHAOS_RUNS submitted
+# runs (default 200), CHAOS_KILLS workers killed with SIGKILL (default 20), one database
+# restart, against a throwaway cluster, stopped afterwards.
+CHAOS_RUNS ?= 200
+CHAOS_KILLS ?= 20
+.PHONY: chaos-pg
+chaos-pg:
+	@scripts/pg-test-cluster.sh start
+	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" REIN_CHAOS_RUNS=$(CHAOS_RUNS) REIN_CHAOS_KILLS=$(CHAOS_KILLS) \
+		$(CARGO) test -p rein-cli --test worker_chaos -- --nocapture; \
+		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
+
+# The PostgreSQL workloads of docs/BENCHMARKS.md (P1 a durable step, P2 workers), against a
+# throwaway cluster, stopped afterwards.
+.PHONY: bench-pg
+bench-pg:
+	@scripts/pg-test-cluster.sh start
+	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" $(CARGO) bench -p rein-worker --bench postgres; \
 		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
 
 # Sequential on purpose (also under `make -j`): each step runs only if the one before passed.

@@ -12,56 +12,8 @@ use std::process::Stdio;
 
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::json;
+use support::pg::fresh;
 use support::{Outcome, Scratch, durable_drop_table, rein};
-use tokio_postgres::NoTls;
-
-/// The test cluster's URL: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote. Without
-/// either the test fails saying how to start one; it never skips silently.
-fn cluster_url() -> String {
-    if let Ok(url) = std::env::var("REIN_TEST_PG_URL")
-        && !url.trim().is_empty()
-    {
-        return url.trim().to_owned();
-    }
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pg/url");
-    match std::fs::read_to_string(&file) {
-        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
-        _ => panic!(
-            "the PostgreSQL tests need a database: run `make pg-start`, or set \
-             REIN_TEST_PG_URL to a postgres:// url; `make test` does the first for you"
-        ),
-    }
-}
-
-async fn sql(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = url
-        .parse::<tokio_postgres::Config>()
-        .unwrap()
-        .connect(NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
-
-/// A database of the test's own, and its URL.
-async fn fresh() -> (String, tokio_postgres::Client) {
-    let url = cluster_url();
-    let name = format!("rein_cli_{}", uuid::Uuid::new_v4().simple());
-    sql(&url)
-        .await
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    // postgres://user:password@host/database[?options]: the database swapped for ours.
-    let (base, rest) = url.rsplit_once('/').unwrap();
-    let query = rest
-        .split_once('?')
-        .map_or(String::new(), |(_, q)| format!("?{q}"));
-    let url = format!("{base}/{name}{query}");
-    let client = sql(&url).await;
-    (url, client)
-}
 
 /// `rein ARGS` against `url` (through `REIN_STORE`), off the async runtime.
 async fn rein_on(url: &str, args: &[&str]) -> Outcome {
@@ -396,4 +348,56 @@ async fn a_run_a_worker_cannot_rebuild_is_named_and_left_for_another_worker() {
         .get(0);
     assert_eq!(queued, 1);
     assert!(!String::from_utf8_lossy(&output.stderr).contains("s3cret"));
+}
+
+/// A fixture that counts its executions, in a scenario with or without a workspace.
+fn counting(workspace: Option<&Path>) -> String {
+    let mut scenario = json!({
+        "goal": "charge once",
+        "approver": "auto",
+        "tools": [{
+            "fixture": "charge",
+            "annotations": {"risk_level": "low"},
+            "behavior": {"output": {"charged": true}},
+            "count_file": "counts/charge.log"
+        }],
+        "planner": {"scripted": [
+            {"expect": "intake", "decision": {"type": "transition", "to": "explore", "reason": "go"}},
+            {"expect": "explore", "decision": {"type": "transition", "to": "decide", "reason": "go"}},
+            {"expect": "decide", "decision": {"type": "transition", "to": "act", "reason": "charge"}},
+            {"expect": "act", "decision": {"type": "call_tool", "tool": "charge", "input": {"n": 1}, "reason": "charge"}},
+            {"expect": "act", "decision": {"type": "transition", "to": "validate", "reason": "check"}},
+            {"expect": "validate", "decision": {"type": "finish", "summary": "charged", "result": {}}}
+        ]}
+    });
+    if let Some(dir) = workspace {
+        scenario["workspace"] = json!(dir);
+    }
+    scenario.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fixture_counts_into_the_workspace_on_a_store_and_is_refused_without_one() {
+    let (url, _db) = fresh().await;
+    let scratch = Scratch::new();
+    let workspace = scratch.dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    // A store has no data directory: the count goes into the workspace, stored with the run
+    // so that every worker counts in the same place.
+    let file = scratch.write("counted.json", &counting(Some(&workspace)));
+    rein_on(&url, &["run", file.to_str().unwrap()])
+        .await
+        .expect_code(0);
+    let counted = std::fs::read_to_string(workspace.join("counts/charge.log")).unwrap();
+    assert_eq!(counted.lines().count(), 1, "{counted}");
+    assert!(counted.contains(r#""tool":"charge""#), "{counted}");
+
+    // Without a workspace the count would go nowhere: refused before anything runs.
+    let file = scratch.write("uncounted.json", &counting(None));
+    for command in ["run", "submit"] {
+        rein_on(&url, &[command, file.to_str().unwrap()])
+            .await
+            .expect_code(2)
+            .stderr_has(&["tools[0].count_file", "--workspace DIR"]);
+    }
 }

@@ -173,10 +173,33 @@ pub(crate) fn checked_scenario(
         data_dir: data.map(|data| data.root().to_path_buf()),
     };
     let checked = crate::scenario::check(&loaded, &setup)?;
+    counts_somewhere(&checked.scenario)?;
     for warning in &checked.warnings {
         eprintln!("warning: {warning}");
     }
     Ok(checked.scenario)
+}
+
+/// Refuses a scenario whose fixture has a `count_file` but nowhere to put it: on a
+/// `PostgreSQL` store (no data directory) without a workspace, the count would be lost
+/// without a word.
+///
+/// # Errors
+/// Bad input naming the tool and the fix.
+pub(crate) fn counts_somewhere(scenario: &crate::scenario::Scenario) -> Result<(), CliError> {
+    if scenario.data_dir.is_some() {
+        return Ok(());
+    }
+    match scenario
+        .tools
+        .iter()
+        .position(|def| def.count_file.is_some())
+    {
+        None => Ok(()),
+        Some(i) => Err(CliError::bad_input(format!(
+            "tools[{i}].count_file: a run on a PostgreSQL store has no data directory to count in; give the scenario a \"workspace\" (or pass --workspace DIR) and the count file is written inside it"
+        ))),
+    }
 }
 
 /// The canonical path of directory `dir`, given as option `what`.

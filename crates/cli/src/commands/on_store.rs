@@ -107,6 +107,7 @@ pub(super) async fn rebuild(
         data_dir: None,
     };
     let scenario = scenario::check(&loaded, &setup)?.scenario;
+    super::counts_somewhere(&scenario)?;
     // A scripted approver continues where the run's earlier processes left off.
     let approvals_used = ledger
         .iter()

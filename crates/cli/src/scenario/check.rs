@@ -88,7 +88,12 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             None => e,
         }
     };
-    scenario.data_dir.clone_from(&setup.data_dir);
+    // A PostgreSQL store has no data directory: count files then go into the workspace,
+    // which is stored with the run, so every worker that drives it counts in one place.
+    scenario.data_dir = setup
+        .data_dir
+        .clone()
+        .or_else(|| scenario.workspace.clone());
     let mut builtin_warnings = Vec::new();
     for (i, def) in scenario.tools.iter_mut().enumerate() {
         let path = tools_path.index(i);
@@ -113,10 +118,10 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
             ));
         }
         if let Some(file) = &def.count_file
-            && let Err(why) = check_count_file(file, setup.data_dir.as_deref())
+            && let Err(why) = check_count_file(file, scenario.data_dir.as_deref())
         {
             return Err(at(path.key("count_file"), why).help(
-                "write a path such as \"counts/charge.log\"; it is created inside the data directory",
+                "write a path such as \"counts/charge.log\"; it is created inside the data directory (inside the workspace on a PostgreSQL store)",
             ));
         }
     }

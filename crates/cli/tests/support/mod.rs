@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 pub mod mcp;
+pub mod pg;
 
 /// The `rein` binary under test.
 pub fn rein() -> Command {

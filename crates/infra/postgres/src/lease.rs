@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use rein_run::{Fenced, RunId};
+use tokio_postgres::{Row, Statement};
 
 use crate::{PgError, PgStores};
 
@@ -113,16 +114,34 @@ pub(crate) async fn check(
     run_id: &RunId,
 ) -> Result<Result<Option<i64>, Fenced>, tokio_postgres::Error> {
     let mine = held.token(run_id);
-    // Prepared once per connection: a write's checks cost one round trip each.
-    let statement = tx
-        .prepare_cached(
-            "SELECT fencing_token, expires_at > now() FROM rein_leases WHERE run_id = $1 FOR SHARE",
-        )
+    let row = tx
+        .query_opt(&statement(tx).await?, &[&run_id.as_str()])
         .await?;
-    let row = tx.query_opt(&statement, &[&run_id.as_str()]).await?;
+    Ok(verdict(run_id, mine, row.as_ref()))
+}
+
+/// The statement [`check`] runs, prepared once per connection: a writer that sends it in
+/// one pipeline with its write (and keeps the write only on a good [`verdict`]) checks its
+/// lease without a round trip of its own. The write may even reach the server first: the
+/// lease row is read in the same transaction before it commits, which is what fences.
+pub(crate) async fn statement(tx: &Transaction<'_>) -> Result<Statement, tokio_postgres::Error> {
+    tx.prepare_cached(
+        "SELECT fencing_token, expires_at > now() FROM rein_leases WHERE run_id = $1 FOR SHARE",
+    )
+    .await
+}
+
+/// What the lease row `row` ([`statement`]'s answer, if any) says of a writer of `run_id`
+/// holding the token `mine` (none: a writer without a lease): `Ok(token)` to record with
+/// the write ([`recorded`]`(mine)`), or [`Fenced`].
+pub(crate) fn verdict(
+    run_id: &RunId,
+    mine: Option<u64>,
+    row: Option<&Row>,
+) -> Result<Option<i64>, Fenced> {
     let current = row.map(|row| (token_of(row.get(0)), row.get::<_, bool>(1)));
-    Ok(match (mine, current) {
-        (Some(mine), Some((now, _))) if now == mine => Ok(Some(stored(mine))),
+    match (mine, current) {
+        (Some(mine), Some((now, _))) if now == mine => Ok(recorded(Some(mine))),
         (Some(mine), current) => Err(Fenced {
             run_id: run_id.clone(),
             held: Some(mine),
@@ -135,7 +154,12 @@ pub(crate) async fn check(
             current: Some(now),
         }),
         (None, _) => Ok(None),
-    })
+    }
+}
+
+/// The token a write by a holder of `mine` records, when its [`verdict`] lets it write.
+pub(crate) fn recorded(mine: Option<u64>) -> Option<i64> {
+    mine.map(stored)
 }
 
 impl PgStores {

@@ -263,27 +263,38 @@ impl LedgerStore for PgLedgerStore {
             .transaction()
             .await
             .map_err(|e| backend(context(), e))?;
-        let token = lease::check(&tx, &self.shared.held, run_id)
-            .await
-            .map_err(|e| backend(context(), e))??;
-        let (tip, insert) = match (
+        let statements = tokio::try_join!(
+            lease::statement(&tx),
             tx.prepare_cached(
                 "SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
-            )
-            .await,
+            ),
             tx.prepare_cached(
                 "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
                  VALUES ($1, $2, $3, $4, $5)",
-            )
-            .await,
-        ) {
-            (Ok(tip), Ok(insert)) => (tip, insert),
-            (Err(e), _) | (_, Err(e)) => return Err(backend(context(), e)),
-        };
-        let last = tx
-            .query_opt(&tip, &[&run_id.as_str()])
-            .await
-            .map_err(|e| backend(context(), e))?;
+            ),
+        );
+        let (lease_row, tip, insert) = statements.map_err(|e| backend(context(), e))?;
+        let mine = self.shared.held.token(run_id);
+        let (hash, line, token) = (
+            entry.hash().to_string(),
+            entry.json_line(),
+            lease::recorded(mine),
+        );
+        // The lease check, the chain's tip and the insert go out in one pipeline, in this
+        // order: one round trip instead of three. The insert is kept only if both checks
+        // pass; otherwise `tx` is dropped, which rolls it back.
+        let (id, number) = (run_id.as_str(), stored_seq(seq));
+        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&id];
+        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            [&id, &number, &hash, &line, &token];
+        let (lease_row, last, inserted) = tokio::join!(
+            tx.query_opt(&lease_row, &by_run),
+            tx.query_opt(&tip, &by_run),
+            tx.execute(&insert, &row),
+        );
+        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
+        lease::verdict(run_id, mine, lease_row.as_ref())?;
+        let last = last.map_err(|e| backend(context(), e))?;
         let last = match last {
             None => None,
             Some(row) => {
@@ -299,18 +310,7 @@ impl LedgerStore for PgLedgerStore {
             }
         };
         follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
-        tx.execute(
-            &insert,
-            &[
-                &run_id.as_str(),
-                &stored_seq(seq),
-                &entry.hash().to_string(),
-                &entry.json_line(),
-                &token,
-            ],
-        )
-        .await
-        .map_err(|e| backend(context(), e))?;
+        inserted.map_err(|e| backend(context(), e))?;
         tx.commit().await.map_err(|e| backend(context(), e))
     }
 

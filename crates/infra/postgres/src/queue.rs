@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_run::RunId;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
@@ -197,44 +197,114 @@ impl PgStores {
             .collect())
     }
 
-    /// Listens for queued runs on a connection of its own (`LISTEN`), outside the pool.
+    /// Listens for queued runs on a connection of its own (`LISTEN`), outside the pool. A
+    /// connection lost later (the database restarted) is made again in the background,
+    /// and the listener wakes once when it is back: runs queued meanwhile were announced
+    /// to nobody.
     ///
     /// # Errors
     /// [`PgError::Connect`] when no connection can be made; [`PgError::Query`] when
     /// `LISTEN` fails.
     pub async fn listen_queue(&self) -> Result<QueueWakeups, PgError> {
         let target = self.shared.config.target();
-        let (client, mut connection) = self
-            .shared
-            .config
-            .pg
-            .connect(NoTls)
-            .await
-            .map_err(|e| PgError::connect(&target, e))?;
+        let pg = self.shared.config.pg.clone();
         let woken = Arc::new(Notify::new());
-        let notify = Arc::clone(&woken);
-        let task = tokio::spawn(async move {
-            loop {
-                match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                    Some(Ok(AsyncMessage::Notification(_))) => notify.notify_one(),
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "the queue's LISTEN connection failed; polling only");
-                        return;
-                    }
-                    None => return,
+        let (ready, first) = oneshot::channel();
+        let task = tokio::spawn(keep_listening(pg, target, Arc::clone(&woken), ready));
+        match first.await {
+            Ok(Ok(())) => Ok(QueueWakeups { woken, task }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(PgError::connect(
+                self.shared.config.target(),
+                "the task listening for queued runs ended before it listened".to_owned(),
+            )),
+        }
+    }
+}
+
+/// The first and the longest pause before a lost `LISTEN` connection is made again.
+const RELISTEN_FIRST: Duration = Duration::from_millis(100);
+const RELISTEN_MOST: Duration = Duration::from_secs(5);
+
+/// Listens (`LISTEN`) on a connection of its own for as long as the [`QueueWakeups`] lives,
+/// making the connection again whenever it is lost. `ready` learns how the first attempt
+/// went: if it failed, nothing more is tried (the caller polls instead).
+async fn keep_listening(
+    pg: tokio_postgres::Config,
+    target: String,
+    woken: Arc<Notify>,
+    ready: oneshot::Sender<Result<(), PgError>>,
+) {
+    let mut ready = Some(ready);
+    let mut pause = RELISTEN_FIRST;
+    loop {
+        let mut listening = false;
+        let ended = session(&pg, &target, &woken, || {
+            listening = true;
+            match ready.take() {
+                Some(ready) => {
+                    let _ = ready.send(Ok(()));
                 }
+                // Back after a loss: look at the queue once.
+                None => woken.notify_one(),
             }
-        });
+        })
+        .await;
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(ended.and(Err(PgError::connect(
+                target,
+                "the connection closed before LISTEN took effect".to_owned(),
+            ))));
+            return;
+        }
+        match ended {
+            Ok(()) => tracing::warn!("the queue's LISTEN connection closed; listening again"),
+            Err(e) => {
+                tracing::warn!(error = %e, "the queue's LISTEN connection failed; listening again");
+            }
+        }
+        if listening {
+            pause = RELISTEN_FIRST;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(RELISTEN_MOST);
+    }
+}
+
+/// One `LISTEN` connection: `listening` is called once `LISTEN` took effect, and every
+/// notification wakes `woken`, until the connection ends (`Ok`) or fails.
+async fn session(
+    pg: &tokio_postgres::Config,
+    target: &str,
+    woken: &Notify,
+    listening: impl FnOnce(),
+) -> Result<(), PgError> {
+    let (client, mut connection) = pg
+        .connect(NoTls)
+        .await
+        .map_err(|e| PgError::connect(target, e))?;
+    let messages = async {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notification(_))) => woken.notify_one(),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(PgError::query("listening for queued runs", e)),
+                None => return Ok(()),
+            }
+        }
+    };
+    // The client lives as long as the session: dropping it would close the connection.
+    let listen = async {
         client
             .batch_execute(&format!("LISTEN {CHANNEL}"))
             .await
             .map_err(|e| PgError::query("listening for queued runs", e))?;
-        Ok(QueueWakeups {
-            woken,
-            _client: client,
-            task,
-        })
+        listening();
+        std::future::pending::<Result<(), PgError>>().await
+    };
+    tokio::select! {
+        ended = messages => ended,
+        failed = listen => failed,
     }
 }
 
@@ -242,13 +312,12 @@ impl PgStores {
 /// Only a hint: a worker polls as well, and finds runs whose notification it missed.
 pub struct QueueWakeups {
     woken: Arc<Notify>,
-    _client: tokio_postgres::Client,
     task: JoinHandle<()>,
 }
 
 impl QueueWakeups {
-    /// Waits for the next notification (one sent while nobody waited counts too). Never
-    /// resolves once the connection is gone.
+    /// Waits for the next notification (one sent while nobody waited counts too), or for
+    /// the connection to be back after it was lost.
     pub async fn next(&self) {
         self.woken.notified().await;
     }

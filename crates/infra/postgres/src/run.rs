@@ -52,19 +52,25 @@ impl RunStore for PgRunStore {
             .transaction()
             .await
             .map_err(|e| backend(context(), e))?;
-        lease::check(&tx, &self.shared.held, id)
-            .await
-            .map_err(|e| backend(context(), e))??;
-        let upsert = tx
-            .prepare_cached(
+        let statements = tokio::try_join!(
+            lease::statement(&tx),
+            tx.prepare_cached(
                 "INSERT INTO rein_runs (run_id, snapshot) VALUES ($1, $2)
                  ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, saved_at = now()",
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
-        tx.execute(&upsert, &[&id.as_str(), &json])
-            .await
-            .map_err(|e| backend(context(), e))?;
+            ),
+        );
+        let (lease_row, upsert) = statements.map_err(|e| backend(context(), e))?;
+        let mine = self.shared.held.token(id);
+        // The lease check and the upsert go out in one pipeline: the upsert is kept only if
+        // the check passes; otherwise `tx` is dropped, which rolls it back.
+        let key = id.as_str();
+        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key];
+        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&key, &json];
+        let (lease_row, upserted) =
+            tokio::join!(tx.query_opt(&lease_row, &by_run), tx.execute(&upsert, &row),);
+        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
+        lease::verdict(id, mine, lease_row.as_ref())?;
+        upserted.map_err(|e| backend(context(), e))?;
         tx.commit().await.map_err(|e| backend(context(), e))
     }
 

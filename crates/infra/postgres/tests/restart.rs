@@ -7,9 +7,10 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use rein_ledger::{EntryKind, Ledger, LedgerStore, LedgerStoreError};
-use rein_run::{State, Timestamp};
+use rein_run::{RunId, State, Timestamp};
 use support::Fresh;
 
 fn restart_the_server() {
@@ -25,8 +26,12 @@ fn restart_the_server() {
     );
 }
 
+/// The tests here take turns: each restarts the one server.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_restart_fails_the_write_it_catches_and_loses_nothing_acknowledged() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let db = Fresh::new().await;
     let stores = db.stores().await;
     let mut ledger = Ledger::new("restarted".parse().unwrap());
@@ -63,5 +68,37 @@ async fn a_restart_fails_the_write_it_catches_and_loses_nothing_acknowledged() {
     );
     let loaded = stores.ledgers().load(ledger.run_id()).await.unwrap();
     assert_eq!(loaded.ledger, ledger, "nothing acknowledged was lost");
+    db.drop_db().await;
+}
+
+/// Waits for `wakeups` to wake, within a generous bound that fails naming `what`.
+async fn woken(wakeups: &rein_postgres::QueueWakeups, what: &str) {
+    if tokio::time::timeout(Duration::from_secs(120), wakeups.next())
+        .await
+        .is_err()
+    {
+        panic!("the queue listener never woke for {what}");
+    }
+}
+
+#[tokio::test]
+async fn a_queue_listener_listens_again_after_a_restart() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let wakeups = stores.listen_queue().await.unwrap();
+
+    restart_the_server();
+
+    // Its connection died with the server: it listens again on a new one, and wakes once
+    // then (runs queued meanwhile were announced to nobody)...
+    woken(&wakeups, "its return after the restart").await;
+    // ...and a run queued afterwards is announced to it.
+    let id: RunId = "queued-after-the-restart".parse().unwrap();
+    if let Err(e) = stores.enqueue(&id).await {
+        eprintln!("the enqueue the restart caught: {e}");
+        stores.enqueue(&id).await.unwrap();
+    }
+    woken(&wakeups, "a run queued after the restart").await;
     db.drop_db().await;
 }
