@@ -11,9 +11,9 @@ mod support;
 
 use std::process::Stdio;
 
+use pg::{entries_of, fresh, rein_on, run_id_of, start_worker, stop_worker, until_count};
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::json;
-use pg::{entries_of, fresh, rein_on, run_id_of, start_worker, stop_worker, until_count};
 use support::{Outcome, Scratch, durable_drop_table, rein};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -73,10 +73,13 @@ async fn an_abort_reaches_the_worker_driving_the_run_on_the_store() {
         .await
         .expect_code(2)
         .stderr_has(&["has failed already", "nothing was recorded"]);
-    rein_on(&url, &["abort", "no-such-run", "--reason", "x", "--by", "bob"])
-        .await
-        .expect_code(2)
-        .stderr_has(&["no run no-such-run", "rein runs list --store URL"]);
+    rein_on(
+        &url,
+        &["abort", "no-such-run", "--reason", "x", "--by", "bob"],
+    )
+    .await
+    .expect_code(2)
+    .stderr_has(&["no run no-such-run", "rein runs list --store URL"]);
     rein_on(&url, &["abort", "../etc", "--reason", "x", "--by", "bob"])
         .await
         .expect_code(2)
@@ -86,7 +89,10 @@ async fn an_abort_reaches_the_worker_driving_the_run_on_the_store() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(left, 0, "an honoured request is cleared; a refused one never stored");
+    assert_eq!(
+        left, 0,
+        "an honoured request is cleared; a refused one never stored"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -111,7 +117,8 @@ async fn an_abort_reaches_rein_run_in_another_process_on_the_data_directory() {
             dir.filter_map(Result::ok).find_map(|e| {
                 let text = std::fs::read_to_string(e.path()).ok()?;
                 let name = e.file_name().to_string_lossy().into_owned();
-                (text.contains("\"type\":\"tool_call\"")).then(|| name.trim_end_matches(".jsonl").to_owned())
+                (text.contains("\"type\":\"tool_call\""))
+                    .then(|| name.trim_end_matches(".jsonl").to_owned())
             })
         });
         if let Some(id) = found {
@@ -168,12 +175,21 @@ async fn an_interrupted_run_waits_until_resume_queues_it_for_a_worker() {
     let file = scratch.scenario("happy-path.json");
     let out = rein_on(&url, &["submit", file.to_str().unwrap()]).await;
     let id = out.stdout.trim().to_owned();
-    rein_on(&url, &["interrupt", &id, "--by", "bob", "--reason", "hold it"])
-        .await
-        .expect_code(0);
+    rein_on(
+        &url,
+        &["interrupt", &id, "--by", "bob", "--reason", "hold it"],
+    )
+    .await
+    .expect_code(0);
     let worker = start_worker(&url, "interrupting");
     until_count(&db, &entries_of("run_interrupted"), &id, 1).await;
-    until_count(&db, "SELECT 1 - count(*) FROM rein_queue WHERE run_id = $1", &id, 1).await;
+    until_count(
+        &db,
+        "SELECT 1 - count(*) FROM rein_queue WHERE run_id = $1",
+        &id,
+        1,
+    )
+    .await;
     rein_on(&url, &["runs", "list"])
         .await
         .stdout_has(&["INTERRUPTED"]);
@@ -187,7 +203,9 @@ async fn an_interrupted_run_waits_until_resume_queues_it_for_a_worker() {
         .stdout_has(&[&format!("run {id} is queued"), "a worker drives it"]);
     until_count(&db, &entries_of("run_completed"), &id, 1).await;
     stop_worker(worker).await.expect_code(0);
-    rein_on(&url, &["ledger", "verify", &id]).await.expect_code(0);
+    rein_on(&url, &["ledger", "verify", &id])
+        .await
+        .expect_code(0);
 }
 
 /// The machine that answers or approves never runs the agent's tools: the answer and the
@@ -245,7 +263,10 @@ async fn an_answer_and_a_verdict_are_recorded_and_a_worker_drives_the_run() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(granted_tool_runs, 0, "the approved call ran where it was approved");
+    assert_eq!(
+        granted_tool_runs, 0,
+        "the approved call ran where it was approved"
+    );
 
     let worker = start_worker(&url, "after-verdicts");
     until_count(&db, &entries_of("run_completed"), &question, 1).await;

@@ -6,10 +6,10 @@
 
 use std::path::PathBuf;
 
-use rein::{EngineError, RunId, RunStatus};
 use rein::ledger::{Entry, EntryKind};
 use rein::postgres::PgStores;
 use rein::store::{LedgerStore as _, LedgerStoreError};
+use rein::{EngineError, RunId, RunStatus};
 
 use super::reopened::{Reopened, restore_secrets};
 use super::store::ledger_error;

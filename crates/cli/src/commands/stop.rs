@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rein::ledger::RunOutline;
 use rein::run::{StopKind, StopRequest, Timestamp};
-use rein::{RunId, RunStatus};
 use rein::store::{LedgerStore, LedgerStoreError, StopRequestStore};
+use rein::{RunId, RunStatus};
 
 use crate::cli::StopArgs;
 use crate::exit::{CliError, CliResult, Exit};
@@ -36,15 +36,26 @@ pub(crate) async fn stop(args: StopArgs, kind: StopKind) -> CliResult {
     match &home {
         Home::Dir(data) => {
             let stores = rein::store::FsStores::open(data.root()).map_err(|e| {
-                CliError::bad_input(format!(
-                    "cannot use data directory {}: {e}",
-                    data.shown()
-                ))
+                CliError::bad_input(format!("cannot use data directory {}: {e}", data.shown()))
             })?;
-            ask(stores.ledgers(), &stores.stop_requests(), &id, &request, &place).await?;
+            ask(
+                stores.ledgers(),
+                &stores.stop_requests(),
+                &id,
+                &request,
+                &place,
+            )
+            .await?;
         }
         Home::Store(stores) => {
-            ask(stores.ledgers(), stores.stop_requests(), &id, &request, &place).await?;
+            ask(
+                stores.ledgers(),
+                stores.stop_requests(),
+                &id,
+                &request,
+                &place,
+            )
+            .await?;
         }
     }
     outln!(
