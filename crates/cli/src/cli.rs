@@ -7,11 +7,14 @@
 pub(crate) mod mcp;
 pub(crate) mod runs;
 pub(crate) mod serve;
+pub(crate) mod stop;
 pub(crate) mod worker;
 
 pub(crate) use runs::{ListedStatus, PrunedStatus, RunsCommand, RunsListArgs, RunsPruneArgs};
 use serve::SERVE_AFTER;
 pub(crate) use serve::ServeArgs;
+pub(crate) use stop::StopArgs;
+use stop::{ABORT_AFTER, INTERRUPT_AFTER};
 use worker::{SUBMIT_AFTER, WORKER_AFTER};
 pub(crate) use worker::{SubmitArgs, WorkerArgs};
 
@@ -90,6 +93,7 @@ Examples:
   rein resume 0193c6a2-... --input yes --data-dir /tmp/rein
   rein approve 0193c6a2-... --reason 'ticket 42' --by alice
   rein narrow 0193c6a2-... --reason 'wind down' --budget tool_calls=2
+  rein interrupt 0193c6a2-... --reason 'pause for the night'
   rein runs list
   rein ledger verify 0193c6a2-...
   rein inspect 0193c6a2-... --format mermaid
@@ -146,7 +150,8 @@ pub(crate) enum Command {
     ///
     /// The engine is rebuilt from the scenario stored with the run (DATA_DIR/scenarios/,
     /// or the --store database), under the policy recorded in its ledger, with the same
-    /// budget.
+    /// budget. With --store, the answer is only recorded and the run queued: a `rein
+    /// worker` drives it (exit 0 once queued).
     #[command(after_help = RESUME_AFTER)]
     Resume(ResumeArgs),
     /// Grant (or, with --deny, deny) the call a run waits for under a durable approval
@@ -155,7 +160,8 @@ pub(crate) enum Command {
     /// The engine is rebuilt from the scenario stored with the run, as for `rein resume`.
     /// The verdict is recorded with who gave it and why, and binds the run, step, tool and
     /// input hash of the pending call (shown by `rein runs list`); the granted call runs
-    /// with exactly the input it was requested with.
+    /// with exactly the input it was requested with. With --store, the verdict is only
+    /// recorded and the run queued: a `rein worker` runs the call and drives the run on.
     #[command(after_help = APPROVE_AFTER)]
     Approve(ApproveArgs),
     /// Narrow the policy of a stored run: lower its budgets and steps, take tools away,
@@ -167,6 +173,14 @@ pub(crate) enum Command {
     /// ledger with its reason, and the run is held to it from its next step on.
     #[command(after_help = NARROW_AFTER)]
     Narrow(NarrowArgs),
+    /// Ask a run to abort: the process driving it (on this machine or, with --store, any
+    /// worker) drops its calls in flight and fails it at its next step.
+    #[command(after_help = ABORT_AFTER)]
+    Abort(StopArgs),
+    /// Ask a run to stop at its next step, resumable: nothing new starts, a call in
+    /// progress finishes and is recorded, and the run is left interrupted.
+    #[command(after_help = INTERRUPT_AFTER)]
+    Interrupt(StopArgs),
     /// Replay a stored run, and every child run it delegated to, from its ledger.
     ///
     /// The engine is rebuilt from the scenario stored with the run, as for `rein resume`.

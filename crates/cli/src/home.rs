@@ -125,6 +125,7 @@ impl Home {
                 .run_store(stores.runs().clone())
                 .ledger_store(stores.ledgers().clone())
                 .artifact_store(stores.artifacts().clone())
+                .stop_request_store(stores.stop_requests().clone())
                 .build()
                 .map_err(|e| build_error_on_store(&e)),
         }

@@ -1,7 +1,7 @@
 //! Driving runs on a `PostgreSQL` store (`--store`, or `REIN_STORE`) as on a data
 //! directory: `rein run` stores the scenario with the run (never a secret), and `rein
 //! resume`, `approve`, `narrow` and `replay` rebuild the run's engine from it, under the
-//! run's lease; `rein submit` queues runs and `rein worker` drives them and stops cleanly
+//! run's lease (resume and approve only record and queue the run for a worker); `rein submit` queues runs and `rein worker` drives them and stops cleanly
 //! on SIGTERM. Each test has a database of its own on the test cluster (`make pg-start`, or
 //! `REIN_TEST_PG_URL`; docs/POSTGRES.md).
 
@@ -12,35 +12,8 @@ use std::process::Stdio;
 
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::json;
-use support::pg::fresh;
+use support::pg::{entries_of, fresh, rein_on, run_id_of, start_worker, stop_worker, until_count};
 use support::{Outcome, Scratch, durable_drop_table, rein};
-
-/// `rein ARGS` against `url` (through `REIN_STORE`), off the async runtime.
-async fn rein_on(url: &str, args: &[&str]) -> Outcome {
-    let (url, args): (String, Vec<String>) = (
-        url.to_owned(),
-        args.iter().map(|a| (*a).to_owned()).collect(),
-    );
-    tokio::task::spawn_blocking(move || {
-        Outcome::of(&rein().args(&args).env("REIN_STORE", url).output().unwrap())
-    })
-    .await
-    .unwrap()
-}
-
-/// The run id in a summary's first line (`run ID  status …`).
-fn run_id_of(out: &Outcome) -> String {
-    let text = if out.stdout.starts_with("run ") {
-        &out.stdout
-    } else {
-        &out.stderr
-    };
-    text.lines()
-        .find_map(|l| l.strip_prefix("run "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no run id in {} / {}", out.stdout, out.stderr))
-        .to_owned()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_asks_is_narrowed_resumed_and_replayed_from_the_store() {
@@ -71,10 +44,14 @@ async fn a_run_asks_is_narrowed_resumed_and_replayed_from_the_store() {
         .expect_code(0)
         .stdout_has(&["policy narrowed ✓", "--store URL"]);
 
+    // The answer is recorded and the run queued; a worker drives it to its end.
     let resumed = rein_on(&url, &["resume", &id, "--input", "yes"]).await;
     resumed
         .expect_code(0)
-        .stdout_has(&["completed ✓", &format!("run {id} in ")]);
+        .stdout_has(&[&format!("run {id} is queued")]);
+    let worker = start_worker(&url, "after-answer");
+    until_count(&db, &entries_of("run_completed"), &id, 1).await;
+    stop_worker(worker).await.expect_code(0);
     rein_on(&url, &["replay", &id]).await.expect_code(0);
     rein_on(&url, &["ledger", "verify", &id])
         .await
@@ -108,7 +85,7 @@ async fn a_run_asks_is_narrowed_resumed_and_replayed_from_the_store() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_durable_approval_is_given_from_another_process_on_the_store() {
-    let (url, _db) = fresh().await;
+    let (url, db) = fresh().await;
     let scratch = Scratch::new();
     let file = scratch.write("drop.json", &durable_drop_table("drop the stale table"));
     let paused = rein_on(&url, &["run", file.to_str().unwrap()]).await;
@@ -116,13 +93,17 @@ async fn a_durable_approval_is_given_from_another_process_on_the_store() {
         .expect_code(3)
         .stdout_has(&["approval", "rein approve", "--store URL"]);
     let id = run_id_of(&paused);
+    // The verdict is recorded and the run queued; a worker runs the granted call.
     rein_on(
         &url,
         &["approve", &id, "--reason", "stale", "--by", "alice"],
     )
     .await
     .expect_code(0)
-    .stdout_has(&["completed ✓"]);
+    .stdout_has(&[&format!("run {id} is queued")]);
+    let worker = start_worker(&url, "after-verdict");
+    until_count(&db, &entries_of("run_completed"), &id, 1).await;
+    stop_worker(worker).await.expect_code(0);
     rein_on(
         &url,
         &["approve", &id, "--reason", "again", "--by", "alice"],

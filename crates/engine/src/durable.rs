@@ -152,9 +152,29 @@ pub(crate) async fn approve(
     mut driver: Driver,
     response: &ApprovalResponse,
 ) -> Result<Run, EngineError> {
+    if let Some(step) = record(&mut driver, response).await? {
+        // Applies the recorded decision again: every check runs, and the approval step
+        // finds the grant just recorded for exactly this tool and input.
+        driver.complete_step(step).await?;
+    }
+    driver.rec.persist().await?;
+    // A child approved directly is driven by the planner its link names.
+    driver.adopt_planner();
+    driver.drive().await
+}
+
+/// Records `response` on the call the driver's run waits for (`approval_granted` or
+/// `approval_denied`, with `run_resumed`); a denial rejects the call at once. For a grant,
+/// the step the pause cut short is returned: the caller completes it now
+/// (`Engine::approve`), or leaves it on the ledger for the next drive to complete
+/// (`Engine::record_verdict`). Nothing is persisted here.
+pub(crate) async fn record(
+    driver: &mut Driver,
+    response: &ApprovalResponse,
+) -> Result<Option<crate::progress::Unsettled>, EngineError> {
     let shared = Arc::clone(&driver.shared);
     let id = driver.run().id().clone();
-    let pending = pending_of(&driver)?;
+    let pending = pending_of(driver)?;
     let timeout = timeout_ms(&driver.policy);
     if pending.is_expired(shared.clock.now(), timeout) {
         driver.expire(&pending, timeout).await?;
@@ -196,21 +216,14 @@ pub(crate) async fn approve(
             })
             .await?;
         driver.rec.record(EntryKind::RunResumed { note }).await?;
-        if let Some(step) = unsettled {
-            // Applies the recorded decision again: every check runs, and the approval
-            // step finds the grant just recorded for exactly this tool and input.
-            driver.complete_step(step).await?;
-        }
+        Ok(unsettled)
     } else {
         driver.rec.record(EntryKind::RunResumed { note }).await?;
         driver
             .deny(&pending, response.approver(), response.reason())
             .await?;
+        Ok(None)
     }
-    driver.rec.persist().await?;
-    // A child approved directly is driven by the planner its link names.
-    driver.adopt_planner();
-    driver.drive().await
 }
 
 /// `Engine::pending_approval`: the call the run waits for, if any. A pending approval past

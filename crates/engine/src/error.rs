@@ -241,6 +241,18 @@ pub enum EngineError {
         /// Its status.
         status: RunStatus,
     },
+    /// An answer was to be recorded without driving the run
+    /// ([`Engine::record_answer`](crate::Engine::record_answer)), but the question is a
+    /// child run's: its answer is forwarded as the run is driven. Nothing is recorded.
+    #[error(
+        "run {id} waits for the answer its child run {child} asked for, which is passed on          as the run is driven; answer it where the run is driven (Engine::resume_with_input,          or `rein resume` on a data directory)"
+    )]
+    ChildAwaitsAnswer {
+        /// The run.
+        id: RunId,
+        /// The child that asks.
+        child: RunId,
+    },
     /// A verdict answers another call than the one the run waits for: another step, tool or
     /// input (the planner proposed something else since), or another run. Nothing is
     /// recorded.

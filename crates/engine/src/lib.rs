@@ -71,6 +71,7 @@ mod project;
 mod projection_error;
 mod prompt_view;
 mod record_first;
+mod record_only;
 mod recorder;
 mod recovery;
 mod rejection;

@@ -13,8 +13,8 @@ use crate::Engines;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// The run ended (completed or failed), or waits for an answer or a verdict: off the
-    /// queue.
+    /// The run ended (completed or failed), waits for an answer or a verdict, or was
+    /// interrupted by an operator (`rein interrupt`): off the queue until it is resumed.
     Settled(RunStatus),
     /// The run was stopped because the worker shut down: left queued, lease released.
     Stopped,
@@ -111,8 +111,8 @@ async fn with_engine(
     let control = handle.control();
     let wait = handle.wait();
     tokio::pin!(wait);
-    let result = tokio::select! {
-        result = &mut wait => result,
+    let (result, shutting_down) = tokio::select! {
+        result = &mut wait => (result, false),
         _ = keeper.lost() => {
             control.abort();
             let _ = wait.await;
@@ -121,12 +121,16 @@ async fn with_engine(
         () = shutdown.cancelled() => {
             // A stop: nothing new starts, a tool call in progress finishes and is recorded.
             control.stop();
-            wait.await
+            (wait.await, true)
         }
     };
     match result {
         Ok(run) => match run.status() {
-            RunStatus::Running | RunStatus::Interrupted => Outcome::Stopped,
+            // Stopped for the worker's shutdown: left queued for the next worker.
+            RunStatus::Running | RunStatus::Interrupted if shutting_down => Outcome::Stopped,
+            RunStatus::Running => Outcome::Stopped,
+            // Interrupted by an operator (`rein interrupt`): off the queue until someone
+            // resumes it, or the next worker would drive it straight on.
             status => dequeue(stores, lease, status).await,
         },
         Err(

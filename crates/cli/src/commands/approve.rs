@@ -1,6 +1,7 @@
 //! `rein approve`: the verdict on the call a run waits for under a durable approval policy,
 //! given from any process; the run then goes on, and the outcome is printed as `rein
-//! resume` prints it.
+//! resume` prints it. On a `--store`, the verdict is only recorded and the run queued: a
+//! `rein worker` drives it on.
 
 use rein::ledger::{Entry, EntryKind};
 use rein::run::PendingApproval;
@@ -35,8 +36,12 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
     let result = decide(&args, &id, &engine, &home).await;
     _lock.release().await;
     scenario::mcp::shutdown(&servers).await;
-    match result {
-        Ok(run) => {
+    match (result, &home) {
+        // Recorded, not driven: a worker runs the granted call.
+        (Ok(run), Home::Store(stores)) if !run.is_finished() => {
+            super::on_store::queue(stores, &id).await
+        }
+        (Ok(run), _) => {
             finish(
                 &Driven {
                     run,
@@ -47,7 +52,7 @@ pub(crate) async fn approve(args: ApproveArgs) -> CliResult {
             )
             .await
         }
-        Err(e) => Err(e),
+        (Err(e), _) => Err(e),
     }
 }
 
@@ -92,10 +97,13 @@ async fn decide(
         Verdict::Granted
     };
     let response = ApprovalResponse::answer(&pending, verdict, &args.by, &args.reason);
-    engine
-        .approve(id, &response)
-        .await
-        .map_err(|e| engine_error(e, home))
+    let decided = match home {
+        // On a shared store the verdict is only recorded: the approving machine never runs
+        // the agent's tools; a worker drives the run on.
+        Home::Store(_) => engine.record_verdict(id, &response).await,
+        Home::Dir(_) => engine.approve(id, &response).await,
+    };
+    decided.map_err(|e| engine_error(e, home))
 }
 
 /// Why run `run` takes no verdict, and what to do instead: its approval came too late (the

@@ -14,6 +14,7 @@ mod replay;
 mod run;
 mod runs;
 mod serve;
+mod stop;
 mod store;
 mod tools;
 mod validate;
@@ -38,6 +39,8 @@ pub(crate) async fn dispatch(command: Command) -> CliResult {
         Command::Resume(args) => run::resume(args).await,
         Command::Approve(args) => approve::approve(args).await,
         Command::Narrow(args) => narrow::narrow(args).await,
+        Command::Abort(args) => stop::stop(args, rein::run::StopKind::Abort).await,
+        Command::Interrupt(args) => stop::stop(args, rein::run::StopKind::Interrupt).await,
         Command::Replay(args) => replay::replay(args).await,
         Command::Runs(RunsCommand::List(args)) => match &args.store.store {
             Some(_) if args.status.is_some() || args.limit.is_some() || args.offset > 0 => {
@@ -131,6 +134,7 @@ pub(crate) fn engine_error(e: EngineError, place: &impl Place) -> CliError {
         | EngineError::NotAwaitingApproval { .. }
         | EngineError::ApprovalMismatch { .. }
         | EngineError::InvalidAnswer { .. }
+        | EngineError::ChildAwaitsAnswer { .. }
         | EngineError::Narrowing { .. } => CliError::bad_input(message),
         EngineError::LedgerStore(
             LedgerStoreError::Broken { .. } | LedgerStoreError::Corrupt { .. },

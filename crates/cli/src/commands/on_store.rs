@@ -1,16 +1,19 @@
 //! The commands that drive runs (run, resume, approve, narrow, replay) on a `PostgreSQL`
 //! store: a run opened again from the scenario stored with it, and its ledger read back.
+//! `rein resume` and `rein approve` there only record the answer or the verdict and queue
+//! the run: a `rein worker` drives it, so the machine that answers never runs the agent's
+//! tools with its own keys.
 
 use std::path::PathBuf;
 
-use rein::RunId;
 use rein::ledger::{Entry, EntryKind};
 use rein::postgres::PgStores;
 use rein::store::{LedgerStore as _, LedgerStoreError};
+use rein::{EngineError, RunId, RunStatus};
 
 use super::reopened::{Reopened, restore_secrets};
 use super::store::ledger_error;
-use crate::exit::CliError;
+use crate::exit::{CliError, CliResult, Exit};
 use crate::home::{Home, store_failed};
 use crate::ledger_file::{Anchor, LedgerFile};
 use crate::scenario::{self, Setup};
@@ -144,4 +147,78 @@ pub(super) async fn ledger(
     };
     let at = format!("run {id} in {}", stores.config().target());
     Ok((file, Vec::new(), at))
+}
+
+/// `rein resume RUN [--input ANSWER] --store URL`: records the answer (when the run waits
+/// for one) under the run's lease, and queues the run for a worker. A run that cannot go
+/// on (finished, waiting for an answer not given, or for a verdict) is refused as `rein
+/// resume` refuses it on a data directory; nothing is recorded or queued then.
+///
+/// # Errors
+/// As said, and what reopening the run reports.
+pub(super) async fn resume_queued(
+    stores: &PgStores,
+    home: &Home,
+    id: &RunId,
+    input: Option<&str>,
+) -> CliResult {
+    let Reopened {
+        engine,
+        servers,
+        _lock,
+    } = reopen(stores, home, id, "resumed").await?;
+    let recorded = match input {
+        Some(answer) => engine.record_answer(id, answer, None).await.map(drop),
+        None => runnable(&engine, id).await,
+    };
+    _lock.release().await;
+    scenario::mcp::shutdown(&servers).await;
+    recorded.map_err(|e| super::engine_error(e, home))?;
+    queue(stores, id).await
+}
+
+/// Whether run `id` can be driven on as it is: not finished, not waiting for a person.
+async fn runnable(engine: &rein::Engine, id: &RunId) -> Result<(), EngineError> {
+    let run = engine.load_run(id).await?;
+    if run.is_finished() {
+        return Err(EngineError::RunFinished {
+            id: id.clone(),
+            status: run.status(),
+        });
+    }
+    if run.status() == RunStatus::Paused {
+        if let Some(question) = run.pending_question() {
+            return Err(EngineError::AwaitingAnswer {
+                id: id.clone(),
+                question: question.question.clone(),
+                options: question.options.clone(),
+            });
+        }
+        // Looking is touching: an approval past its timeout is denied now, and the run
+        // can go on.
+        if let Some(pending) = engine.pending_approval(id).await? {
+            return Err(EngineError::AwaitingApproval {
+                id: id.clone(),
+                pending: Box::new(pending),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Queues run `id` for a worker and says so.
+///
+/// # Errors
+/// When the store fails (the answer or verdict is recorded: `rein resume` queues it again).
+pub(super) async fn queue(stores: &PgStores, id: &RunId) -> CliResult {
+    stores.enqueue(id).await.map_err(|e| {
+        CliError::new(
+            Exit::Failed,
+            format!("{e}; what was asked is recorded: queue the run again with `rein resume {id} --store URL`"),
+        )
+    })?;
+    outln!(
+        "run {id} is queued: a worker drives it (`rein worker --store URL`); `rein runs list --store URL` shows where it is"
+    );
+    Ok(Exit::Ok)
 }

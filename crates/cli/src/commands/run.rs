@@ -131,6 +131,10 @@ pub(crate) async fn resume(args: ResumeArgs) -> CliResult {
     let home = Home::open(&args.data, &args.store).await?;
     home.require()?;
     let id = run_id(&args.run_id)?;
+    if let Home::Store(stores) = &home {
+        // A worker drives it: this process only records the answer and queues the run.
+        return super::on_store::resume_queued(stores, &home, &id, args.input.as_deref()).await;
+    }
     let Reopened {
         engine,
         servers,

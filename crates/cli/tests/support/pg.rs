@@ -1,9 +1,12 @@
 //! The test cluster for the tests on a `PostgreSQL` store (`make pg-start`, or
-//! `REIN_TEST_PG_URL`; docs/POSTGRES.md): its URL, a database of a test's own, a restart.
+//! `REIN_TEST_PG_URL`; docs/POSTGRES.md): its URL, a database of a test's own, a restart,
+//! `rein` and `rein worker` run against it.
 
 use std::path::Path;
 
 use tokio_postgres::NoTls;
+
+use super::{Outcome, rein};
 
 /// The test cluster's URL: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote. Without
 /// either the test fails saying how to start one; it never skips silently.
@@ -73,4 +76,81 @@ pub fn restart_cluster() {
         status.success(),
         "restarting the server needs the throwaway cluster: run `make pg-start` (`make test` does)"
     );
+}
+
+/// `rein ARGS` against `url` (through `REIN_STORE`), off the async runtime.
+pub async fn rein_on(url: &str, args: &[&str]) -> Outcome {
+    let (url, args): (String, Vec<String>) = (
+        url.to_owned(),
+        args.iter().map(|a| (*a).to_owned()).collect(),
+    );
+    tokio::task::spawn_blocking(move || {
+        Outcome::of(&rein().args(&args).env("REIN_STORE", url).output().unwrap())
+    })
+    .await
+    .unwrap()
+}
+
+/// The run id in a summary's first line (`run ID  status …`).
+pub fn run_id_of(out: &Outcome) -> String {
+    let text = if out.stdout.starts_with("run ") {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no run id in {} / {}", out.stdout, out.stderr))
+        .to_owned()
+}
+
+/// Waits until `query` (one bigint, `$1` the run id) counts at least `n`.
+pub async fn until_count(db: &tokio_postgres::Client, query: &str, id: &str, n: i64) {
+    loop {
+        let count: i64 = db.query_one(query, &[&id]).await.unwrap().get(0);
+        if count >= n {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Counts the entries of kind `kind` in run `$1`'s ledger.
+pub fn entries_of(kind: &str) -> String {
+    format!(
+        "SELECT count(*) FROM rein_ledger WHERE run_id = $1 \
+         AND convert_from(line, 'UTF8') LIKE '%\"type\":\"{kind}\"%'"
+    )
+}
+
+/// Whether run `$1` is queued (0 or 1).
+pub const QUEUED: &str = "SELECT count(*) FROM rein_queue WHERE run_id = $1";
+
+/// Starts `rein worker --name NAME` on `url`.
+pub fn start_worker(url: &str, name: &str) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["worker", "--poll", "0.05", "--name", name])
+        .env("REIN_STORE", url)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Stops a worker with SIGTERM and gives what it printed.
+pub async fn stop_worker(worker: std::process::Child) -> Outcome {
+    let pid = worker.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = tokio::task::spawn_blocking(move || worker.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    Outcome::of(&output)
 }

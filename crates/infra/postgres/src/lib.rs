@@ -13,6 +13,8 @@
 //!   the JSONL file format.
 //! - [`PgArtifactStore`]: [`ArtifactStore`](rein_artifact::ArtifactStore), content-addressed
 //!   `bytea` up to a configured size.
+//! - [`PgStopRequests`]: [`StopRequestStore`](rein_run::StopRequestStore), an operator's
+//!   abort or interrupt of a run, one row per run, asked from any machine.
 //!
 //! **Leases.** A process that drives a run takes its [`Lease`] first
 //! ([`PgStores::acquire_lease`]): an owner, an expiry by the database's `now()`, and a
@@ -41,6 +43,7 @@ mod ledger;
 mod queue;
 mod run;
 mod schema;
+mod stop;
 mod stores;
 
 pub use artifact::PgArtifactStore;
@@ -52,4 +55,5 @@ pub use ledger::PgLedgerStore;
 pub use queue::{QueueWakeups, RunConfig};
 pub use run::PgRunStore;
 pub use schema::SCHEMA_VERSION;
+pub use stop::PgStopRequests;
 pub use stores::PgStores;

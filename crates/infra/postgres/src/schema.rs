@@ -48,6 +48,15 @@ const MIGRATIONS: &[&str] = &[
          ord       bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
          queued_at timestamptz NOT NULL DEFAULT now()
      );",
+    // 3: stop requests (an operator's abort or interrupt), at most one per run.
+    "CREATE TABLE rein_stop_requests (
+         run_id          text PRIMARY KEY,
+         kind            text NOT NULL CHECK (kind IN ('abort', 'interrupt')),
+         requested_by    text NOT NULL,
+         reason          text NOT NULL,
+         requested_at_ms bigint NOT NULL,
+         stored_at       timestamptz NOT NULL DEFAULT now()
+     );",
 ];
 
 /// The schema version this rein writes and understands.

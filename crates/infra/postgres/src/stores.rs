@@ -8,10 +8,13 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use tokio_postgres::NoTls;
 
 use crate::lease::Held;
-use crate::{PgArtifactStore, PgConfig, PgError, PgLedgerStore, PgRunStore, schema};
+use crate::{
+    PgArtifactStore, PgConfig, PgError, PgLedgerStore, PgRunStore, PgStopRequests, schema,
+};
 
 /// The `PostgreSQL` stores of one database: run snapshots ([`PgRunStore`]), ledgers
-/// ([`PgLedgerStore`]) and artifacts ([`PgArtifactStore`]) over one connection pool, and
+/// ([`PgLedgerStore`]), artifacts ([`PgArtifactStore`]) and stop requests
+/// ([`PgStopRequests`]) over one connection pool, and
 /// the run leases this process holds ([`acquire_lease`](Self::acquire_lease)).
 ///
 /// Cheap to clone: clones share the pool and the leases. Two `PgStores` (in one process
@@ -23,6 +26,7 @@ pub struct PgStores {
     runs: PgRunStore,
     ledgers: PgLedgerStore,
     artifacts: PgArtifactStore,
+    stops: PgStopRequests,
 }
 
 /// What the three stores share.
@@ -84,6 +88,7 @@ impl PgStores {
             runs: PgRunStore::new(Arc::clone(&shared)),
             ledgers: PgLedgerStore::new(Arc::clone(&shared)),
             artifacts: PgArtifactStore::new(Arc::clone(&shared)),
+            stops: PgStopRequests::new(Arc::clone(&shared)),
             shared,
         })
     }
@@ -112,6 +117,14 @@ impl PgStores {
     #[must_use]
     pub const fn artifacts(&self) -> &PgArtifactStore {
         &self.artifacts
+    }
+
+    /// The stop request store: give it to every engine on these stores
+    /// (`EngineBuilder::stop_request_store`), so that an abort asked for on any machine
+    /// reaches the worker driving the run.
+    #[must_use]
+    pub const fn stop_requests(&self) -> &PgStopRequests {
+        &self.stops
     }
 
     /// The configuration the stores were opened with.

@@ -74,3 +74,31 @@ async fn artifact_store_concurrent() {
     contract::artifact_store_concurrent(&stores).await;
     db.drop_db().await;
 }
+
+#[tokio::test]
+async fn stop_request_store() {
+    let db = Fresh::new().await;
+    contract::stop_request_store(db.stores().await.stop_requests()).await;
+    db.drop_db().await;
+}
+
+/// Sixteen requests at once from two processes (two pools): the abort among them stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stop_request_store_concurrent() {
+    let db = Fresh::new().await;
+    contract::stop_request_store_concurrent(Arc::new(db.stores().await.stop_requests().clone()))
+        .await;
+    let (first, second) = (db.stores().await, db.stores().await);
+    let run = contract::id("seen-elsewhere");
+    let asked = contract::stop(rein_run::StopKind::Interrupt, "alice", 9);
+    rein_run::StopRequestStore::request(first.stop_requests(), &run, &asked)
+        .await
+        .unwrap();
+    assert_eq!(
+        rein_run::StopRequestStore::pending(second.stop_requests(), &run)
+            .await
+            .unwrap(),
+        Some(asked)
+    );
+    db.drop_db().await;
+}

@@ -1,6 +1,6 @@
 //! `FsStopRequests`: stop requests as small JSON files, `stops/<run id>.json`, one per run.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +13,10 @@ use crate::blocking;
 /// The longest stop request file read back (a request is a few hundred bytes).
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
+/// The file in the stops folder whose lock writers take (never a request: run ids cannot
+/// start with a dot).
+const LOCK_FILE: &str = ".lock";
+
 /// A [`StopRequestStore`] on disk: `<root>/stops/<run id>.json`, written by any process
 /// (an operator's console) and read by the one driving the run.
 ///
@@ -21,7 +25,8 @@ const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 /// - **Durable.** A request is written to a temporary file, synced, renamed into place, and
 ///   the folder synced, before `request` returns: it survives a crash of either process.
 /// - **An abort stands.** A later interrupt never replaces a waiting abort
-///   ([`StopRequest::then`]).
+///   ([`StopRequest::then`]), also when two processes ask at once: a request is read,
+///   decided and written under the folder's lock (`stops/.lock`).
 /// - **Lazy.** The `stops` folder is made by the first request; a data directory that never
 ///   had one is not touched.
 ///
@@ -95,6 +100,20 @@ impl Inner {
     }
 
     fn request(&self, id: &RunId, request: &StopRequest) -> Result<(), RunStoreError> {
+        match file::ensure_dir(&self.dir) {
+            Ok(Ok(_)) => {}
+            Ok(Err(found)) => {
+                return Err(io(
+                    format!("making {}", self.dir.display()),
+                    io::Error::other(format!("{found} is in its place, not a folder")),
+                ));
+            }
+            Err(source) => return Err(io(format!("making {}", self.dir.display()), source)),
+        }
+        // Read, decide and write under the folder's lock: two processes asking at once
+        // would otherwise both read "nothing waits", and an interrupt written last would
+        // soften the abort written first.
+        let _locked = self.lock()?;
         let standing = match self.pending(id) {
             Ok(Some(waiting)) => waiting.then(request.clone()),
             // A damaged request is replaced by a readable one.
@@ -107,20 +126,40 @@ impl Inner {
                 io::Error::other(e),
             )
         })?;
-        match file::ensure_dir(&self.dir) {
-            Ok(Ok(_)) => {}
-            Ok(Err(found)) => {
-                return Err(io(
-                    format!("making {}", self.dir.display()),
-                    io::Error::other(format!("{found} is in its place, not a folder")),
-                ));
-            }
-            Err(source) => return Err(io(format!("making {}", self.dir.display()), source)),
-        }
         let path = self.path(id);
         file::replace(&path, &json, file::Sync::Data)
             .and_then(|()| file::sync_dir(&self.dir))
             .map_err(|source| io(format!("writing {}", path.display()), source))
+    }
+
+    /// The folder's exclusive lock (`stops/.lock`, `flock`), held until the file returned
+    /// is dropped: one writer at a time, across processes. A filesystem that cannot lock
+    /// is logged and tolerated (requests are still written whole).
+    fn lock(&self) -> Result<Option<File>, RunStoreError> {
+        let path = self.dir.join(LOCK_FILE);
+        // Made once, never followed if something else is in its place.
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(source) => return Err(io(format!("making {}", path.display()), source)),
+        }
+        let opened = match file::open_regular(&path, OpenOptions::new().read(true).write(true)) {
+            Ok(Opened::File(opened, _)) => opened,
+            Ok(Opened::Missing | Opened::Foreign(_)) => {
+                tracing::warn!(path = %path.display(),
+                    "the stop requests' lock file is not a regular file; writing without it");
+                return Ok(None);
+            }
+            Err(source) => return Err(io(format!("opening {}", path.display()), source)),
+        };
+        match opened.lock() {
+            Ok(()) => Ok(Some(opened)),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e,
+                    "cannot lock the stop requests' folder; two requests at once could soften an abort");
+                Ok(None)
+            }
+        }
     }
 
     fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {

@@ -1,5 +1,5 @@
-//! The contract suite of the storage ports: what every run, ledger and artifact store
-//! keeps, written once against the ports and run unchanged against each implementation
+//! The contract suite of the storage ports: what every run, ledger, artifact and stop
+//! request store keeps, written once against the ports and run unchanged against each implementation
 //! (the memory and filesystem stores here, the `PostgreSQL` stores in rein-postgres, which
 //! includes this file). Each check takes a fresh, empty store.
 
@@ -10,7 +10,10 @@ use std::sync::Arc;
 use rein_artifact::StoreOptions;
 use rein_artifact::{ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, DynArtifactStore};
 use rein_ledger::{DynLedgerStore, EntryKind, Ledger, LedgerStore, LedgerStoreError};
-use rein_run::{DynRunStore, Run, RunId, RunStore, RunStoreError, State, Timestamp};
+use rein_run::{
+    DynRunStore, DynStopRequestStore, Run, RunId, RunStore, RunStoreError, State, StopKind,
+    StopRequest, StopRequestStore, Timestamp,
+};
 
 /// A fixed instant: the suite never reads the clock.
 pub fn at(millis: u64) -> Timestamp {
@@ -310,4 +313,81 @@ pub async fn artifact_store_concurrent(stores: &[Arc<dyn DynArtifactStore>]) {
     for task in tasks {
         task.await.unwrap();
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Stop request stores.
+
+/// A stop request of `kind` by `by`, asked at `millis`.
+pub fn stop(kind: StopKind, by: &str, millis: u64) -> StopRequest {
+    StopRequest::new(kind, by, format!("asked by {by}"), at(millis))
+}
+
+/// Nothing waits at first (an unknown run included); a request is read back whole; a
+/// newer request replaces the waiting one unless it would soften an abort into an
+/// interrupt; runs are apart; `clear` forgets, and succeeds when nothing waits.
+pub async fn stop_request_store<S: StopRequestStore>(store: &S) {
+    let (a, b) = (id("stop-a"), id("stop-b"));
+    assert_eq!(store.pending(&a).await.unwrap(), None);
+    store.clear(&a).await.unwrap();
+
+    let first = stop(StopKind::Interrupt, "alice", 1);
+    store.request(&a, &first).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(first));
+    assert_eq!(store.pending(&b).await.unwrap(), None, "runs are apart");
+
+    // A newer interrupt replaces an interrupt; an abort replaces an interrupt.
+    let second = stop(StopKind::Interrupt, "bob", 2);
+    store.request(&a, &second).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(second));
+    let abort = stop(StopKind::Abort, "carol", 3);
+    store.request(&a, &abort).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(abort.clone()));
+
+    // An abort is never softened into an interrupt; a newer abort replaces it.
+    store
+        .request(&a, &stop(StopKind::Interrupt, "dave", 4))
+        .await
+        .unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(abort));
+    let again = stop(StopKind::Abort, "erin", 5);
+    store.request(&a, &again).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(again));
+
+    store.clear(&a).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), None);
+    store.clear(&a).await.unwrap();
+    // After a clear, an interrupt stands again.
+    let later = stop(StopKind::Interrupt, "frank", 6);
+    store.request(&a, &later).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(later));
+}
+
+/// Many interrupts and one abort asked at once, for one run: the abort stands, whatever
+/// order they land in.
+pub async fn stop_request_store_concurrent(store: Arc<dyn DynStopRequestStore>) {
+    let run = id("stop-race");
+    let mut tasks = Vec::new();
+    for i in 0..16_u64 {
+        let store = Arc::clone(&store);
+        let run = run.clone();
+        tasks.push(tokio::spawn(async move {
+            let kind = if i == 7 {
+                StopKind::Abort
+            } else {
+                StopKind::Interrupt
+            };
+            store
+                .request_boxed(&run, &stop(kind, &format!("op-{i}"), i))
+                .await
+                .unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(
+        store.pending_boxed(&run).await.unwrap(),
+        Some(stop(StopKind::Abort, "op-7", 7))
+    );
 }
