@@ -253,8 +253,8 @@ pub mod ledger {
     #[doc(inline)]
     pub use rein_ledger::{
         Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind, InterruptKind,
-        LedgerLines, LineError, LoadedLedger, Problem, RunOutline, TornTail, Verified, VerifyError,
-        Violation, model_call_starts,
+        LedgerLines, LineError, LoadedLedger, Problem, RunOutline, RunPath, Stay, ToolOutcome,
+        ToolUse, TornTail, Verified, VerifyError, Via, Violation, model_call_starts,
     };
 }
 
