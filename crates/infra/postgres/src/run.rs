@@ -31,6 +31,10 @@ impl PgRunStore {
         Self { shared }
     }
 
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     async fn client(
         &self,
         context: impl FnOnce() -> String,
@@ -55,16 +59,24 @@ impl RunStore for PgRunStore {
         lease::check(&tx, &self.shared.held, id)
             .await
             .map_err(|e| backend(context(), e))??;
+        // The listing columns are written with the snapshot, in the same statement.
+        let (status, waiting, goal, updated_at) = crate::listing::columns(run);
         let upsert = tx
             .prepare_cached(
-                "INSERT INTO rein_runs (run_id, snapshot) VALUES ($1, $2)
-                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, saved_at = now()",
+                "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+                     status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
+                     updated_at = EXCLUDED.updated_at, saved_at = now()",
             )
             .await
             .map_err(|e| backend(context(), e))?;
-        tx.execute(&upsert, &[&id.as_str(), &json])
-            .await
-            .map_err(|e| backend(context(), e))?;
+        tx.execute(
+            &upsert,
+            &[&id.as_str(), &json, &status, &waiting, &goal, &updated_at],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         tx.commit().await.map_err(|e| backend(context(), e))
     }
 
@@ -79,21 +91,7 @@ impl RunStore for PgRunStore {
             .await
             .map_err(|e| backend(context(), e))?
             .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
-        let corrupt = |reason: String| RunStoreError::Corrupt {
-            id: id.clone(),
-            location: format!("table rein_runs, run {id}"),
-            reason,
-        };
-        let json: &str = row.get(0);
-        let run: Run = serde_json::from_str(json)
-            .map_err(|e| corrupt(format!("it is not a valid run snapshot: {e}")))?;
-        if run.id() != id {
-            return Err(corrupt(format!(
-                "it holds the snapshot of run {}",
-                run.id()
-            )));
-        }
-        Ok(run)
+        parse(id, row.get(0))
     }
 
     async fn list(&self) -> Result<Vec<RunId>, RunStoreError> {
@@ -114,4 +112,22 @@ impl RunStore for PgRunStore {
         }
         Ok(ids)
     }
+}
+
+/// Run `id`'s snapshot from its stored JSON text, checked to be of that run.
+pub(crate) fn parse(id: &RunId, json: &str) -> Result<Run, RunStoreError> {
+    let corrupt = |reason: String| RunStoreError::Corrupt {
+        id: id.clone(),
+        location: format!("table rein_runs, run {id}"),
+        reason,
+    };
+    let run: Run = serde_json::from_str(json)
+        .map_err(|e| corrupt(format!("it is not a valid run snapshot: {e}")))?;
+    if run.id() != id {
+        return Err(corrupt(format!(
+            "it holds the snapshot of run {}",
+            run.id()
+        )));
+    }
+    Ok(run)
 }
