@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rein::postgres::{Lease, LeaseKeeper, PgError, PgStores};
+use rein::run::StopRequest;
+use rein::store::{MemoryStopRequests, RunStoreError, StopRequestStore};
 use rein::{BuildError, EngineBuilder, RunId};
 
 use crate::cli::{DataDirArg, StoreArg};
@@ -125,6 +127,7 @@ impl Home {
                 .run_store(stores.runs().clone())
                 .ledger_store(stores.ledgers().clone())
                 .artifact_store(stores.artifacts().clone())
+                .stop_request_store(ProcessStops::get())
                 .build()
                 .map_err(|e| build_error_on_store(&e)),
         }
@@ -215,6 +218,35 @@ pub(crate) async fn open_store(url: &str) -> Result<PgStores, CliError> {
         PgError::InvalidUrl { .. } => CliError::bad_input(e.to_string()),
         _ => CliError::new(Exit::Failed, e.to_string()),
     })
+}
+
+/// The stop requests of runs on a store, until the store keeps them itself: one memory
+/// store per process, shared by every engine [`Home::engine`] builds on a store here (so a
+/// stop asked in `rein serve` reaches the runs that console drives on; other processes do
+/// not see it).
+#[derive(Debug, Clone)]
+struct ProcessStops(std::sync::Arc<MemoryStopRequests>);
+
+impl ProcessStops {
+    fn get() -> Self {
+        static STOPS: std::sync::OnceLock<std::sync::Arc<MemoryStopRequests>> =
+            std::sync::OnceLock::new();
+        Self(std::sync::Arc::clone(STOPS.get_or_init(Default::default)))
+    }
+}
+
+impl StopRequestStore for ProcessStops {
+    async fn request(&self, id: &RunId, request: &StopRequest) -> Result<(), RunStoreError> {
+        self.0.request(id, request).await
+    }
+
+    async fn pending(&self, id: &RunId) -> Result<Option<StopRequest>, RunStoreError> {
+        self.0.pending(id).await
+    }
+
+    async fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
+        self.0.clear(id).await
+    }
 }
 
 /// A store error as the CLI reports it (exit 1).
