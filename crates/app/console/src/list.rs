@@ -15,9 +15,7 @@ use serde::Deserialize;
 
 use crate::error::HttpError;
 use crate::html::{esc, one_line, page};
-use crate::summary::{
-    Columns, LedgerFacts, StatusFilter, Summary, Wanted, ledger_facts, summarize,
-};
+use crate::summary::{Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, summarize};
 
 /// Runs on one page.
 pub(crate) const PAGE_SIZE: usize = 50;
