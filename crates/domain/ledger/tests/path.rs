@@ -33,7 +33,7 @@ fn a_ledger_reads_as_stays_with_their_tools_and_notes() {
             EntryKind::ToolCall {
                 tool: tool(),
                 input: input.clone(),
-                input_hash: input_hash.clone(),
+                input_hash,
                 attempt,
                 idempotent: true,
             },
