@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rein::ledger::{Entry, EntryKind, RunOutline, RunPath, Stay, ToolOutcome, ToolUse, Via};
+use rein::ledger::{CallOutcome, Entry, EntryKind, RunOutline, RunPath, Stay, ToolUse, Via};
 use rein::policy::{Eligibility, Transitions};
 use rein::{ApprovalPolicy, State, ToolSpec, Value, json};
 
@@ -58,7 +58,7 @@ fn tool_line(tool: &ToolUse) -> String {
     } else {
         String::new()
     };
-    if tool.outcome == ToolOutcome::Ok {
+    if tool.outcome == CallOutcome::Ok {
         format!("{} {mark}{attempts}", tool.tool)
     } else {
         format!("{} {mark} {}{attempts}", tool.tool, tool.outcome.as_str())

@@ -252,8 +252,8 @@ pub mod ledger {
     pub use rein_engine::{MAX_JSON_DEPTH, ProjectionError, ReplayReport};
     #[doc(inline)]
     pub use rein_ledger::{
-        Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind, InterruptKind,
-        LedgerLines, LineError, LoadedLedger, Problem, RunOutline, RunPath, Stay, ToolOutcome,
+        CallOutcome, Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind,
+        InterruptKind, LedgerLines, LineError, LoadedLedger, Problem, RunOutline, RunPath, Stay,
         ToolUse, TornTail, Verified, VerifyError, Via, Violation, model_call_starts,
     };
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use rein::State;
-use rein::ledger::{Entry, RunPath, ToolOutcome};
+use rein::ledger::{CallOutcome, Entry, RunPath};
 
 use crate::html::{esc, one_line};
 
@@ -57,7 +57,7 @@ pub(crate) fn svg(entries: &[Entry]) -> String {
         }
         let shown = visit.tools.len().min(3);
         for tool in &visit.tools[..shown] {
-            let name = if tool.outcome == ToolOutcome::Denied {
+            let name = if tool.outcome == CallOutcome::Denied {
                 format!("{} (denied)", tool.tool)
             } else {
                 tool.tool.clone()

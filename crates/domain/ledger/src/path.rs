@@ -78,12 +78,12 @@ pub struct ToolUse {
     /// The attempts made (0 for a call denied, or one whose start is not in the ledger).
     pub attempts: u32,
     /// How it ended.
-    pub outcome: ToolOutcome,
+    pub outcome: CallOutcome,
 }
 
 /// How a tool call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolOutcome {
+pub enum CallOutcome {
     /// No result yet (running, or the process died meanwhile).
     Running,
     /// It returned a result.
@@ -100,11 +100,11 @@ impl ToolUse {
     /// Whether it gave a result.
     #[must_use]
     pub const fn ok(&self) -> bool {
-        matches!(self.outcome, ToolOutcome::Ok | ToolOutcome::Cached)
+        matches!(self.outcome, CallOutcome::Ok | CallOutcome::Cached)
     }
 }
 
-impl ToolOutcome {
+impl CallOutcome {
     /// The outcome in one word.
     #[must_use]
     pub const fn as_str(&self) -> &'static str {
@@ -140,19 +140,19 @@ impl<'a> RunPath<'a> {
                     _ => stay.tools.push(ToolUse {
                         tool: tool.to_string(),
                         attempts: 1,
-                        outcome: ToolOutcome::Running,
+                        outcome: CallOutcome::Running,
                     }),
                 },
                 EntryKind::ToolResult { tool, cached, .. } => {
                     let outcome = if *cached {
-                        ToolOutcome::Cached
+                        CallOutcome::Cached
                     } else {
-                        ToolOutcome::Ok
+                        CallOutcome::Ok
                     };
                     match stay.tools.last_mut() {
                         Some(last)
                             if last.tool == tool.as_str()
-                                && last.outcome == ToolOutcome::Running =>
+                                && last.outcome == CallOutcome::Running =>
                         {
                             last.outcome = outcome;
                         }
@@ -170,13 +170,13 @@ impl<'a> RunPath<'a> {
                     ..
                 } => {
                     if let Some(last) = stay.tools.last_mut().filter(|l| l.tool == tool.as_str()) {
-                        last.outcome = ToolOutcome::Failed(error.kind());
+                        last.outcome = CallOutcome::Failed(error.kind());
                     }
                 }
                 EntryKind::ApprovalDenied { tool, .. } => stay.tools.push(ToolUse {
                     tool: tool.to_string(),
                     attempts: 0,
-                    outcome: ToolOutcome::Denied,
+                    outcome: CallOutcome::Denied,
                 }),
                 EntryKind::PolicyViolation { .. }
                 | EntryKind::HumanInputRequested { .. }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rein_ledger::{EntryKind, Ledger, RunPath, ToolOutcome, Via};
+use rein_ledger::{CallOutcome, EntryKind, Ledger, RunPath, Via};
 use rein_run::{Digest, Failure, FailureKind, State, Timestamp, ToolError};
 use serde_json::json;
 
@@ -91,7 +91,7 @@ fn a_ledger_reads_as_stays_with_their_tools_and_notes() {
             ("fs.write", 0, "denied", false)
         ]
     );
-    assert_eq!(act.tools[1].outcome, ToolOutcome::Denied);
+    assert_eq!(act.tools[1].outcome, CallOutcome::Denied);
     assert!(matches!(
         act.notes[..],
         [EntryKind::HumanInputRequested { .. }]

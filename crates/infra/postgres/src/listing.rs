@@ -70,23 +70,6 @@ pub struct RunPage {
     pub runs: Vec<(RunId, Result<Run, RunStoreError>)>,
 }
 
-/// The listing columns of `run`: status, what it waits for, goal, last change (millis).
-pub(crate) fn columns(run: &Run) -> (&'static str, Option<&'static str>, &str, i64) {
-    let waiting = if run.status() == RunStatus::Paused {
-        if run.pending_approval().is_some() {
-            Some("approval")
-        } else if run.pending_question().is_some() {
-            Some("question")
-        } else {
-            None
-        }
-    } else {
-        None
-    };
-    let updated = i64::try_from(run.updated_at().as_unix_millis()).unwrap_or(i64::MAX);
-    (run.status().as_str(), waiting, run.goal(), updated)
-}
-
 impl PgRunStore {
     /// The runs `filter` matches, `limit` of them after skipping `offset`, in `order`, and
     /// how many match in all: filtered, ordered and counted in the database, so a page

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rein_run::{Run, RunId, RunStore, RunStoreError};
+use rein_run::{Run, RunId, RunStatus, RunStore, RunStoreError};
 
 use crate::failure::Explain;
 use crate::lease;
@@ -60,7 +60,7 @@ impl RunStore for PgRunStore {
             .await
             .map_err(|e| backend(context(), e))??;
         // The listing columns are written with the snapshot, in the same statement.
-        let (status, waiting, goal, updated_at) = crate::listing::columns(run);
+        let (status, waiting, goal, updated_at) = columns(run);
         let upsert = tx
             .prepare_cached(
                 "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
@@ -130,4 +130,21 @@ pub(crate) fn parse(id: &RunId, json: &str) -> Result<Run, RunStoreError> {
         )));
     }
     Ok(run)
+}
+
+/// The listing columns of `run`: status, what it waits for, goal, last change (millis).
+fn columns(run: &Run) -> (&'static str, Option<&'static str>, &str, i64) {
+    let waiting = if run.status() == RunStatus::Paused {
+        if run.pending_approval().is_some() {
+            Some("approval")
+        } else if run.pending_question().is_some() {
+            Some("question")
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    let updated = i64::try_from(run.updated_at().as_unix_millis()).unwrap_or(i64::MAX);
+    (run.status().as_str(), waiting, run.goal(), updated)
 }
