@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use rein::ledger::{Entry, EntryKind, RunOutline};
+use rein::ledger::{CallOutcome, Entry, EntryKind, RunOutline, RunPath, Stay, ToolUse, Via};
 use rein::policy::{Eligibility, Transitions};
 use rein::{ApprovalPolicy, State, ToolSpec, Value, json};
 
@@ -12,151 +12,71 @@ use crate::cli::Format;
 use crate::render::serde_name;
 use crate::text::truncate;
 
-/// One stay in a state: how the run got there, and the tools it called there.
-#[derive(Debug, Clone)]
-struct Visit {
-    state: State,
-    /// Why the run came here (the transition's reason; empty for intake).
-    via: String,
-    tools: Vec<ToolUse>,
-    /// Other things worth showing: violations, questions, answers.
-    notes: Vec<String>,
-}
-
-/// One tool call, however many attempts it took.
-#[derive(Debug, Clone)]
-struct ToolUse {
-    tool: String,
-    attempts: u32,
-    outcome: String,
-}
-
-impl ToolUse {
-    fn ok(&self) -> bool {
-        self.outcome == "ok" || self.outcome == "cached"
-    }
-
-    fn line(&self) -> String {
-        let mark = if self.ok() { "✓" } else { "✗" };
-        let attempts = if self.attempts > 1 {
-            format!(" ×{}", self.attempts)
-        } else {
-            String::new()
-        };
-        if self.ok() && self.outcome == "ok" {
-            format!("{} {mark}{attempts}", self.tool)
-        } else {
-            format!("{} {mark} {}{attempts}", self.tool, self.outcome)
+/// A note worth showing beside a stay: a violation, a question, an answer, an attachment,
+/// a child's end (the kinds [`RunPath`] keeps as notes).
+fn note(kind: &EntryKind) -> Option<String> {
+    Some(match kind {
+        EntryKind::PolicyViolation {
+            violation,
+            handed_back,
+            ..
+        } => format!(
+            "⚠ {violation}{}",
+            if *handed_back { " (handed back)" } else { "" }
+        ),
+        EntryKind::HumanInputRequested { question, .. } => {
+            format!("asked {}", truncate(question, 40))
         }
+        EntryKind::HumanInputReceived { answer, .. } => format!("answer {}", truncate(answer, 40)),
+        EntryKind::ToolAttachment { name, link, .. } => format!(
+            "attached {} ({} bytes) as artifact {}",
+            truncate(name, 40),
+            link.size,
+            link.id.get(..12).unwrap_or(&link.id)
+        ),
+        EntryKind::ChildEnded {
+            child,
+            outcome,
+            spent,
+            ..
+        } => format!(
+            // The id's first characters: notes are cut at a few dozen.
+            "child {} {} {}",
+            child.as_str().chars().take(8).collect::<String>(),
+            if outcome.is_completed() { "✓" } else { "✗" },
+            crate::tree::spend(spent)
+        ),
+        _ => return None,
+    })
+}
+
+/// A tool call as a note line: `name ✓`, `name ✗ timeout ×3`.
+fn tool_line(tool: &ToolUse) -> String {
+    let mark = if tool.ok() { "✓" } else { "✗" };
+    let attempts = if tool.attempts > 1 {
+        format!(" ×{}", tool.attempts)
+    } else {
+        String::new()
+    };
+    if tool.outcome == CallOutcome::Ok {
+        format!("{} {mark}{attempts}", tool.tool)
+    } else {
+        format!("{} {mark} {}{attempts}", tool.tool, tool.outcome.as_str())
     }
 }
 
-/// The path of a run, from its ledger entries.
-fn visits(entries: &[Entry]) -> Vec<Visit> {
-    let mut visits = vec![Visit {
-        state: State::Intake,
-        via: String::new(),
-        tools: Vec::new(),
-        notes: Vec::new(),
-    }];
-    for entry in entries {
-        let Some(visit) = visits.last_mut() else {
-            break;
-        };
-        match entry.event() {
-            EntryKind::Transition { to, reason, .. } => visits.push(Visit {
-                state: *to,
-                via: reason.clone(),
-                tools: Vec::new(),
-                notes: Vec::new(),
-            }),
-            EntryKind::RunFailed { failure } if visit.state != State::Failed => {
-                visits.push(Visit {
-                    state: State::Failed,
-                    via: serde_name(&failure.kind),
-                    tools: Vec::new(),
-                    notes: Vec::new(),
-                });
-            }
-            EntryKind::ToolCall { tool, attempt, .. } => match visit.tools.last_mut() {
-                Some(last) if *attempt > 1 && last.tool == tool.as_str() => last.attempts += 1,
-                _ => visit.tools.push(ToolUse {
-                    tool: tool.to_string(),
-                    attempts: 1,
-                    outcome: "running".to_owned(),
-                }),
-            },
-            EntryKind::ToolResult { tool, cached, .. } => {
-                let outcome = if *cached { "cached" } else { "ok" };
-                match visit.tools.last_mut() {
-                    Some(last) if last.tool == tool.as_str() && last.outcome == "running" => {
-                        outcome.clone_into(&mut last.outcome);
-                    }
-                    _ => visit.tools.push(ToolUse {
-                        tool: tool.to_string(),
-                        attempts: 0,
-                        outcome: outcome.to_owned(),
-                    }),
-                }
-            }
-            EntryKind::ToolError {
-                tool,
-                error,
-                will_retry: false,
-                ..
-            } => {
-                if let Some(last) = visit.tools.last_mut().filter(|l| l.tool == tool.as_str()) {
-                    error.kind().clone_into(&mut last.outcome);
-                }
-            }
-            EntryKind::ApprovalDenied { tool, .. } => visit.tools.push(ToolUse {
-                tool: tool.to_string(),
-                attempts: 0,
-                outcome: "denied".to_owned(),
-            }),
-            EntryKind::PolicyViolation {
-                violation,
-                handed_back,
-                ..
-            } => visit.notes.push(format!(
-                "⚠ {violation}{}",
-                if *handed_back { " (handed back)" } else { "" }
-            )),
-            EntryKind::HumanInputRequested { question, .. } => {
-                visit
-                    .notes
-                    .push(format!("asked {}", truncate(question, 40)));
-            }
-            EntryKind::HumanInputReceived { answer, .. } => {
-                visit.notes.push(format!("answer {}", truncate(answer, 40)));
-            }
-            EntryKind::ToolAttachment { name, link, .. } => visit.notes.push(format!(
-                "attached {} ({} bytes) as artifact {}",
-                truncate(name, 40),
-                link.size,
-                link.id.get(..12).unwrap_or(&link.id)
-            )),
-            EntryKind::ChildEnded {
-                child,
-                outcome,
-                spent,
-                ..
-            } => visit.notes.push(format!(
-                // The id's first characters: notes are cut at a few dozen.
-                "child {} {} {}",
-                child.as_str().chars().take(8).collect::<String>(),
-                if outcome.is_completed() { "✓" } else { "✗" },
-                crate::tree::spend(spent)
-            )),
-            _ => {}
-        }
+/// Why the run came into a stay, as `inspect` says it: the transition's reason, or the
+/// failure's kind.
+fn via(stay: &Stay<'_>) -> String {
+    match stay.via {
+        Via::Failure(failure) => serde_name(&failure.kind),
+        other => other.text().to_owned(),
     }
-    visits
 }
 
 /// The path of a run in `format`.
 pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
-    let visits = visits(entries);
+    let visits = RunPath::of(entries).stays;
     let info = RunOutline::of(entries);
     match format {
         Format::Json => {
@@ -165,9 +85,9 @@ pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
                 .map(|v| {
                     json!({
                         "state": v.state,
-                        "via": v.via,
-                        "tools": v.tools.iter().map(|t| json!({"tool": t.tool, "attempts": t.attempts, "outcome": t.outcome})).collect::<Vec<_>>(),
-                        "notes": v.notes,
+                        "via": via(v),
+                        "tools": v.tools.iter().map(|t| json!({"tool": t.tool, "attempts": t.attempts, "outcome": t.outcome.as_str()})).collect::<Vec<_>>(),
+                        "notes": v.notes.iter().filter_map(|k| note(k)).collect::<Vec<_>>(),
                     })
                 })
                 .collect();
@@ -191,7 +111,7 @@ pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
                     pair[0].state,
                     pair[1].state,
                     i + 1,
-                    mermaid_text(&pair[1].via)
+                    mermaid_text(&via(&pair[1]))
                 );
             }
             if let Some(last) = visits.last().filter(|v| v.state.is_terminal()) {
@@ -237,7 +157,7 @@ pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
                     pair[0].state,
                     pair[1].state,
                     i + 1,
-                    dot_text(&truncate(&pair[1].via, 40))
+                    dot_text(&truncate(&via(&pair[1]), 40))
                 );
             }
             out.push_str("}\n");
@@ -247,12 +167,12 @@ pub(crate) fn run_path(entries: &[Entry], format: Format) -> String {
 }
 
 /// Per state, in first-visit order, the lines worth showing: tools and notes of every visit.
-fn per_state(visits: &[Visit]) -> BTreeMap<State, Vec<String>> {
+fn per_state(visits: &[Stay<'_>]) -> BTreeMap<State, Vec<String>> {
     let mut lines: BTreeMap<State, Vec<String>> = BTreeMap::new();
     for visit in visits {
         let entry = lines.entry(visit.state).or_default();
-        entry.extend(visit.tools.iter().map(ToolUse::line));
-        entry.extend(visit.notes.iter().cloned());
+        entry.extend(visit.tools.iter().map(tool_line));
+        entry.extend(visit.notes.iter().filter_map(|k| note(k)));
     }
     lines.retain(|_, l| !l.is_empty());
     lines

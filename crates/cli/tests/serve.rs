@@ -234,3 +234,115 @@ fn a_read_only_console_refuses_the_change_on_the_server() {
     assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
     assert!(refused.contains("read-only"), "{refused}");
 }
+
+/// A database of the test's own on the test cluster, as a URL; `None` (said on stderr)
+/// without a cluster (`make pg-start`, or `REIN_TEST_PG_URL`).
+fn fresh_store() -> Option<String> {
+    let url = match std::env::var("REIN_TEST_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => {
+            let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pg/url");
+            match std::fs::read_to_string(file) {
+                Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+                _ => {
+                    eprintln!(
+                        "skipped: `rein serve --store` needs a database; run `make pg-start` or set REIN_TEST_PG_URL"
+                    );
+                    return None;
+                }
+            }
+        }
+    };
+    let name = format!("rein_serve_{}", uuid::Uuid::new_v4().simple());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("the test cluster answers");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("the test role may create databases");
+    });
+    // postgres://user:password@host/database[?options]: the database swapped for ours.
+    let (base, rest) = url.rsplit_once('/').expect("a database in the url");
+    let query = rest
+        .split_once('?')
+        .map_or(String::new(), |(_, q)| format!("?{q}"));
+    Some(format!("{base}/{name}{query}"))
+}
+
+#[test]
+fn the_console_on_a_store_lists_a_run_kept_there_and_drives_an_approval_given_there() {
+    let Some(url) = fresh_store() else { return };
+    let scratch = Scratch::new();
+    scratch.write("durable.json", &scenario());
+    let started = scratch.run("durable.json", &["--store", &url]);
+    started.expect_code(3);
+    let text = format!("{}\n{}", started.stdout, started.stderr);
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no run id in {text}"))
+        .to_owned();
+    std::fs::create_dir_all(scratch.data()).expect("a data dir");
+
+    let server = serve(&scratch, &["--store", &url]);
+    let token = server.token.clone().expect("a new token is printed once");
+    let list = http(&server.addr, "GET", "/?status=waiting", None, "");
+    assert!(list.contains("1 run · page 1 of 1"), "{list}");
+    assert!(
+        list.contains(&id) && list.contains("waiting for approval"),
+        "{list}"
+    );
+    assert!(list.contains("&lt;script&gt;stale"), "the goal is escaped");
+    let inbox = http(&server.addr, "GET", "/inbox", None, "");
+    assert!(inbox.contains("1 run waiting for a person"), "{inbox}");
+
+    let page = http(
+        &server.addr,
+        "GET",
+        &format!("/runs/{id}"),
+        Some(&token),
+        "",
+    );
+    assert!(page.contains("chain verified"), "{page}");
+    let form = format!(
+        "csrf={}&input_hash={}&verdict=approve&reason=ticket+42",
+        field(&page, "csrf"),
+        field(&page, "input_hash")
+    );
+    let done = http(
+        &server.addr,
+        "POST",
+        &format!("/runs/{id}/approval"),
+        Some(&token),
+        &form,
+    );
+    assert!(done.starts_with("HTTP/1.1 303"), "{done}");
+    // The live stream ends when the run is finished: read it to the end.
+    let events = http(&server.addr, "GET", &format!("/runs/{id}/events"), None, "");
+    assert!(events.contains("event: end"), "{events}");
+
+    let list = http(&server.addr, "GET", "/?status=completed", None, "");
+    assert!(
+        list.contains("1 run · page 1 of 1") && list.contains(&id),
+        "{list}"
+    );
+    let shown = rein()
+        .args(["ledger", "show", &id, "--json"])
+        .env("REIN_STORE", &url)
+        .output()
+        .expect("runs");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("\"approver\": \"operator\""), "{shown}");
+    assert!(
+        shown.contains("\"run_completed\""),
+        "the console process drove the run on"
+    );
+}

@@ -77,6 +77,15 @@ impl Engine {
         self.shared.signal(id, request.kind);
         Ok(())
     }
+
+    /// The stop request waiting for run `id` in this engine's stop request store: asked,
+    /// and not yet honoured.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn pending_stop(&self, id: &RunId) -> Result<Option<StopRequest>, EngineError> {
+        Ok(self.shared.stops.store.pending_boxed(id).await?)
+    }
 }
 
 impl Driver {

@@ -252,9 +252,9 @@ pub mod ledger {
     pub use rein_engine::{MAX_JSON_DEPTH, ProjectionError, ReplayReport};
     #[doc(inline)]
     pub use rein_ledger::{
-        Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind, InterruptKind,
-        LedgerLines, LineError, LoadedLedger, Problem, RunOutline, TornTail, Verified, VerifyError,
-        Violation, model_call_starts,
+        CallOutcome, Chain, ChainVerifier, ChildEnd, ChildLink, ChildLinkError, Entry, EntryKind,
+        InterruptKind, LedgerLines, LineError, LoadedLedger, Problem, RunOutline, RunPath, Stay,
+        ToolUse, TornTail, Verified, VerifyError, Via, Violation, model_call_starts,
     };
 }
 

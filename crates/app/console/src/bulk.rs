@@ -2,20 +2,26 @@
 //! goes through the same path as a single verdict (`actions::decide`), is ledgered on its
 //! own, and is reported on its own: one that is stale (decided already, past its timeout,
 //! another call now) is a 409 on the page and changes nothing, and the others still go on.
+//!
+//! `GET /inbox/deny-all?q=TEXT`: "deny all by the current filter" asks first. It changes
+//! nothing: it says how many calls the inbox's filter shows waiting for a verdict, names
+//! them, and holds the form that denies exactly those (a bulk post of their items), so a
+//! call that came or went since is not touched unseen, and one decided meanwhile is a 409.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Html;
 
 use crate::actions::{decide, parse_verdict};
 use crate::error::HttpError;
-use crate::form::{guard, text_field};
+use crate::form::{guard, may_change, text_field};
 use crate::found::parse_id;
 use crate::html::{esc, one_line, page};
+use crate::inbox::InboxQuery;
 
 /// The most items one bulk post may carry (the inbox shows at most as many).
 pub(crate) const MAX_ITEMS: usize = 200;
@@ -101,4 +107,79 @@ pub(crate) async fn bulk(
         parsed.len()
     );
     Ok(page("bulk verdict", &body))
+}
+
+/// `GET /inbox/deny-all?q=TEXT`: the confirmation of "deny all" by the inbox's filter.
+pub(crate) async fn deny_all(
+    State(state): State<Arc<crate::State>>,
+    Query(query): Query<InboxQuery>,
+    headers: HeaderMap,
+) -> Result<Html<String>, HttpError> {
+    let operator = may_change(&state, &headers)?;
+    if state.driver.is_none() {
+        return Err(HttpError::conflict(
+            "this console cannot drive runs, so it cannot deny calls",
+        ));
+    }
+    let text = query.text()?;
+    let (waiting, runs) = crate::summary::waiting_runs(&state, &text.to_lowercase(), MAX_ITEMS)
+        .await
+        .map_err(HttpError::store)?;
+    let calls: Vec<_> = runs
+        .iter()
+        .filter_map(|run| run.pending_approval().map(|p| (run, p)))
+        .collect();
+    let back = format!("/inbox?q={}", crate::list::query_word(text));
+    let filter = if text.is_empty() {
+        "no filter: every run".to_owned()
+    } else {
+        format!("runs whose id or goal holds “{}”", esc(text))
+    };
+    if calls.is_empty() {
+        let body = format!(
+            "<h1>Deny all</h1><p id=\"deny-count\" data-count=\"0\">no call waits for a verdict under this filter ({filter}): nothing to deny</p><p><a href=\"{}\">back to the inbox</a></p>",
+            esc(&back)
+        );
+        return Ok(page("deny all", &body));
+    }
+    let n = calls.len();
+    let plural = if n == 1 { "" } else { "s" };
+    let mut body = format!(
+        "<h1>Deny all</h1><p id=\"deny-count\" data-count=\"{n}\">this denies the {n} call{plural} waiting for a verdict under this filter ({filter}){}; each is decided and ledgered on its own, in the name of {}</p><ul>",
+        if waiting > runs.len() {
+            format!(
+                " among the {} runs that waited longest ({waiting} wait; deny again for the rest)",
+                runs.len()
+            )
+        } else {
+            String::new()
+        },
+        esc(operator.name())
+    );
+    let mut items = String::new();
+    for (run, pending) in &calls {
+        let _ = write!(
+            body,
+            "<li><a href=\"/runs/{0}\">run {1}</a>: <code>{2}</code> — {3}</li>",
+            esc(run.id().as_str()),
+            esc(&crate::short_id(run.id())),
+            esc(pending.tool.as_str()),
+            esc(&one_line(run.goal(), 80))
+        );
+        let _ = write!(
+            items,
+            "<input type=\"hidden\" name=\"item\" value=\"{}:{}\">",
+            esc(run.id().as_str()),
+            esc(&pending.input_hash.to_string())
+        );
+    }
+    let _ = write!(
+        body,
+        "</ul><form method=\"post\" action=\"/inbox/bulk\" id=\"deny-all-confirm\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"verdict\" value=\"deny\">{items}<label>reason <input type=\"text\" name=\"reason\" required></label> \
+<button>deny these {n} call{plural}</button> <a href=\"{}\">cancel</a></form>",
+        esc(&crate::auth::csrf_for(&state, &operator)),
+        esc(&back)
+    );
+    Ok(page("deny all", &body))
 }

@@ -16,23 +16,29 @@ pub(crate) fn guard(
     headers: &HeaderMap,
     csrf: &str,
 ) -> Result<Operator, HttpError> {
-    if state.read_only {
-        return Err(HttpError::forbidden(
-            "this console is read-only: it refuses every change (started with --read-only)",
-        ));
-    }
-    let operator = operator_of(state, headers).ok_or_else(|| {
-        HttpError::new(
-            StatusCode::UNAUTHORIZED,
-            "a change needs an operator token: sign in at /login (or send Authorization: Bearer TOKEN)",
-        )
-    })?;
+    let operator = may_change(state, headers)?;
     if !csrf_ok(&state.secret, &operator, csrf) {
         return Err(HttpError::forbidden(
             "the form's CSRF value is missing or is not yours: reload the page and send the form again",
         ));
     }
     Ok(operator)
+}
+
+/// Who may ask for a change (a page that confirms one before it is posted): refused on a
+/// read-only console (403), and without a valid token (401).
+pub(crate) fn may_change(state: &crate::State, headers: &HeaderMap) -> Result<Operator, HttpError> {
+    if state.read_only {
+        return Err(HttpError::forbidden(
+            "this console is read-only: it refuses every change (started with --read-only)",
+        ));
+    }
+    operator_of(state, headers).ok_or_else(|| {
+        HttpError::new(
+            StatusCode::UNAUTHORIZED,
+            "a change needs an operator token: sign in at /login (or send Authorization: Bearer TOKEN)",
+        )
+    })
 }
 
 /// A required text field, trimmed and bounded.

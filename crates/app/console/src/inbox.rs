@@ -1,24 +1,26 @@
 //! `GET /inbox`: every run waiting for a person — a call waiting for its verdict (tool,
 //! input, risk, reason, run and step, how long it has waited, when its timeout denies it)
 //! and a question with its options — each with the form that answers it. Items are
-//! focusable; `j` / `k` move between them.
+//! focusable; `j` / `k` move between them. `?q=TEXT` keeps the runs whose id or goal holds
+//! the text; "deny all" denies every call the filter shows, after a confirmation that says
+//! how many (`deny_all`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Html;
 use rein::ledger::{Entry, EntryKind};
 use rein::policy::PolicySnapshot;
 use rein::run::Timestamp;
 use rein::{Run, Value};
+use serde::Deserialize;
 
 use crate::auth::Operator;
 use crate::error::HttpError;
 use crate::html::{esc, json_text, page};
-use crate::summary::waiting;
 
 /// At most this many waiting runs are shown at once (the oldest wait first).
 const MAX_ITEMS: usize = 200;
@@ -26,28 +28,44 @@ const MAX_ITEMS: usize = 200;
 /// The largest tool input shown (bytes of JSON).
 const MAX_INPUT: usize = 8 * 1024;
 
+/// The inbox's query: `?q=deploy` keeps the runs whose id or goal holds the text.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct InboxQuery {
+    #[serde(default)]
+    q: Option<String>,
+}
+
+impl InboxQuery {
+    /// The text filter, checked: at most [`MAX_QUERY`] characters.
+    pub(crate) fn text(&self) -> Result<&str, HttpError> {
+        let text = self.q.as_deref().unwrap_or("");
+        if text.chars().count() > MAX_QUERY {
+            return Err(HttpError::bad_request(format!(
+                "the text filter is longer than {MAX_QUERY} characters"
+            )));
+        }
+        Ok(text)
+    }
+}
+
+/// The longest text filter accepted.
+const MAX_QUERY: usize = 200;
+
 /// `GET /inbox`.
 pub(crate) async fn inbox(
     State(state): State<Arc<crate::State>>,
+    Query(query): Query<InboxQuery>,
     headers: HeaderMap,
 ) -> Result<Html<String>, HttpError> {
     let operator = crate::auth::operator_of(&state, &headers);
-    // The run index says which runs wait; only their snapshots are read.
-    let summaries = crate::summary::all(&state)
+    let text = query.text()?;
+    let (total, runs) = crate::summary::waiting_runs(&state, &text.to_lowercase(), MAX_ITEMS)
         .await
         .map_err(HttpError::store)?;
-    let mut runs = Vec::new();
-    for (id, _) in summaries.iter().filter(|(_, s)| s.waits()) {
-        if let Ok(run) = state.stores.snapshot(id).await
-            && waiting(&run).is_some()
-        {
-            runs.push(run);
-        }
-    }
-    runs.sort_by_key(Run::updated_at);
-    let total = runs.len();
     let mut body = format!(
-        "<h1>Inbox</h1><p>{total} run{} waiting for a person{}</p>",
+        "<h1>Inbox</h1><form method=\"get\" action=\"/inbox\"><label>text <input type=\"text\" name=\"q\" value=\"{}\"></label> <button>filter</button></form>\
+<p>{total} run{} waiting for a person{}</p>",
+        esc(text),
         if total == 1 { "" } else { "s" },
         if total > MAX_ITEMS {
             format!(" (the {MAX_ITEMS} that waited longest are shown)")
@@ -72,6 +90,13 @@ pub(crate) async fn inbox(
 <button name=\"verdict\" value=\"approve\">approve selected</button> <button name=\"verdict\" value=\"deny\">deny selected</button> \
 <small>each selected call is decided and ledgered on its own</small></form>",
             esc(&crate::auth::csrf_for(&state, op))
+        );
+        // Asks first: the confirmation says how many calls it will deny.
+        let _ = write!(
+            body,
+            "<form method=\"get\" action=\"/inbox/deny-all\" id=\"deny-all\"><input type=\"hidden\" name=\"q\" value=\"{}\">\
+<button>deny all {approvals} shown by this filter…</button></form>",
+            esc(text)
         );
     }
     for run in runs.iter().take(MAX_ITEMS) {

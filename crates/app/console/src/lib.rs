@@ -91,6 +91,8 @@ pub(crate) struct State {
     pub(crate) tokens: Tokens,
     pub(crate) read_only: bool,
     pub(crate) driver: Option<Arc<dyn RunDriver>>,
+    /// The engine operators' stop requests go through (`Engine::request_stop`), if given.
+    pub(crate) stopper: Option<rein::Engine>,
     /// The per-server secret CSRF values are derived from.
     pub(crate) secret: [u8; 32],
     /// Runs this console is deciding on or driving now: a second decision on one of them
@@ -115,6 +117,7 @@ impl Console {
                 tokens,
                 read_only: false,
                 driver: None,
+                stopper: None,
                 secret: auth::secret()?,
                 busy: Mutex::new(HashSet::new()),
                 in_flight: tokio::sync::watch::Sender::new(0),
@@ -135,11 +138,21 @@ impl Console {
         self.map(|s| s.driver = Some(driver))
     }
 
+    /// Operators' stop requests go through `engine` ([`Engine::request_stop`](rein::Engine::request_stop)):
+    /// an engine on the same stores and stop request store as the engines that drive the
+    /// runs, so that a run it drives is signalled at once and any other finds the request
+    /// at its next step or resume. Without one, requests go to the stores' stop request
+    /// store ([`Stores::with_stop_requests`]).
+    pub fn stop_engine(self, engine: rein::Engine) -> Self {
+        self.map(|s| s.stopper = Some(engine))
+    }
+
     /// The routes, to serve or to nest in your own axum app.
     ///
     /// `GET /` runs, `GET /inbox`, `GET /runs/{id}`, `GET /runs/{id}/events` (server-sent
     /// events), `GET /runs/{id}/artifacts/{artifact}`, `GET|POST /login`,
     /// `POST /runs/{id}/approval`, `POST /inbox/bulk` (one verdict on several approvals),
+    /// `GET /inbox/deny-all` (what "deny all" by the inbox's filter would deny, to confirm),
     /// `POST /runs/{id}/answer`, `POST /runs/{id}/stop`,
     /// `GET /static/console.js`.
     pub fn router(&self) -> Router {
@@ -147,6 +160,7 @@ impl Console {
             .route("/", get(list::runs))
             .route("/inbox", get(inbox::inbox))
             .route("/inbox/bulk", post(bulk::bulk))
+            .route("/inbox/deny-all", get(bulk::deny_all))
             .route("/login", get(actions::login_form).post(actions::login))
             .route("/logout", post(actions::logout))
             .route("/runs/{id}", get(run_page::run))
@@ -177,6 +191,7 @@ impl Console {
                 tokens: shared.tokens.clone(),
                 read_only: shared.read_only,
                 driver: shared.driver.clone(),
+                stopper: shared.stopper.clone(),
                 secret: shared.secret,
                 busy: Mutex::new(HashSet::new()),
                 in_flight: tokio::sync::watch::Sender::new(0),

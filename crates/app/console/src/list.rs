@@ -1,8 +1,9 @@
 //! `GET /`: the runs, paged on the server, those waiting for a person first, filtered by
 //! status and text. On a filesystem store the list reads the console's run index (see
-//! `summary`): only runs whose files changed since are read again. Other stores are read
-//! snapshot by snapshot, and only the runs on the page shown have their ledgers read, to
-//! mark a damaged one and to put children under their parent.
+//! `summary`): only runs whose files changed since are read again. On a `PostgreSQL` store
+//! the database pages the runs. Other stores are read snapshot by snapshot, and only the
+//! runs on the page shown have their ledgers read, to mark a damaged one and to put
+//! children under their parent.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use serde::Deserialize;
 
 use crate::error::HttpError;
 use crate::html::{esc, one_line, page};
-use crate::summary::{Columns, LedgerFacts, Summary, ledger_facts, summarize};
+use crate::summary::{Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, summarize};
 
 /// Runs on one page.
 pub(crate) const PAGE_SIZE: usize = 50;
@@ -31,13 +32,6 @@ pub(crate) struct ListQuery {
     q: Option<String>,
     #[serde(default)]
     page: Option<usize>,
-}
-
-/// A status filter: a run status, or `waiting` (for a person).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatusFilter {
-    Waiting,
-    Status(RunStatus),
 }
 
 const STATUSES: [&str; 6] = [
@@ -83,38 +77,15 @@ pub(crate) async fn runs(
             "the text filter is longer than {MAX_QUERY} characters"
         )));
     }
-    let needle = text.to_lowercase();
+    let wanted = Wanted {
+        status: filter,
+        text: text.to_lowercase(),
+    };
     let page_no = query.page.unwrap_or(1).max(1);
-    let summaries = crate::summary::all(&state)
+    let (total, shown) = crate::summary::page(&state, &wanted, page_no, PAGE_SIZE)
         .await
         .map_err(HttpError::store)?;
-    let mut rows: Vec<(RunId, Summary)> = summaries
-        .into_iter()
-        .filter(|(id, summary)| {
-            let status_ok = match (filter, &summary.run) {
-                (None, _) => true,
-                (Some(StatusFilter::Waiting), Ok(_)) => summary.waits(),
-                (Some(StatusFilter::Status(s)), Ok(c)) => c.status == s,
-                (Some(_), Err(_)) => false,
-            };
-            let text_ok = needle.is_empty()
-                || id.as_str().contains(&needle)
-                || summary
-                    .run
-                    .as_ref()
-                    .is_ok_and(|c| c.goal.to_lowercase().contains(&needle));
-            status_ok && text_ok
-        })
-        .collect();
-    // Waiting for a person first, then the newest.
-    rows.sort_by(|(a_id, a), (b_id, b)| b.waits().cmp(&a.waits()).then_with(|| b_id.cmp(a_id)));
-    let total = rows.len();
     let pages = total.div_ceil(PAGE_SIZE).max(1);
-    let shown: Vec<(RunId, Summary)> = rows
-        .into_iter()
-        .skip((page_no - 1).saturating_mul(PAGE_SIZE))
-        .take(PAGE_SIZE)
-        .collect();
     let on_page: Vec<RunId> = shown.iter().map(|(id, _)| id.clone()).collect();
 
     let mut body = String::from("<h1>Runs</h1>");

@@ -1,10 +1,11 @@
 //! A run's path through the state machine, from its ledger (the stays `rein inspect`
-//! draws: each state entered, why, and the tools called there), drawn as SVG on the server.
+//! draws, read by the same `RunPath`: each state entered, why, and the tools called there),
+//! drawn as SVG on the server.
 
 use std::fmt::Write as _;
 
 use rein::State;
-use rein::ledger::{Entry, EntryKind};
+use rein::ledger::{CallOutcome, Entry, RunPath};
 
 use crate::html::{esc, one_line};
 
@@ -17,58 +18,9 @@ const BOX_H: usize = 92;
 const GAP_X: usize = 40;
 const GAP_Y: usize = 34;
 
-/// One stay in a state.
-#[derive(Debug)]
-struct Visit {
-    state: State,
-    via: String,
-    /// Tool calls there: name and whether it went well.
-    tools: Vec<(String, bool)>,
-}
-
-fn visits(entries: &[Entry]) -> Vec<Visit> {
-    let mut visits = vec![Visit {
-        state: State::Intake,
-        via: String::new(),
-        tools: Vec::new(),
-    }];
-    for entry in entries {
-        let Some(visit) = visits.last_mut() else {
-            break;
-        };
-        match entry.event() {
-            EntryKind::Transition { to, reason, .. } => visits.push(Visit {
-                state: *to,
-                via: reason.clone(),
-                tools: Vec::new(),
-            }),
-            EntryKind::RunFailed { failure } if visit.state != State::Failed => {
-                visits.push(Visit {
-                    state: State::Failed,
-                    via: failure.message.clone(),
-                    tools: Vec::new(),
-                });
-            }
-            EntryKind::ToolCall { tool, attempt, .. } if *attempt == 1 => {
-                visit.tools.push((tool.to_string(), false));
-            }
-            EntryKind::ToolResult { tool, .. } => {
-                if let Some(last) = visit.tools.iter_mut().rev().find(|t| t.0 == tool.as_str()) {
-                    last.1 = true;
-                }
-            }
-            EntryKind::ApprovalDenied { tool, .. } => {
-                visit.tools.push((format!("{tool} (denied)"), false));
-            }
-            _ => {}
-        }
-    }
-    visits
-}
-
 /// The path of the run whose ledger is `entries`, as an SVG element.
 pub(crate) fn svg(entries: &[Entry]) -> String {
-    let visits = visits(entries);
+    let visits = RunPath::of(entries).stays;
     let drawn = &visits[..visits.len().min(MAX_VISITS)];
     let rows = drawn.len().div_ceil(PER_ROW).max(1);
     let width = PER_ROW * (BOX_W + GAP_X);
@@ -87,30 +39,35 @@ pub(crate) fn svg(entries: &[Entry]) -> String {
             out,
             "<g><title>{}</title><rect x=\"{x}\" y=\"{y}\" width=\"{BOX_W}\" height=\"{BOX_H}\" rx=\"8\" fill=\"{color}\" stroke=\"#5b6b8c\"/>\
 <text x=\"{}\" y=\"{}\" font-weight=\"600\">{}. {}</text>",
-            esc(&visit.via),
+            esc(visit.via.text()),
             x + 8,
             y + 17,
             i + 1,
             visit.state
         );
         let mut line_y = y + 34;
-        if !visit.via.is_empty() {
+        if !visit.via.text().is_empty() {
             let _ = write!(
                 out,
                 "<text x=\"{}\" y=\"{line_y}\" fill=\"#444\">{}</text>",
                 x + 8,
-                esc(&one_line(&visit.via, 24))
+                esc(&one_line(visit.via.text(), 24))
             );
             line_y += 16;
         }
         let shown = visit.tools.len().min(3);
-        for (tool, ok) in &visit.tools[..shown] {
+        for tool in &visit.tools[..shown] {
+            let name = if tool.outcome == CallOutcome::Denied {
+                format!("{} (denied)", tool.tool)
+            } else {
+                tool.tool.clone()
+            };
             let _ = write!(
                 out,
                 "<text x=\"{}\" y=\"{line_y}\">{} {}</text>",
                 x + 8,
-                if *ok { "✓" } else { "✗" },
-                esc(&one_line(tool, 20))
+                if tool.ok() { "✓" } else { "✗" },
+                esc(&one_line(&name, 20))
             );
             line_y += 15;
         }

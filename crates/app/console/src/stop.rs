@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use rein::ledger::RunOutline;
 use rein::run::{StopKind, StopRequest};
-use rein::{RunId, RunStatus};
+use rein::{EngineError, RunId, RunStatus};
 use serde::Deserialize;
 
 use crate::auth::Operator;
@@ -48,30 +48,45 @@ pub(crate) async fn stop(
     Ok(Redirect::to(&format!("/runs/{id}")).into_response())
 }
 
-/// Persists `request` for run `id` unless the run has ended, and notes it for its page.
+/// Persists `request` for run `id` unless the run has ended, and notes it for its page:
+/// through the console's stop engine when it has one, else into the stores' stop request
+/// store.
 pub(crate) async fn ask(
     state: &crate::State,
     id: &RunId,
     stored: &Stored,
     request: &StopRequest,
 ) -> Result<(), HttpError> {
-    let stops = state.stores.stops.as_ref().ok_or_else(|| {
-        HttpError::conflict(
-            "this console's stores keep no stop requests (built with Stores::new without with_stop_requests): it cannot stop runs",
-        )
-    })?;
     let status = status(stored);
     if matches!(status, Some(RunStatus::Completed | RunStatus::Failed)) {
-        return Err(HttpError::conflict(format!(
-            "run {id} is {} already: a finished run cannot be stopped; nothing was recorded",
-            status.map_or("finished", RunStatus::as_str)
-        )));
+        return Err(finished(id, status));
     }
-    stops.request_boxed(id, request).await.map_err(|e| {
+    let unstored = |e: &dyn std::fmt::Display| {
         HttpError::store(format!(
             "the stop request could not be stored: {e}; nothing was recorded"
         ))
-    })?;
+    };
+    match (&state.stopper, &state.stores.stops) {
+        (Some(engine), _) => engine
+            .request_stop(id, request)
+            .await
+            .map_err(|e| match e {
+                EngineError::RunFinished { status, .. } => finished(id, Some(status)),
+                EngineError::RunNotFound { .. } => {
+                    HttpError::not_found(format!("no run {id} in this store"))
+                }
+                e => unstored(&e),
+            })?,
+        (None, Some(stops)) => stops
+            .request_boxed(id, request)
+            .await
+            .map_err(|e| unstored(&e))?,
+        (None, None) => {
+            return Err(HttpError::conflict(
+                "this console keeps no stop requests (no stop engine, and stores built with Stores::new without with_stop_requests): it cannot stop runs",
+            ));
+        }
+    }
     let note = format!(
         "{} requested by {}: the process driving the run stops it at its next step; a run nobody drives stops when it is next resumed",
         request.kind, request.by
@@ -81,6 +96,23 @@ pub(crate) async fn ask(
         notes.insert(id.clone(), note);
     }
     Ok(())
+}
+
+/// The 409 for a stop request on a run that has ended.
+fn finished(id: &RunId, status: Option<RunStatus>) -> HttpError {
+    HttpError::conflict(format!(
+        "run {id} is {} already: a finished run cannot be stopped; nothing was recorded",
+        status.map_or("finished", RunStatus::as_str)
+    ))
+}
+
+/// The stop request waiting for run `id`, from where the console asks for them.
+async fn pending(state: &crate::State, id: &RunId) -> Option<Result<Option<StopRequest>, String>> {
+    match (&state.stopper, &state.stores.stops) {
+        (Some(engine), _) => Some(engine.pending_stop(id).await.map_err(|e| e.to_string())),
+        (None, Some(stops)) => Some(stops.pending_boxed(id).await.map_err(|e| e.to_string())),
+        (None, None) => None,
+    }
 }
 
 /// `abort` or `interrupt`, or a 400 that says so.
@@ -119,11 +151,11 @@ pub(crate) async fn section(
     ) {
         return;
     }
-    let Some(stops) = &state.stores.stops else {
+    let Some(waiting) = pending(state, id).await else {
         return;
     };
     body.push_str("<h2>Stop</h2>");
-    match stops.pending_boxed(id).await {
+    match waiting {
         Ok(Some(waiting)) => {
             let _ = write!(
                 body,
@@ -139,7 +171,7 @@ pub(crate) async fn section(
             let _ = write!(
                 body,
                 "<p class=\"broken\">the run's stop request cannot be read: {}</p>",
-                esc(&e.to_string())
+                esc(&e)
             );
         }
     }

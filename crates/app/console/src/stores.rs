@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rein::ledger::LoadedLedger;
+use rein::postgres::{PgRunStore, PgStores};
 use rein::store::{
     DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsLayout,
     FsRunIndex, FsStores, LedgerStoreError, RunStoreError,
@@ -23,6 +24,8 @@ pub struct Stores {
     pub(crate) stops: Option<Arc<dyn DynStopRequestStore>>,
     /// The console's run index, on a filesystem store: listings read only what changed.
     pub(crate) index: Option<FsRunIndex>,
+    /// The run store, on a `PostgreSQL` store: listings are paged by the database.
+    pub(crate) pg: Option<PgRunStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -45,7 +48,22 @@ impl Stores {
             artifacts,
             stops: None,
             index: None,
+            pg: None,
         }
+    }
+
+    /// The stores of a `PostgreSQL` database (as `rein run --store postgres://…` writes it).
+    /// The runs list and the inbox are filtered, ordered and paged by the database, from the
+    /// columns it keeps beside each snapshot; only a page's snapshots and ledgers are read.
+    #[must_use]
+    pub fn postgres(stores: &PgStores) -> Self {
+        let mut out = Self::new(
+            Arc::new(stores.runs().clone()),
+            Arc::new(stores.ledgers().clone()),
+            Arc::new(stores.artifacts().clone()),
+        );
+        out.pg = Some(stores.runs().clone());
+        out
     }
 
     /// Keeps operators' stop requests (abort, interrupt) in `store`: the one the engines

@@ -1,9 +1,12 @@
 //! What the runs list shows of a run, as one value: made from its snapshot and ledger, and
 //! on a filesystem store kept in the console's run index (`console-index.jsonl`, an
-//! `FsRunIndex`), so that a listing reads only the runs whose files changed since.
+//! `FsRunIndex`), so that a listing reads only the runs whose files changed since. On a
+//! `PostgreSQL` store the database filters, orders, counts and pages the runs by the columns
+//! it keeps beside each snapshot (`PgRunStore::page`), and only the page's snapshots are read.
 
 use rein::ledger::EntryKind;
 use rein::policy::PolicySnapshot;
+use rein::postgres::{RunFilter, RunOrder};
 use rein::run::Timestamp;
 use rein::{Run, RunId, RunStatus};
 use serde::{Deserialize, Serialize};
@@ -188,4 +191,130 @@ pub(crate) fn budget_cell(run: &Run) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A status filter of the runs list: a run status, or `waiting` (for a person).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusFilter {
+    Waiting,
+    Status(RunStatus),
+}
+
+/// Which runs a listing wants: a status, and a text the id or the goal holds.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Wanted {
+    pub(crate) status: Option<StatusFilter>,
+    /// Lowercase; empty: any.
+    pub(crate) text: String,
+}
+
+impl Wanted {
+    fn matches(&self, id: &RunId, summary: &Summary) -> bool {
+        let status_ok = match (self.status, &summary.run) {
+            (None, _) => true,
+            (Some(StatusFilter::Waiting), Ok(_)) => summary.waits(),
+            (Some(StatusFilter::Status(s)), Ok(c)) => c.status == s,
+            (Some(_), Err(_)) => false,
+        };
+        let text_ok = self.text.is_empty()
+            || id.as_str().contains(&self.text)
+            || summary
+                .run
+                .as_ref()
+                .is_ok_and(|c| c.goal.to_lowercase().contains(&self.text));
+        status_ok && text_ok
+    }
+
+    fn filter(&self) -> RunFilter {
+        let filter = RunFilter::all().text(self.text.clone());
+        match self.status {
+            None => filter,
+            Some(StatusFilter::Waiting) => filter.waiting(),
+            Some(StatusFilter::Status(status)) => filter.status(status),
+        }
+    }
+}
+
+/// Page `page_no` (from 1) of the runs `wanted` matches, waiting for a person first, then
+/// the newest; and how many match in all.
+pub(crate) async fn page(
+    state: &std::sync::Arc<crate::State>,
+    wanted: &Wanted,
+    page_no: usize,
+    per_page: usize,
+) -> Result<(usize, Vec<(RunId, Summary)>), String> {
+    let skip = page_no.saturating_sub(1).saturating_mul(per_page);
+    if let Some(pg) = &state.stores.pg {
+        let page = pg
+            .page(
+                &wanted.filter(),
+                RunOrder::WaitingFirstNewest,
+                u64::try_from(skip).unwrap_or(u64::MAX),
+                u64::try_from(per_page).unwrap_or(u64::MAX),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let rows = page
+            .runs
+            .into_iter()
+            .map(|(id, run)| {
+                let run = run.map(|run| Columns::of(&run)).map_err(|e| e.to_string());
+                (id, Summary { run, facts: None })
+            })
+            .collect();
+        return Ok((usize::try_from(page.total).unwrap_or(usize::MAX), rows));
+    }
+    let mut rows: Vec<(RunId, Summary)> = all(state)
+        .await?
+        .into_iter()
+        .filter(|(id, summary)| wanted.matches(id, summary))
+        .collect();
+    rows.sort_by(|(a_id, a), (b_id, b)| b.waits().cmp(&a.waits()).then_with(|| b_id.cmp(a_id)));
+    let total = rows.len();
+    Ok((total, rows.into_iter().skip(skip).take(per_page).collect()))
+}
+
+/// The runs that wait for a person and hold `text` (lowercase; empty: any) in their id or
+/// goal, the longest unchanged first, at most `limit` of them; and how many there are.
+pub(crate) async fn waiting_runs(
+    state: &std::sync::Arc<crate::State>,
+    text: &str,
+    limit: usize,
+) -> Result<(usize, Vec<Run>), String> {
+    let wanted = Wanted {
+        status: Some(StatusFilter::Waiting),
+        text: text.to_owned(),
+    };
+    if let Some(pg) = &state.stores.pg {
+        let page = pg
+            .page(
+                &wanted.filter(),
+                RunOrder::LongestUnchanged,
+                0,
+                u64::try_from(limit).unwrap_or(u64::MAX),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let runs = page
+            .runs
+            .into_iter()
+            .filter_map(|(_, run)| run.ok())
+            .filter(|run| waiting(run).is_some())
+            .collect();
+        return Ok((usize::try_from(page.total).unwrap_or(usize::MAX), runs));
+    }
+    // The run index says which runs wait; only their snapshots are read.
+    let mut runs = Vec::new();
+    for (id, summary) in all(state).await? {
+        if wanted.matches(&id, &summary)
+            && let Ok(run) = state.stores.snapshot(&id).await
+            && waiting(&run).is_some()
+        {
+            runs.push(run);
+        }
+    }
+    runs.sort_by_key(Run::updated_at);
+    let total = runs.len();
+    runs.truncate(limit);
+    Ok((total, runs))
 }

@@ -1,14 +1,16 @@
-//! `rein serve`: the web console on a data directory. Runs approved or answered there are
-//! driven on by this process, rebuilt from the scenario each run was started from (as
-//! `rein approve` and `rein resume` rebuild it), under the run's lock.
+//! `rein serve`: the web console on a data directory or a `PostgreSQL` store. Runs approved
+//! or answered there are driven on by this process, rebuilt from the scenario each run was
+//! started from (as `rein approve` and `rein resume` rebuild it), under the run's lock or
+//! lease. Stop requests go through the console's engine, built like every engine on the
+//! place ([`Home::engine`]), so they reach the stop request store the drivers look in.
 
-use rein::RunId;
+use rein::{RunId, ScriptedPlanner};
 use rein_console::{BoxFuture, Console, OpenedRun, RunDriver, ServeConfig, Stores, Tokens};
 
-use super::run::{Reopened, reopen_dir};
+use super::run::{Reopened, reopen};
 use crate::cli::ServeArgs;
-use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::home::Home;
 use crate::scenario;
 
 /// The operator a generated token is for.
@@ -16,8 +18,8 @@ const OPERATOR: &str = "operator";
 
 /// `rein serve`.
 pub(crate) async fn serve(args: ServeArgs) -> CliResult {
-    let data = DataDir::new(&args.data.data_dir)?;
-    data.require()?;
+    let home = Home::open(&args.data, &args.store).await?;
+    home.require()?;
     let config = ServeConfig {
         addr: args.addr,
         has_tokens_file: args.tokens.is_some(),
@@ -42,12 +44,24 @@ pub(crate) async fn serve(args: ServeArgs) -> CliResult {
             new.name, new.token
         );
     }
-    let stores = Stores::filesystem(data.root()).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let stores = match &home {
+        Home::Dir(data) => {
+            Stores::filesystem(data.root()).map_err(|e| CliError::bad_input(e.to_string()))?
+        }
+        Home::Store(stores) => Stores::postgres(stores),
+    };
     let console = Console::new(stores, tokens)
         .map_err(|e| CliError::new(Exit::Failed, e.to_string()))?
-        .read_only(args.read_only)
-        .driver(ScenarioDriver { data: data.clone() });
-    let shown = data.shown().to_owned();
+        .read_only(args.read_only);
+    let console = match console_engine(&home)? {
+        Some(engine) => console.stop_engine(engine),
+        None => console,
+    };
+    let shown = match &home {
+        Home::Dir(data) => format!("data directory {}", data.shown()),
+        Home::Store(stores) => format!("store {}", stores.config().target()),
+    };
+    let console = console.driver(ScenarioDriver { home });
     let read_only = args.read_only;
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -57,7 +71,7 @@ pub(crate) async fn serve(args: ServeArgs) -> CliResult {
         &config,
         |addr| {
             outln!(
-                "rein console on http://{addr}/ (data directory {shown}{}); Ctrl-C stops it",
+                "rein console on http://{addr}/ ({shown}{}); Ctrl-C stops it",
                 if read_only { ", read-only" } else { "" }
             );
         },
@@ -68,9 +82,24 @@ pub(crate) async fn serve(args: ServeArgs) -> CliResult {
     Ok(Exit::Ok)
 }
 
+/// The engine the console asks runs to stop through, on a store: no tools and no script of
+/// its own (it drives nothing), on the store and the stop request store every engine on it
+/// is built with ([`Home::engine`]). On a data directory there is none: an engine there
+/// would open the ledgers to write (and cut the torn tail of a live writer's ledger), so
+/// the console writes its requests to the directory's stop request files instead, which
+/// every driver polls.
+fn console_engine(home: &Home) -> Result<Option<rein::Engine>, CliError> {
+    match home {
+        Home::Dir(_) => Ok(None),
+        Home::Store(_) => home
+            .engine(rein::Engine::builder().planner(ScriptedPlanner::new([])))
+            .map(Some),
+    }
+}
+
 /// Drives runs on after a decision in this process, from their stored scenarios.
 struct ScenarioDriver {
-    data: DataDir,
+    home: Home,
 }
 
 impl RunDriver for ScenarioDriver {
@@ -80,11 +109,11 @@ impl RunDriver for ScenarioDriver {
                 engine,
                 servers,
                 _lock,
-            } = reopen_dir(&self.data, id, "approved or answered")
+            } = reopen(&self.home, id, "approved or answered")
                 .await
                 .map_err(|e| e.message)?;
             let release: BoxFuture<'static, ()> = Box::pin(async move {
-                let _lock = _lock;
+                _lock.release().await;
                 scenario::mcp::shutdown(&servers).await;
             });
             Ok(OpenedRun { engine, release })
@@ -92,9 +121,12 @@ impl RunDriver for ScenarioDriver {
     }
 
     fn describe(&self, _id: &RunId) -> String {
+        let kept = match &self.home {
+            Home::Dir(data) => format!("kept in {}", data.root().join("scenarios").display()),
+            Home::Store(stores) => format!("kept with it in {}", stores.config().target()),
+        };
         format!(
-            "this console process drives the run on, rebuilt from the scenario its run tree was started from (kept in {})",
-            self.data.root().join("scenarios").display()
+            "this console process drives the run on, rebuilt from the scenario its run tree was started from ({kept})"
         )
     }
 }

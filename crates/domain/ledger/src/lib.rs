@@ -50,6 +50,7 @@ mod ledger;
 mod lines;
 mod model_calls;
 mod outline;
+mod path;
 mod store;
 mod verifier;
 
@@ -63,5 +64,6 @@ pub use ledger::Ledger;
 pub use lines::{LedgerLines, LineError};
 pub use model_calls::model_call_starts;
 pub use outline::RunOutline;
+pub use path::{CallOutcome, RunPath, Stay, ToolUse, Via};
 pub use store::{DynLedgerStore, LedgerStore, LedgerStoreError, LoadedLedger, TornTail};
 pub use verifier::{ChainVerifier, Verified};

@@ -7,7 +7,8 @@
 //! crates with the same contracts as the memory and filesystem stores (the same contract
 //! suite runs against all three):
 //!
-//! - [`PgRunStore`]: [`RunStore`](rein_run::RunStore), one row per run.
+//! - [`PgRunStore`]: [`RunStore`](rein_run::RunStore), one row per run, with the columns a
+//!   listing filters, orders and counts by ([`PgRunStore::page`]).
 //! - [`PgLedgerStore`]: [`LedgerStore`](rein_ledger::LedgerStore), one row per entry keyed
 //!   `(run_id, seq)`, its JSON line stored byte for byte, exportable to and importable from
 //!   the JSONL file format.
@@ -40,6 +41,7 @@ mod failure;
 mod keeper;
 mod lease;
 mod ledger;
+mod listing;
 mod queue;
 mod run;
 mod schema;
@@ -52,6 +54,7 @@ pub use error::PgError;
 pub use keeper::LeaseKeeper;
 pub use lease::Lease;
 pub use ledger::PgLedgerStore;
+pub use listing::{RunFilter, RunOrder, RunPage};
 pub use queue::{QueueWakeups, RunConfig};
 pub use run::PgRunStore;
 pub use schema::SCHEMA_VERSION;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rein_run::{Run, RunId, RunStore, RunStoreError};
+use rein_run::{Run, RunId, RunStatus, RunStore, RunStoreError};
 
 use crate::failure::Explain;
 use crate::lease;
@@ -31,6 +31,10 @@ impl PgRunStore {
         Self { shared }
     }
 
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     async fn client(
         &self,
         context: impl FnOnce() -> String,
@@ -55,17 +59,23 @@ impl RunStore for PgRunStore {
         let statements = tokio::try_join!(
             lease::statement(&tx),
             tx.prepare_cached(
-                "INSERT INTO rein_runs (run_id, snapshot) VALUES ($1, $2)
-                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, saved_at = now()",
+                "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+                     status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
+                     updated_at = EXCLUDED.updated_at, saved_at = now()",
             ),
         );
         let (lease_row, upsert) = statements.map_err(|e| backend(context(), e))?;
         let mine = self.shared.held.token(id);
+        // The listing columns are written with the snapshot, in the same statement.
+        let (status, waiting, goal, updated_at) = columns(run);
         // The lease check and the upsert go out in one pipeline: the upsert is kept only if
         // the check passes; otherwise `tx` is dropped, which rolls it back.
         let key = id.as_str();
         let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key];
-        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&key, &json];
+        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&key, &json, &status, &waiting, &goal, &updated_at];
         let (lease_row, upserted) =
             tokio::join!(tx.query_opt(&lease_row, &by_run), tx.execute(&upsert, &row),);
         let lease_row = lease_row.map_err(|e| backend(context(), e))?;
@@ -85,21 +95,7 @@ impl RunStore for PgRunStore {
             .await
             .map_err(|e| backend(context(), e))?
             .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
-        let corrupt = |reason: String| RunStoreError::Corrupt {
-            id: id.clone(),
-            location: format!("table rein_runs, run {id}"),
-            reason,
-        };
-        let json: &str = row.get(0);
-        let run: Run = serde_json::from_str(json)
-            .map_err(|e| corrupt(format!("it is not a valid run snapshot: {e}")))?;
-        if run.id() != id {
-            return Err(corrupt(format!(
-                "it holds the snapshot of run {}",
-                run.id()
-            )));
-        }
-        Ok(run)
+        parse(id, row.get(0))
     }
 
     async fn list(&self) -> Result<Vec<RunId>, RunStoreError> {
@@ -120,4 +116,39 @@ impl RunStore for PgRunStore {
         }
         Ok(ids)
     }
+}
+
+/// Run `id`'s snapshot from its stored JSON text, checked to be of that run.
+pub(crate) fn parse(id: &RunId, json: &str) -> Result<Run, RunStoreError> {
+    let corrupt = |reason: String| RunStoreError::Corrupt {
+        id: id.clone(),
+        location: format!("table rein_runs, run {id}"),
+        reason,
+    };
+    let run: Run = serde_json::from_str(json)
+        .map_err(|e| corrupt(format!("it is not a valid run snapshot: {e}")))?;
+    if run.id() != id {
+        return Err(corrupt(format!(
+            "it holds the snapshot of run {}",
+            run.id()
+        )));
+    }
+    Ok(run)
+}
+
+/// The listing columns of `run`: status, what it waits for, goal, last change (millis).
+fn columns(run: &Run) -> (&'static str, Option<&'static str>, &str, i64) {
+    let waiting = if run.status() == RunStatus::Paused {
+        if run.pending_approval().is_some() {
+            Some("approval")
+        } else if run.pending_question().is_some() {
+            Some("question")
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    let updated = i64::try_from(run.updated_at().as_unix_millis()).unwrap_or(i64::MAX);
+    (run.status().as_str(), waiting, run.goal(), updated)
 }

@@ -57,6 +57,34 @@ const MIGRATIONS: &[&str] = &[
          requested_at_ms bigint NOT NULL,
          stored_at       timestamptz NOT NULL DEFAULT now()
      );",
+    // 4: the columns a listing filters and orders runs by (PgRunStore::page), written with
+    // every snapshot; the runs saved before are filled in from their snapshots (one that
+    // is not valid JSON keeps them empty and is listed as unreadable).
+    "ALTER TABLE rein_runs
+         ADD COLUMN status     text,
+         ADD COLUMN waiting    text,
+         ADD COLUMN goal       text,
+         ADD COLUMN updated_at bigint;
+     CREATE FUNCTION pg_temp.rein_snapshot_json(snapshot text) RETURNS jsonb AS $$
+     BEGIN
+         RETURN snapshot::jsonb;
+     EXCEPTION WHEN others THEN
+         RETURN NULL;
+     END
+     $$ LANGUAGE plpgsql;
+     UPDATE rein_runs AS r SET
+         status = s.j->>'status',
+         goal = s.j->>'goal',
+         updated_at = (s.j->>'updated_at')::bigint,
+         waiting = CASE
+             WHEN s.j->>'status' <> 'paused' THEN NULL
+             WHEN jsonb_typeof(s.j->'approval') = 'object' THEN 'approval'
+             WHEN jsonb_typeof(s.j->'pending') = 'object' THEN 'question'
+         END
+     FROM (SELECT run_id, pg_temp.rein_snapshot_json(snapshot) AS j FROM rein_runs) AS s
+     WHERE r.run_id = s.run_id AND s.j IS NOT NULL;
+     CREATE INDEX rein_runs_status ON rein_runs (status);
+     CREATE INDEX rein_runs_waiting ON rein_runs (updated_at) WHERE waiting IS NOT NULL;",
 ];
 
 /// The schema version this rein writes and understands.

@@ -55,7 +55,7 @@ fn walk(to: State) -> Vec<ScriptStep> {
 
 /// A script that calls `deploy` with `input` in act, then validates and finishes; and one
 /// that asks a question (yes / no) and finishes.
-fn planner(input: &Value) -> ScriptedPlanner {
+pub fn planner(input: &Value) -> ScriptedPlanner {
     let mut steps = walk(State::Act);
     steps.extend([
         ScriptStep::expect(
@@ -82,6 +82,15 @@ pub fn asking() -> ScriptedPlanner {
 
 /// An engine on `dir` whose clock reads `now`, under a durable approval policy.
 pub fn engine(dir: &Path, now: u64, planner: ScriptedPlanner) -> Engine {
+    builder(now, planner)
+        .filesystem(dir)
+        .build()
+        .expect("engine builds")
+}
+
+/// The test engine's builder, without its stores: the `deploy` tool, `planner`, a durable
+/// approval policy, at most 5 tool calls, a clock that reads `now`.
+pub fn builder(now: u64, planner: ScriptedPlanner) -> rein::EngineBuilder {
     Engine::builder()
         .tool(deploy())
         .planner(planner)
@@ -92,9 +101,6 @@ pub fn engine(dir: &Path, now: u64, planner: ScriptedPlanner) -> Engine {
         )
         .budget("tool_calls", 5)
         .clock(ManualClock::starting_at(now))
-        .filesystem(dir)
-        .build()
-        .expect("engine builds")
 }
 
 /// Starts a run that pauses for a verdict on `deploy` with `input`.
