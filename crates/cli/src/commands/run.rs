@@ -427,7 +427,7 @@ pub(super) async fn finish(driven: &Driven, home: &Home, json: bool) -> CliResul
 /// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
 /// none), its parent's, up to the root of its tree; for a follow-up (which has none
 /// either), the run's it continues, up to the first run of its conversation.
-fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
+pub(crate) fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
     let mut owner = id.clone();
     let mut seen = std::collections::HashSet::new();
     while !data.scenario(&owner).is_file() && seen.insert(owner.clone()) {
