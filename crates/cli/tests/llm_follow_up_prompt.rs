@@ -98,7 +98,11 @@ async fn a_follow_ups_prompt_is_rebuilt_with_its_conversation_and_matches_the_le
     // An earlier run whose ledger was tampered with is refused, naming it (exit 4).
     let path = scratch.ledger(&previous);
     let ledger = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, ledger.replacen("report its first line", "say nothing", 1)).unwrap();
+    std::fs::write(
+        &path,
+        ledger.replacen("report its first line", "say nothing", 1),
+    )
+    .unwrap();
     blocking(rein_in(&scratch, &["inspect", &id, "--prompt", "0"]))
         .await
         .expect_code(4)

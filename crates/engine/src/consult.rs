@@ -222,8 +222,7 @@ impl Driver {
 /// One hook's verdict, or why it has none: it failed, panicked or took too long.
 async fn ask_one(spec: &HookSpec, payload: &Arc<HookPayload>) -> Result<HookVerdict, String> {
     let limit = spec.time_limit();
-    let mut check =
-        std::pin::pin!(AssertUnwindSafe(spec.hook().ask(payload)).catch_unwind());
+    let mut check = std::pin::pin!(AssertUnwindSafe(spec.hook().ask(payload)).catch_unwind());
     // A hook that answers at once (most in-process hooks) costs no timer.
     let answer = match check.as_mut().now_or_never() {
         Some(answer) => Ok(answer),

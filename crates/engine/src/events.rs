@@ -132,11 +132,7 @@ pub(crate) enum Published {
     /// An entry was recorded: its JSON line, shared with the entry (and the memory store).
     Line(Arc<[u8]>),
     /// Step `step` of run `run` is about to be planned in `state`.
-    Step {
-        run: RunId,
-        step: u32,
-        state: State,
-    },
+    Step { run: RunId, step: u32, state: State },
     /// An event the run built: a piece of a streaming reply.
     Event(RunEvent),
 }
@@ -203,15 +199,13 @@ impl DeltaSink for Subscribers {
 
     fn delta(&self, delta: ModelDelta) {
         if self.watched() {
-            let _ = self
-                .tx
-                .send(Published::Event(RunEvent::ModelDelta(Arc::new(
-                    ModelStreamed {
-                        run: self.run.clone(),
-                        step: self.step.load(Ordering::Relaxed),
-                        delta,
-                    },
-                ))));
+            let _ = self.tx.send(Published::Event(RunEvent::ModelDelta(Arc::new(
+                ModelStreamed {
+                    run: self.run.clone(),
+                    step: self.step.load(Ordering::Relaxed),
+                    delta,
+                },
+            ))));
         }
     }
 }

@@ -41,10 +41,10 @@ use common::{
     CALLS, DECISIONS, Figure, GOAL, REPS, call_input, current_thread, engine, hashed_bytes, noop,
     raw_sha256, recorded_ledger, repeat_each, repeat_pair, run_w1,
 };
-use rein::{EngineBuilder, Ledger};
 use rein::ledger::EntryKind;
 use rein::prelude::*;
 use rein::store::{ArtifactStore as _, FsyncPolicy, MemoryArtifactStore, StoreOptions};
+use rein::{EngineBuilder, Ledger};
 use sha2::{Digest as _, Sha256};
 use telemetry::w1otel;
 

@@ -52,7 +52,7 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
         // configuration is what the prompt is rebuilt from).
         let saved = file
             .run_id(expected.as_ref())
-            .map(|id| data.scenario(&super::run::scenario_owner(&data, &id)))
+            .map(|id| data.scenario(&LedgerFile::scenario_owner(&data, &id)))
             .filter(|path| path.is_file());
         let Some(scenario) = args.scenario.clone().or(saved) else {
             return Err(CliError::bad_input(

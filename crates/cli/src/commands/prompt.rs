@@ -39,7 +39,11 @@ pub(crate) fn prompt(
     };
     // A follow-up's requests open with the earlier runs of its conversation: their
     // ledgers are read from the data directory, each verified and its link checked.
-    let earlier = match entries.iter().take(4).find_map(crate::conversation::Link::of) {
+    let earlier = match entries
+        .iter()
+        .take(4)
+        .find_map(crate::conversation::Link::of)
+    {
         None => Vec::new(),
         Some(link) => crate::conversation::read(&id, link, data)?
             .into_iter()
