@@ -234,3 +234,49 @@ async fn a_streaming_model_is_seen_typing_and_the_pieces_add_up_to_the_recorded_
         assert_eq!(replies[&0].text, "First I look around the notes.");
     }
 }
+
+/// A handle keeps its run's first receiver until a subscriber takes it: one that
+/// subscribes only after the run ended still gets what the ring kept — told how much it
+/// missed first, then the last entries, each with the typed event read off it.
+#[tokio::test]
+async fn a_late_first_subscriber_is_told_what_it_missed_then_gets_the_last_entries() {
+    let mut steps = walk_to(State::Validate);
+    steps.push(ScriptStep::expect(
+        State::Validate,
+        Decision::finish("done", json!("ok")),
+    ));
+    let engine = Engine::builder()
+        .planner(ScriptedPlanner::new(steps))
+        .event_capacity(4)
+        .build()
+        .expect("engine builds");
+    let handle = engine.start("walk").await.expect("start");
+    let id = handle.id().clone();
+    // Nobody subscribes while the run goes: it never waits for the ring.
+    tokio::task::yield_now().await;
+    let mut events = handle.subscribe();
+    let run = handle.await.expect("run");
+    assert_eq!(run.status(), RunStatus::Completed);
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        seen.push(event);
+    }
+    let Some(RunEvent::Missed(missed)) = seen.first() else {
+        panic!("the first event says what was missed: {seen:?}");
+    };
+    assert!(*missed > 0);
+    let ledger = engine.ledger(&id).await.expect("ledger");
+    let recorded: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Recorded(entry) => Some((**entry).clone()),
+            _ => None,
+        })
+        .collect();
+    let last = &ledger.entries()[ledger.len() - recorded.len()..];
+    assert_eq!(recorded, last, "the last entries, in ledger order");
+    assert!(
+        matches!(seen.last(), Some(RunEvent::RunEnded(_))),
+        "the run's end, read off its last entry: {seen:?}"
+    );
+}

@@ -36,7 +36,7 @@ fn hook(
     let verdict = Arc::new(verdict);
     HookSpec::from_fn(name, points.iter().copied(), move |payload| {
         let answer = verdict(&payload);
-        seen.lock().expect("not poisoned").push(payload);
+        seen.lock().expect("not poisoned").push((*payload).clone());
         async move { answer }
     })
 }

@@ -42,9 +42,25 @@ impl Link {
 /// their ids, oldest first.
 ///
 /// # Errors
+/// As [`read`].
+pub(crate) fn check(run: &RunId, link: Link, data: &DataDir) -> Result<Vec<RunId>, CliError> {
+    Ok(read(run, link, data)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
+}
+
+/// Reads and verifies the runs before run `run`, whose ledger (verified) records `link`:
+/// each run's id and entries, oldest first (at most [`MAX_CONVERSATION_RUNS`] of them).
+///
+/// # Errors
 /// Exit 4 naming the two runs and what is wrong: an earlier ledger that is missing, does
 /// not verify, does not end at the recorded head, or a turn out of step.
-pub(crate) fn check(run: &RunId, link: Link, data: &DataDir) -> Result<Vec<RunId>, CliError> {
+pub(crate) fn read(
+    run: &RunId,
+    link: Link,
+    data: &DataDir,
+) -> Result<Vec<(RunId, Vec<Entry>)>, CliError> {
     let mut earlier = Vec::new();
     let (mut later, mut link) = (run.clone(), link);
     loop {
@@ -87,7 +103,7 @@ pub(crate) fn check(run: &RunId, link: Link, data: &DataDir) -> Result<Vec<RunId
                 link.turn
             )));
         }
-        earlier.push(link.previous.clone());
+        earlier.push((link.previous.clone(), file.entries));
         match before {
             Some(next) => {
                 later = std::mem::replace(&mut link, next).previous;

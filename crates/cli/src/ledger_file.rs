@@ -153,6 +153,32 @@ impl std::fmt::Display for Broken {
 }
 
 impl LedgerFile {
+    /// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
+    /// none), its parent's, up to the root of its tree; for a follow-up (which has none
+    /// either), the run's it continues, up to the first run of its conversation.
+    pub(crate) fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
+        let mut owner = id.clone();
+        let mut seen = std::collections::HashSet::new();
+        while !data.scenario(&owner).is_file() && seen.insert(owner.clone()) {
+            let parent = Self::read(&data.ledger(&owner), Some(&owner), data)
+                .ok()
+                .and_then(|file| {
+                    file.entries.iter().find_map(|e| match e.event() {
+                        rein::ledger::EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
+                        rein::ledger::EntryKind::FollowUpOf { previous, .. } => {
+                            Some(previous.clone())
+                        }
+                        _ => None,
+                    })
+                });
+            match parent {
+                Some(parent) => owner = parent,
+                None => return id.clone(),
+            }
+        }
+        owner
+    }
+
     /// Reads the ledger at `path`; `expected` is the run it must belong to, if known. When
     /// the file is the ledger of a run in `data`, it is also checked against the run's
     /// snapshot there: the snapshot is read first (a live `rein run` appends entries before

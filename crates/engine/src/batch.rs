@@ -107,7 +107,7 @@ impl Driver {
                 payload.tool = Some(tool.clone());
                 payload.input = Some(member.input.clone());
                 payload.batch_index = u32::try_from(index).ok();
-                let ruled = self.before_hooks(&payload, Some(member.input_hash)).await?;
+                let ruled = self.before_hooks(payload, Some(member.input_hash)).await?;
                 if let Some(rejection) = ruled.denied {
                     return self
                         .reject(Rejection::InBatch {

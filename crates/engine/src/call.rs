@@ -82,7 +82,7 @@ impl Driver {
             let mut payload = self.hook_payload(HookPoint::BeforeTool);
             payload.tool = Some(tool.clone());
             payload.input = Some(input.clone());
-            let ruled = Box::pin(self.before_hooks(&payload, Some(input_hash))).await?;
+            let ruled = Box::pin(self.before_hooks(payload, Some(input_hash))).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }

@@ -6,6 +6,7 @@
 //! that only observes, the hooks are asked and their verdicts dropped.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures_util::FutureExt as _;
 use rein_ledger::{EntryKind, HookOutcome, HookPoint, HookRuling};
@@ -51,9 +52,10 @@ impl Driver {
     /// policy narrowing. `input_hash` names the call at the tool points.
     pub(crate) async fn before_hooks(
         &mut self,
-        payload: &HookPayload,
+        payload: HookPayload,
         input_hash: Option<Digest>,
     ) -> Result<HookRuled, EngineError> {
+        let payload = Arc::new(payload);
         let point = payload.point;
         let recorded = self.rec.proj.hooks_recorded.iter().find(|r| {
             r.step == payload.step
@@ -64,7 +66,7 @@ impl Driver {
         let rulings = match recorded {
             Some(recorded) => recorded.rulings.clone(),
             None => {
-                let rulings = self.ask(payload, true).await;
+                let rulings = self.ask(&payload, true).await;
                 if !rulings.is_empty() {
                     self.rec
                         .record(EntryKind::HookVerdicts {
@@ -101,8 +103,8 @@ impl Driver {
 
     /// Asks the hooks at `payload`'s point (one that only observes): what they answer is
     /// dropped, a failure only logged.
-    pub(crate) async fn observe_hooks(&self, payload: &HookPayload) {
-        let _ = self.ask(payload, false).await;
+    pub(crate) async fn observe_hooks(&self, payload: HookPayload) {
+        let _ = self.ask(&Arc::new(payload), false).await;
     }
 
     /// Asks the `run_start` hooks, before the run's first decision: whether the run may go
@@ -113,7 +115,7 @@ impl Driver {
         }
         let mut payload = self.hook_payload(HookPoint::RunStart);
         payload.goal = Some(self.rec.proj.run.goal().to_owned());
-        let ruled = self.before_hooks(&payload, None).await?;
+        let ruled = self.before_hooks(payload, None).await?;
         let Some(rejection) = ruled.denied else {
             return Ok(true);
         };
@@ -138,7 +140,7 @@ impl Driver {
         payload.status = Some(run.status());
         payload.error = run.failure().map(|f| f.message.clone());
         payload.question = run.pending_question().map(|q| q.question.clone());
-        self.observe_hooks(&payload).await;
+        self.observe_hooks(payload).await;
     }
 
     /// Shows the `after_tool` hooks how a call of `tool` ended: `error`, or the output the
@@ -177,13 +179,13 @@ impl Driver {
                 }
             }
         }
-        self.observe_hooks(&payload).await;
+        self.observe_hooks(payload).await;
     }
 
     /// Asks every hook at `payload`'s point, in registration order, and returns their
     /// verdicts other than allow. With `fail_closed`, a hook that errs, panics, times out
     /// or gives no reason for a deny denies, saying so.
-    async fn ask(&self, payload: &HookPayload, fail_closed: bool) -> Vec<HookRuling> {
+    async fn ask(&self, payload: &Arc<HookPayload>, fail_closed: bool) -> Vec<HookRuling> {
         let tool = payload.tool.as_ref().map(rein_run::ToolName::as_str);
         let mut rulings = Vec::new();
         for spec in self
@@ -223,10 +225,9 @@ impl Driver {
 }
 
 /// One hook's verdict, or why it has none: it failed, panicked or took too long.
-async fn ask_one(spec: &HookSpec, payload: &HookPayload) -> Result<HookVerdict, String> {
+async fn ask_one(spec: &HookSpec, payload: &Arc<HookPayload>) -> Result<HookVerdict, String> {
     let limit = spec.time_limit();
-    let mut check =
-        std::pin::pin!(AssertUnwindSafe(spec.hook().check_boxed(payload)).catch_unwind());
+    let mut check = std::pin::pin!(AssertUnwindSafe(spec.hook().ask(payload)).catch_unwind());
     // A hook that answers at once (most in-process hooks) costs no timer.
     let answer = match check.as_mut().now_or_never() {
         Some(answer) => Ok(answer),

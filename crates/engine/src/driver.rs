@@ -20,7 +20,7 @@ use tracing::Instrument as _;
 use crate::attempts::{AttemptEvent, AttemptLink};
 use crate::depth;
 use crate::error::{EngineError, NarrowingError, ProjectionError};
-use crate::events::RunEvent;
+use crate::events::Published;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::plan_link::{PlanLink, PlanMessage, Planned};
@@ -98,7 +98,7 @@ impl Inbox {
 }
 
 /// The driver's and the recorder's ends of a handle's channels.
-fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender<RunEvent>>) {
+fn split(controls: Option<Controls>) -> (Option<Inbox>, Option<broadcast::Sender<Published>>) {
     match controls {
         Some(Controls {
             rx,
@@ -343,7 +343,7 @@ impl Driver {
         }
         if self.hooked(HookPoint::BeforeModel, None) {
             let payload = self.hook_payload(HookPoint::BeforeModel);
-            let ruled = Box::pin(self.before_hooks(&payload, None)).await?;
+            let ruled = Box::pin(self.before_hooks(payload, None)).await?;
             if let Some(rejection) = ruled.denied {
                 self.reject(rejection).await?;
                 return Ok(Flow::Continue);
@@ -387,7 +387,7 @@ impl Driver {
         if self.hooked(HookPoint::AfterModel, None) {
             let mut payload = self.hook_payload(HookPoint::AfterModel);
             payload.decision = serde_json::to_value(&decision).ok();
-            Box::pin(self.observe_hooks(&payload)).await;
+            Box::pin(self.observe_hooks(payload)).await;
         }
         if depth::decision_too_deep(&decision) {
             // Neither recorded (it could not be read back) nor touched recursively.

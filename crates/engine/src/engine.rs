@@ -13,7 +13,7 @@ use crate::builder::EngineBuilder;
 use crate::driver::Driver;
 use crate::error::BuildError;
 use crate::error::EngineError;
-use crate::events::RunEvent;
+use crate::events::Published;
 use crate::handle::{Control, Controls, RunHandle, StartFollowUp};
 use crate::narrow::PolicyNarrowing;
 use crate::open;
@@ -313,10 +313,15 @@ impl Engine {
         });
         let (queue, queued) = crate::handle::follow_up_queue(Arc::clone(&start));
         let run = id.clone();
+        // The drive is boxed where it is made: tokio moves a spawned future and its stage
+        // several times (into the task, out of it), and the drive's state is many
+        // kilobytes, which each move copied (~140 k instructions a W1 run). Boxed, each
+        // move is a pointer.
+        let drive = Box::pin(driver.drive());
         let task = tokio::spawn(async move {
             let result = {
                 let _guard = guard;
-                driver.drive().await
+                drive.await
             };
             // The run is over and no longer held: what was queued on it starts now.
             queued.deliver(&start, run).await;
@@ -332,8 +337,8 @@ struct HandleParts {
     tx: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
     stop: CancellationToken,
-    events: broadcast::Sender<RunEvent>,
-    first: broadcast::Receiver<RunEvent>,
+    events: broadcast::Sender<Published>,
+    first: broadcast::Receiver<Published>,
 }
 
 impl EngineBuilder {

@@ -1,12 +1,14 @@
 //! `RunEvent` and `RunEvents`: a live, lossy view of a run — every entry it records, the
 //! typed events a UI follows (read off those entries in one place), and what is never
 //! recorded (a step starting, a model's reply streaming in). `Subscribers` is the run's
-//! end of it.
+//! end of it, `Published` what goes through the channel: a recorded entry travels as the
+//! JSON line the ledger already shares (no copy, no event built by the run), and each
+//! subscriber reads its entry and typed event off that line when it takes it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rein_ledger::Entry;
+use rein_ledger::{Entry, LedgerLines};
 use rein_run::{DeltaSink, ModelDelta, RunId, State};
 use tokio::sync::broadcast;
 
@@ -24,13 +26,16 @@ pub use typed::{
 /// ledger-backed typed event comes right after the entry it is read from; a step's start
 /// and a model's reply streaming in are never recorded (the ledger keeps the whole reply).
 ///
-/// The typed events hold their details shared (`Arc`): every subscriber gets the same one.
+/// A subscriber reads each entry and its typed event off the entry's JSON line when it takes
+/// it: the run shares the line and builds nothing (events are cheap to clone: their details
+/// are behind an `Arc`).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RunEvent {
-    /// The run recorded this ledger entry (shared: every subscriber gets the same one).
+    /// The run recorded this ledger entry (read back from its JSON line).
     Recorded(Arc<Entry>),
-    /// The subscriber was too slow and missed this many events. The ledger is the lossless
+    /// The subscriber was too slow and missed this many entries and unrecorded events (the
+    /// typed events read off a missed entry are missed with it). The ledger is the lossless
     /// record: read it when every entry matters.
     Missed(u64),
     /// A step is about to be planned (not recorded).
@@ -77,30 +82,69 @@ pub enum RunEvent {
 /// ```
 #[derive(Debug)]
 pub struct RunEvents {
-    rx: broadcast::Receiver<RunEvent>,
+    rx: broadcast::Receiver<Published>,
+    /// The typed event read off the entry [`next`](Self::next) handed out last, due next.
+    typed: Option<RunEvent>,
 }
 
 impl RunEvents {
-    pub(crate) const fn new(rx: broadcast::Receiver<RunEvent>) -> Self {
-        Self { rx }
+    pub(crate) const fn new(rx: broadcast::Receiver<Published>) -> Self {
+        Self { rx, typed: None }
     }
 
     /// The next event, or `None` once the run has ended and every event was seen.
     pub async fn next(&mut self) -> Option<RunEvent> {
-        match self.rx.recv().await {
-            Ok(event) => Some(event),
-            Err(broadcast::error::RecvError::Lagged(n)) => Some(RunEvent::Missed(n)),
-            Err(broadcast::error::RecvError::Closed) => None,
+        if let Some(typed) = self.typed.take() {
+            return Some(typed);
+        }
+        loop {
+            let published = match self.rx.recv().await {
+                Ok(published) => published,
+                Err(broadcast::error::RecvError::Lagged(n)) => return Some(RunEvent::Missed(n)),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            match published {
+                Published::Line(line) => match LedgerLines::parse(0, &line) {
+                    Ok(entry) => {
+                        self.typed = RunEvent::of_entry(&entry);
+                        return Some(RunEvent::Recorded(Arc::new(entry)));
+                    }
+                    // The engine sealed this line itself: unreadable, it is a bug, not a
+                    // reason to end the subscription.
+                    Err(e) => tracing::warn!(error = %e, "a recorded entry could not be read back"),
+                },
+                Published::Step { run, step, state } => {
+                    return Some(RunEvent::StepStarted(Arc::new(StepStarted {
+                        run,
+                        step,
+                        state,
+                    })));
+                }
+                Published::Event(event) => return Some(event),
+            }
         }
     }
 }
 
-/// A run's end of its event channel. Everything it sends is built only while somebody
-/// holds a receiver, and sending never waits: a subscriber that never reads costs a run one
-/// check per event.
+/// What a run sends its subscribers: as little as it can, the subscriber building the rest.
+#[derive(Debug, Clone)]
+pub(crate) enum Published {
+    /// An entry was recorded: its JSON line, shared with the entry (and the memory store).
+    Line(Arc<[u8]>),
+    /// Step `step` of run `run` is about to be planned in `state`.
+    Step { run: RunId, step: u32, state: State },
+    /// An event the run built: a piece of a streaming reply.
+    Event(RunEvent),
+}
+
+/// A run's end of its event channel. Sending never waits, and the run builds nothing for
+/// it but a streamed reply's pieces (only while somebody holds a receiver): an entry goes
+/// as the line it shares with the ledger, a step's start as three plain fields. A
+/// subscriber that never reads costs a run a reference count and a slot in the ring per
+/// entry.
 #[derive(Debug)]
 pub(crate) struct Subscribers {
-    tx: broadcast::Sender<RunEvent>,
+    tx: broadcast::Sender<Published>,
     run: RunId,
     /// The step being planned: the one a streamed piece belongs to.
     step: AtomicU32,
@@ -108,7 +152,7 @@ pub(crate) struct Subscribers {
 
 impl Subscribers {
     /// The end of `tx` for run `run`.
-    pub(crate) const fn new(tx: broadcast::Sender<RunEvent>, run: RunId) -> Self {
+    pub(crate) const fn new(tx: broadcast::Sender<Published>, run: RunId) -> Self {
         Self {
             tx,
             run,
@@ -117,7 +161,7 @@ impl Subscribers {
     }
 
     /// The channel, for a child run's events to reach the same subscribers.
-    pub(crate) const fn sender(&self) -> &broadcast::Sender<RunEvent> {
+    pub(crate) const fn sender(&self) -> &broadcast::Sender<Published> {
         &self.tx
     }
 
@@ -126,14 +170,10 @@ impl Subscribers {
         self.tx.receiver_count() > 0
     }
 
-    /// Tells subscribers that `entry` was recorded, then the typed event it is, if any.
+    /// Tells subscribers that `entry` was recorded (they read its typed event off it).
     pub(crate) fn recorded(&self, entry: &Entry) {
-        if !self.watched() {
-            return;
-        }
-        let _ = self.tx.send(RunEvent::Recorded(Arc::new(entry.clone())));
-        if let Some(typed) = RunEvent::of_entry(entry) {
-            let _ = self.tx.send(typed);
+        if self.watched() {
+            let _ = self.tx.send(Published::Line(entry.shared_json_line()));
         }
     }
 
@@ -142,11 +182,11 @@ impl Subscribers {
     pub(crate) fn step_started(&self, step: u32, state: State) {
         self.step.store(step, Ordering::Relaxed);
         if self.watched() {
-            let _ = self.tx.send(RunEvent::StepStarted(Arc::new(StepStarted {
+            let _ = self.tx.send(Published::Step {
                 run: self.run.clone(),
                 step,
                 state,
-            })));
+            });
         }
     }
 }
@@ -159,11 +199,13 @@ impl DeltaSink for Subscribers {
 
     fn delta(&self, delta: ModelDelta) {
         if self.watched() {
-            let _ = self.tx.send(RunEvent::ModelDelta(Arc::new(ModelStreamed {
-                run: self.run.clone(),
-                step: self.step.load(Ordering::Relaxed),
-                delta,
-            })));
+            let _ = self.tx.send(Published::Event(RunEvent::ModelDelta(Arc::new(
+                ModelStreamed {
+                    run: self.run.clone(),
+                    step: self.step.load(Ordering::Relaxed),
+                    delta,
+                },
+            ))));
         }
     }
 }

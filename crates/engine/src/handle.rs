@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ConversationError;
 use crate::error::EngineError;
 use crate::error::NarrowingError;
-use crate::events::{RunEvent, RunEvents};
+use crate::events::{Published, RunEvents};
 use crate::narrow::PolicyNarrowing;
 use crate::spec::FollowUp;
 
@@ -36,7 +36,7 @@ pub(crate) struct Controls {
     pub(crate) cancel: CancellationToken,
     /// A stop: see [`RunHandle::stop`].
     pub(crate) stop: CancellationToken,
-    pub(crate) events: Option<broadcast::Sender<RunEvent>>,
+    pub(crate) events: Option<broadcast::Sender<Published>>,
 }
 
 /// A run in progress, from [`Engine::start`](crate::Engine::start).
@@ -50,8 +50,8 @@ pub struct RunHandle {
     control: mpsc::UnboundedSender<Control>,
     cancel: CancellationToken,
     stop: CancellationToken,
-    events: broadcast::Sender<RunEvent>,
-    first: Mutex<Option<broadcast::Receiver<RunEvent>>>,
+    events: broadcast::Sender<Published>,
+    first: Mutex<Option<broadcast::Receiver<Published>>>,
     task: JoinHandle<Result<Run, EngineError>>,
     /// Follow-ups queued on the run, started when it ends.
     pub(crate) queue: FollowUpQueue,
@@ -62,8 +62,8 @@ impl RunHandle {
         id: RunId,
         control: mpsc::UnboundedSender<Control>,
         [cancel, stop]: [CancellationToken; 2],
-        events: broadcast::Sender<RunEvent>,
-        first: broadcast::Receiver<RunEvent>,
+        events: broadcast::Sender<Published>,
+        first: broadcast::Receiver<Published>,
         task: JoinHandle<Result<Run, EngineError>>,
         queue: FollowUpQueue,
     ) -> Self {
@@ -168,7 +168,11 @@ impl RunHandle {
     }
 
     /// Subscribes to the run's events. The first subscription sees every event from the
-    /// start; later ones see events from the moment they subscribe.
+    /// start (the handle keeps the channel's first receiver until then: what the run sent
+    /// waits in its ring, which holds the last `event_capacity` items, the oldest counted
+    /// as [`RunEvent::Missed`](crate::RunEvent::Missed) once it wraps); later ones see
+    /// events from the moment they subscribe. Until somebody reads, the run only shares
+    /// each entry's JSON line with the ring: no event is built for it.
     pub fn subscribe(&self) -> RunEvents {
         let first = self
             .first

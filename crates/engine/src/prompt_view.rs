@@ -19,7 +19,8 @@ impl Engine {
     /// call; the tools offered are those the policy recorded then allows in the run's state,
     /// and the skills are this engine's, as is the delegation offered (its planner names,
     /// when the run is shallower than its `max_depth`). The request carries no
-    /// conversation: for a follow-up it lacks the earlier runs its planner was shown.
+    /// conversation: for a follow-up, [`Engine::plan_request_in_conversation`] adds the
+    /// earlier runs its planner was shown.
     ///
     /// # Errors
     /// [`EngineError::InconsistentLedger`] or [`EngineError::InvalidRecordedPolicy`] when
@@ -48,6 +49,30 @@ impl Engine {
         call: u32,
         view: impl FnOnce(PlanRequest<'_>) -> R,
     ) -> Result<Option<R>, EngineError> {
+        self.plan_request_in_conversation(ledger, &[], step, call, view)
+    }
+
+    /// [`Engine::plan_request_at_call`] for a follow-up: `earlier` holds the ledgers of the
+    /// runs of its conversation before it, oldest first, and each is rebuilt as the
+    /// follow-up's planner was shown it (the request's
+    /// [`conversation`](PlanRequest::conversation)). The caller reads and checks them —
+    /// [`Engine::verify_conversation`] over the engine's stores, or each ledger verified and
+    /// each `follow_up_of` link matched — since this engine may not hold them.
+    ///
+    /// # Errors
+    /// As [`Engine::plan_request_at`], for `ledger` or any of `earlier`.
+    pub fn plan_request_in_conversation<R>(
+        &self,
+        ledger: &Ledger,
+        earlier: &[Ledger],
+        step: u32,
+        call: u32,
+        view: impl FnOnce(PlanRequest<'_>) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        let conversation = earlier
+            .iter()
+            .map(|l| crate::conversation::earlier_run(&self.shared, l))
+            .collect::<Result<Vec<_>, _>>()?;
         let entries = ledger.entries();
         let first_of_step = |e: &rein_ledger::Entry| match e.event() {
             EntryKind::Decision { step: s, .. }
@@ -97,6 +122,7 @@ impl Engine {
         .with_next_states(&next)
         .with_skills(&self.shared.config.skills)
         .with_dialogue(&proj.dialogue)
+        .with_conversation(&conversation)
         .with_rules(&policy.rules);
         if let Some(schema) = &policy.snapshot.result_schema {
             request = request.with_result_schema(schema);

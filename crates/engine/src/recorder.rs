@@ -16,7 +16,7 @@ use rein_statemachine::{Lifecycle, Transition, TransitionError};
 use tokio::sync::broadcast;
 
 use crate::error::EngineError;
-use crate::events::RunEvent;
+use crate::events::Published;
 use crate::project::{Projection, ProjectionError};
 use crate::shared::Shared;
 use crate::writer::{LedgerWriter, Sealed};
@@ -125,7 +125,7 @@ impl Recorder {
         started: EntryKind,
         budget: Budget,
         transitions: Transitions,
-        events: Option<broadcast::Sender<RunEvent>>,
+        events: Option<broadcast::Sender<Published>>,
     ) -> Result<(Self, Entry), EngineError> {
         let at = shared.clock.now();
         let proj = Projection::start(id.clone(), &started, at, budget).map_err(|source| {
@@ -308,7 +308,7 @@ mod tests {
     use crate::builder::EngineBuilder;
 
     /// A recorder over a fresh run, its `run_started` in the ledger and the store.
-    async fn recorder(events: Option<broadcast::Sender<RunEvent>>) -> Recorder {
+    async fn recorder(events: Option<broadcast::Sender<Published>>) -> Recorder {
         let shared = Arc::new(
             EngineBuilder::default()
                 .planner(ScriptedPlanner::new([]))
@@ -352,7 +352,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_entry_is_applied_appended_stored_and_told() {
-        let (tx, mut rx) = broadcast::channel(4);
+        let (tx, rx) = broadcast::channel(8);
         let mut rec = recorder(Some(tx)).await;
         let decision = EntryKind::Decision {
             step: 0,
@@ -362,13 +362,19 @@ mod tests {
         assert_eq!(rec.proj.run.steps(), 1);
         assert_eq!(rec.log.len(), 2);
         assert_eq!(stored(&rec).await, 2);
-        let mut told = std::iter::from_fn(|| match rx.try_recv() {
-            Ok(RunEvent::Recorded(entry)) => Some(entry),
-            _ => None,
-        });
-        assert_eq!(told.next().map(|e| e.event().name()), Some("run_started"));
-        assert_eq!(told.next().as_deref().map(Entry::event), Some(&decision));
-        assert!(told.next().is_none());
+        // The channel closes with the recorder: every entry it told, then the end.
+        drop(rec);
+        let mut events = crate::events::RunEvents::new(rx);
+        let mut told = Vec::new();
+        while let Some(event) = events.next().await {
+            if let crate::events::RunEvent::Recorded(entry) = event {
+                told.push(entry);
+            }
+        }
+        let kinds: Vec<&EntryKind> = told.iter().map(|e| e.event()).collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        assert_eq!(kinds[0].name(), "run_started");
+        assert_eq!(kinds[1], &decision);
     }
 
     #[tokio::test]

@@ -133,7 +133,7 @@ impl Driver {
         if self.hooked(HookPoint::ChildStart, None) {
             let mut payload = self.hook_payload(HookPoint::ChildStart);
             payload.goal = Some(goal.clone());
-            let ruled = Box::pin(self.before_hooks(&payload, None)).await?;
+            let ruled = Box::pin(self.before_hooks(payload, None)).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }
@@ -470,7 +470,7 @@ impl Driver {
             payload.child = Some(run.id().clone());
             payload.status = Some(run.status());
             payload.error = run.failure().map(|f| f.message.clone());
-            self.observe_hooks(&payload).await;
+            self.observe_hooks(payload).await;
         }
         Ok(())
     }

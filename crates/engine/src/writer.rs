@@ -8,7 +8,7 @@ use rein_run::{LedgerHead, State, Timestamp};
 use tokio::sync::broadcast;
 
 use crate::error::EngineError;
-use crate::events::{RunEvent, Subscribers};
+use crate::events::{Published, Subscribers};
 use crate::shared::Shared;
 
 /// The end of one run's ledger as the engine writes it: seals each entry on the chain,
@@ -26,7 +26,7 @@ impl LedgerWriter {
     pub(crate) fn new(
         shared: Arc<Shared>,
         chain: Chain,
-        events: Option<broadcast::Sender<RunEvent>>,
+        events: Option<broadcast::Sender<Published>>,
     ) -> Self {
         let events = events.map(|tx| Arc::new(Subscribers::new(tx, chain.run_id().clone())));
         Self {

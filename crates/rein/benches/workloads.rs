@@ -7,7 +7,9 @@
 //! `cargo bench -p rein --bench workloads -- w1 w3`. `-- --peer` prints only W1's
 //! microseconds per decision, as `rein_w1_us_per_decision=<x>`, for `make bench-peers`;
 //! `-- --profile N` only drives N W1 runs, for a profiler (`perf record`, valgrind, strace);
-//! `-- --profile N fs` with W3's filesystem stores (under `$TMPDIR`). `--features otel --
+//! `-- --profile N fs` with W3's filesystem stores (under `$TMPDIR`); `-- --profile N events`
+//! started and followed by a subscriber that never reads (W1E), `started` started with
+//! nobody subscribed, `hooks` with W1H's three allow-all hooks (the options combine). `--features otel --
 //! w1otel` times W1 with its telemetry exported against W1 without (see `common/telemetry.rs`).
 //!
 //! A hand-rolled loop rather than criterion's: every figure is the median of `REPS`
@@ -39,10 +41,10 @@ use common::{
     CALLS, DECISIONS, Figure, GOAL, REPS, call_input, current_thread, engine, hashed_bytes, noop,
     raw_sha256, recorded_ledger, repeat_each, repeat_pair, run_w1,
 };
-use rein::Ledger;
 use rein::ledger::EntryKind;
 use rein::prelude::*;
 use rein::store::{ArtifactStore as _, FsyncPolicy, MemoryArtifactStore, StoreOptions};
+use rein::{EngineBuilder, Ledger};
 use sha2::{Digest as _, Sha256};
 use telemetry::w1otel;
 
@@ -62,10 +64,22 @@ fn main() {
         } else {
             Engine::builder()
         };
+        let has = |name: &str| args.iter().any(|a| a == name);
+        let builder = if has("hooks") {
+            allow_all_hooks(builder, 3)
+        } else {
+            builder
+        };
         let engine = engine(builder);
         current_thread().block_on(async {
             for _ in 0..runs {
-                run_w1(&engine).await;
+                if has("events") {
+                    events::followed_unread(&engine).await;
+                } else if has("started") {
+                    events::started_unwatched(&engine).await;
+                } else {
+                    run_w1(&engine).await;
+                }
             }
         });
         return;
@@ -709,20 +723,24 @@ fn w1b() {
 
 // ---- W1H: hooks ---------------------------------------------------------------------------------
 
+/// `builder` with `hooks` in-process hooks that allow everything, asked at every point.
+fn allow_all_hooks(builder: EngineBuilder, hooks: usize) -> EngineBuilder {
+    (0..hooks).fold(builder, |builder, i| {
+        builder.hook(rein::hook::HookSpec::from_fn(
+            format!("allow-{i}"),
+            rein::hook::HookPoint::ALL,
+            |_| async { rein::hook::HookVerdict::Allow },
+        ))
+    })
+}
+
 /// W1 with three in-process hooks that allow everything, asked at every point, next to W1
 /// without hooks: what asking hooks costs a run that they never narrow.
 fn w1h() {
     let rt = current_thread();
     let batch = 400;
     let timed = |hooks: usize| {
-        let builder = (0..hooks).fold(Engine::builder(), |builder, i| {
-            builder.hook(rein::hook::HookSpec::from_fn(
-                format!("allow-{i}"),
-                rein::hook::HookPoint::ALL,
-                |_| async { rein::hook::HookVerdict::Allow },
-            ))
-        });
-        let engine = engine(builder);
+        let engine = engine(allow_all_hooks(Engine::builder(), hooks));
         rt.block_on(async {
             for _ in 0..20 {
                 run_w1(&engine).await;

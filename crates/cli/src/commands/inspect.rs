@@ -48,17 +48,18 @@ pub(crate) fn inspect(args: &InspectArgs) -> CliResult {
     }
     if let Some(step) = args.prompt {
         // The scenario the run was started from: as given, else the copy `rein run` saved
-        // beside the run (its planner configuration is what the prompt is rebuilt from).
+        // beside the run, or beside the first run of its tree or conversation (its planner
+        // configuration is what the prompt is rebuilt from).
         let saved = file
             .run_id(expected.as_ref())
-            .map(|id| data.scenario(&id))
+            .map(|id| data.scenario(&LedgerFile::scenario_owner(&data, &id)))
             .filter(|path| path.is_file());
         let Some(scenario) = args.scenario.clone().or(saved) else {
             return Err(CliError::bad_input(
                 "--prompt needs the scenario the run was started from: the data directory has no copy of it, so give --scenario FILE",
             ));
         };
-        return super::prompt::prompt(step, args.call, &scenario, file.entries);
+        return super::prompt::prompt(step, args.call, &scenario, file.entries, &data);
     }
     out!("{}", inspect::run_path(&file.entries, args.format));
     Ok(Exit::Ok)

@@ -1,6 +1,7 @@
 //! `rein inspect RUN --prompt STEP [--call N] --scenario FILE`: the exact request body a
 //! step's model call sent, rebuilt from the ledger and the scenario's planner configuration,
-//! and checked against the hash the ledger recorded.
+//! and checked against the hash the ledger recorded. A follow-up's request opens with the
+//! earlier runs of its conversation, read from the data directory's ledgers.
 
 use rein::ledger::{Entry, EntryKind};
 use rein::llm::{rebuild_request, request_body};
@@ -8,6 +9,7 @@ use rein::planner::PromptCompaction;
 use rein::tool::Digest;
 use rein::{Ledger, ScriptedPlanner};
 
+use crate::datadir::DataDir;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::scenario::{self, PlannerDef, Setup};
 
@@ -17,6 +19,7 @@ pub(crate) fn prompt(
     call: u32,
     scenario_file: &std::path::Path,
     entries: Vec<Entry>,
+    data: &DataDir,
 ) -> CliResult {
     let loaded = scenario::load(scenario_file)?;
     let checked = scenario::check(&loaded, &Setup::default())?;
@@ -34,18 +37,22 @@ pub(crate) fn prompt(
     let Some(id) = entries.first().map(|e| e.run_id().clone()) else {
         return Err(CliError::bad_input("the ledger is empty"));
     };
-    // FIXME: a follow-up's requests open with the earlier runs of its conversation, which
-    // this command does not read; refused rather than reported as a hash mismatch.
-    if let Some(previous) = entries.iter().take(4).find_map(|e| match e.event() {
-        EntryKind::FollowUpOf { previous, .. } => Some(previous.clone()),
-        _ => None,
-    }) {
-        return Err(CliError::bad_input(format!(
-            "run {id} follows up on run {previous}: its requests carry the earlier runs of its \
-             conversation, and rebuilding them is not supported yet; `rein ledger verify {id}` \
-             checks the conversation"
-        )));
-    }
+    // A follow-up's requests open with the earlier runs of its conversation: their
+    // ledgers are read from the data directory, each verified and its link checked.
+    let earlier = match entries
+        .iter()
+        .take(4)
+        .find_map(crate::conversation::Link::of)
+    {
+        None => Vec::new(),
+        Some(link) => crate::conversation::read(&id, link, data)?
+            .into_iter()
+            .map(|(run, entries)| {
+                Ledger::from_entries(run, entries)
+                    .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let ledger = Ledger::from_entries(id, entries)
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?;
     let Some(index) = call.checked_sub(1) else {
@@ -88,7 +95,7 @@ pub(crate) fn prompt(
     // The compaction the planner recorded for this call, before its first attempt.
     let compaction = recorded_compaction(&ledger, step, index);
     let chat = engine
-        .plan_request_at_call(&ledger, step, index, |request| {
+        .plan_request_in_conversation(&ledger, &earlier, step, index, |request| {
             rebuild_request(&def.planner.prompt, &request, compaction)
         })
         .map_err(|e| CliError::new(Exit::LedgerBroken, e.to_string()))?

@@ -199,7 +199,7 @@ pub(super) async fn reopen_dir(
     // Everything below reads the run as another `rein` driving it leaves it.
     let lock = data.lock_run(id).await?;
     // A child run is rebuilt from the scenario of the run `rein run` started its tree with.
-    let owner = scenario_owner(data, id);
+    let owner = LedgerFile::scenario_owner(data, id);
     let scenario_path = data.scenario(&owner);
     if !scenario_path.is_file() {
         return Err(CliError::bad_input(format!(
@@ -426,28 +426,4 @@ pub(super) async fn finish(driven: &Driven, home: &Home, json: bool) -> CliResul
         RunStatus::Interrupted => Exit::Interrupted,
         _ => Exit::Failed,
     })
-}
-
-/// The run whose stored scenario rebuilds run `id`: its own; for a child run (which has
-/// none), its parent's, up to the root of its tree; for a follow-up (which has none
-/// either), the run's it continues, up to the first run of its conversation.
-fn scenario_owner(data: &DataDir, id: &RunId) -> RunId {
-    let mut owner = id.clone();
-    let mut seen = std::collections::HashSet::new();
-    while !data.scenario(&owner).is_file() && seen.insert(owner.clone()) {
-        let parent = LedgerFile::read(&data.ledger(&owner), Some(&owner), data)
-            .ok()
-            .and_then(|file| {
-                file.entries.iter().find_map(|e| match e.event() {
-                    EntryKind::ChildOf { parent, .. } => Some(parent.clone()),
-                    EntryKind::FollowUpOf { previous, .. } => Some(previous.clone()),
-                    _ => None,
-                })
-            });
-        match parent {
-            Some(parent) => owner = parent,
-            None => return id.clone(),
-        }
-    }
-    owner
 }

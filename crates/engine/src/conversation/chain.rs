@@ -39,6 +39,15 @@ pub(crate) fn link_of(entries: &[Entry]) -> Option<Link> {
     })
 }
 
+/// The run `ledger` records, rebuilt as a later run of its conversation shows it to its
+/// planner: under the policy it recorded, with its dialogue.
+pub(crate) fn earlier_run(shared: &Shared, ledger: &Ledger) -> Result<EarlierRun, EngineError> {
+    let id = ledger.run_id();
+    let (budget, _) = open::recorded_policy(shared, id, ledger)?;
+    let proj = open::rebuild(id, ledger, budget)?;
+    Ok(EarlierRun::new(proj.run, proj.dialogue))
+}
+
 /// A run of a conversation, read back: its ledger verified and its run rebuilt.
 pub(crate) struct ChainRun {
     pub(crate) ledger: Ledger,
@@ -115,9 +124,7 @@ pub(crate) async fn read(
                 });
             }
         }
-        let (budget, _) = open::recorded_policy(shared, &id, &ledger).map_err(unverified)?;
-        let proj = open::rebuild(&id, &ledger, budget).map_err(unverified)?;
-        let earlier = EarlierRun::new(proj.run, proj.dialogue);
+        let earlier = earlier_run(shared, &ledger).map_err(unverified)?;
         runs.push(ChainRun { ledger, earlier });
         match link {
             Some(link) => {

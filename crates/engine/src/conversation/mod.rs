@@ -6,7 +6,7 @@
 
 mod chain;
 
-pub(crate) use chain::{link_of, read};
+pub(crate) use chain::{earlier_run, link_of, read};
 
 /// The most runs a conversation holds: a follow-up of a conversation this long is refused
 /// ([`ConversationError::TooLong`](crate::ConversationError::TooLong)), so what a planner is shown, and what a verification

@@ -299,16 +299,43 @@ impl<H: Hook> DynHook for H {
     }
 }
 
-/// A closure as a hook: given its own copy of the payload, it answers a [`HookVerdict`].
+/// How the engine asks a hook: with the one payload built for the point, shared by every
+/// hook asked there.
+pub(crate) trait Ask: Send + Sync + 'static {
+    /// The hook's verdict on `payload`.
+    fn ask<'a>(
+        &'a self,
+        payload: &'a Arc<HookPayload>,
+    ) -> BoxFuture<'a, Result<HookVerdict, HookError>>;
+}
+
+/// A [`Hook`], asked through its `check`.
+struct Checked<H>(H);
+
+impl<H: Hook> Ask for Checked<H> {
+    fn ask<'a>(
+        &'a self,
+        payload: &'a Arc<HookPayload>,
+    ) -> BoxFuture<'a, Result<HookVerdict, HookError>> {
+        Box::pin(self.0.check(payload))
+    }
+}
+
+/// A closure as a hook: given the point's payload (shared, not copied), it answers a
+/// [`HookVerdict`].
 struct FnHook<F>(F);
 
-impl<F, Fut> Hook for FnHook<F>
+impl<F, Fut> Ask for FnHook<F>
 where
-    F: Fn(HookPayload) -> Fut + Send + Sync + 'static,
+    F: Fn(Arc<HookPayload>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = HookVerdict> + Send,
 {
-    async fn check(&self, payload: &HookPayload) -> Result<HookVerdict, HookError> {
-        Ok((self.0)(payload.clone()).await)
+    fn ask<'a>(
+        &'a self,
+        payload: &'a Arc<HookPayload>,
+    ) -> BoxFuture<'a, Result<HookVerdict, HookError>> {
+        // Called inside the future, so that a closure that panics is caught with it.
+        Box::pin(async move { Ok((self.0)(Arc::clone(payload)).await) })
     }
 }
 
@@ -321,7 +348,7 @@ pub struct HookSpec {
     points: Vec<HookPoint>,
     tools: Option<ToolGlob>,
     timeout: Duration,
-    hook: Arc<dyn DynHook>,
+    hook: Arc<dyn Ask>,
 }
 
 impl std::fmt::Debug for HookSpec {
@@ -343,6 +370,15 @@ impl HookSpec {
         points: impl IntoIterator<Item = HookPoint>,
         hook: impl Hook,
     ) -> Self {
+        Self::asking(name, points, Checked(hook))
+    }
+
+    /// `ask`, named `name`, asked at `points` (see [`HookSpec::new`]).
+    fn asking(
+        name: impl Into<String>,
+        points: impl IntoIterator<Item = HookPoint>,
+        ask: impl Ask,
+    ) -> Self {
         let mut points: Vec<HookPoint> = points.into_iter().collect();
         points.sort_unstable();
         points.dedup();
@@ -351,21 +387,22 @@ impl HookSpec {
             points,
             tools: None,
             timeout: DEFAULT_HOOK_TIMEOUT,
-            hook: Arc::new(hook),
+            hook: Arc::new(ask),
         }
     }
 
-    /// A closure as a hook (see [`HookSpec::new`]): it gets its own copy of the payload.
+    /// A closure as a hook (see [`HookSpec::new`]): it gets the point's payload, shared by
+    /// every hook asked there (built once per point, never copied per hook).
     pub fn from_fn<F, Fut>(
         name: impl Into<String>,
         points: impl IntoIterator<Item = HookPoint>,
         check: F,
     ) -> Self
     where
-        F: Fn(HookPayload) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<HookPayload>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HookVerdict> + Send + 'static,
     {
-        Self::new(name, points, FnHook(check))
+        Self::asking(name, points, FnHook(check))
     }
 
     /// Asked at the tool points only about tools whose names match `tools` (the other
@@ -421,7 +458,7 @@ impl HookSpec {
     }
 
     /// The hook itself.
-    pub(crate) fn hook(&self) -> &dyn DynHook {
+    pub(crate) fn hook(&self) -> &dyn Ask {
         &*self.hook
     }
 }

@@ -12,6 +12,25 @@ use rein::prelude::*;
 
 use crate::common::{DECISIONS, GOAL, current_thread, engine, repeat_each, run_w1};
 
+/// W1 started, followed by a subscriber that never reads.
+pub(crate) async fn followed_unread(engine: &Engine) -> Run {
+    let handle = engine.start(GOAL).await.expect("started");
+    let events = handle.subscribe();
+    let run = handle.await.expect("the run is driven");
+    drop(events);
+    run
+}
+
+/// W1 started, nobody subscribing to its events.
+pub(crate) async fn started_unwatched(engine: &Engine) -> Run {
+    engine
+        .start(GOAL)
+        .await
+        .expect("started")
+        .await
+        .expect("the run is driven")
+}
+
 pub(crate) fn w1e() {
     let rt = current_thread();
     let batch = 400;
@@ -28,10 +47,7 @@ pub(crate) fn w1e() {
                         black_box(run_w1(&engine).await);
                     }
                     1 => {
-                        let handle = engine.start(GOAL).await.expect("started");
-                        let events = handle.subscribe();
-                        black_box(handle.await.expect("the run is driven"));
-                        drop(events);
+                        black_box(followed_unread(&engine).await);
                     }
                     _ => {
                         let handle = engine.start(GOAL).await.expect("started");
