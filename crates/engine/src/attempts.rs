@@ -37,6 +37,12 @@ pub(crate) enum AttemptEvent {
         /// The retry's input on success: the stack keeps no copy of it.
         reply: oneshot::Sender<Result<serde_json::Value, ToolError>>,
     },
+    /// The call asks the run's model (a server's sampling request): the driver answers
+    /// with the planner and a meter over what the run has left.
+    Sample(oneshot::Sender<crate::call_scope::Sampling>),
+    /// A model call made for the call announces an attempt or reports what it used: the
+    /// driver records (and charges) it, then answers.
+    Model(crate::plan_link::PlanMessage),
 }
 
 /// Admits attempt 1 at once (the driver charged and ledgered it before the call); asks the
@@ -67,6 +73,11 @@ impl AttemptLink {
     /// keeps one link for the run (calls are one at a time), so a call allocates none.
     pub(crate) fn restart(&self) {
         self.started.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// The driver's end of the channel, for a call's scope to report through.
+    pub(crate) fn sender(&self) -> mpsc::UnboundedSender<AttemptEvent> {
+        self.tx.clone()
     }
 
     fn now(&self) -> u64 {

@@ -15,8 +15,8 @@ mod typed;
 
 pub use typed::{
     ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
-    ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolOutcome,
-    ToolStarted,
+    ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolNoticed,
+    ToolOutcome, ToolStarted,
 };
 
 /// Something a subscriber sees while a run goes: every ledger entry as it is recorded
@@ -56,6 +56,9 @@ pub enum RunEvent {
     /// The run stopped being driven: completed, failed, interrupted or paused (after the
     /// entry that says so).
     RunEnded(Arc<RunEnded>),
+    /// A tool in flight told how far it got, or sent a log line (an MCP server's progress
+    /// and logging notifications; not recorded).
+    ToolNotice(Arc<ToolNoticed>),
 }
 
 /// A subscription to a run's events. Slow subscribers lose events (and are told how many);
@@ -146,6 +149,19 @@ impl Subscribers {
                 run: self.run.clone(),
                 step,
                 state,
+            })));
+        }
+    }
+}
+
+impl Subscribers {
+    /// Tells subscribers what a call of `tool` in flight noticed.
+    pub(crate) fn tool_notice(&self, tool: &rein_run::ToolName, notice: rein_tool::ToolNotice) {
+        if self.watched() {
+            let _ = self.tx.send(RunEvent::ToolNotice(Arc::new(ToolNoticed {
+                run: self.run.clone(),
+                tool: tool.clone(),
+                notice,
             })));
         }
     }

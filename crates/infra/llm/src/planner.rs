@@ -9,6 +9,8 @@ use rein_run::{
     PlannerCall, PlannerError, PromptCompaction, ToolName,
 };
 
+use rein_tool::{SampleError, SampleReply, SampleRequest};
+
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{LlmConfig, PromptConfig};
 use crate::dialogue::{StepSoFar, record};
@@ -106,6 +108,11 @@ impl LlmPlanner {
         &self.config
     }
 
+    /// The model the provider asks first.
+    pub(crate) fn model(&self) -> &str {
+        self.provider.model()
+    }
+
     /// The request this planner would send first for the step in `request` (before any
     /// correction or compaction retry): what `inspect` shows.
     #[must_use]
@@ -120,7 +127,7 @@ impl LlmPlanner {
     /// `attempts` counts the attempts this step announced so far: a call after a
     /// correction or a compaction goes on from there, so each attempt of a step has its
     /// own number on the record.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         chat: &ChatRequest,
         meter: Option<&PlanMeter>,
@@ -331,6 +338,16 @@ impl Planner for LlmPlanner {
     /// A model reads the refusals and tool errors handed back to it and tries again.
     fn corrects_itself(&self) -> bool {
         true
+    }
+
+    /// The planner's model answers: every attempt declared and reported through `meter`
+    /// as a step's calls are (`crate::sample`).
+    fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        meter: &'a PlanMeter,
+    ) -> impl Future<Output = Result<SampleReply, SampleError>> + Send + 'a {
+        crate::sample::answer(self, request, meter)
     }
 
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
