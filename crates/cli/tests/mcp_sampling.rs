@@ -85,8 +85,16 @@ async fn a_servers_sampling_request_is_answered_by_the_runs_model_and_charged() 
     let server = FakeServer::start([
         to_the_call((90, 10)),
         Reply::openai_sse("Paris.", &[], (30, 2), 5),
-        call("transition", &json!({"to": "validate", "reason": "asked"}), (90, 10)),
-        call("finish", &json!({"summary": "sampled", "result": {}}), (90, 10)),
+        call(
+            "transition",
+            &json!({"to": "validate", "reason": "asked"}),
+            (90, 10),
+        ),
+        call(
+            "finish",
+            &json!({"summary": "sampled", "result": {}}),
+            (90, 10),
+        ),
     ])
     .await
     .unwrap();

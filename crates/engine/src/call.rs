@@ -173,11 +173,12 @@ impl Driver {
             Some(self.tool_attempts.link.sender()),
         );
         let outcome = {
-            let call = scope.scope(crate::deadline::bounded(
-                entry.stack.call(call),
-                self.remaining(),
-            ))
-            .instrument(span.clone());
+            let call = scope
+                .scope(crate::deadline::bounded(
+                    entry.stack.call(call),
+                    self.remaining(),
+                ))
+                .instrument(span.clone());
             tokio::pin!(call);
             let mut watch = Watch::new(signals, First::Messages);
             loop {

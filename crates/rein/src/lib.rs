@@ -333,15 +333,15 @@ pub mod clock {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod tool {
+    /// The engine's [`CallScopes`]: the run's side of the tool call the current task runs.
+    #[doc(inline)]
+    pub use rein_engine::CurrentCall;
     #[doc(inline)]
     pub use rein_tool::{
         AnnotationsError, Attachment, AttachmentError, CallScope, CallScopes, Digest, DynTool,
         ElicitAnswer, Elicitation, Elicitor, Registry, RegistryError, SampleError, SampleReply,
         SampleRequest, SampleRole, Sampler, SharedTool, Tool, ToolNameError, ToolNotice,
     };
-    /// The engine's [`CallScopes`]: the run's side of the tool call the current task runs.
-    #[doc(inline)]
-    pub use rein_engine::CurrentCall;
 }
 
 /// Built-in tools (files and search, `skill.load`; `http.fetch` with the feature `tools-http`;

@@ -213,9 +213,8 @@ impl Planner for BridgePlanner {
 /// result is); other events are passed over. Never waits.
 fn pass_on_notices(events: &mut RunEvents, progress: &Progress) {
     loop {
-        let next = std::pin::pin!(events.next()).poll(&mut std::task::Context::from_waker(
-            std::task::Waker::noop(),
-        ));
+        let next = std::pin::pin!(events.next())
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
         match next {
             std::task::Poll::Ready(Some(event)) => {
                 if let RunEvent::ToolNotice(_) = &event {

@@ -2,8 +2,8 @@
 
 use std::future::Future;
 
-use serde_json::{Map, Value};
 use rein_tool::{SampleError, SampleReply, SampleRequest};
+use serde_json::{Map, Value};
 
 use crate::{
     BoxFuture, BudgetExhausted, BudgetSnapshot, Decision, EarlierRun, Evidence, PlanMeter, Run,

@@ -14,12 +14,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rein_tool::ToolNotice;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ListRootsResult, LoggingMessageNotificationParam,
     ProgressNotificationParam, Root, RootsCapabilities,
 };
-use rein_tool::ToolNotice;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::watch;

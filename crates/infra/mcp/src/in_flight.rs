@@ -128,7 +128,9 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            several.message.contains("2 calls of server `docs` are in flight"),
+            several
+                .message
+                .contains("2 calls of server `docs` are in flight"),
             "{several:?}"
         );
     }

@@ -145,7 +145,10 @@ async fn progress_of_a_governed_call_reaches_the_runs_subscribers_and_not_its_le
     while let Some(event) = events.next().await {
         if let RunEvent::ToolNotice(noticed) = event {
             assert_eq!(noticed.run, *run.id());
-            assert_eq!(noticed.tool.as_str(), "every.trigger-long-running-operation");
+            assert_eq!(
+                noticed.tool.as_str(),
+                "every.trigger-long-running-operation"
+            );
             if let ToolNotice::Progress {
                 progress: done,
                 total,
