@@ -51,52 +51,50 @@ impl Planner for Modelled {
         self.script.plan(request).await
     }
 
-    fn sample<'a>(
+    async fn sample<'a>(
         &'a self,
         request: &'a SampleRequest,
         meter: &'a PlanMeter,
-    ) -> impl Future<Output = Result<SampleReply, SampleError>> + Send + 'a {
-        async move {
-            let hash = Digest::of_bytes(request.messages[0].1.as_bytes());
-            let attempt = PlannerAttempt {
-                attempt: 1,
+    ) -> Result<SampleReply, SampleError> {
+        let hash = Digest::of_bytes(request.messages[0].1.as_bytes());
+        let attempt = PlannerAttempt {
+            attempt: 1,
+            provider: "test".into(),
+            model: "m".into(),
+            request_hash: hash,
+            worst_tokens: self.worst,
+            worst_cost: Cost::Unknown,
+        };
+        match meter.begin(attempt).await {
+            Ok(()) => {}
+            Err(PlannerError::OverBudget(exhausted)) => {
+                return Err(SampleError::Budget {
+                    budget: exhausted.name.to_string(),
+                });
+            }
+            Err(other) => return Err(SampleError::Failed(other.to_string())),
+        }
+        meter
+            .end(PlannerCall {
                 provider: "test".into(),
                 model: "m".into(),
                 request_hash: hash,
-                worst_tokens: self.worst,
-                worst_cost: Cost::Unknown,
-            };
-            match meter.begin(attempt).await {
-                Ok(()) => {}
-                Err(PlannerError::OverBudget(exhausted)) => {
-                    return Err(SampleError::Budget {
-                        budget: exhausted.name.to_string(),
-                    });
-                }
-                Err(other) => return Err(SampleError::Failed(other.to_string())),
-            }
-            meter
-                .end(PlannerCall {
-                    provider: "test".into(),
-                    model: "m".into(),
-                    request_hash: hash,
-                    input_tokens: 40,
-                    output_tokens: 8,
-                    cost: Cost::Unknown,
-                    latency_ms: 0,
-                    finish_reason: Some("stop".into()),
-                    cache_read_tokens: 0,
-                    cache_write_tokens: 0,
-                    reply: None,
-                })
-                .await
-                .map_err(|e| SampleError::Failed(e.to_string()))?;
-            Ok(SampleReply {
-                model: "m".into(),
-                text: "forty-two".into(),
-                stop_reason: Some("endTurn".into()),
+                input_tokens: 40,
+                output_tokens: 8,
+                cost: Cost::Unknown,
+                latency_ms: 0,
+                finish_reason: Some("stop".into()),
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reply: None,
             })
-        }
+            .await
+            .map_err(|e| SampleError::Failed(e.to_string()))?;
+        Ok(SampleReply {
+            model: "m".into(),
+            text: "forty-two".into(),
+            stop_reason: Some("endTurn".into()),
+        })
     }
 }
 
