@@ -6,14 +6,13 @@
 //! planner's are (`planner_attempt`, `planner_call`, `budget_consumed`); a notice goes to
 //! the run's subscribers, never to the ledger.
 
-use std::fmt;
 use std::sync::Arc;
 
-use rein_run::{BoxFuture, DynPlanner, PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, ToolName};
+use rein_run::{BoxFuture, PlanEvent, PlanMeter, PlanSink, PlanSinkClosed, ToolName};
 use rein_tool::{CallScope, CallScopes, SampleError, SampleReply, SampleRequest, ToolNotice};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::attempts::AttemptEvent;
+use crate::attempts::{AttemptEvent, Sampling};
 use crate::events::Subscribers;
 
 tokio::task_local! {
@@ -47,21 +46,6 @@ pub(crate) struct RunCall {
     /// To the driver, which answers and records while it waits for the call; none for a
     /// call of a batch, whose driver waits for the batch and records nothing meanwhile.
     tx: Option<mpsc::UnboundedSender<AttemptEvent>>,
-}
-
-/// A sampling request's answer from the driver: the model to ask and the meter over what
-/// the run has left.
-pub(crate) struct Sampling {
-    pub(crate) planner: Arc<dyn DynPlanner>,
-    pub(crate) meter: PlanMeter,
-}
-
-impl fmt::Debug for Sampling {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sampling")
-            .field("meter", &self.meter)
-            .finish_non_exhaustive()
-    }
 }
 
 impl RunCall {

@@ -108,11 +108,6 @@ impl LlmPlanner {
         &self.config
     }
 
-    /// The model the provider asks first.
-    pub(crate) fn model(&self) -> &str {
-        self.provider.model()
-    }
-
     /// The request this planner would send first for the step in `request` (before any
     /// correction or compaction retry): what `inspect` shows.
     #[must_use]
@@ -127,7 +122,7 @@ impl LlmPlanner {
     /// `attempts` counts the attempts this step announced so far: a call after a
     /// correction or a compaction goes on from there, so each attempt of a step has its
     /// own number on the record.
-    pub(crate) async fn call(
+    async fn call(
         &self,
         chat: &ChatRequest,
         meter: Option<&PlanMeter>,
@@ -342,12 +337,21 @@ impl Planner for LlmPlanner {
 
     /// The planner's model answers: every attempt declared and reported through `meter`
     /// as a step's calls are (`crate::sample`).
-    fn sample<'a>(
+    async fn sample<'a>(
         &'a self,
         request: &'a SampleRequest,
         meter: &'a PlanMeter,
-    ) -> impl Future<Output = Result<SampleReply, SampleError>> + Send + 'a {
-        crate::sample::answer(self, request, meter)
+    ) -> Result<SampleReply, SampleError> {
+        let mut attempts = 0;
+        let chat = crate::sample::chat(request);
+        match self.call(&chat, Some(meter), &mut attempts).await {
+            Ok(Ok(completion)) => Ok(crate::sample::reply(
+                completion.response,
+                self.provider.model(),
+            )),
+            Ok(Err(error)) => Err(SampleError::Failed(error.to_string())),
+            Err(refused) => Err(crate::sample::refusal(refused)),
+        }
     }
 
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {

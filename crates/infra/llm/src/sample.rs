@@ -1,24 +1,19 @@
-//! A tool's sampling request answered by the LLM planner's model: the request becomes a
-//! chat without functions, sent through [`LlmPlanner::call`] so that every attempt is
-//! declared against the run's meter before it goes out (refused when its worst case does
-//! not fit) and its usage reported for the engine to charge and record.
+//! A tool's sampling request in the LLM planner's terms: the request as a chat without
+//! functions, the completion as the tool's reply, a refusal of the meter as a sampling
+//! error. The planner sends the chat through its metered call (`LlmPlanner::sample`), so
+//! every attempt is declared against the run's meter before it goes out.
 
-use rein_run::{PlanMeter, PlannerError};
+use rein_run::PlannerError;
 use rein_tool::{SampleError, SampleReply, SampleRequest, SampleRole};
 
-use crate::chat::{ChatRequest, Message};
-use crate::planner::LlmPlanner;
+use crate::chat::{ChatRequest, ChatResponse, Message};
 
 /// The system prompt of a sampling request that names none.
 const NO_SYSTEM: &str = "You answer a request a tool made while it runs. Reply with text only.";
 
-/// Answers `request` with `planner`'s model, metered by `meter`.
-pub(crate) async fn answer(
-    planner: &LlmPlanner,
-    request: &SampleRequest,
-    meter: &PlanMeter,
-) -> Result<SampleReply, SampleError> {
-    let chat = ChatRequest {
+/// `request` as the chat sent to the model.
+pub(crate) fn chat(request: &SampleRequest) -> ChatRequest {
+    ChatRequest {
         system: request
             .system
             .clone()
@@ -35,27 +30,26 @@ pub(crate) async fn answer(
             })
             .collect(),
         functions: Vec::new(),
-    };
-    let mut attempts = 0;
-    let completion = match planner.call(&chat, Some(meter), &mut attempts).await {
-        Ok(Ok(completion)) => completion,
-        Ok(Err(error)) => return Err(SampleError::Failed(error.to_string())),
-        Err(PlannerError::OverBudget(exhausted)) => {
-            return Err(SampleError::Budget {
-                budget: exhausted.name.to_string(),
-            });
-        }
-        Err(other) => return Err(SampleError::Refused(other.to_string())),
-    };
-    let response = completion.response;
-    Ok(SampleReply {
-        model: response
-            .model
-            .clone()
-            .unwrap_or_else(|| planner.model().to_owned()),
+    }
+}
+
+/// Why the planner's metered call was not made, as a sampling error.
+pub(crate) fn refusal(error: PlannerError) -> SampleError {
+    match error {
+        PlannerError::OverBudget(exhausted) => SampleError::Budget {
+            budget: exhausted.name.to_string(),
+        },
+        other => SampleError::Refused(other.to_string()),
+    }
+}
+
+/// The model's answer as the tool's reply (`model` when the provider named none).
+pub(crate) fn reply(response: ChatResponse, model: &str) -> SampleReply {
+    SampleReply {
+        model: response.model.unwrap_or_else(|| model.to_owned()),
         text: response.text,
         stop_reason: response.finish_reason.as_deref().map(stop_reason),
-    })
+    }
 }
 
 /// A provider's finish reason in MCP's words (`endTurn`, `maxTokens`, `stopSequence`);
