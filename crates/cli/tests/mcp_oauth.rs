@@ -2,7 +2,9 @@
 //! server with its demo authorization server (`simpleStreamableHttp.js --oauth`, installed
 //! by `make mcp-servers` with the SDK). Discovery, dynamic registration, PKCE and the code
 //! exchange are the SDK's; the demo authorization server approves every login at once, so a
-//! plain GET of the login page stands in for the person at the browser.
+//! plain GET of the login page stands in for the person at the browser. The demo issues no
+//! refresh tokens: refresh is tested against the Python SDK's authorization routes around a
+//! small server of the tests' own (`tests/mcp/refresh_server.py`), which does.
 
 mod support;
 
@@ -61,6 +63,34 @@ fn demo_server() -> DemoServer {
     // Keep reading its stdout so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     DemoServer { child, mcp_port }
+}
+
+/// The Python SDK's authorization routes around a server that issues refresh tokens
+/// (`tests/mcp/refresh_server.py`), ended (by its process id) on drop.
+fn refresh_server() -> DemoServer {
+    let port = free_port();
+    let mut child = Command::new(installed("venv/bin/python"))
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/refresh_server.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts the refreshing server");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    loop {
+        let line = lines
+            .next()
+            .expect("the refreshing server says it runs")
+            .expect("a line");
+        if line.contains("Uvicorn running on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    DemoServer {
+        child,
+        mcp_port: port,
+    }
 }
 
 fn scenario(
@@ -213,6 +243,88 @@ fn a_login_keeps_private_tokens_that_later_runs_use_and_never_record() {
         }
     }
     assert!(!run.stdout.contains(&access) && !run.stderr.contains(&access));
+}
+
+/// The token file's JSON, with `change` applied, written back in place (its mode kept).
+fn rewrite(tokens: &std::path::Path, change: impl FnOnce(&mut serde_json::Value)) {
+    let mut stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tokens).expect("tokens")).expect("JSON");
+    change(&mut stored);
+    std::fs::write(tokens, stored.to_string()).expect("rewritten");
+}
+
+fn stored(tokens: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(tokens).expect("tokens")).expect("JSON")
+}
+
+#[test]
+fn an_access_token_about_to_expire_is_refreshed_headless_and_a_refused_refresh_asks_for_a_login() {
+    let server = refresh_server();
+    let scratch = Scratch::new();
+    let tokens = scratch.data().with_file_name("tokens").join("demo.json");
+    let file = scenario(&scratch, &server, &tokens);
+    log_in(&file)
+        .expect_code(0)
+        .stdout_has(&["logged in to `demo`"]);
+    let first = stored(&tokens);
+    let access = first["token_response"]["access_token"]
+        .as_str()
+        .expect("an access token")
+        .to_owned();
+    let refresh = first["token_response"]["refresh_token"]
+        .as_str()
+        .expect("a refresh token")
+        .to_owned();
+
+    // The token was received two hours ago and lived one: the run refreshes it first,
+    // with no person, and keeps the new tokens in the file.
+    let aged = |stored: &mut serde_json::Value| {
+        let received = stored["token_received_at"].as_u64().expect("when it came");
+        stored["token_received_at"] = (received - 7200).into();
+    };
+    rewrite(&tokens, aged);
+    scratch.run("oauth.json", &[]).expect_code(0);
+    let id = scratch.run_ids().pop().expect("a run");
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).expect("the ledger");
+    assert!(ledger.contains("Hello, rein (refreshed 1)"), "{ledger}");
+    let second = stored(&tokens);
+    let renewed = second["token_response"]["access_token"].as_str().unwrap();
+    assert_ne!(renewed, access, "a new access token is kept");
+    assert_ne!(
+        second["token_response"]["refresh_token"].as_str().unwrap(),
+        refresh,
+        "the rotated refresh token is kept"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&tokens).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    for entry in walk(&scratch.data()) {
+        let text = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !text.windows(renewed.len()).any(|w| w == renewed.as_bytes()),
+            "the refreshed token reached {}",
+            entry.display()
+        );
+    }
+
+    // The refresh token the file holds was spent (rotated away): the server refuses the
+    // refresh, and rein asks for a login rather than failing obscurely.
+    rewrite(&tokens, |stored| {
+        aged(stored);
+        stored["token_response"]["refresh_token"] = refresh.clone().into();
+    });
+    let out = Outcome::of(
+        &rein()
+            .args(["mcp", "list", "--scenario"])
+            .arg(&file)
+            .output()
+            .unwrap(),
+    );
+    out.expect_code(2)
+        .stderr_has(&["needs an OAuth login", "rein mcp login"]);
 }
 
 #[test]

@@ -97,3 +97,58 @@ fn serve_offers_skills_as_prompts_the_ledger_as_a_resource_and_reports_progress(
         .assert()
         .success();
 }
+
+#[test]
+fn serve_passes_an_imported_servers_progress_on_to_its_client() {
+    let scratch = Scratch::new();
+    let server =
+        installed("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let scenario = json!({
+        "goal": "serve a long operation",
+        "approver": "auto",
+        "tools": [{"kind": "mcp", "server": "every", "command": ["node", server, "stdio"],
+                   "handshake_timeout_ms": 60000}],
+        "planner": {"scripted": []}
+    });
+    let file = scratch.write("long.json", &scenario.to_string());
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/offer_client.py");
+    let outcome = Outcome::of(
+        &std::process::Command::new(installed("venv/bin/python"))
+            .arg(client)
+            .arg("every.trigger-long-running-operation")
+            .arg(env!("CARGO_BIN_EXE_rein"))
+            .arg(&file)
+            .arg(scratch.data())
+            .arg(r#"{"duration": 0.3, "steps": 3}"#)
+            .output()
+            .unwrap(),
+    );
+    outcome.expect_code(0);
+    let out: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    assert_eq!(out["call"]["is_error"], false, "{out}");
+    // rein's own reports, then the server's progress of the call, as it told it.
+    let progress: Vec<&str> = out["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // FIXME: the last may be dropped when rmcp hands it over after the call's result (see
+    // rein-mcp's run_calls test); those sent earlier arrive, in order.
+    let server_said: Vec<&str> = progress
+        .iter()
+        .copied()
+        .filter(|p| p.starts_with("tool every."))
+        .collect();
+    assert!(
+        server_said.starts_with(&[
+            "tool every.trigger-long-running-operation progress 1/3",
+            "tool every.trigger-long-running-operation progress 2/3",
+        ]),
+        "{out}"
+    );
+    // Never in the ledger: the run's record holds what was decided and done, not how far.
+    let id = scratch.new_run_id(&[]);
+    let ledger = std::fs::read_to_string(scratch.ledger(&id)).unwrap();
+    assert!(!ledger.contains("progress 1/3"), "{ledger}");
+}

@@ -2,12 +2,13 @@
 //! each attempt ended and asks it before every retry, so the driver can charge and ledger
 //! the retry — and ledger the failure before it — before the retry starts.
 
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rein_resilience::{Admission, AttemptObserver, AttemptReport};
-use rein_run::ToolName;
+use rein_run::{DynPlanner, PlanMeter, ToolName};
 use rein_tool::ToolError;
 use tokio::sync::{mpsc, oneshot};
 
@@ -37,6 +38,12 @@ pub(crate) enum AttemptEvent {
         /// The retry's input on success: the stack keeps no copy of it.
         reply: oneshot::Sender<Result<serde_json::Value, ToolError>>,
     },
+    /// The call asks the run's model (a server's sampling request): the driver answers
+    /// with the planner and a meter over what the run has left.
+    Sample(oneshot::Sender<Sampling>),
+    /// A model call made for the call announces an attempt or reports what it used: the
+    /// driver records (and charges) it, then answers.
+    Model(crate::plan_link::PlanMessage),
 }
 
 /// Admits attempt 1 at once (the driver charged and ledgered it before the call); asks the
@@ -67,6 +74,11 @@ impl AttemptLink {
     /// keeps one link for the run (calls are one at a time), so a call allocates none.
     pub(crate) fn restart(&self) {
         self.started.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// The driver's end of the channel, for a call's scope to report through.
+    pub(crate) fn sender(&self) -> mpsc::UnboundedSender<AttemptEvent> {
+        self.tx.clone()
     }
 
     fn now(&self) -> u64 {
@@ -109,5 +121,20 @@ impl AttemptObserver for AttemptLink {
         };
         // A driver that is gone has stopped recording; the report has nowhere to go.
         let _ = self.tx.send(AttemptEvent::Ended(record));
+    }
+}
+
+/// A sampling request's answer from the driver: the model to ask and the meter over what
+/// the run has left.
+pub(crate) struct Sampling {
+    pub(crate) planner: Arc<dyn DynPlanner>,
+    pub(crate) meter: PlanMeter,
+}
+
+impl fmt::Debug for Sampling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sampling")
+            .field("meter", &self.meter)
+            .finish_non_exhaustive()
     }
 }

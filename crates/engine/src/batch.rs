@@ -241,19 +241,27 @@ impl Driver {
         }
         let clock = Arc::clone(&self.shared.clock);
         let remaining = self.remaining();
+        let events = self.rec.log.events.clone();
         // Collected before they are polled: a lazy iterator holding a closure over the group
         // would make the run's future lose `Send`.
         let calls: Vec<_> = started
             .iter()
             .map(|(k, span)| {
                 let (k, member) = (*k, &group[*k]);
-                let call = crate::deadline::bounded(
+                // Its scope passes the server's progress on; it samples nothing (no driver
+                // records while a batch runs).
+                let scope = crate::call_scope::RunCall::new(
+                    member.entry.spec.name().clone(),
+                    events.clone(),
+                    None,
+                );
+                let call = scope.scope(crate::deadline::bounded(
                     member
                         .entry
                         .stack
                         .call(ToolCall::new(member.input.clone()).without_retries()),
                     remaining,
-                );
+                ));
                 let clock = Arc::clone(&clock);
                 let span = span.clone();
                 async move {

@@ -165,8 +165,19 @@ impl Driver {
             veto: None,
         };
         let signals = self.signals();
+        // The call's scope: what it asks of the run (a server's sampling request) and
+        // tells its subscribers (progress) reaches this driver and this run.
+        let scope = crate::call_scope::RunCall::new(
+            tool.clone(),
+            self.rec.log.events.clone(),
+            Some(self.tool_attempts.link.sender()),
+        );
         let outcome = {
-            let call = crate::deadline::bounded(entry.stack.call(call), self.remaining())
+            let call = scope
+                .scope(crate::deadline::bounded(
+                    entry.stack.call(call),
+                    self.remaining(),
+                ))
                 .instrument(span.clone());
             tokio::pin!(call);
             let mut watch = Watch::new(signals, First::Messages);
@@ -232,6 +243,17 @@ impl Driver {
                 return Ok(());
             }
             AttemptEvent::Admit { attempt, reply } => (attempt, reply),
+            AttemptEvent::Sample(reply) => {
+                let _ = reply.send(self.sampling());
+                return Ok(());
+            }
+            AttemptEvent::Model(message) => {
+                let (event, reply) = *message;
+                self.record_sampled(event).await?;
+                // A model call that stopped waiting finds its event on record anyway.
+                let _ = reply.send(());
+                return Ok(());
+            }
         };
         // The stack reports an attempt before it asks for the next, and retries only errors.
         let Some(AttemptRecord {

@@ -17,8 +17,8 @@ mod typed;
 
 pub use typed::{
     ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
-    ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolOutcome,
-    ToolStarted,
+    ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolNoticed,
+    ToolOutcome, ToolStarted,
 };
 
 /// Something a subscriber sees while a run goes: every ledger entry as it is recorded
@@ -61,6 +61,9 @@ pub enum RunEvent {
     /// The run stopped being driven: completed, failed, interrupted or paused (after the
     /// entry that says so).
     RunEnded(Arc<RunEnded>),
+    /// A tool in flight told how far it got, or sent a log line (an MCP server's progress
+    /// and logging notifications; not recorded).
+    ToolNotice(Arc<ToolNoticed>),
 }
 
 /// A subscription to a run's events. Slow subscribers lose events (and are told how many);
@@ -133,7 +136,7 @@ pub(crate) enum Published {
     Line(Arc<[u8]>),
     /// Step `step` of run `run` is about to be planned in `state`.
     Step { run: RunId, step: u32, state: State },
-    /// An event the run built: a piece of a streaming reply.
+    /// An event the run built: a piece of a streaming reply, a tool's notice.
     Event(RunEvent),
 }
 
@@ -187,6 +190,21 @@ impl Subscribers {
                 step,
                 state,
             });
+        }
+    }
+}
+
+impl Subscribers {
+    /// Tells subscribers what a call of `tool` in flight noticed.
+    pub(crate) fn tool_notice(&self, tool: &rein_run::ToolName, notice: rein_tool::ToolNotice) {
+        if self.watched() {
+            let _ = self.tx.send(Published::Event(RunEvent::ToolNotice(Arc::new(
+                ToolNoticed {
+                    run: self.run.clone(),
+                    tool: tool.clone(),
+                    notice,
+                },
+            ))));
         }
     }
 }

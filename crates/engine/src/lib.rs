@@ -38,6 +38,7 @@ mod attempts;
 mod batch;
 mod builder;
 mod call;
+mod call_scope;
 mod charge;
 mod child_task;
 mod children;
@@ -89,6 +90,7 @@ mod tree;
 mod writer;
 
 pub use builder::EngineBuilder;
+pub use call_scope::CurrentCall;
 pub use clock::{Clock, IdGenerator, ManualClock, SequentialIds, SystemClock, UuidV7Ids};
 pub use config::{
     DEFAULT_HAND_BACK_LIMIT, DEFAULT_MAX_DEPTH, EngineConfig, InDoubtPolicy, MAX_DEPTH_CEILING,
@@ -104,7 +106,7 @@ pub use error::{
 pub use events::{
     ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
     ModelStreamed, ModelUsage, Moved, RunEnded, RunEvent, RunEvents, StepStarted, ToolFinished,
-    ToolOutcome, ToolStarted,
+    ToolNoticed, ToolOutcome, ToolStarted,
 };
 pub use handle::{QueuedFollowUp, RunControl, RunHandle};
 pub use narrow::PolicyNarrowing;

@@ -156,8 +156,8 @@ pub mod run {
     #[doc(inline)]
     pub use rein_engine::{
         ApprovalAsked, ApprovalDecided, ModelCallEnded, ModelCallOutcome, ModelCallStarted,
-        ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolOutcome,
-        ToolStarted,
+        ModelStreamed, ModelUsage, Moved, RunEnded, StepStarted, ToolFinished, ToolNoticed,
+        ToolOutcome, ToolStarted,
     };
     #[doc(inline)]
     pub use rein_run::{
@@ -333,11 +333,14 @@ pub mod clock {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod tool {
+    /// The engine's [`CallScopes`]: the run's side of the tool call the current task runs.
+    #[doc(inline)]
+    pub use rein_engine::CurrentCall;
     #[doc(inline)]
     pub use rein_tool::{
-        AnnotationsError, Attachment, AttachmentError, Digest, DynTool, ElicitAnswer, Elicitation,
-        Elicitor, Registry, RegistryError, SampleError, SampleReply, SampleRequest, SampleRole,
-        Sampler, SharedTool, Tool, ToolNameError,
+        AnnotationsError, Attachment, AttachmentError, CallScope, CallScopes, Digest, DynTool,
+        ElicitAnswer, Elicitation, Elicitor, Registry, RegistryError, SampleError, SampleReply,
+        SampleRequest, SampleRole, Sampler, SharedTool, Tool, ToolNameError, ToolNotice,
     };
 }
 

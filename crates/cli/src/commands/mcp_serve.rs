@@ -23,8 +23,8 @@ use rein::mcp::{BoxFuture, Governor, Progress, Refusal, ServedPrompt, ServedReso
 use rein::policy::{Eligibility, OnToolError, OnViolation, Transitions};
 use rein::run::{EvidenceKind, NoteSource, Payload};
 use rein::{
-    Decision, Engine, PlanRequest, Planner, PlannerError, RunId, RunSpec, State, ToolSpec, Value,
-    json,
+    Decision, Engine, PlanRequest, Planner, PlannerError, RunEvent, RunEvents, RunId, RunSpec,
+    State, ToolSpec, Value, json,
 };
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -51,6 +51,10 @@ struct Route {
 struct Slot {
     calls: mpsc::Receiver<Call>,
     pending: Option<Pending>,
+    /// The run's events: what an imported server told of a call while it ran (progress,
+    /// log lines) is in them by the time the call's result is, and goes to its client.
+    /// Set once the run has started, beside the lock the planner holds while it waits.
+    events: Arc<StdMutex<Option<RunEvents>>>,
 }
 
 #[derive(Debug)]
@@ -141,6 +145,14 @@ impl Planner for BridgePlanner {
             if let Some(pending) = slot.pending.take() {
                 let new = evidence.get(pending.seen..).unwrap_or_default();
                 if pending.called {
+                    if let Some(events) = slot
+                        .events
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_mut()
+                    {
+                        pass_on_notices(events, &pending.call.progress);
+                    }
                     let _ = pending.call.reply.send(outcome(new, &pending.call.tool));
                 } else if let Some(note) = violation(new) {
                     let _ = pending.call.reply.send(Err(Refusal::new(format!(
@@ -192,6 +204,24 @@ impl Planner for BridgePlanner {
                 seen: evidence.len(),
                 called: false,
             });
+        }
+    }
+}
+
+/// Reports to `progress` each tool notice among the events `events` holds now (a notice is
+/// published before its call's result is recorded, so a call's are all there when its
+/// result is); other events are passed over. Never waits.
+fn pass_on_notices(events: &mut RunEvents, progress: &Progress) {
+    loop {
+        let next = std::pin::pin!(events.next())
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        match next {
+            std::task::Poll::Ready(Some(event)) => {
+                if let RunEvent::ToolNotice(_) = &event {
+                    progress.report(event.to_string());
+                }
+            }
+            std::task::Poll::Ready(None) | std::task::Poll::Pending => return,
         }
     }
 }
@@ -325,6 +355,7 @@ impl Governor for EngineGovernor {
         Box::pin(async move {
             let id = UuidV7Ids.run_id();
             let (tx, rx) = mpsc::channel(1);
+            let events: Arc<StdMutex<Option<RunEvents>>> = Arc::default();
             self.bridge
                 .sessions
                 .lock()
@@ -334,6 +365,7 @@ impl Governor for EngineGovernor {
                     Arc::new(Mutex::new(Slot {
                         calls: rx,
                         pending: None,
+                        events: Arc::clone(&events),
                     })),
                 );
             let spec = RunSpec::new(self.goal.clone()).with_id(id.clone());
@@ -345,6 +377,7 @@ impl Governor for EngineGovernor {
                 }
             };
             eprintln!("rein mcp serve: session started run {id}");
+            *events.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle.subscribe());
             let ended = Arc::new(OnceLock::new());
             let (bridge, ended_by, run_id) = (self.bridge.clone(), ended.clone(), id.clone());
             let done = tokio::spawn(async move {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rein::EngineBuilder;
 use rein::mcp::{AnnotationOverride, McpServer, OAuth, ServerConfig, ServerName, Transport};
 
-use super::model::{ElicitFrom, Scenario, SecretValue, ToolDef, ToolKind};
+use super::model::{ElicitFrom, SampleFrom, Scenario, SecretValue, ToolDef, ToolKind};
 use super::paths::ToolProblem;
 use crate::elicit::TerminalElicitor;
 use crate::exit::CliError;
@@ -50,7 +50,7 @@ pub(crate) fn check(
             path.key(field),
             format!("`{field}` does not apply to an MCP server's tools"),
             Some(
-                "an MCP tool entry takes server, command (env, cwd) or url (headers, oauth), handshake_timeout_ms, overrides, exclude, elicitation",
+                "an MCP tool entry takes server, command (env, cwd) or url (headers, oauth), handshake_timeout_ms, overrides, exclude, elicitation, sampling",
             ),
         ));
     }
@@ -231,6 +231,17 @@ pub(crate) fn config(def: &ToolDef, workspace: Option<&Path>) -> Option<ServerCo
             }
         }
         if let Some(ms) = elicitation.timeout_ms {
+            config = config.with_ask_timeout(Duration::from_millis(ms));
+        }
+    }
+    // Every call is tied to its run: the server's progress and log lines reach the run's
+    // subscribers, and its sampling requests (where allowed) the run's model.
+    config = config.with_call_scopes(std::sync::Arc::new(rein::tool::CurrentCall));
+    if let Some(sampling) = &def.sampling {
+        match sampling.from {
+            SampleFrom::Run => config = config.with_run_sampling(),
+        }
+        if let Some(ms) = sampling.timeout_ms {
             config = config.with_ask_timeout(Duration::from_millis(ms));
         }
     }

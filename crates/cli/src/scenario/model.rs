@@ -16,7 +16,7 @@ mod tool;
 
 pub(crate) use llm::LlmDef;
 pub(crate) use tool::{
-    Behavior, Builtin, ElicitFrom, IsolationDef, SecretValue, ToolDef, ToolKind,
+    Behavior, Builtin, ElicitFrom, IsolationDef, SampleFrom, SecretValue, ToolDef, ToolKind,
 };
 
 /// A scenario: a goal, the policies it runs under, the tools it may use, and a planner.

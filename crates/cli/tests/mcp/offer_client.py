@@ -2,10 +2,10 @@
 offers besides tools: its prompts, its resources, and the progress and logging notifications
 of a call.
 
-    python offer_client.py TOOL REIN SCENARIO DATA_DIR
+    python offer_client.py TOOL REIN SCENARIO DATA_DIR [ARGUMENTS]
 
 Starts `REIN mcp serve SCENARIO --data-dir DATA_DIR` on stdio, lists and gets its prompts,
-calls TOOL (no arguments) with a progress callback, reads each resource after the call, and
+calls TOOL (with ARGUMENTS, a JSON object; none by default) with a progress callback, reads each resource after the call, and
 prints one JSON object: {"capabilities", "prompts": [{"name", "description", "text"}],
 "call": {"is_error", "text"}, "progress": [message...], "logs": [{"level", "logger", "data"}],
 "resources": [{"uri", "mime_type", "text"}]}.
@@ -18,7 +18,7 @@ import sys
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 
-async def main(tool: str, rein: str, scenario: str, data: str) -> None:
+async def main(tool: str, rein: str, scenario: str, data: str, arguments: str = "{}") -> None:
     out = {"capabilities": None, "prompts": [], "call": None, "progress": [], "logs": [], "resources": []}
 
     async def on_log(params) -> None:
@@ -36,7 +36,7 @@ async def main(tool: str, rein: str, scenario: str, data: str) -> None:
                 got = await session.get_prompt(prompt.name)
                 text = "\n".join(m.content.text for m in got.messages if m.content.type == "text")
                 out["prompts"].append({"name": prompt.name, "description": prompt.description, "text": text})
-            result = await session.call_tool(tool, {}, progress_callback=on_progress)
+            result = await session.call_tool(tool, json.loads(arguments), progress_callback=on_progress)
             text = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
             out["call"] = {"is_error": bool(result.is_error), "text": text}
             for resource in (await session.list_resources()).resources:
@@ -49,4 +49,4 @@ async def main(tool: str, rein: str, scenario: str, data: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:5]))
+    asyncio.run(main(*sys.argv[1:6]))

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use rein_tool::{SampleError, SampleReply, SampleRequest};
 use serde_json::{Map, Value};
 
 use crate::{
@@ -446,6 +447,26 @@ pub trait Planner: Send + Sync + 'static {
     fn corrects_itself(&self) -> bool {
         false
     }
+
+    /// Answers a tool's sampling request (an MCP server's `sampling/createMessage`) with
+    /// this planner's model, declared and reported through `meter` as the planner's own
+    /// calls are, so the engine charges and records it like them. The default refuses: a
+    /// planner without a model (a script) has nothing to sample with.
+    ///
+    /// # Errors
+    /// [`SampleError::Budget`] when the call's worst case does not fit what `meter` has
+    /// left (the call is not made); [`SampleError::Refused`] when this planner has no
+    /// model; [`SampleError::Failed`] when the model call failed.
+    fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        meter: &'a PlanMeter,
+    ) -> impl Future<Output = Result<SampleReply, SampleError>> + Send + 'a {
+        let _ = (request, meter);
+        std::future::ready(Err(SampleError::Refused(
+            "the run's planner has no model to sample with (a scripted planner); give the run an llm planner".to_owned(),
+        )))
+    }
 }
 
 /// The object-safe twin of [`Planner`], implemented for every planner.
@@ -458,6 +479,13 @@ pub trait DynPlanner: Send + Sync + 'static {
 
     /// See [`Planner::corrects_itself`].
     fn corrects_itself_dyn(&self) -> bool;
+
+    /// See [`Planner::sample`].
+    fn sample_boxed<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        meter: &'a PlanMeter,
+    ) -> BoxFuture<'a, Result<SampleReply, SampleError>>;
 }
 
 impl<P: Planner> DynPlanner for P {
@@ -470,5 +498,13 @@ impl<P: Planner> DynPlanner for P {
 
     fn corrects_itself_dyn(&self) -> bool {
         self.corrects_itself()
+    }
+
+    fn sample_boxed<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        meter: &'a PlanMeter,
+    ) -> BoxFuture<'a, Result<SampleReply, SampleError>> {
+        Box::pin(self.sample(request, meter))
     }
 }

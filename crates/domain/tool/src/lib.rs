@@ -42,6 +42,7 @@ mod error;
 mod name;
 mod output;
 mod port;
+mod scope;
 mod spec;
 
 pub mod duration_ms;
@@ -57,4 +58,5 @@ pub use error::ToolError;
 pub use name::{ToolName, ToolNameError};
 pub use output::ToolOutput;
 pub use port::{BoxFuture, DynTool, Registry, RegistryError, SharedTool, Tool};
+pub use scope::{CallScope, CallScopes, ToolNotice};
 pub use spec::ToolSpec;

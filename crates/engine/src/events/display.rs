@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use rein_tool::ToolNotice;
+
 use super::RunEvent;
 use super::typed::{ModelCallOutcome, ToolOutcome};
 
@@ -89,6 +91,26 @@ impl fmt::Display for RunEvent {
             ),
             Self::Transition(m) => write!(f, "{} → {}{}", m.from, m.to, colon(&m.reason)),
             Self::RunEnded(e) => write!(f, "run {}: {}", e.run, e.status),
+            Self::ToolNotice(n) => match &n.notice {
+                ToolNotice::Progress {
+                    progress,
+                    total,
+                    message,
+                } => {
+                    write!(f, "tool {} progress {progress}", n.tool)?;
+                    if let Some(total) = total {
+                        write!(f, "/{total}")?;
+                    }
+                    match message {
+                        Some(message) => write!(f, ": {message}"),
+                        None => Ok(()),
+                    }
+                }
+                ToolNotice::Log { level, data, .. } => {
+                    write!(f, "tool {} log ({level}): {data}", n.tool)
+                }
+                _ => write!(f, "tool {} noticed something", n.tool),
+            },
         }
     }
 }

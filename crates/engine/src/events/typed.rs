@@ -53,6 +53,18 @@ pub struct ModelStreamed {
     pub delta: ModelDelta,
 }
 
+/// A tool in flight told how far it got, or sent a log line (never recorded).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolNoticed {
+    /// The run.
+    pub run: RunId,
+    /// The tool called.
+    pub tool: ToolName,
+    /// What it told.
+    pub notice: rein_tool::ToolNotice,
+}
+
 /// A model call's attempt ended (on record as `planner_call` or `planner_attempt_failed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -41,6 +41,7 @@ mod prompt;
 mod provider;
 mod render;
 mod reply;
+mod sample;
 mod telemetry;
 mod wire;
 

@@ -9,6 +9,8 @@ use rein_run::{
     PlannerCall, PlannerError, PromptCompaction, ToolName,
 };
 
+use rein_tool::{SampleError, SampleReply, SampleRequest};
+
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{LlmConfig, PromptConfig};
 use crate::dialogue::{StepSoFar, record};
@@ -331,6 +333,25 @@ impl Planner for LlmPlanner {
     /// A model reads the refusals and tool errors handed back to it and tries again.
     fn corrects_itself(&self) -> bool {
         true
+    }
+
+    /// The planner's model answers: every attempt declared and reported through `meter`
+    /// as a step's calls are (`crate::sample`).
+    async fn sample<'a>(
+        &'a self,
+        request: &'a SampleRequest,
+        meter: &'a PlanMeter,
+    ) -> Result<SampleReply, SampleError> {
+        let mut attempts = 0;
+        let chat = crate::sample::chat(request);
+        match self.call(&chat, Some(meter), &mut attempts).await {
+            Ok(Ok(completion)) => Ok(crate::sample::reply(
+                completion.response,
+                self.provider.model(),
+            )),
+            Ok(Err(error)) => Err(SampleError::Failed(error.to_string())),
+            Err(refused) => Err(crate::sample::refusal(refused)),
+        }
     }
 
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {

@@ -2,16 +2,25 @@
 //! gives ([`rein_tool::Elicitor`], [`rein_tool::Sampler`]): without one, the request is
 //! refused with a reason; with one, `elicitation/create` waits for the person's answer for
 //! at most the configured time (no answer: `cancel`, failing closed) and
-//! `sampling/createMessage` goes to the sampler (which charges the run's budgets).
+//! `sampling/createMessage` goes to the sampler (which charges the run's budgets) — or, where
+//! the operator lets the runs sample ([`ServerConfig::with_run_sampling`]), to the run whose
+//! call is in flight on the connection ([`rein_tool::CallScope`]), refused when none is or
+//! when several are (nothing tells which run asks).
+//!
+//! [`ServerConfig::with_run_sampling`]: crate::ServerConfig::with_run_sampling
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_tool::{ElicitAnswer, Elicitation, Elicitor, SampleRequest, SampleRole, Sampler};
+use rein_tool::{
+    CallScopes, ElicitAnswer, Elicitation, Elicitor, SampleRequest, SampleRole, Sampler,
+};
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::{Value, json};
+
+use crate::in_flight::{During, InFlight};
 
 /// Why rein does not sample for a server without a sampler.
 const NO_SAMPLING: &str = "rein offers no sampling here: a model call made for a server would escape the run's budgets, policies and ledger unless the operator gives rein a sampler";
@@ -26,6 +35,10 @@ pub(crate) struct Asks {
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) sampler: Option<Arc<dyn Sampler>>,
     pub(crate) timeout: Option<Duration>,
+    /// Finds the run's side of the call in flight (none: calls are tied to no run).
+    pub(crate) scopes: Option<Arc<dyn CallScopes>>,
+    /// Sampling is answered by the model of the run whose call is in flight.
+    pub(crate) run_sampling: bool,
 }
 
 impl Asks {
@@ -35,6 +48,11 @@ impl Asks {
 
     fn timeout(&self) -> Duration {
         self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)
+    }
+
+    /// Whether rein declares sampling and answers it.
+    pub(crate) const fn samples(&self) -> bool {
+        self.sampler.is_some() || (self.run_sampling && self.scopes.is_some())
     }
 }
 
@@ -59,6 +77,27 @@ impl crate::ServerConfig {
         self
     }
 
+    /// Ties each governed call to the run it belongs to, through `scopes` (the engine's
+    /// `rein_engine::CurrentCall`): the server's progress notifications and log lines pass
+    /// on to the run's subscribers ([`rein_tool::ToolNotice`]) while its call is the only
+    /// one of the server in flight (nothing rmcp passes on says which call they are for).
+    #[must_use]
+    pub fn with_call_scopes(mut self, scopes: Arc<dyn CallScopes>) -> Self {
+        self.asks.scopes = Some(scopes);
+        self
+    }
+
+    /// Answers the server's `sampling/createMessage` (text) with the model of the run
+    /// whose call is in flight on the connection, under that run's budgets (needs
+    /// [`with_call_scopes`](Self::with_call_scopes); a sampler given with
+    /// [`with_sampler`](Self::with_sampler) answers instead). A request that arrives when no
+    /// governed call is in flight, or while several are, is refused with a reason.
+    #[must_use]
+    pub const fn with_run_sampling(mut self) -> Self {
+        self.asks.run_sampling = true;
+        self
+    }
+
     /// Sets how long an elicitation or a sampling request may wait for its answer.
     #[must_use]
     pub const fn with_ask_timeout(mut self, timeout: Duration) -> Self {
@@ -73,6 +112,8 @@ impl fmt::Debug for Asks {
             .field("elicitor", &self.elicitor.is_some())
             .field("sampler", &self.sampler.is_some())
             .field("timeout", &self.timeout)
+            .field("scopes", &self.scopes.is_some())
+            .field("run_sampling", &self.run_sampling)
             .finish()
     }
 }
@@ -82,6 +123,8 @@ impl PartialEq for Asks {
         self.elicitor.is_some() == other.elicitor.is_some()
             && self.sampler.is_some() == other.sampler.is_some()
             && self.timeout == other.timeout
+            && self.scopes.is_some() == other.scopes.is_some()
+            && self.run_sampling == other.run_sampling
     }
 }
 
@@ -125,14 +168,19 @@ pub(crate) async fn elicit(asks: &Asks, server: &str, params: Value) -> Result<V
 }
 
 /// The answer to `sampling/createMessage` (`params` as JSON) from `server`.
-pub(crate) async fn sample(asks: &Asks, server: &str, params: Value) -> Result<Value, ErrorData> {
-    let Some(sampler) = &asks.sampler else {
+pub(crate) async fn sample(
+    asks: &Asks,
+    in_flight: &InFlight,
+    server: &str,
+    params: Value,
+) -> Result<Value, ErrorData> {
+    if !asks.samples() {
         return Err(ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
             NO_SAMPLING,
             None,
         ));
-    };
+    }
     let refuse = |why: &str| {
         ErrorData::invalid_params(format!("rein refused the sampling request: {why}"), None)
     };
@@ -167,7 +215,24 @@ pub(crate) async fn sample(asks: &Asks, server: &str, params: Value) -> Result<V
         messages,
         max_tokens,
     };
-    let reply = match tokio::time::timeout(asks.timeout(), sampler.sample(request)).await {
+    let answer: rein_tool::BoxFuture<'_, _> = match (&asks.sampler, in_flight.during()) {
+        (Some(sampler), _) => sampler.sample(request),
+        (None, During::One(scope)) => {
+            // Owned by the future: the call may end (and deregister) while it waits.
+            Box::pin(async move { scope.sample(request).await })
+        }
+        (None, During::None) => {
+            return Err(refuse(&format!(
+                "no governed call of server `{server}` is in flight, so no run would pay for it; rein samples only during a tool call it can charge to a run"
+            )));
+        }
+        (None, During::Several(n)) => {
+            return Err(refuse(&format!(
+                "{n} calls of server `{server}` are in flight, and nothing in the request says which run asks; make one call at a time to a server that samples"
+            )));
+        }
+    };
+    let reply = match tokio::time::timeout(asks.timeout(), answer).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(error)) => return Err(ErrorData::internal_error(error.to_string(), None)),
         Err(_) => {

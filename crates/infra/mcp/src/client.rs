@@ -249,6 +249,16 @@ impl Tool for McpTool {
         let mut params =
             CallToolRequestParams::new(self.remote.to_string()).with_arguments(arguments);
         params.meta = self.link.config.tracing.meta(None);
+        // The run this call belongs to, found in the task running it: what the server
+        // sends during the call (progress, a log line, sampling) reaches that run.
+        let _registered = self
+            .link
+            .config
+            .asks
+            .scopes
+            .as_ref()
+            .and_then(|scopes| scopes.current())
+            .map(|scope| self.link.in_flight.register(scope));
         match peer.call_tool(params).await {
             Ok(result) => {
                 self.link.failures.store(0, Ordering::Relaxed);

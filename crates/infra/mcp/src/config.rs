@@ -324,6 +324,8 @@ impl ServerConfig {
                 elicitor: None,
                 sampler: None,
                 timeout: None,
+                scopes: None,
+                run_sampling: false,
             },
             tracing: crate::trace::Tracing::NONE,
         }

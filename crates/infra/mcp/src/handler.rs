@@ -12,14 +12,19 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use rein_tool::ToolNotice;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ListRootsResult, Root, RootsCapabilities,
+    ElicitRequestParams, ElicitResult, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::watch;
+
+use crate::in_flight::{During, InFlight};
 
 /// Our side of the MCP session with one server.
 #[derive(Clone)]
@@ -32,6 +37,8 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     /// The ports answering elicitation and sampling (none: refused with a reason).
     pub(crate) asks: crate::asks::Asks,
+    /// The governed calls in flight on this connection, with the runs they belong to.
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 fn parsed<T: serde::de::DeserializeOwned>(
@@ -63,7 +70,43 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let params = serde_json::to_value(params).unwrap_or_default();
-        parsed(crate::asks::sample(&self.asks, &self.server, params).await)
+        parsed(crate::asks::sample(&self.asks, &self.in_flight, &self.server, params).await)
+    }
+
+    /// Progress: passed on to the run of the call in flight when exactly one is (rmcp
+    /// puts a progress token of its own on each request and does not say which).
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let During::One(scope) = self.in_flight.during() {
+            scope.notice(ToolNotice::Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    /// A log line: passed on to the run of the call in flight when exactly one is (a log
+    /// line names no call, and one run's subscribers must not see another run's).
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let During::One(scope) = self.in_flight.during() {
+            let level = serde_json::to_value(params.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            scope.notice(ToolNotice::Log {
+                level,
+                logger: params.logger,
+                data: params.data,
+            });
+        }
     }
 
     async fn create_elicitation(
@@ -85,7 +128,7 @@ impl ClientHandler for Handler {
         if self.asks.elicitor.is_some() {
             declared["elicitation"] = serde_json::json!({"form": {}});
         }
-        if self.asks.sampler.is_some() {
+        if self.asks.samples() {
             declared["sampling"] = serde_json::json!({});
         }
         let capabilities = serde_json::from_value(declared).unwrap_or(capabilities);

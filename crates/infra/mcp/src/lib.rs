@@ -41,6 +41,7 @@ mod config;
 mod content;
 mod error;
 mod handler;
+mod in_flight;
 mod inbound;
 mod link;
 mod names;

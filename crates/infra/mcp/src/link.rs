@@ -43,6 +43,8 @@ pub(crate) struct Link {
     pub(crate) changes: watch::Sender<u64>,
     pub(crate) shut: AtomicBool,
     pub(crate) generation: AtomicU64,
+    /// The governed calls in flight, shared with every session's handler.
+    pub(crate) in_flight: Arc<crate::in_flight::InFlight>,
 }
 
 pub(crate) struct LinkState {
@@ -68,6 +70,7 @@ impl Link {
             changes,
             shut: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            in_flight: Arc::default(),
         }
     }
 
@@ -90,6 +93,7 @@ impl Link {
             roots: self.config.roots().to_vec(),
             server: self.config.name().to_string(),
             asks: self.config.asks.clone(),
+            in_flight: Arc::clone(&self.in_flight),
         };
         let timeout = self.config.handshake_timeout();
         let target = self.config.transport().to_string();

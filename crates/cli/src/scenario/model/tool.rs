@@ -86,6 +86,9 @@ pub(crate) struct ToolDef {
     /// How the MCP server's elicitation requests are answered (absent: refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) elicitation: Option<ElicitationDef>,
+    /// How the MCP server's sampling requests are answered (absent: refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sampling: Option<SamplingDef>,
     /// The configuration of the built-in `shell.run` (required with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shell: Option<ShellDef>,
@@ -116,6 +119,26 @@ pub(crate) struct ElicitationDef {
     /// How long a question waits for its answer (default 300000); none in time: `cancel`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) timeout_ms: Option<u64>,
+}
+
+/// Who answers an MCP server's sampling requests, and how long a tool call waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SamplingDef {
+    /// Who answers.
+    pub(crate) from: SampleFrom,
+    /// How long a request waits for the model's answer (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+/// Who answers an MCP server's sampling requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SampleFrom {
+    /// The model of the run whose call is in flight (its `llm` planner), under the run's
+    /// `tokens` and `cost` budgets, recorded as `planner_call`s.
+    Run,
 }
 
 /// Who answers an MCP server's elicitation requests.
