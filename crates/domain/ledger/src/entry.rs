@@ -68,7 +68,67 @@ pub struct Entry {
     /// brace, then a newline (so the canonical bytes are the line less [`HASH_SUFFIX`] bytes,
     /// plus `}`).
     #[serde(skip_serializing)]
-    line: Arc<[u8]>,
+    line: SharedLine,
+}
+
+/// An entry's JSON line, shared rather than copied ([`Entry::shared_json_line`]): what a
+/// store that keeps or writes the line later holds. It derefs to the line's bytes.
+///
+/// A line sealed through a [`Chain`](crate::Chain) lives in the chain's line buffer, which
+/// the chain writes the next entry into once nothing else holds the line: a writer that
+/// hands each entry to its store and drops it seals a whole run with one buffer.
+#[derive(Clone)]
+pub struct SharedLine(Line);
+
+/// Where a line's bytes live.
+#[derive(Clone)]
+enum Line {
+    /// Exactly the line: an entry sealed on its own, or read back.
+    Exact(Arc<[u8]>),
+    /// A chain's line buffer, holding the line and nothing else (its spare capacity is the
+    /// room the chain's later lines reuse).
+    Buffer(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for SharedLine {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Line::Exact(line) => line,
+            Line::Buffer(line) => line,
+        }
+    }
+}
+
+impl AsRef<[u8]> for SharedLine {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq for SharedLine {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for SharedLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The entry's fields are its Debug; its line is only their encoding.
+        f.debug_struct("SharedLine")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// A [`Chain`](crate::Chain)'s line buffer: the last line it sealed, which the next one
+/// overwrites when nothing holds it any more. Empty until the first seal.
+pub(crate) struct LineBuffer(Option<Arc<Vec<u8>>>);
+
+impl LineBuffer {
+    /// A chain's empty buffer (allocated on the first seal).
+    pub(crate) const EMPTY: Self = Self(None);
 }
 
 /// The length of what follows the canonical bytes (less their closing brace) in a line:
@@ -109,7 +169,64 @@ impl Entry {
             event,
             prev,
             hash,
-            line,
+            line: SharedLine(Line::Exact(line)),
+        }
+    }
+
+    /// As [`seal`](Self::seal), writing the line into `buffer` when nothing else holds the
+    /// buffer's last line (the writer dropped its entry), so a chain whose entries are
+    /// handed on and dropped makes no allocation per entry. When the last line is still
+    /// held (kept in a ledger, a subscriber's ring), the line is made on its own, as
+    /// [`seal`](Self::seal) makes it.
+    pub(crate) fn seal_into(
+        buffer: &mut LineBuffer,
+        seq: u64,
+        at: Timestamp,
+        run_id: RunId,
+        state: State,
+        event: EntryKind,
+        prev: Digest,
+    ) -> Self {
+        /// Past this, a buffer grown by one huge entry is not reused.
+        const KEEP: usize = 64 * 1024;
+        /// The first buffer's room: most entries fit, so it rarely grows.
+        const FIRST: usize = 1024;
+        let slot = buffer
+            .0
+            .get_or_insert_with(|| Arc::new(Vec::with_capacity(FIRST)));
+        let Some(buf) = Arc::get_mut(slot) else {
+            return Self::seal(seq, at, run_id, state, event, prev);
+        };
+        buf.clear();
+        let body = EntryBody {
+            seq,
+            at,
+            run_id: &run_id,
+            state,
+            event: &event,
+            prev: &prev,
+        };
+        write_json(buf, &body);
+        let mut hasher = Sha256::new();
+        hasher.update(prev.as_bytes());
+        hasher.update(&buf[..]);
+        let hash = Digest::from_bytes(hasher.finalize().into());
+        splice_hash(buf, hash);
+        let kept = buf.capacity() <= KEEP;
+        let line = if kept {
+            Arc::clone(slot)
+        } else {
+            buffer.0.take().unwrap_or_default()
+        };
+        Self {
+            seq,
+            at,
+            run_id,
+            state,
+            event,
+            prev,
+            hash,
+            line: SharedLine(Line::Buffer(line)),
         }
     }
 
@@ -199,11 +316,12 @@ impl Entry {
         &self.line
     }
 
-    /// [`json_line`](Self::json_line), shared rather than copied: what a store that keeps
-    /// lines in memory holds.
+    /// [`json_line`](Self::json_line), shared rather than copied: what a store that writes
+    /// the line later (on another thread) holds. Holding it past the next entry of the same
+    /// chain makes that entry's line an allocation of its own (see [`SharedLine`]).
     #[must_use]
-    pub fn shared_json_line(&self) -> Arc<[u8]> {
-        Arc::clone(&self.line)
+    pub fn shared_json_line(&self) -> SharedLine {
+        self.line.clone()
     }
 
     /// Appends the entry's JSON and a newline to `out` (see [`json_line`](Self::json_line)).
@@ -289,7 +407,7 @@ impl From<EntryRepr> for Entry {
             event,
             prev,
             hash,
-            line,
+            line: SharedLine(Line::Exact(line)),
         }
     }
 }
@@ -297,11 +415,16 @@ impl From<EntryRepr> for Entry {
 /// Turns `buf`, holding canonical bytes, into the JSON line with `hash`: `,"hash":"…"` goes
 /// in place of the closing brace.
 fn seal_line(buf: &mut Vec<u8>, hash: Digest) -> Arc<[u8]> {
+    splice_hash(buf, hash);
+    Arc::from(&buf[..])
+}
+
+/// Turns `buf`, holding canonical bytes, into the JSON line with `hash`, in place.
+fn splice_hash(buf: &mut Vec<u8>, hash: Digest) {
     debug_assert_eq!(buf.last(), Some(&b'}'), "canonical bytes are a JSON object");
     buf.pop();
     let suffix: [u8; HASH_SUFFIX] = quoted_hex(b",\"hash\":\"", hash, b"\"}\n");
     buf.extend_from_slice(&suffix);
-    Arc::from(&buf[..])
 }
 
 /// `before`, the hex of `digest`, then `after`, made on the stack so that a buffer takes

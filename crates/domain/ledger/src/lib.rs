@@ -55,7 +55,7 @@ mod verifier;
 
 pub use chain::Chain;
 pub use children::{ChildEnd, ChildLink, ChildLinkError};
-pub use entry::Entry;
+pub use entry::{Entry, SharedLine};
 pub use error::{Problem, VerifyError};
 pub use hooks::{HookOutcome, HookPoint, HookRuling};
 pub use kind::{EntryKind, InterruptKind, Violation};
