@@ -4,7 +4,7 @@ use std::fmt;
 
 use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 
-use crate::entry::LineBuffer;
+use crate::line::LineBuffer;
 use crate::{Entry, EntryKind, Ledger};
 
 /// Where a run's ledger ends: its run, how many entries it has, and the hash of the last.
