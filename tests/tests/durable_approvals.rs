@@ -127,7 +127,7 @@ async fn a_verdict_from_a_second_engine_runs_exactly_the_recorded_call() {
     assert!(matches!(
         calls[..],
         [e] if matches!(e.event(), EntryKind::ToolCall { input, input_hash, .. }
-            if *input == deploy("prod") && *input_hash == pending.input_hash)
+            if **input == deploy("prod") && *input_hash == pending.input_hash)
     ));
     // The pause spent nothing: the budgets after it continue from where they were.
     assert_eq!(before.usage().used(&"tool_calls".parse().expect("name")), 0);
@@ -287,7 +287,7 @@ async fn a_verdict_on_an_input_the_planner_since_changed_is_refused() {
     assert_eq!(count(&ledger, "approval_pending"), 2);
     assert!(matches!(
         entries(&ledger, "tool_call")[..],
-        [e] if matches!(e.event(), EntryKind::ToolCall { input, .. } if *input == deploy("staging"))
+        [e] if matches!(e.event(), EntryKind::ToolCall { input, .. } if **input == deploy("staging"))
     ));
 }
 
@@ -390,7 +390,7 @@ async fn a_batch_waits_for_a_verdict_on_each_call_that_needs_one_then_runs_whole
     let inputs: Vec<Value> = entries(&ledger, "tool_call")
         .iter()
         .filter_map(|e| match e.event() {
-            EntryKind::ToolCall { input, .. } => Some(input.clone()),
+            EntryKind::ToolCall { input, .. } => Some(Value::clone(input)),
             _ => None,
         })
         .collect();

@@ -400,7 +400,7 @@ async fn every_retry_runs_on_the_input_the_call_was_proposed_with() {
         .entries()
         .iter()
         .filter_map(|e| match e.event() {
-            EntryKind::ToolCall { attempt, input, .. } => Some((*attempt, input)),
+            EntryKind::ToolCall { attempt, input, .. } => Some((*attempt, &**input)),
             _ => None,
         })
         .collect();

@@ -194,7 +194,7 @@ async fn a_sequence_that_breaks_its_rules_is_refused_whole_with_the_rule_named()
             Decision::finish("early", json!(null)),
             Decision::call_tool("read", json!({}), "after the end"),
         ],
-        reason: String::new(),
+        reason: "".into(),
     };
     let (read, reads) = echo("read", Annotations::read_only());
     let engine = Engine::builder()

@@ -3,6 +3,8 @@
 //! in `sequence`); and how a decision a
 //! policy refuses is rejected (handed back to the planner, or ending the run).
 
+use std::sync::Arc;
+
 use rein_ledger::EntryKind;
 use rein_run::{BoxFuture, Decision, FailureKind, State};
 use serde_json::Value;
@@ -18,11 +20,11 @@ impl Driver {
             Decision::Transition {
                 to: State::Done,
                 reason,
-            } => self.finish(reason, Value::Null).await,
+            } => self.finish(reason.to_string(), Value::Null).await,
             Decision::Transition {
                 to: State::Failed,
                 reason,
-            } => self.give_up(reason).await,
+            } => self.give_up(reason.to_string()).await,
             Decision::Transition { to, reason } => self.move_to(to, reason).await.map(drop),
             Decision::AskHuman { question, options } => {
                 let kind = EntryKind::HumanInputRequested {
@@ -60,7 +62,11 @@ impl Driver {
 
     /// Asks the run's lifecycle machine to move to `to` and records the move with `reason`;
     /// a refusal is rejected (and recorded). Whether it moved.
-    pub(crate) async fn move_to(&mut self, to: State, reason: String) -> Result<bool, EngineError> {
+    pub(crate) async fn move_to(
+        &mut self,
+        to: State,
+        reason: Arc<str>,
+    ) -> Result<bool, EngineError> {
         match self
             .rec
             .transition(to, reason, &self.policy.act_guard)
@@ -85,7 +91,7 @@ impl Driver {
         if !errors.is_empty() {
             return self.reject(Rejection::InvalidResult { errors }).await;
         }
-        if self.move_to(State::Done, summary.clone()).await? {
+        if self.move_to(State::Done, summary.as_str().into()).await? {
             self.rec
                 .record(EntryKind::RunCompleted { summary, result })
                 .await?;
@@ -96,7 +102,7 @@ impl Driver {
     pub(crate) fn give_up(&mut self, reason: String) -> BoxFuture<'_, Result<(), EngineError>> {
         // Boxed: a rare path, kept out of the futures of every step that might take it.
         Box::pin(async move {
-            if self.move_to(State::Failed, reason.clone()).await? {
+            if self.move_to(State::Failed, reason.as_str().into()).await? {
                 self.rec.fail(FailureKind::PlannerGaveUp, reason).await?;
             }
             Ok(())

@@ -50,7 +50,7 @@ use crate::tools::ToolEntry;
 /// One call of a batch, checked, about to run as attempt `attempt`.
 struct Member {
     entry: Arc<ToolEntry>,
-    input: Value,
+    input: Arc<Value>,
     input_hash: Digest,
     attempt: u32,
 }
@@ -105,7 +105,7 @@ impl Driver {
                 }
                 let mut payload = self.hook_payload(HookPoint::BeforeTool);
                 payload.tool = Some(tool.clone());
-                payload.input = Some(member.input.clone());
+                payload.input = Some(Value::clone(&member.input));
                 payload.batch_index = u32::try_from(index).ok();
                 let ruled = self.before_hooks(payload, Some(member.input_hash)).await?;
                 if let Some(rejection) = ruled.denied {
@@ -259,7 +259,7 @@ impl Driver {
                     member
                         .entry
                         .stack
-                        .call(ToolCall::new(member.input.clone()).without_retries()),
+                        .call(ToolCall::new(Value::clone(&member.input)).without_retries()),
                     remaining,
                 ));
                 let clock = Arc::clone(&clock);
@@ -298,7 +298,7 @@ impl Driver {
             let error = self.record_outcome(member, outcome).await?;
             let tool = member.entry.spec.name();
             if self.hooked(HookPoint::AfterTool, Some(tool)) {
-                Box::pin(self.after_tool(tool, error.as_ref(), Some(&member.input))).await;
+                Box::pin(self.after_tool(tool, error.as_ref(), Some(&*member.input))).await;
             }
             if let Some(error) = error {
                 failure.get_or_insert((tool.clone(), error));

@@ -16,7 +16,7 @@ use crate::attempts::{AttemptEvent, AttemptRecord, VETO_MESSAGE};
 use crate::charge::exhausted_entry;
 use crate::depth;
 use crate::driver::Driver;
-use crate::error::{EngineError, ProjectionError};
+use crate::error::EngineError;
 use crate::gate::BeforeRun;
 use crate::record_first::{First, Next, Watch};
 use crate::tools::ToolEntry;
@@ -28,10 +28,9 @@ struct Attempts {
     idempotent: bool,
     /// The number the call's first attempt has in the ledger (above 1 when a resume retries).
     first_attempt: u32,
-    /// The first attempt's `tool_call` entry, as its ledger line: a retry's `tool_call`
-    /// records the same input, read back from it (a retry is rare; copying every call's
-    /// input to have it at hand is not).
-    call_line: Arc<[u8]>,
+    /// The input the first attempt's `tool_call` entry recorded, shared with it: a
+    /// retry's `tool_call` records the same input.
+    input: Arc<Value>,
     /// The stack's number of the last attempt whose `tool_call` is recorded.
     current: u32,
     /// The last attempt's end, not recorded until it is known whether a retry follows.
@@ -45,25 +44,14 @@ impl Attempts {
     const fn number(&self, attempt: u32) -> u32 {
         self.first_attempt.saturating_add(attempt.saturating_sub(1))
     }
-
-    /// The input the first attempt's `tool_call` entry recorded.
-    fn recorded_input(&self) -> Result<Value, ProjectionError> {
-        #[derive(serde::Deserialize)]
-        struct Line {
-            event: Event,
-        }
-        #[derive(serde::Deserialize)]
-        struct Event {
-            input: Value,
-        }
-        serde_json::from_slice::<Line>(&self.call_line)
-            .map(|line| line.event.input)
-            .map_err(|e| ProjectionError::CallUnreadable(Arc::new(e)))
-    }
 }
 
 impl Driver {
-    pub(crate) async fn call_tool(&mut self, name: &str, input: Value) -> Result<(), EngineError> {
+    pub(crate) async fn call_tool(
+        &mut self,
+        name: &str,
+        input: Arc<Value>,
+    ) -> Result<(), EngineError> {
         let gate = self.gate();
         let entry = match gate.admit(name, &input) {
             Ok(entry) => entry,
@@ -81,7 +69,7 @@ impl Driver {
         if self.hooked(HookPoint::BeforeTool, Some(&tool)) {
             let mut payload = self.hook_payload(HookPoint::BeforeTool);
             payload.tool = Some(tool.clone());
-            payload.input = Some(input.clone());
+            payload.input = Some(Value::clone(&input));
             let ruled = Box::pin(self.before_hooks(payload, Some(input_hash))).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
@@ -121,7 +109,7 @@ impl Driver {
     pub(crate) async fn execute(
         &mut self,
         entry: &ToolEntry,
-        input: Value,
+        input: Arc<Value>,
         input_hash: Digest,
         first_attempt: u32,
     ) -> Result<(), EngineError> {
@@ -130,8 +118,9 @@ impl Driver {
         if !self.charge_attempt().await? {
             return Ok(());
         }
-        // The entry hands the input back to move into the call. Its line stays, for a retry
-        // (rare) to read the input back from the record.
+        // The entry hands the input back: the call runs on it (the tool consumes a copy of
+        // its own: the decision and the evidence share the recorded one), and a retry's
+        // `tool_call` records it again.
         let recorded = self
             .rec
             .record_entry(EntryKind::ToolCall {
@@ -142,7 +131,6 @@ impl Driver {
                 idempotent,
             })
             .await?;
-        let call_line = recorded.shared_json_line();
         let span = crate::telemetry::tool_span(&tool, self.rec.proj.state(), &recorded);
         let EntryKind::ToolCall { input, .. } = recorded.into_event() else {
             unreachable!("a tool_call entry is recorded as one")
@@ -153,13 +141,13 @@ impl Driver {
         }
         self.tool_attempts.link.restart();
         let link = Arc::clone(&self.tool_attempts.link);
-        let call = ToolCall::new(input).with_retry_inputs(link);
+        let call = ToolCall::new(Value::clone(&input)).with_retry_inputs(link);
         let mut attempts = Attempts {
             tool: tool.clone(),
             input_hash,
             idempotent,
             first_attempt,
-            call_line,
+            input,
             current: 1,
             ended: None,
             veto: None,
@@ -299,13 +287,7 @@ impl Driver {
             })
             .await?;
         self.rec.record(consumed).await?;
-        let input = attempts
-            .recorded_input()
-            .map_err(|e| EngineError::InconsistentLedger {
-                id: self.rec.id().clone(),
-                seq: self.rec.log.len(),
-                source: Box::new(e),
-            })?;
+        let input = Arc::clone(&attempts.input);
         // The retry's `tool_call` hands its input back, for the stack to run the retry on.
         let recorded = self
             .rec
@@ -326,7 +308,7 @@ impl Driver {
         }
         attempts.current = attempt;
         // A call dropped meanwhile no longer listens; the attempt is recorded, never run.
-        let _ = reply.send(Ok(input));
+        let _ = reply.send(Ok(Value::clone(&input)));
         Ok(())
     }
 

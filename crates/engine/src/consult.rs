@@ -169,7 +169,9 @@ impl Driver {
                 }) = self.rec.proj.run.evidence().last()
                     && of == tool
                 {
-                    payload.input.get_or_insert_with(|| input.clone());
+                    payload
+                        .input
+                        .get_or_insert_with(|| serde_json::Value::clone(input));
                     payload.output = Some(match output {
                         rein_run::Payload::Inline(value) => value.clone(),
                         artifact @ rein_run::Payload::Artifact(_) => {

@@ -65,14 +65,23 @@ pub(crate) fn dispose(value: Value) {
     }
 }
 
+/// Drops a shared value without recursion when this is its last holder.
+fn dispose_shared(value: std::sync::Arc<Value>) {
+    if let Ok(value) = std::sync::Arc::try_unwrap(value) {
+        dispose(value);
+    }
+}
+
 /// Drops `decision` without recursion (a sequence's members included).
 pub(crate) fn dispose_decision(decision: Decision) {
     let mut stack = vec![decision];
     while let Some(decision) = stack.pop() {
         match decision {
-            Decision::CallTool { input, .. } => dispose(input),
+            Decision::CallTool { input, .. } => dispose_shared(input),
             Decision::Finish { result, .. } => dispose(result),
-            Decision::CallTools { calls, .. } => calls.into_iter().for_each(|c| dispose(c.input)),
+            Decision::CallTools { calls, .. } => {
+                calls.into_iter().for_each(|c| dispose_shared(c.input));
+            }
             Decision::Sequence { decisions, .. } => stack.extend(decisions),
             _ => {}
         }

@@ -133,7 +133,7 @@ impl RunEvents {
 #[derive(Debug, Clone)]
 pub(crate) enum Published {
     /// An entry was recorded: its JSON line, shared with the entry (and the memory store).
-    Line(Arc<[u8]>),
+    Line(rein_ledger::SharedLine),
     /// Step `step` of run `run` is about to be planned in `state`.
     Step { run: RunId, step: u32, state: State },
     /// An event the run built: a piece of a streaming reply, a tool's notice.

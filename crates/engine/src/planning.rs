@@ -7,6 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
+use futures_util::future::Either;
 use rein_run::{BoxFuture, PlanRequest, State};
 use tracing::Instrument as _;
 
@@ -59,17 +60,25 @@ impl Driver {
         // The child's planner when this run is a sub-run (field by field: the ledger is
         // borrowed mutably below while the plan future holds the planner).
         let planner = self.sub.planner.as_ref().unwrap_or(&self.shared.planner);
-        let plan = AssertUnwindSafe(planner.plan_boxed(request))
-            .catch_unwind()
-            .map(|outcome| {
-                outcome.unwrap_or_else(|panic| {
-                    Err(rein_run::PlannerError::failed(format!(
-                        "the planner panicked: {}",
-                        panic_message(panic.as_ref())
-                    )))
-                })
-            })
-            .instrument(crate::telemetry::plan_span(run.steps(), run.state()));
+        let panicked = |panic: Box<dyn std::any::Any + Send>| {
+            Err(rein_run::PlannerError::failed(format!(
+                "the planner panicked: {}",
+                panic_message(panic.as_ref())
+            )))
+        };
+        // A planner that decides at once (a script) is asked without a future: nothing is
+        // boxed for its step. Its decision goes through the same deadline and drive.
+        let now = std::panic::catch_unwind(AssertUnwindSafe(|| planner.try_plan_now_dyn(&request)))
+            .unwrap_or_else(|panic| Some(panicked(panic)));
+        let plan = match now {
+            Some(decided) => Either::Left(std::future::ready(decided)),
+            None => Either::Right(
+                AssertUnwindSafe(planner.plan_boxed(request))
+                    .catch_unwind()
+                    .map(move |outcome| outcome.unwrap_or_else(panicked)),
+            ),
+        }
+        .instrument(crate::telemetry::plan_span(run.steps(), run.state()));
         // A run's deadline bounds the planner as it bounds a tool call: it gets the time left.
         let plan = async move {
             match remaining {

@@ -2,6 +2,8 @@
 //! decision not yet fully applied and how far it got, and a `call_tools` batch's calls — the
 //! facts resume needs to finish a step a crash cut short.
 
+use std::sync::Arc;
+
 use rein_ledger::{EntryKind, Violation};
 use rein_policy::Budget;
 use rein_run::{BudgetName, EvidenceKind, Run, State, Timestamp, ToolError, ToolName};
@@ -15,7 +17,7 @@ pub(crate) struct OpenAttempt {
     pub(crate) tool: ToolName,
     /// The call's input, kept only by a projection rebuilt from a ledger (what recovery
     /// retries with); a live driver has the call in hand, and its projection keeps none.
-    pub(crate) input: Option<Value>,
+    pub(crate) input: Option<Arc<Value>>,
     pub(crate) attempt: u32,
     pub(crate) idempotent: bool,
 }
@@ -157,7 +159,7 @@ pub(crate) enum Progress {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BatchTrack {
     /// Each call's tool, as proposed, and its input.
-    pub(crate) calls: Vec<(String, Value)>,
+    pub(crate) calls: Vec<(Arc<str>, Arc<Value>)>,
     /// How many calls' outcomes are recorded.
     pub(crate) settled: usize,
     /// Per call, its attempt recorded as started and not finished.
@@ -183,11 +185,11 @@ impl BatchTrack {
     }
 
     /// Settles the next call; its input, for the evidence.
-    fn settle(&mut self) -> Value {
+    fn settle(&mut self) -> Arc<Value> {
         let input = self
             .calls
             .get(self.settled)
-            .map_or(Value::Null, |(_, input)| input.clone());
+            .map_or_else(|| Arc::new(Value::Null), |(_, input)| Arc::clone(input));
         if let Some(open) = self.open.get_mut(self.settled) {
             *open = None;
         }
@@ -221,7 +223,7 @@ impl BatchTrack {
                 ..
             } => {
                 let at_call = (self.settled..self.calls.len())
-                    .find(|&j| self.calls[j].0 == tool.as_str() && self.calls[j].1 == *input);
+                    .find(|&j| *self.calls[j].0 == *tool.as_str() && self.calls[j].1 == *input);
                 if let Some(j) = at_call {
                     self.open[j] = Some(OpenAttempt {
                         tool: tool.clone(),

@@ -28,7 +28,7 @@ pub(crate) struct Projection {
     pub(crate) run: Run,
     budget: Budget,
     /// The input of the current `CallTool` decision (for the evidence its result makes).
-    call_input: Option<Value>,
+    call_input: Option<Arc<Value>>,
     /// An attempt started and not finished: the in-doubt call if the ledger ends here.
     pub(crate) open: Option<OpenAttempt>,
     /// The attempt a `tool_error` with `will_retry` just ended, for [`Progress::Retrying`].
@@ -393,7 +393,10 @@ impl Projection {
             } => {
                 self.open = None;
                 // A call's result ends its step: the input moves into the evidence.
-                let input = self.call_input.take().unwrap_or(Value::Null);
+                let input = self
+                    .call_input
+                    .take()
+                    .unwrap_or_else(|| Arc::new(Value::Null));
                 run.add_evidence(
                     EvidenceKind::ToolResult {
                         tool: tool.clone(),
@@ -416,7 +419,10 @@ impl Projection {
                     self.failed = ended.filter(|open| open.tool == *tool);
                 } else {
                     // The last attempt's error ends the call's step, like a result.
-                    let input = self.call_input.take().unwrap_or(Value::Null);
+                    let input = self
+                        .call_input
+                        .take()
+                        .unwrap_or_else(|| Arc::new(Value::Null));
                     run.add_evidence(
                         EvidenceKind::ToolFailure {
                             tool: tool.clone(),

@@ -77,9 +77,6 @@ pub enum ProjectionError {
     /// An attempt to recover has no input: it was not read back from the run's ledger.
     #[error("the tool call to recover has no input: it was not read back from the ledger")]
     CallInputMissing,
-    /// The `tool_call` entry a retry repeats could not be read back for its input.
-    #[error("the tool_call entry a retry repeats cannot be read back for its input: {0}")]
-    CallUnreadable(#[source] std::sync::Arc<serde_json::Error>),
     /// The step the ledger shows interrupted does not start with its decision.
     #[error("the interrupted step's decision is not at the entry the ledger's replay pointed to")]
     DecisionMissing,

@@ -73,7 +73,7 @@ impl Recorder {
     pub(crate) async fn transition(
         &mut self,
         to: State,
-        reason: String,
+        reason: Arc<str>,
         guard: &Budget,
     ) -> Result<Result<State, TransitionError>, EngineError> {
         let moved = match self.lifecycle.transition(to, guard, self.proj.run.usage()) {

@@ -1,6 +1,8 @@
 //! Recovery: finishing the step a crash cut short, making a retry the ledger shows due,
 //! and settling a call left in doubt — each from where the ledger stops.
 
+use std::sync::Arc;
+
 use rein_ledger::EntryKind;
 use rein_run::{Decision, Digest, FailureKind, State};
 use rein_tool::ToolError;
@@ -39,7 +41,7 @@ impl Driver {
             Progress::Ended(State::Done) => {
                 let (summary, result) = match decision {
                     Decision::Finish { summary, result } => (summary, result),
-                    Decision::Transition { reason, .. } => (reason, Value::Null),
+                    Decision::Transition { reason, .. } => (reason.to_string(), Value::Null),
                     other => (format!("{other:?}"), Value::Null),
                 };
                 self.rec
@@ -48,7 +50,8 @@ impl Driver {
             }
             Progress::Ended(_) => {
                 let reason = match decision {
-                    Decision::Fail { reason } | Decision::Transition { reason, .. } => reason,
+                    Decision::Fail { reason } => reason,
+                    Decision::Transition { reason, .. } => reason.to_string(),
                     other => format!("{other:?}"),
                 };
                 self.rec.fail(FailureKind::PlannerGaveUp, reason).await
@@ -139,7 +142,7 @@ impl Driver {
     }
 
     /// The input of an attempt to recover, which a projection rebuilt from its ledger keeps.
-    fn recovered_input(&self, input: Option<Value>) -> Result<Value, EngineError> {
+    fn recovered_input(&self, input: Option<Arc<Value>>) -> Result<Arc<Value>, EngineError> {
         input.ok_or_else(|| EngineError::InconsistentLedger {
             id: self.rec.id().clone(),
             seq: self.rec.log.len(),

@@ -229,11 +229,11 @@ pub(crate) fn check(loaded: &Loaded, setup: &Setup) -> Result<Checked, ScenarioE
                 }
                 // A call, or each call of a batch, with the path that names it.
                 let calls: Vec<_> = match decision {
-                    Decision::CallTool { tool, input, .. } => vec![(path, tool, input)],
+                    Decision::CallTool { tool, input, .. } => vec![(path, &**tool, input)],
                     Decision::CallTools { calls, .. } => calls
                         .iter()
                         .enumerate()
-                        .map(|(j, c)| (path.key("calls").index(j), &c.tool, &c.input))
+                        .map(|(j, c)| (path.key("calls").index(j), &*c.tool, &c.input))
                         .collect(),
                     _ => continue,
                 };

@@ -1,7 +1,10 @@
 //! `Chain`: the end of a run's hash chain — all that appending needs — without the entries.
 
+use std::fmt;
+
 use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 
+use crate::line::LineBuffer;
 use crate::{Entry, EntryKind, Ledger};
 
 /// Where a run's ledger ends: its run, how many entries it has, and the hash of the last.
@@ -30,11 +33,49 @@ use crate::{Entry, EntryKind, Ledger};
 /// assert_eq!(same, &two);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A chain seals its lines into one buffer of its own, reused from one entry to the next
+/// once the previous entry is dropped (see [`SharedLine`](crate::SharedLine)): a writer
+/// that hands each entry to its store and drops it makes no allocation per line. Two
+/// chains are equal when they end at the same place; the buffer is not compared or cloned.
 pub struct Chain {
     run_id: RunId,
     len: u64,
     last: Digest,
+    buffer: LineBuffer,
+}
+
+impl Clone for Chain {
+    fn clone(&self) -> Self {
+        Self {
+            run_id: self.run_id.clone(),
+            len: self.len,
+            last: self.last,
+            buffer: LineBuffer::EMPTY,
+        }
+    }
+}
+
+impl PartialEq for Chain {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.run_id, self.len, self.last) == (&other.run_id, other.len, other.last)
+    }
+}
+
+impl Eq for Chain {}
+
+#[expect(
+    clippy::missing_fields_in_debug,
+    reason = "the line buffer is the last entry's line, not part of where the chain ends"
+)]
+impl fmt::Debug for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Chain")
+            .field("run_id", &self.run_id)
+            .field("len", &self.len)
+            .field("last", &self.last)
+            .finish()
+    }
 }
 
 impl Chain {
@@ -45,6 +86,7 @@ impl Chain {
             run_id,
             len: 0,
             last: Digest::ZERO,
+            buffer: LineBuffer::EMPTY,
         }
     }
 
@@ -52,7 +94,8 @@ impl Chain {
     /// it to the last one, seals it, and moves the chain's end to it.
     #[inline]
     pub fn seal(&mut self, at: Timestamp, state: State, event: EntryKind) -> Entry {
-        let entry = Entry::seal(
+        let entry = Entry::seal_into(
+            &mut self.buffer,
             self.len + 1,
             at,
             self.run_id.clone(),
@@ -98,6 +141,7 @@ impl Ledger {
             run_id: self.run_id().clone(),
             len: self.len() as u64,
             last: self.last_hash(),
+            buffer: LineBuffer::EMPTY,
         }
     }
 }
@@ -122,6 +166,31 @@ mod tests {
         }
         assert_eq!(chain.len(), 5);
         assert_eq!(chain.head(), ledger.head());
+        ledger.verify().unwrap();
+    }
+
+    #[test]
+    fn a_line_still_held_is_never_overwritten() {
+        let t = Timestamp::from_unix_millis(3);
+        let mut ledger = Ledger::new("r".parse().unwrap());
+        let mut chain = Chain::new("r".parse().unwrap());
+        let kind = |i: usize| EntryKind::Steering {
+            note: format!("note {i}"),
+        };
+        // Dropped at once: the next entry reuses the buffer.
+        drop(chain.seal(t, State::Explore, kind(0)));
+        ledger.append(t, State::Explore, kind(0));
+        // Held, the lines of the entries sealed after them are their own.
+        let held: Vec<Entry> = (1..4)
+            .map(|i| chain.seal(t, State::Explore, kind(i)))
+            .collect();
+        for (i, entry) in (1..4).zip(&held) {
+            assert_eq!(ledger.append(t, State::Explore, kind(i)), entry);
+            assert_eq!(entry.json_line(), ledger.entries()[i].json_line());
+        }
+        drop(held);
+        let last = chain.seal(t, State::Explore, kind(4));
+        assert_eq!(ledger.append(t, State::Explore, kind(4)), &last);
         ledger.verify().unwrap();
     }
 }

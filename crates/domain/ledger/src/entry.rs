@@ -8,6 +8,7 @@ use rein_run::{Digest, LedgerHead, RunId, State, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
+use crate::line::{Line, LineBuffer, SharedLine};
 use crate::{EntryKind, compact};
 
 /// One record of a run's ledger: what happened ([`EntryKind`]), when, in which state, and
@@ -68,7 +69,7 @@ pub struct Entry {
     /// brace, then a newline (so the canonical bytes are the line less [`HASH_SUFFIX`] bytes,
     /// plus `}`).
     #[serde(skip_serializing)]
-    line: Arc<[u8]>,
+    line: SharedLine,
 }
 
 /// The length of what follows the canonical bytes (less their closing brace) in a line:
@@ -106,7 +107,64 @@ impl Entry {
             event,
             prev,
             hash,
-            line,
+            line: SharedLine(Line::Exact(line)),
+        }
+    }
+
+    /// As [`seal`](Self::seal), writing the line into `buffer` when nothing else holds the
+    /// buffer's last line (the writer dropped its entry), so a chain whose entries are
+    /// handed on and dropped makes no allocation per entry. When the last line is still
+    /// held (kept in a ledger, a subscriber's ring), the line is made on its own, as
+    /// [`seal`](Self::seal) makes it.
+    pub(crate) fn seal_into(
+        buffer: &mut LineBuffer,
+        seq: u64,
+        at: Timestamp,
+        run_id: RunId,
+        state: State,
+        event: EntryKind,
+        prev: Digest,
+    ) -> Self {
+        /// Past this, a buffer grown by one huge entry is not reused.
+        const KEEP: usize = 64 * 1024;
+        /// The first buffer's room: most entries fit, so it rarely grows.
+        const FIRST: usize = 1024;
+        let slot = buffer
+            .0
+            .get_or_insert_with(|| Arc::new(Vec::with_capacity(FIRST)));
+        let Some(buf) = Arc::get_mut(slot) else {
+            return Self::seal(seq, at, run_id, state, event, prev);
+        };
+        buf.clear();
+        let body = EntryBody {
+            seq,
+            at,
+            run_id: &run_id,
+            state,
+            event: &event,
+            prev: &prev,
+        };
+        write_json(buf, &body);
+        let mut hasher = Sha256::new();
+        hasher.update(prev.as_bytes());
+        hasher.update(&buf[..]);
+        let hash = Digest::from_bytes(hasher.finalize().into());
+        splice_hash(buf, hash);
+        let kept = buf.capacity() <= KEEP;
+        let line = if kept {
+            Arc::clone(slot)
+        } else {
+            buffer.0.take().unwrap_or_default()
+        };
+        Self {
+            seq,
+            at,
+            run_id,
+            state,
+            event,
+            prev,
+            hash,
+            line: SharedLine(Line::Buffer(line)),
         }
     }
 
@@ -196,11 +254,12 @@ impl Entry {
         &self.line
     }
 
-    /// [`json_line`](Self::json_line), shared rather than copied: what a store that keeps
-    /// lines in memory holds.
+    /// [`json_line`](Self::json_line), shared rather than copied: what a store that writes
+    /// the line later (on another thread) holds. Holding it past the next entry of the same
+    /// chain makes that entry's line an allocation of its own (see [`SharedLine`]).
     #[must_use]
-    pub fn shared_json_line(&self) -> Arc<[u8]> {
-        Arc::clone(&self.line)
+    pub fn shared_json_line(&self) -> SharedLine {
+        self.line.clone()
     }
 
     /// Appends the entry's JSON and a newline to `out` (see [`json_line`](Self::json_line)).
@@ -286,7 +345,7 @@ impl From<EntryRepr> for Entry {
             event,
             prev,
             hash,
-            line,
+            line: SharedLine(Line::Exact(line)),
         }
     }
 }
@@ -307,11 +366,16 @@ fn seal_bytes(body: &EntryBody<'_>) -> (Digest, Arc<[u8]>) {
 }
 
 fn seal_line(buf: &mut Vec<u8>, hash: Digest) -> Arc<[u8]> {
+    splice_hash(buf, hash);
+    Arc::from(&buf[..])
+}
+
+/// Turns `buf`, holding canonical bytes, into the JSON line with `hash`, in place.
+fn splice_hash(buf: &mut Vec<u8>, hash: Digest) {
     debug_assert_eq!(buf.last(), Some(&b'}'), "canonical bytes are a JSON object");
     buf.pop();
     let suffix: [u8; HASH_SUFFIX] = quoted_hex(b",\"hash\":\"", hash, b"\"}\n");
     buf.extend_from_slice(&suffix);
-    Arc::from(&buf[..])
 }
 
 /// `before`, the hex of `digest`, then `after`, made on the stack so that a buffer takes

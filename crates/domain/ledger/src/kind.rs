@@ -82,15 +82,16 @@ pub enum EntryKind {
         from: State,
         /// The state it entered.
         to: State,
-        /// Why.
-        reason: String,
+        /// Why: shared with the decision that proposed the move.
+        reason: Arc<str>,
     },
     /// A tool attempt started. An attempt without a result or error after it is *in doubt*.
     ToolCall {
         /// The tool.
         tool: ToolName,
-        /// The input it was called with.
-        input: Value,
+        /// The input it was called with: shared with the decision that proposed the call
+        /// (it serializes as the value itself).
+        input: Arc<Value>,
         /// The canonical hash of `input` (what an approval covers).
         input_hash: Digest,
         /// The attempt number, from 1 (retries of idempotent tools count up).

@@ -97,7 +97,7 @@ fn every_kind() -> Ledger {
         State::Act,
         EntryKind::ToolCall {
             tool: tool(),
-            input,
+            input: input.into(),
             input_hash,
             attempt: 1,
             idempotent: false,

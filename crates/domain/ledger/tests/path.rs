@@ -32,7 +32,7 @@ fn a_ledger_reads_as_stays_with_their_tools_and_notes() {
             State::Act,
             EntryKind::ToolCall {
                 tool: tool(),
-                input: input.clone(),
+                input: input.clone().into(),
                 input_hash,
                 attempt,
                 idempotent: true,

@@ -1,6 +1,7 @@
 //! `Decision`: the one thing a planner proposes per step.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -9,6 +10,11 @@ use crate::{BudgetName, State};
 
 /// What a planner proposes. The engine checks it against every policy before anything
 /// happens; a rejected decision is a typed error recorded in the ledger, never silent.
+///
+/// A decision's tool names, inputs and reasons are shared (`Arc`), not copied: a planner
+/// that proposes the same decision again (a script) hands out the same values, and the
+/// engine's ledger entries and the run's evidence hold them without a copy. They
+/// serialize as the values themselves.
 ///
 /// Serialized with a `type` tag:
 ///
@@ -33,12 +39,14 @@ pub enum Decision {
     CallTool {
         /// The tool's name, as the planner wrote it. The engine looks it up and rejects an
         /// unknown (or malformed) name with an error listing the tools it knows.
-        tool: String,
-        /// The input, checked against the tool's input schema before the call.
-        input: Value,
+        tool: Arc<str>,
+        /// The input, checked against the tool's input schema before the call. Shared, not
+        /// copied: the decision, its `tool_call` entry and the run's evidence hold the one
+        /// value (it serializes as the value itself).
+        input: Arc<Value>,
         /// Why, for the ledger and for humans.
         #[serde(default)]
-        reason: String,
+        reason: Arc<str>,
     },
     /// Move to another working state.
     Transition {
@@ -46,7 +54,7 @@ pub enum Decision {
         to: State,
         /// Why.
         #[serde(default)]
-        reason: String,
+        reason: Arc<str>,
     },
     /// Pause the run and ask a human.
     AskHuman {
@@ -78,7 +86,7 @@ pub enum Decision {
         calls: Vec<ProposedCall>,
         /// Why, for the ledger and for humans.
         #[serde(default)]
-        reason: String,
+        reason: Arc<str>,
     },
     /// Delegate a sub-task to a child run: a full governed run with its own id, ledger and
     /// policy snapshot, driven to its end before the parent's next step. Its budget is
@@ -103,7 +111,7 @@ pub enum Decision {
         planner: Option<String>,
         /// Why.
         #[serde(default)]
-        reason: String,
+        reason: Arc<str>,
     },
     /// Several decisions from one reply, applied in order as one step: each member is
     /// checked and applied as if it were proposed alone, and the sequence stops at the first
@@ -131,7 +139,7 @@ pub enum Decision {
         decisions: Vec<Decision>,
         /// Why, for the ledger and for humans.
         #[serde(default)]
-        reason: String,
+        reason: Arc<str>,
     },
 }
 
@@ -191,21 +199,26 @@ pub enum SequenceError {
 #[serde(deny_unknown_fields)]
 pub struct ProposedCall {
     /// The tool's name, as the planner wrote it.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// The input, checked against the tool's input schema before any call of the batch.
-    pub input: Value,
+    /// Shared, not copied, as [`Decision::CallTool`]'s.
+    pub input: Arc<Value>,
     /// Why this call, for the ledger and for humans.
     #[serde(default)]
-    pub reason: String,
+    pub reason: Arc<str>,
 }
 
 impl ProposedCall {
     /// A call of `tool` with `input`.
     #[must_use]
-    pub fn new(tool: impl Into<String>, input: Value, reason: impl Into<String>) -> Self {
+    pub fn new(
+        tool: impl Into<Arc<str>>,
+        input: impl Into<Arc<Value>>,
+        reason: impl Into<Arc<str>>,
+    ) -> Self {
         Self {
             tool: tool.into(),
-            input,
+            input: input.into(),
             reason: reason.into(),
         }
     }
@@ -214,10 +227,14 @@ impl ProposedCall {
 impl Decision {
     /// Proposes calling `tool` with `input`.
     #[must_use]
-    pub fn call_tool(tool: impl Into<String>, input: Value, reason: impl Into<String>) -> Self {
+    pub fn call_tool(
+        tool: impl Into<Arc<str>>,
+        input: impl Into<Arc<Value>>,
+        reason: impl Into<Arc<str>>,
+    ) -> Self {
         Self::CallTool {
             tool: tool.into(),
-            input,
+            input: input.into(),
             reason: reason.into(),
         }
     }
@@ -226,7 +243,7 @@ impl Decision {
     #[must_use]
     pub fn call_tools(
         calls: impl IntoIterator<Item = ProposedCall>,
-        reason: impl Into<String>,
+        reason: impl Into<Arc<str>>,
     ) -> Self {
         Self::CallTools {
             calls: calls.into_iter().collect(),
@@ -241,7 +258,7 @@ impl Decision {
     /// ends or pauses the run anywhere but last.
     pub fn sequence(
         decisions: impl IntoIterator<Item = Self>,
-        reason: impl Into<String>,
+        reason: impl Into<Arc<str>>,
     ) -> Result<Self, SequenceError> {
         let decisions: Vec<Self> = decisions.into_iter().collect();
         check_sequence(&decisions)?;
@@ -259,7 +276,7 @@ impl Decision {
 
     /// Proposes moving to `to`.
     #[must_use]
-    pub fn transition(to: State, reason: impl Into<String>) -> Self {
+    pub fn transition(to: State, reason: impl Into<Arc<str>>) -> Self {
         Self::Transition {
             to,
             reason: reason.into(),
@@ -299,7 +316,7 @@ impl Decision {
     /// Proposes delegating `goal` to a child run driven by the parent's planner, carving
     /// `budget` out of the parent's.
     #[must_use]
-    pub fn delegate<I>(goal: impl Into<String>, budget: I, reason: impl Into<String>) -> Self
+    pub fn delegate<I>(goal: impl Into<String>, budget: I, reason: impl Into<Arc<str>>) -> Self
     where
         I: IntoIterator<Item = (BudgetName, u64)>,
     {
@@ -317,7 +334,7 @@ impl Decision {
         planner: impl Into<String>,
         goal: impl Into<String>,
         budget: I,
-        reason: impl Into<String>,
+        reason: impl Into<Arc<str>>,
     ) -> Self
     where
         I: IntoIterator<Item = (BudgetName, u64)>,

@@ -67,8 +67,7 @@ impl fmt::Display for Decision {
             Self::Finish { summary, .. } => write!(f, "finish{}", Because(summary)),
             Self::Fail { reason } => write!(f, "fail{}", Because(reason)),
             Self::CallTools { calls, reason } => {
-                let tools: Vec<Value> =
-                    calls.iter().map(|c| Value::from(c.tool.as_str())).collect();
+                let tools: Vec<Value> = calls.iter().map(|c| Value::from(&*c.tool)).collect();
                 write!(
                     f,
                     "call {} tools as one batch: {}{}",

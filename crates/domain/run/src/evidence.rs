@@ -1,5 +1,7 @@
 //! `Evidence`: what a run has learnt, in order — tool results, human input, system notes.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,8 +44,8 @@ pub enum EvidenceKind {
     ToolResult {
         /// The tool.
         tool: ToolName,
-        /// The input it was called with.
-        input: Value,
+        /// The input it was called with (shared with the decision that proposed the call).
+        input: Arc<Value>,
         /// What it returned, inline or as an artifact reference.
         output: Payload,
         /// Whether the output came from the cache instead of a call.
@@ -54,8 +56,8 @@ pub enum EvidenceKind {
     ToolFailure {
         /// The tool.
         tool: ToolName,
-        /// The input it was called with.
-        input: Value,
+        /// The input it was called with (shared with the decision that proposed the call).
+        input: Arc<Value>,
         /// Why it failed.
         error: ToolError,
     },
@@ -144,13 +146,13 @@ mod tests {
         for kind in [
             EvidenceKind::ToolResult {
                 tool: tool.clone(),
-                input: json!({}),
+                input: json!({}).into(),
                 output: Payload::Inline(json!({"x": 1})),
                 cached: false,
             },
             EvidenceKind::ToolResult {
                 tool: tool.clone(),
-                input: json!({}),
+                input: json!({}).into(),
                 output: Payload::Artifact(ArtifactLink {
                     id: "ab".repeat(32),
                     checksum: format!("sha256:{}", "ab".repeat(32)),
@@ -161,7 +163,7 @@ mod tests {
             },
             EvidenceKind::ToolFailure {
                 tool,
-                input: json!(1),
+                input: json!(1).into(),
                 error: ToolError::Cancelled,
             },
             EvidenceKind::HumanInput {

@@ -467,6 +467,19 @@ pub trait Planner: Send + Sync + 'static {
             "the run's planner has no model to sample with (a scripted planner); give the run an llm planner".to_owned(),
         )))
     }
+
+    /// Decides at once, on the caller's thread, when this planner can without waiting on
+    /// anything: `Some` with what [`plan`](Self::plan) would return for `request`, or
+    /// `None`, having done nothing, when the caller must call `plan` instead.
+    ///
+    /// A planner that decides from the request alone (a script) implements it, so that a
+    /// step costs no future, and no allocation behind the object-safe port. `Some` MUST be
+    /// exactly what `plan` would have returned. The default returns `None`, which is always
+    /// correct.
+    fn try_plan_now(&self, request: &PlanRequest<'_>) -> Option<Result<Decision, PlannerError>> {
+        let _ = request;
+        None
+    }
 }
 
 /// The object-safe twin of [`Planner`], implemented for every planner.
@@ -476,6 +489,10 @@ pub trait DynPlanner: Send + Sync + 'static {
         &'a self,
         request: PlanRequest<'a>,
     ) -> BoxFuture<'a, Result<Decision, PlannerError>>;
+
+    /// See [`Planner::try_plan_now`].
+    fn try_plan_now_dyn(&self, request: &PlanRequest<'_>)
+    -> Option<Result<Decision, PlannerError>>;
 
     /// See [`Planner::corrects_itself`].
     fn corrects_itself_dyn(&self) -> bool;
@@ -494,6 +511,13 @@ impl<P: Planner> DynPlanner for P {
         request: PlanRequest<'a>,
     ) -> BoxFuture<'a, Result<Decision, PlannerError>> {
         Box::pin(self.plan(request))
+    }
+
+    fn try_plan_now_dyn(
+        &self,
+        request: &PlanRequest<'_>,
+    ) -> Option<Result<Decision, PlannerError>> {
+        self.try_plan_now(request)
     }
 
     fn corrects_itself_dyn(&self) -> bool {

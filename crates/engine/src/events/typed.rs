@@ -327,7 +327,7 @@ impl RunEvent {
                 run: run(),
                 from: *from,
                 to: *to,
-                reason: reason.clone(),
+                reason: reason.to_string(),
             })),
             EntryKind::RunCompleted { .. } => Self::ended(run(), RunStatus::Completed),
             EntryKind::RunFailed { .. } => Self::ended(run(), RunStatus::Failed),

@@ -4,6 +4,8 @@
 //! than one resulting decision made one sequence; what is wrong is worded as a correction
 //! to hand back to the model.
 
+use std::sync::Arc;
+
 use rein_run::ProposedCall;
 use rein_run::{BudgetName, Decision, Delegation, SequenceError, Spend, State};
 use serde_json::Value;
@@ -62,7 +64,7 @@ impl Reader<'_> {
         for member in &mut decisions {
             match member {
                 Decision::CallTool { reason, .. } | Decision::CallTools { reason, .. } => {
-                    reason.clear();
+                    *reason = "".into();
                 }
                 _ => {}
             }
@@ -239,7 +241,7 @@ fn delegate(args: &Value, delegation: Option<&Delegation>) -> Result<Decision, S
         goal: goal.to_owned(),
         budget,
         planner,
-        reason: reason.to_owned(),
+        reason: reason.into(),
     })
 }
 
@@ -263,7 +265,7 @@ fn unknown_function(name: &str, offered: &NameMap, delegate: bool) -> String {
 /// the engine checks whole and whose read-only calls it runs concurrently; the batch's
 /// reason is the first call's. Other decisions keep their place.
 fn batch_calls(decisions: Vec<Decision>) -> Vec<Decision> {
-    fn flush(out: &mut Vec<Decision>, calls: &mut Vec<(String, Value, String)>) {
+    fn flush(out: &mut Vec<Decision>, calls: &mut Vec<(Arc<str>, Arc<Value>, Arc<str>)>) {
         let mut drained = calls.drain(..);
         match (drained.next(), drained.len()) {
             (None, _) => {}

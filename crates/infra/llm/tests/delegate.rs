@@ -348,7 +348,7 @@ async fn a_delegate_call_not_offered_is_the_decision_it_names_for_the_engine_to_
                 goal: "g".into(),
                 budget: BTreeMap::new(),
                 planner: Some("anyone".into()),
-                reason: String::new(),
+                reason: "".into(),
             },
             "{api:?}"
         );

@@ -34,7 +34,7 @@ fn run_in(state: State, evidence: usize) -> Run {
         run.add_evidence(
             EvidenceKind::ToolResult {
                 tool: ToolName::new("fs.read").unwrap(),
-                input: json!({"path": format!("file{i}.txt")}),
+                input: json!({"path": format!("file{i}.txt")}).into(),
                 output: Payload::Inline(json!({"text": "x".repeat(400)})),
                 cached: false,
             },

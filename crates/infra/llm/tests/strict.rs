@@ -193,7 +193,7 @@ async fn compaction_drops_a_reply_with_its_results_and_the_dialogue_stays_valid(
         run.add_evidence(
             rein_run::EvidenceKind::ToolResult {
                 tool: rein_run::ToolName::new("fs.read").unwrap(),
-                input: json!({"path": format!("file{step}.txt")}),
+                input: json!({"path": format!("file{step}.txt")}).into(),
                 output: rein_run::Payload::Inline(json!({"text": "x".repeat(400)})),
                 cached: false,
             },

@@ -95,7 +95,7 @@ mod tests {
     fn result(output: serde_json::Value) -> EvidenceKind {
         EvidenceKind::ToolResult {
             tool: ToolName::new("probe").unwrap(),
-            input: json!({}),
+            input: json!({}).into(),
             output: Payload::Inline(output),
             cached: false,
         }
@@ -104,7 +104,7 @@ mod tests {
     fn failure(message: &str) -> EvidenceKind {
         EvidenceKind::ToolFailure {
             tool: ToolName::new("probe").unwrap(),
-            input: json!({}),
+            input: json!({}).into(),
             error: ToolError::failed(message),
         }
     }
@@ -169,7 +169,7 @@ mod tests {
         );
         let artifact = EvidenceKind::ToolResult {
             tool: ToolName::new("probe").unwrap(),
-            input: json!({}),
+            input: json!({}).into(),
             output: Payload::Artifact(ArtifactLink {
                 id: "ab".repeat(32),
                 checksum: format!("sha256:{}", "ab".repeat(32)),

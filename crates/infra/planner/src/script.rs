@@ -114,6 +114,11 @@ impl Planner for ScriptedPlanner {
     async fn plan(&self, request: PlanRequest<'_>) -> Result<Decision, PlannerError> {
         self.decide(&request)
     }
+
+    /// Always `Some`: a script decides from the request alone.
+    fn try_plan_now(&self, request: &PlanRequest<'_>) -> Option<Result<Decision, PlannerError>> {
+        Some(self.decide(request))
+    }
 }
 
 impl ScriptStep {

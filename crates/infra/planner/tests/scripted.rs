@@ -120,7 +120,7 @@ async fn a_condition_chooses_between_decision_and_otherwise() {
     let tool = ToolName::new("check").unwrap();
     let failed = EvidenceKind::ToolFailure {
         tool: tool.clone(),
-        input: json!({}),
+        input: json!({}).into(),
         error: ToolError::failed("red"),
     };
     let run = run_at("run-1", State::Validate, 0, vec![failed]);

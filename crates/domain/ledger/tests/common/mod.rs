@@ -51,7 +51,7 @@ pub fn every_kind() -> Vec<EntryKind> {
         },
         EntryKind::ToolCall {
             tool: tool.clone(),
-            input,
+            input: input.into(),
             input_hash,
             attempt: 1,
             idempotent: false,
@@ -203,14 +203,14 @@ pub fn entry_kind() -> impl Strategy<Value = EntryKind> {
         (state(), state(), text()).prop_map(|(from, to, reason)| EntryKind::Transition {
             from,
             to,
-            reason
+            reason: reason.into()
         }),
         (tool_name(), json_value(), any::<u32>(), any::<bool>()).prop_map(
             |(tool, input, attempt, idempotent)| {
                 EntryKind::ToolCall {
                     tool,
                     input_hash: Digest::of_json(&input),
-                    input,
+                    input: input.into(),
                     attempt,
                     idempotent,
                 }

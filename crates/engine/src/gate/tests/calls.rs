@@ -175,7 +175,7 @@ fn approval_is_needed_as_the_policy_says() {
 fn open(tool: &str, idempotent: bool) -> OpenAttempt {
     OpenAttempt {
         tool: name(tool),
-        input: Some(json!({"q": 1})),
+        input: Some(json!({"q": 1}).into()),
         attempt: 2,
         idempotent,
     }

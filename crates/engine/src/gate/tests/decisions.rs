@@ -173,7 +173,7 @@ fn a_sequence_stops_at_a_member_that_did_not_take_effect() {
     });
     f.apply(&EntryKind::ToolCall {
         tool: name("look"),
-        input: json!({"q": 1}),
+        input: json!({"q": 1}).into(),
         input_hash: Digest::of_json(&json!({"q": 1})),
         attempt: 1,
         idempotent: true,

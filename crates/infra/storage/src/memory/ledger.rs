@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 
-use rein_ledger::{Entry, Ledger, LedgerStore, LedgerStoreError, LoadedLedger};
+use rein_ledger::{Entry, EntryKind, Ledger, LedgerStore, LedgerStoreError, LoadedLedger};
 use rein_run::RunId;
 
 use super::shard::{Sharded, lock};
@@ -18,9 +18,11 @@ use crate::tip::{Link, Tip};
 /// store: an appended entry must follow the stored chain, and `load` verifies it.
 ///
 /// It keeps what the filesystem store writes: each entry's JSON line
-/// ([`Entry::shared_json_line`]), shared with the entry rather than copied, so an append
-/// costs no encoding and no copy, and a stored entry takes the few hundred bytes of its
-/// line. `load` reads the lines back as the filesystem store does.
+/// ([`Entry::json_line`]), one after the other in one buffer per run, so an append costs
+/// no encoding and, most of the time, no allocation, and a stored entry takes the few
+/// hundred bytes of its line. A run whose drive ended (completed, failed, paused,
+/// interrupted) keeps no spare room. `load` reads the lines back as the filesystem store
+/// does.
 ///
 /// Each run's entries have their own lock, so concurrent runs never wait on each other;
 /// `sync` has nothing to do. Nothing survives the process, so nothing is ever torn.
@@ -90,17 +92,61 @@ struct Stored {
 /// A run's JSON lines, oldest first, and where its chain ends.
 #[derive(Debug)]
 struct Lines {
-    lines: Vec<Arc<[u8]>>,
+    /// The lines, one after the other, each ending in a newline.
+    bytes: Vec<u8>,
+    /// Where each line ends in `bytes`.
+    ends: Vec<usize>,
     tip: Tip,
 }
 
 impl Default for Lines {
     fn default() -> Self {
         Self {
-            lines: Vec::new(),
+            bytes: Vec::new(),
+            ends: Vec::new(),
             tip: Tip::EMPTY,
         }
     }
+}
+
+impl Lines {
+    /// Room a run's buffer starts with: a short run's lines fit without growing it often.
+    const FIRST_BYTES: usize = 8 * 1024;
+    const FIRST_LINES: usize = 32;
+
+    /// Keeps `entry`'s line after the others.
+    fn push(&mut self, entry: &Entry) {
+        if self.ends.is_empty() {
+            self.bytes.reserve(Self::FIRST_BYTES);
+            self.ends.reserve(Self::FIRST_LINES);
+        }
+        self.bytes.extend_from_slice(entry.json_line());
+        self.ends.push(self.bytes.len());
+        if ends_a_drive(entry.event()) {
+            // Nothing may follow for a long time, or ever: no spare room is kept.
+            self.bytes.shrink_to_fit();
+            self.ends.shrink_to_fit();
+        }
+    }
+
+    /// The lines, oldest first.
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.bytes[start..end])
+    }
+}
+
+/// Whether a run's drive stops with this entry: it ended, paused or was interrupted.
+const fn ends_a_drive(event: &EntryKind) -> bool {
+    matches!(
+        event,
+        EntryKind::RunCompleted { .. }
+            | EntryKind::RunFailed { .. }
+            | EntryKind::RunPaused { .. }
+            | EntryKind::RunInterrupted { .. }
+    )
 }
 
 impl MemoryLedgerStore {
@@ -161,7 +207,7 @@ impl MemoryLedgerStore {
         lines
             .tip
             .check(link, || format!("the in-memory ledger of run {run_id}"))?;
-        lines.lines.push(entry.shared_json_line());
+        lines.push(entry);
         lines.tip = Tip::after(link);
         Ok(())
     }
@@ -187,10 +233,18 @@ impl LedgerStore for MemoryLedgerStore {
             .ok_or_else(|| LedgerStoreError::NotFound {
                 run_id: run_id.clone(),
             })?;
-        let lines = lock(&lines).lines.clone();
+        // A copy of the lines, so that appends to the run go on while they are read.
+        let lines = {
+            let lines = lock(&lines);
+            Lines {
+                bytes: lines.bytes.clone(),
+                ends: lines.ends.clone(),
+                tip: lines.tip,
+            }
+        };
         // Reading and verifying every entry: long ledgers are done off the caller's task.
         let owned = run_id.clone();
-        let bytes = lines.iter().map(|line| line.len()).sum();
+        let bytes = lines.bytes.len();
         let verified = blocking::compute(bytes, move || {
             let entries = lines
                 .iter()
