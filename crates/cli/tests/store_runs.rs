@@ -305,18 +305,8 @@ async fn a_run_a_worker_cannot_rebuild_is_named_and_left_for_another_worker() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let pid = worker.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let output = tokio::task::spawn_blocking(move || worker.wait_with_output().unwrap())
-        .await
-        .unwrap();
-    Outcome::of(&output).expect_code(0).stderr_has(&[
+    let stopped = stop_worker(worker).await;
+    stopped.expect_code(0).stderr_has(&[
         &format!("run {id} (lease token 1): cannot be driven here"),
         "gone.json: cannot read the scenario: no such file",
         "left leased until its lease expires",
@@ -328,7 +318,7 @@ async fn a_run_a_worker_cannot_rebuild_is_named_and_left_for_another_worker() {
         .unwrap()
         .get(0);
     assert_eq!(queued, 1);
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("s3cret"));
+    assert!(!stopped.stderr.contains("s3cret"));
 }
 
 /// A fixture that counts its executions, in a scenario with or without a workspace.
