@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// An entry's JSON line, shared rather than copied ([`Entry::shared_json_line`]): what a
+/// An entry's JSON line, shared rather than copied ([`Entry::shared_json_line`](crate::Entry::shared_json_line)): what a
 /// store that keeps or writes the line later holds. It derefs to the line's bytes.
 ///
 /// A line sealed through a [`Chain`](crate::Chain) lives in the chain's line buffer, which
