@@ -105,15 +105,24 @@ pub fn run_id_of(out: &Outcome) -> String {
         .to_owned()
 }
 
-/// Waits until `query` (one bigint, `$1` the run id) counts at least `n`.
+/// Waits until `query` (one bigint, `$1` the run id) counts at least `n`. Bounded (five
+/// minutes, far beyond any healthy wait): a condition that never comes fails the test,
+/// naming it, instead of hanging CI.
 pub async fn until_count(db: &tokio_postgres::Client, query: &str, id: &str, n: i64) {
-    loop {
-        let count: i64 = db.query_one(query, &[&id]).await.unwrap().get(0);
-        if count >= n {
-            return;
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(300), async {
+        loop {
+            let count: i64 = db.query_one(query, &[&id]).await.unwrap().get(0);
+            if count >= n {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "run {id}: `{query}` never counted {n} (is a worker driving it?)"
+    );
 }
 
 /// Counts the entries of kind `kind` in run `$1`'s ledger.
