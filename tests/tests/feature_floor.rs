@@ -9,10 +9,12 @@
 //! Features of the facade's non-optional dependencies (`rein-tools/shell`) are left out on
 //! purpose: that crate is cheap to check again, so its feature sets stay honest.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
+#[path = "support/metadata.rs"]
+mod metadata;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use metadata::cargo_metadata;
 use serde_json::{Value, json};
 
 /// The facade, and the crate that floors its feature checks.
@@ -105,26 +107,6 @@ fn find<'a>(metadata: &'a Value, name: &str) -> &'a Value {
     packages
         .find(|p| p["name"] == name)
         .unwrap_or_else(|| panic!("cargo metadata lists no package {name}"))
-}
-
-/// Runs `cargo metadata --format-version 1 --no-deps` in the workspace root.
-fn cargo_metadata() -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the workspace");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root)
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata failed in {}:\n{}",
-        root.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
 }
 
 #[test]

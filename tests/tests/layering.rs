@@ -8,10 +8,13 @@
 //! The rules are data; `check` applies them and returns every violation, and the unit tests
 //! at the bottom run `check` on synthetic metadata so this test cannot pass by doing nothing.
 
+#[path = "support/metadata.rs"]
+mod metadata;
+
 use std::fmt;
 use std::path::Path;
-use std::process::Command;
 
+use metadata::cargo_metadata;
 use serde_json::{Value, json};
 
 /// Where a member's folder puts it: `(folder, place)`, relative to the workspace root and
@@ -279,26 +282,6 @@ fn matches(pattern: &str, place: &str) -> bool {
             _ => return false,
         }
     }
-}
-
-/// Runs `cargo metadata --format-version 1 --no-deps` in the workspace root.
-fn cargo_metadata() -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the workspace");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root)
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata failed in {}:\n{}",
-        root.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
 }
 
 #[test]
