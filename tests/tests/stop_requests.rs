@@ -185,3 +185,94 @@ async fn an_abort_of_a_run_without_a_handle_reaches_its_child_in_flight() {
     assert_eq!(child.failure().map(|f| f.kind), Some(FailureKind::Aborted));
     engine.verify_tree(&id).await.expect("the tree verifies");
 }
+
+/// Memory stop requests where an operator's abort lands after the driver read the waiting
+/// interrupt and recorded it, just before it clears it (armed once).
+#[derive(Clone, Default)]
+struct AbortBeforeClear {
+    inner: std::sync::Arc<rein::store::MemoryStopRequests>,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl rein::store::StopRequestStore for AbortBeforeClear {
+    async fn request(
+        &self,
+        id: &rein::RunId,
+        request: &StopRequest,
+    ) -> Result<(), rein::store::RunStoreError> {
+        self.inner.request(id, request).await
+    }
+
+    async fn pending(
+        &self,
+        id: &rein::RunId,
+    ) -> Result<Option<StopRequest>, rein::store::RunStoreError> {
+        self.inner.pending(id).await
+    }
+
+    async fn clear(
+        &self,
+        id: &rein::RunId,
+        honoured: &StopRequest,
+    ) -> Result<(), rein::store::RunStoreError> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let abort = StopRequest::new(
+                StopKind::Abort,
+                "dave",
+                "stop it for good",
+                Timestamp::from_unix_millis(2),
+            );
+            self.inner.request(id, &abort).await?;
+        }
+        self.inner.clear(id, honoured).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_abort_asked_while_an_interrupt_is_honoured_is_not_cleared_with_it() {
+    let (slow, gate, _) = gated("slow", Annotations::read_only());
+    let mut steps = walk_to(State::Explore);
+    steps.extend([
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("slow", json!({}), "wait"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!("ok"))),
+    ]);
+    let stops = AbortBeforeClear::default();
+    stops.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let engine = Engine::builder()
+        .tool(slow)
+        .planner(ScriptedPlanner::new(steps))
+        .stop_request_store(stops.clone())
+        .build()
+        .expect("engine builds");
+    let driving = engine.clone();
+    let run = tokio::spawn(async move { driving.run("Fetch it").await });
+    gate.entered().await;
+    let id = engine.list_runs().await.expect("listed").remove(0);
+    engine
+        .request_stop(&id, &request(StopKind::Interrupt))
+        .await
+        .expect("stored");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    gate.release();
+    let mut run = run.await.expect("joined").expect("driven");
+    assert!(
+        !stops.armed.load(std::sync::atomic::Ordering::SeqCst),
+        "the interrupt was never cleared"
+    );
+    // The abort asked between the driver's read and its clear was not cleared with the
+    // interrupt: this drive honours it at its next poll, or the next resume does.
+    if run.status() == RunStatus::Interrupted {
+        let waiting = engine.pending_stop(&id).await.expect("read");
+        assert_eq!(waiting.map(|r| r.by), Some("dave".to_owned()));
+        run = engine.resume(&id).await.expect("resumed");
+    }
+    assert_eq!(run.failure().map(|f| f.kind), Some(FailureKind::Aborted));
+    assert_eq!(
+        run.failure().map(|f| f.message.clone()),
+        Some("aborted by dave: stop it for good".to_owned())
+    );
+}

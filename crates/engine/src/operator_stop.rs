@@ -137,7 +137,8 @@ impl Driver {
                 request: request.clone(),
             })
             .await?;
-        if let Err(e) = store.clear_boxed(&id).await {
+        // Only this request: an abort asked since it was read stays, and is honoured next.
+        if let Err(e) = store.clear_boxed(&id, &request).await {
             // Recorded already: a resume finds it again, sees the run stopped, and the
             // request is honoured once more at worst (an interrupt of an interrupted run).
             tracing::warn!(run_id = %id, error = %e, "cannot clear the run's stop request");

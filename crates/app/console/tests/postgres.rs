@@ -81,8 +81,8 @@ impl StopRequestStore for Stops {
     async fn pending(&self, id: &RunId) -> Result<Option<StopRequest>, RunStoreError> {
         self.0.pending(id).await
     }
-    async fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
-        self.0.clear(id).await
+    async fn clear(&self, id: &RunId, honoured: &StopRequest) -> Result<(), RunStoreError> {
+        self.0.clear(id, honoured).await
     }
 }
 

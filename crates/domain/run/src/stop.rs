@@ -95,7 +95,10 @@ impl StopRequest {
 ///   [`StopRequest::then`] says stands when a request already waits.
 /// - `pending` MUST return `Ok(None)` when no request waits for run `id` (an unknown run
 ///   included) and [`RunStoreError::Corrupt`] for a stored request it cannot read.
-/// - `clear` MUST succeed when nothing waits.
+/// - `clear` MUST forget the waiting request only while it is still the one it is given
+///   (compared whole), and MUST succeed when nothing waits: a request that replaced it
+///   since (an abort asked while the driver recorded an interrupt) stays, and is honoured
+///   next.
 /// - Any process MAY call `request` while another drives the run: the store is the only
 ///   thing they share.
 pub trait StopRequestStore: Send + Sync + 'static {
@@ -112,8 +115,13 @@ pub trait StopRequestStore: Send + Sync + 'static {
         id: &RunId,
     ) -> impl Future<Output = Result<Option<StopRequest>, RunStoreError>> + Send;
 
-    /// Forgets the request for run `id` (it was honoured, or the run ended).
-    fn clear(&self, id: &RunId) -> impl Future<Output = Result<(), RunStoreError>> + Send;
+    /// Forgets the request for run `id` if it is still `honoured` (the one the driver
+    /// recorded): a newer one that replaced it since stays.
+    fn clear(
+        &self,
+        id: &RunId,
+        honoured: &StopRequest,
+    ) -> impl Future<Output = Result<(), RunStoreError>> + Send;
 }
 
 /// The object-safe twin of [`StopRequestStore`], implemented for every stop request store.
@@ -130,7 +138,11 @@ pub trait DynStopRequestStore: Send + Sync + 'static {
         id: &'a RunId,
     ) -> BoxFuture<'a, Result<Option<StopRequest>, RunStoreError>>;
     /// Boxed [`StopRequestStore::clear`].
-    fn clear_boxed<'a>(&'a self, id: &'a RunId) -> BoxFuture<'a, Result<(), RunStoreError>>;
+    fn clear_boxed<'a>(
+        &'a self,
+        id: &'a RunId,
+        honoured: &'a StopRequest,
+    ) -> BoxFuture<'a, Result<(), RunStoreError>>;
 }
 
 impl<S: StopRequestStore> DynStopRequestStore for S {
@@ -147,7 +159,11 @@ impl<S: StopRequestStore> DynStopRequestStore for S {
     ) -> BoxFuture<'a, Result<Option<StopRequest>, RunStoreError>> {
         Box::pin(self.pending(id))
     }
-    fn clear_boxed<'a>(&'a self, id: &'a RunId) -> BoxFuture<'a, Result<(), RunStoreError>> {
-        Box::pin(self.clear(id))
+    fn clear_boxed<'a>(
+        &'a self,
+        id: &'a RunId,
+        honoured: &'a StopRequest,
+    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+        Box::pin(self.clear(id, honoured))
     }
 }

@@ -118,13 +118,23 @@ impl StopRequestStore for PgStopRequests {
         )))
     }
 
-    async fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
+    async fn clear(&self, id: &RunId, honoured: &StopRequest) -> Result<(), RunStoreError> {
         let context = || format!("clearing the stop request of run {id}");
+        let at = i64::try_from(honoured.requested_at.as_unix_millis()).unwrap_or(i64::MAX);
         let client = self.client(context).await?;
+        // Only the request honoured: one that replaced it since (the upsert's row lock
+        // orders the two) stays.
         client
             .execute(
-                "DELETE FROM rein_stop_requests WHERE run_id = $1",
-                &[&id.as_str()],
+                "DELETE FROM rein_stop_requests WHERE run_id = $1 AND kind = $2
+                 AND requested_by = $3 AND reason = $4 AND requested_at_ms = $5",
+                &[
+                    &id.as_str(),
+                    &kind_text(honoured.kind),
+                    &honoured.by,
+                    &honoured.reason,
+                    &at,
+                ],
             )
             .await
             .map_err(|e| backend(context(), e))?;

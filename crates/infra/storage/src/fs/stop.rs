@@ -42,7 +42,7 @@ const LOCK_FILE: &str = ".lock";
 /// let request = StopRequest::new(StopKind::Abort, "alice", "runaway", Timestamp::from_unix_millis(1));
 /// stops.request(&id, &request).await?;
 /// assert_eq!(stops.pending(&id).await?, Some(request));
-/// stops.clear(&id).await?;
+/// stops.clear(&id, &request).await?;
 /// assert_eq!(stops.pending(&id).await?, None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
@@ -162,7 +162,17 @@ impl Inner {
         }
     }
 
-    fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
+    fn clear(&self, id: &RunId, honoured: &StopRequest) -> Result<(), RunStoreError> {
+        // Nothing waits, or something else does: nothing to take, no lock to make.
+        if self.pending(id)?.as_ref() != Some(honoured) {
+            return Ok(());
+        }
+        // Compare and remove under the folder's lock, so that a request written between
+        // the two (an abort after the interrupt being cleared) is never removed with it.
+        let _locked = self.lock()?;
+        if self.pending(id)?.as_ref() != Some(honoured) {
+            return Ok(());
+        }
         let path = self.path(id);
         match fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -189,10 +199,10 @@ impl StopRequestStore for FsStopRequests {
             .map_err(|source| io(format!("reading the stop request of run {id}"), source))?
     }
 
-    async fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
+    async fn clear(&self, id: &RunId, honoured: &StopRequest) -> Result<(), RunStoreError> {
         let inner = Arc::clone(&self.inner);
-        let owned = id.clone();
-        blocking::run(move || Ok(inner.clear(&owned)))
+        let (owned, honoured) = (id.clone(), honoured.clone());
+        blocking::run(move || Ok(inner.clear(&owned, &honoured)))
             .await
             .map_err(|source| io(format!("clearing the stop request of run {id}"), source))?
     }

@@ -59,8 +59,11 @@ impl StopRequestStore for MemoryStopRequests {
         Ok(self.waiting().get(id).cloned())
     }
 
-    async fn clear(&self, id: &RunId) -> Result<(), RunStoreError> {
-        self.waiting().remove(id);
+    async fn clear(&self, id: &RunId, honoured: &StopRequest) -> Result<(), RunStoreError> {
+        let mut waiting = self.waiting();
+        if waiting.get(id) == Some(honoured) {
+            waiting.remove(id);
+        }
         Ok(())
     }
 }

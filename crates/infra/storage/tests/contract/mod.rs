@@ -325,11 +325,12 @@ pub fn stop(kind: StopKind, by: &str, millis: u64) -> StopRequest {
 
 /// Nothing waits at first (an unknown run included); a request is read back whole; a
 /// newer request replaces the waiting one unless it would soften an abort into an
-/// interrupt; runs are apart; `clear` forgets, and succeeds when nothing waits.
+/// interrupt; runs are apart; `clear` forgets only the request it is given (a newer one stays), and succeeds when nothing waits.
 pub async fn stop_request_store<S: StopRequestStore>(store: &S) {
     let (a, b) = (id("stop-a"), id("stop-b"));
+    let nothing = stop(StopKind::Interrupt, "nobody", 0);
     assert_eq!(store.pending(&a).await.unwrap(), None);
-    store.clear(&a).await.unwrap();
+    store.clear(&a, &nothing).await.unwrap();
 
     let first = stop(StopKind::Interrupt, "alice", 1);
     store.request(&a, &first).await.unwrap();
@@ -349,14 +350,17 @@ pub async fn stop_request_store<S: StopRequestStore>(store: &S) {
         .request(&a, &stop(StopKind::Interrupt, "dave", 4))
         .await
         .unwrap();
-    assert_eq!(store.pending(&a).await.unwrap(), Some(abort));
+    assert_eq!(store.pending(&a).await.unwrap(), Some(abort.clone()));
     let again = stop(StopKind::Abort, "erin", 5);
     store.request(&a, &again).await.unwrap();
-    assert_eq!(store.pending(&a).await.unwrap(), Some(again));
+    assert_eq!(store.pending(&a).await.unwrap(), Some(again.clone()));
 
-    store.clear(&a).await.unwrap();
+    // A clear of a request that was replaced since leaves the newer one waiting.
+    store.clear(&a, &abort).await.unwrap();
+    assert_eq!(store.pending(&a).await.unwrap(), Some(again.clone()));
+    store.clear(&a, &again).await.unwrap();
     assert_eq!(store.pending(&a).await.unwrap(), None);
-    store.clear(&a).await.unwrap();
+    store.clear(&a, &again).await.unwrap();
     // After a clear, an interrupt stands again.
     let later = stop(StopKind::Interrupt, "frank", 6);
     store.request(&a, &later).await.unwrap();
