@@ -152,7 +152,7 @@ async fn a_hook_that_allows_changes_nothing() {
         seen[0].tool.as_ref().map(rein::ToolName::as_str),
         Some("look")
     );
-    assert_eq!(seen[0].input, Some(json!({"q": 1})));
+    assert_eq!(seen[0].input.as_deref(), Some(&json!({"q": 1})));
 }
 
 #[tokio::test]
@@ -497,7 +497,7 @@ async fn a_pause_is_shown_to_the_pause_hooks() {
 async fn a_batch_with_a_denied_call_is_refused_whole() {
     let seen = Seen::default();
     let deny_b = hook("no-b", &[HookPoint::BeforeTool], &seen, |p| {
-        if p.input == Some(json!({"q": "b"})) {
+        if p.input.as_deref() == Some(&json!({"q": "b"})) {
             HookVerdict::deny("not b")
         } else {
             HookVerdict::Allow

@@ -62,7 +62,121 @@ async fn every_hook_at_a_point_gets_the_same_payload() {
     // The tool points carry the call.
     let before_tool = first.iter().find(|p| p.point == HookPoint::BeforeTool);
     assert_eq!(
-        before_tool.and_then(|p| p.input.clone()),
+        before_tool.and_then(|p| p.input.as_deref().cloned()),
         Some(json!({"q": 1}))
+    );
+    // A payload a hook kept is never reused for a later point.
+    let end = first.last().expect("asked");
+    assert_eq!(end.point, HookPoint::RunEnd);
+    assert_eq!(end.status, Some(RunStatus::Completed));
+    assert!(end.tool.is_none() && end.input.is_none());
+}
+
+/// What a check saw at one point, taken while it was asked.
+#[derive(Debug, PartialEq)]
+struct Sight {
+    point: HookPoint,
+    step: u32,
+    tool: Option<String>,
+    input: Option<rein::Value>,
+    output: Option<rein::Value>,
+    decided: bool,
+    used_tool_calls: Option<u64>,
+}
+
+#[tokio::test]
+async fn a_payload_reused_point_after_point_shows_each_point_only_its_own_fields() {
+    let (look, _) = echo("look", Annotations::read_only());
+    let planner = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("look", json!({"q": 1}), "look"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
+    ]);
+    let seen: Arc<Mutex<Vec<Sight>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let engine = Engine::builder()
+        .tool(look)
+        .planner(planner)
+        .hook(HookSpec::from_check("watch", HookPoint::ALL, move |p| {
+            log.lock().expect("not poisoned").push(Sight {
+                point: p.point,
+                step: p.step,
+                tool: p.tool.as_ref().map(|t| t.as_str().to_owned()),
+                input: p.input.as_deref().cloned(),
+                output: p.output.clone(),
+                decided: p.decision.is_some(),
+                used_tool_calls: p.used.get(&rein::run::BudgetName::TOOL_CALLS).copied(),
+            });
+            HookVerdict::Allow
+        }))
+        .build()
+        .expect("builds");
+    let run = engine.run("look").await.expect("runs");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+
+    let seen = seen.lock().unwrap();
+    let at = |point: HookPoint| seen.iter().filter(move |s| s.point == point);
+    // The tool points carry the call; no other point carries anything of it.
+    let before = at(HookPoint::BeforeTool).next().expect("asked before the call");
+    assert_eq!(before.tool.as_deref(), Some("look"));
+    assert_eq!(before.input, Some(json!({"q": 1})));
+    let after = at(HookPoint::AfterTool).next().expect("asked after the call");
+    assert_eq!(after.input, Some(json!({"q": 1})));
+    assert!(after.output.is_some(), "{after:?}");
+    assert_eq!(after.used_tool_calls, Some(1));
+    for sight in seen.iter().filter(|s| {
+        !matches!(s.point, HookPoint::BeforeTool | HookPoint::AfterTool)
+    }) {
+        assert!(
+            sight.tool.is_none() && sight.input.is_none() && sight.output.is_none(),
+            "{sight:?} kept a field of an earlier point"
+        );
+        assert_eq!(sight.decided, sight.point == HookPoint::AfterModel, "{sight:?}");
+    }
+    // The budgets used grow as the run goes.
+    let model_points: Vec<(u32, Option<u64>)> = at(HookPoint::BeforeModel)
+        .map(|s| (s.step, s.used_tool_calls))
+        .collect();
+    assert_eq!(model_points, [(0, None), (1, None), (2, Some(1)), (3, Some(1))]);
+}
+
+#[tokio::test]
+async fn a_check_that_panics_before_a_call_denies_it_and_says_so() {
+    let (look, calls) = echo("look", Annotations::read_only());
+    let planner = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("look", json!({"q": 1}), "look"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
+    ]);
+    let engine = Engine::builder()
+        .tool(look)
+        .planner(planner)
+        .hook(HookSpec::from_check("broken", [HookPoint::BeforeTool], |_| {
+            panic!("a bug in the check")
+        }))
+        .build()
+        .expect("builds");
+    let run = engine.run("look").await.expect("runs");
+    assert_eq!(calls.calls(), 0, "a call went out past a panicking check");
+    let ledger = engine.ledger(run.id()).await.expect("a ledger");
+    let verdicts: Vec<String> = ledger
+        .entries()
+        .iter()
+        .filter(|e| matches!(e.event(), rein::ledger::EntryKind::HookVerdicts { .. }))
+        .map(|e| String::from_utf8_lossy(e.json_line()).into_owned())
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert!(
+        verdicts[0].contains("it panicked: a bug in the check"),
+        "{}",
+        verdicts[0]
     );
 }

@@ -98,7 +98,8 @@ fn scenario_text(hooked: bool) -> String {
     let mut scenario = json!({
         "goal": "Look often",
         "tools": [{"fixture": "look", "annotations": {"read_only": true}, "behavior": "echo"}],
-        "policies": {"budgets": {"tool_calls": 1000, "steps": 1000}, "max_steps": 1000},
+        "max_steps": 1000,
+        "policies": {"budgets": {"tool_calls": 1000, "steps": 1000}},
         "planner": {"scripted": script}
     });
     if hooked {

@@ -103,10 +103,11 @@ impl Driver {
                 if !self.hooked(HookPoint::BeforeTool, Some(tool)) {
                     continue;
                 }
-                let mut payload = self.hook_payload(HookPoint::BeforeTool);
-                payload.tool = Some(tool.clone());
-                payload.input = Some(Value::clone(&member.input));
-                payload.batch_index = u32::try_from(index).ok();
+                let payload = self.hook_payload(HookPoint::BeforeTool, |p| {
+                    p.tool = Some(tool.clone());
+                    p.input = Some(Arc::clone(&member.input));
+                    p.batch_index = u32::try_from(index).ok();
+                });
                 let ruled = self.before_hooks(payload, Some(member.input_hash)).await?;
                 if let Some(rejection) = ruled.denied {
                     return self
@@ -298,7 +299,7 @@ impl Driver {
             let error = self.record_outcome(member, outcome).await?;
             let tool = member.entry.spec.name();
             if self.hooked(HookPoint::AfterTool, Some(tool)) {
-                Box::pin(self.after_tool(tool, error.as_ref(), Some(&*member.input))).await;
+                Box::pin(self.after_tool(tool, error.as_ref(), Some(&member.input))).await;
             }
             if let Some(error) = error {
                 failure.get_or_insert((tool.clone(), error));

@@ -67,9 +67,10 @@ impl Driver {
         // is refused whatever else would have become of it.
         let mut hooked = false;
         if self.hooked(HookPoint::BeforeTool, Some(&tool)) {
-            let mut payload = self.hook_payload(HookPoint::BeforeTool);
-            payload.tool = Some(tool.clone());
-            payload.input = Some(Value::clone(&input));
+            let payload = self.hook_payload(HookPoint::BeforeTool, |p| {
+                p.tool = Some(tool.clone());
+                p.input = Some(Arc::clone(&input));
+            });
             let ruled = Box::pin(self.before_hooks(payload, Some(input_hash))).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;

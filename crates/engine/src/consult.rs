@@ -34,17 +34,40 @@ impl Driver {
         self.shared.hooks.iter().any(|h| h.applies(point, tool))
     }
 
-    /// A payload at `point`, where the run stands now.
-    pub(crate) fn hook_payload(&self, point: HookPoint) -> HookPayload {
+    /// A payload at `point`, where the run stands now, for the caller to fill in with `fill`.
+    ///
+    /// One payload serves a run point after point: the last one comes back here once its
+    /// hooks answered (`settle`), and is reset in place when no hook kept it, so a point
+    /// costs no allocation (its `used` map keeps its nodes while the budgets stay the same).
+    pub(crate) fn hook_payload(
+        &mut self,
+        point: HookPoint,
+        fill: impl FnOnce(&mut HookPayload),
+    ) -> Arc<HookPayload> {
         let run = &self.rec.proj.run;
-        let mut payload = HookPayload::new(point, run.id().clone(), run.steps(), run.state());
-        payload.used = run
-            .usage()
-            .iter()
-            .filter(|(_, c)| c.used > 0)
-            .map(|(name, c)| (name.clone(), c.used))
-            .collect::<Spend>();
+        let mut payload = self
+            .hook_scratch
+            .take()
+            .unwrap_or_else(|| Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state())));
+        let fresh;
+        let slot = match Arc::get_mut(&mut payload) {
+            Some(slot) => slot,
+            // A hook kept the last one: this point gets its own.
+            None => {
+                fresh = Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state()));
+                payload = fresh;
+                Arc::get_mut(&mut payload).unwrap_or_else(|| unreachable!("a new Arc is unique"))
+            }
+        };
+        slot.reset(point, run.id(), run.steps(), run.state());
+        used_now(&mut slot.used, run.usage());
+        fill(slot);
         payload
+    }
+
+    /// Keeps `payload` for the next point's [`hook_payload`](Self::hook_payload).
+    fn settle(&mut self, payload: Arc<HookPayload>) {
+        self.hook_scratch = Some(payload);
     }
 
     /// Asks the hooks at `payload`'s point (one that may refuse) and returns the gate's
@@ -52,10 +75,9 @@ impl Driver {
     /// policy narrowing. `input_hash` names the call at the tool points.
     pub(crate) async fn before_hooks(
         &mut self,
-        payload: HookPayload,
+        payload: Arc<HookPayload>,
         input_hash: Option<Digest>,
     ) -> Result<HookRuled, EngineError> {
-        let payload = Arc::new(payload);
         let point = payload.point;
         let recorded = self.rec.proj.hooks_recorded.iter().find(|r| {
             r.step == payload.step
@@ -81,6 +103,7 @@ impl Driver {
                 rulings
             }
         };
+        self.settle(payload);
         let ruled = self.gate().hooks(point, &rulings);
         if !ruled.budgets.is_empty() && ruled.denied.is_none() {
             let hooks: Vec<&str> = rulings
@@ -103,8 +126,9 @@ impl Driver {
 
     /// Asks the hooks at `payload`'s point (one that only observes): what they answer is
     /// dropped, a failure only logged.
-    pub(crate) async fn observe_hooks(&self, payload: HookPayload) {
-        let _ = self.ask(&Arc::new(payload), false).await;
+    pub(crate) async fn observe_hooks(&mut self, payload: Arc<HookPayload>) {
+        let _ = self.ask(&payload, false).await;
+        self.settle(payload);
     }
 
     /// Asks the `run_start` hooks, before the run's first decision: whether the run may go
@@ -113,8 +137,8 @@ impl Driver {
         if !self.hooked(HookPoint::RunStart, None) {
             return Ok(true);
         }
-        let mut payload = self.hook_payload(HookPoint::RunStart);
-        payload.goal = Some(self.rec.proj.run.goal().to_owned());
+        let goal = self.rec.proj.run.goal().to_owned();
+        let payload = self.hook_payload(HookPoint::RunStart, |p| p.goal = Some(goal));
         let ruled = self.before_hooks(payload, None).await?;
         let Some(rejection) = ruled.denied else {
             return Ok(true);
@@ -126,7 +150,7 @@ impl Driver {
     }
 
     /// Shows the `run_end` hooks a run that ended, the `pause` hooks one that paused.
-    pub(crate) async fn after_run(&self) {
+    pub(crate) async fn after_run(&mut self) {
         let run = &self.rec.proj.run;
         let point = match run.status() {
             RunStatus::Completed | RunStatus::Failed => HookPoint::RunEnd,
@@ -136,43 +160,46 @@ impl Driver {
         if !self.hooked(point, None) {
             return;
         }
-        let mut payload = self.hook_payload(point);
-        payload.status = Some(run.status());
-        payload.error = run.failure().map(|f| f.message.clone());
-        payload.question = run.pending_question().map(|q| q.question.clone());
+        let (status, error, question) = (
+            run.status(),
+            run.failure().map(|f| f.message.clone()),
+            run.pending_question().map(|q| q.question.clone()),
+        );
+        let payload = self.hook_payload(point, |p| {
+            p.status = Some(status);
+            p.error = error;
+            p.question = question;
+        });
         self.observe_hooks(payload).await;
     }
 
     /// Shows the `after_tool` hooks how a call of `tool` ended: `error`, or the output the
     /// run's evidence now ends with (and the call's input, from `input` or that evidence).
     pub(crate) async fn after_tool(
-        &self,
+        &mut self,
         tool: &rein_run::ToolName,
         error: Option<&rein_tool::ToolError>,
-        input: Option<&serde_json::Value>,
+        input: Option<&Arc<serde_json::Value>>,
     ) {
-        let mut payload = self.hook_payload(HookPoint::AfterTool);
-        payload.tool = Some(tool.clone());
-        payload.input = input.cloned();
+        let mut input = input.cloned();
+        let (mut output, mut failed) = (None, None);
         match error {
-            Some(error) => payload.error = Some(error.about(tool)),
+            Some(error) => failed = Some(error.about(tool)),
             None => {
                 if let Some(rein_run::Evidence {
                     kind:
                         rein_run::EvidenceKind::ToolResult {
                             tool: of,
-                            input,
-                            output,
+                            input: used,
+                            output: out,
                             ..
                         },
                     ..
                 }) = self.rec.proj.run.evidence().last()
                     && of == tool
                 {
-                    payload
-                        .input
-                        .get_or_insert_with(|| serde_json::Value::clone(input));
-                    payload.output = Some(match output {
+                    input.get_or_insert_with(|| Arc::clone(used));
+                    output = Some(match out {
                         rein_run::Payload::Inline(value) => value.clone(),
                         artifact @ rein_run::Payload::Artifact(_) => {
                             serde_json::to_value(artifact).unwrap_or_default()
@@ -181,6 +208,12 @@ impl Driver {
                 }
             }
         }
+        let payload = self.hook_payload(HookPoint::AfterTool, |p| {
+            p.tool = Some(tool.clone());
+            p.input = input;
+            p.output = output;
+            p.error = failed;
+        });
         self.observe_hooks(payload).await;
     }
 
@@ -196,7 +229,13 @@ impl Driver {
             .iter()
             .filter(|h| h.applies(payload.point, tool))
         {
-            match ask_one(spec, payload).await {
+            // A check that answers without a future (`HookSpec::from_check`) costs no box,
+            // no timer and no future of `ask_one`'s.
+            let answer = match ask_now(spec, payload) {
+                Some(answer) => answer,
+                None => ask_one(spec, payload).await,
+            };
+            match answer {
                 Ok(HookVerdict::Allow) => {}
                 Ok(HookVerdict::Deny { reason }) => {
                     let reason = if reason.trim().is_empty() {
@@ -223,6 +262,18 @@ impl Driver {
             }
         }
         rulings
+    }
+}
+
+/// The verdict of a hook that answers at once, or why it has none (it panicked); `None`
+/// for a hook that answers through a future.
+fn ask_now(spec: &HookSpec, payload: &HookPayload) -> Option<Result<HookVerdict, String>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| spec.hook().ask_now(payload))) {
+        Ok(answer) => answer.map(Ok),
+        Err(panic) => Some(Err(format!(
+            "it panicked: {}",
+            panic_message(panic.as_ref())
+        ))),
     }
 }
 
@@ -261,4 +312,32 @@ fn clip(text: &str) -> String {
         None => text.to_owned(),
         Some((end, _)) => format!("{}…", &text[..end]),
     }
+}
+
+/// Brings `used` (a payload's) to what `usage` says was used of each budget, leaving out
+/// the budgets not used yet: in place, so that a map whose budgets stay the same keeps its
+/// nodes.
+fn used_now(used: &mut Spend, usage: &rein_run::BudgetUsage) {
+    // One pass over both (each is ordered by name): update while the names agree.
+    let mut held = used.iter_mut();
+    let mut same = true;
+    for (name, counter) in usage.iter().filter(|(_, c)| c.used > 0) {
+        match held.next() {
+            Some((was, value)) if was == name => *value = counter.used,
+            _ => {
+                same = false;
+                break;
+            }
+        }
+    }
+    if same && held.next().is_none() {
+        return;
+    }
+    used.clear();
+    used.extend(
+        usage
+            .iter()
+            .filter(|(_, c)| c.used > 0)
+            .map(|(name, c)| (name.clone(), c.used)),
+    );
 }

@@ -60,6 +60,9 @@ pub(crate) struct Driver {
     /// The earlier runs of the conversation this run follows up on, oldest first (empty
     /// for a run that follows up on none).
     pub(crate) conversation: Arc<[rein_run::EarlierRun]>,
+    /// The hook payload of the last point, back once its hooks answered: the next point
+    /// reuses it when no hook kept it (`consult`).
+    pub(crate) hook_scratch: Option<Arc<crate::hook::HookPayload>>,
 }
 
 /// What a resume left for the step it finishes, read from the ledger the run was opened
@@ -208,6 +211,7 @@ impl Driver {
             resume: Resume::default(),
             sub: crate::children::SubState::default(),
             conversation: Arc::from([]),
+            hook_scratch: None,
         }
     }
 
@@ -342,7 +346,7 @@ impl Driver {
             events.step_started(self.rec.steps(), self.rec.state());
         }
         if self.hooked(HookPoint::BeforeModel, None) {
-            let payload = self.hook_payload(HookPoint::BeforeModel);
+            let payload = self.hook_payload(HookPoint::BeforeModel, |_| {});
             let ruled = Box::pin(self.before_hooks(payload, None)).await?;
             if let Some(rejection) = ruled.denied {
                 self.reject(rejection).await?;
@@ -385,8 +389,9 @@ impl Driver {
             }
         };
         if self.hooked(HookPoint::AfterModel, None) {
-            let mut payload = self.hook_payload(HookPoint::AfterModel);
-            payload.decision = serde_json::to_value(&decision).ok();
+            let payload = self.hook_payload(HookPoint::AfterModel, |p| {
+                p.decision = Some(decision.clone());
+            });
             Box::pin(self.observe_hooks(payload)).await;
         }
         if depth::decision_too_deep(&decision) {

@@ -36,7 +36,7 @@ impl Hook for RecordedHook {
             payload.step,
             payload.point,
             payload.tool.clone(),
-            payload.input.as_ref().map(Digest::of_json),
+            payload.input.as_deref().map(Digest::of_json),
             self.name.clone(),
         );
         Ok(self

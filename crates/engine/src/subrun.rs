@@ -131,8 +131,7 @@ impl Driver {
                 .await;
         }
         if self.hooked(HookPoint::ChildStart, None) {
-            let mut payload = self.hook_payload(HookPoint::ChildStart);
-            payload.goal = Some(goal.clone());
+            let payload = self.hook_payload(HookPoint::ChildStart, |p| p.goal = Some(goal.clone()));
             let ruled = Box::pin(self.before_hooks(payload, None)).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
@@ -466,10 +465,16 @@ impl Driver {
             })
             .await?;
         if self.hooked(HookPoint::ChildEnd, None) {
-            let mut payload = self.hook_payload(HookPoint::ChildEnd);
-            payload.child = Some(run.id().clone());
-            payload.status = Some(run.status());
-            payload.error = run.failure().map(|f| f.message.clone());
+            let (child, status, error) = (
+                run.id().clone(),
+                run.status(),
+                run.failure().map(|f| f.message.clone()),
+            );
+            let payload = self.hook_payload(HookPoint::ChildEnd, |p| {
+                p.child = Some(child);
+                p.status = Some(status);
+                p.error = error;
+            });
             self.observe_hooks(payload).await;
         }
         Ok(())

@@ -726,10 +726,10 @@ fn w1b() {
 /// `builder` with `hooks` in-process hooks that allow everything, asked at every point.
 fn allow_all_hooks(builder: EngineBuilder, hooks: usize) -> EngineBuilder {
     (0..hooks).fold(builder, |builder, i| {
-        builder.hook(rein::hook::HookSpec::from_fn(
+        builder.hook(rein::hook::HookSpec::from_check(
             format!("allow-{i}"),
             rein::hook::HookPoint::ALL,
-            |_| async { rein::hook::HookVerdict::Allow },
+            |_| rein::hook::HookVerdict::Allow,
         ))
     })
 }

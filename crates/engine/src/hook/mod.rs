@@ -3,8 +3,10 @@
 //! approval, lower a budget's limit). A hook never widens and never rewrites a tool's input
 //! or a model's reply: a planner proposes, a hook only narrows.
 //!
-//! A hook is any [`Hook`] (a plain `async fn check`), or a closure through
-//! [`HookSpec::from_fn`]; a [`HookSpec`] says where it is asked ([`HookPoint`]s, and at the
+//! A hook is any [`Hook`] (a plain `async fn check`), or a closure: a check that only looks
+//! at the payload through [`HookSpec::from_check`] (asked without a future or a timer, the
+//! cheapest hook there is), one that must wait on something through [`HookSpec::from_fn`];
+//! a [`HookSpec`] says where it is asked ([`HookPoint`]s, and at the
 //! tool points which tools, as a [`ToolGlob`]) and how long it may take. Register it with
 //! [`EngineBuilder::hook`](crate::EngineBuilder::hook). The hooks of a point are asked one
 //! after another **in registration order**, on the run's own task (a slow hook slows only
@@ -20,7 +22,7 @@
 //! use rein_run::{Decision, RunStatus, State};
 //! use serde_json::json;
 //!
-//! let no_deletes = HookSpec::from_fn("no-deletes", [HookPoint::BeforeTool], |call| async move {
+//! let no_deletes = HookSpec::from_check("no-deletes", [HookPoint::BeforeTool], |call| {
 //!     match call.tool.as_ref().map(|t| t.as_str()) {
 //!         Some("rm") => HookVerdict::deny("deleting is not allowed here"),
 //!         Some("write") => HookVerdict::Narrow(Narrowing::require_approval("writes need a person")),
@@ -71,7 +73,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_run::{BoxFuture, BudgetName, RunId, RunStatus, Spend, State, ToolName};
+use rein_run::{BoxFuture, BudgetName, Decision, RunId, RunStatus, Spend, State, ToolName};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -177,9 +179,9 @@ pub struct HookPayload {
     /// The tool (the tool points).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<ToolName>,
-    /// The call's input (the tool points).
+    /// The call's input (the tool points), shared with the call's decision.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<Value>,
+    pub input: Option<Arc<Value>>,
     /// The call's index in its batch, for a call of a `call_tools` batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_index: Option<u32>,
@@ -190,9 +192,9 @@ pub struct HookPayload {
     /// What went wrong (`after_tool` when the call failed, `run_end` when the run failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The decision the planner proposed (`after_model`).
+    /// The decision the planner proposed (`after_model`), as the planner gave it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Value>,
+    pub decision: Option<Decision>,
     /// The child run (`child_end`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub child: Option<RunId>,
@@ -227,6 +229,28 @@ impl HookPayload {
             status: None,
             used: Spend::new(),
         }
+    }
+
+    /// Makes this payload one at `point` of run `run`, at `step` in `state`, with nothing
+    /// else but `used`, which the caller brings up to date: the engine reuses one payload a
+    /// run, point after point, when no hook kept the last one.
+    pub(crate) fn reset(&mut self, point: HookPoint, run: &RunId, step: u32, state: State) {
+        self.point = point;
+        if self.run != *run {
+            self.run = run.clone();
+        }
+        self.step = step;
+        self.state = state;
+        self.goal = None;
+        self.tool = None;
+        self.input = None;
+        self.batch_index = None;
+        self.output = None;
+        self.error = None;
+        self.decision = None;
+        self.child = None;
+        self.question = None;
+        self.status = None;
     }
 }
 
@@ -307,6 +331,32 @@ pub(crate) trait Ask: Send + Sync + 'static {
         &'a self,
         payload: &'a Arc<HookPayload>,
     ) -> BoxFuture<'a, Result<HookVerdict, HookError>>;
+
+    /// The hook's verdict on `payload` at once, for a hook that needs no future (a
+    /// [`HookSpec::from_check`] closure): no box, no timer. `None`: ask through [`ask`](Ask::ask).
+    fn ask_now(&self, _payload: &HookPayload) -> Option<HookVerdict> {
+        None
+    }
+}
+
+/// A synchronous closure as a hook ([`HookSpec::from_check`]).
+struct CheckHook<F>(F);
+
+impl<F> Ask for CheckHook<F>
+where
+    F: Fn(&HookPayload) -> HookVerdict + Send + Sync + 'static,
+{
+    fn ask<'a>(
+        &'a self,
+        payload: &'a Arc<HookPayload>,
+    ) -> BoxFuture<'a, Result<HookVerdict, HookError>> {
+        // Called inside the future, so that a closure that panics is caught with it.
+        Box::pin(async move { Ok((self.0)(payload)) })
+    }
+
+    fn ask_now(&self, payload: &HookPayload) -> Option<HookVerdict> {
+        Some((self.0)(payload))
+    }
 }
 
 /// A [`Hook`], asked through its `check`.
@@ -403,6 +453,36 @@ impl HookSpec {
         Fut: Future<Output = HookVerdict> + Send + 'static,
     {
         Self::asking(name, points, FnHook(check))
+    }
+
+    /// A synchronous check as a hook: `check` looks at the point's payload and answers at
+    /// once. The engine calls it on the run's task without a future or a timer (so its
+    /// timeout does not apply: it must not block); a panic is caught and, before an action,
+    /// denies. For a hook that waits on something (a service, a file), use
+    /// [`from_fn`](Self::from_fn) or a [`Hook`].
+    ///
+    /// ```
+    /// use rein_engine::hook::{HookPoint, HookSpec, HookVerdict};
+    ///
+    /// let no_prod = HookSpec::from_check("no-prod", [HookPoint::BeforeTool], |call| {
+    ///     match &call.input {
+    ///         Some(input) if input.to_string().contains("prod") => {
+    ///             HookVerdict::deny("nothing touches production from here")
+    ///         }
+    ///         _ => HookVerdict::Allow,
+    ///     }
+    /// });
+    /// # let _ = no_prod;
+    /// ```
+    pub fn from_check<F>(
+        name: impl Into<String>,
+        points: impl IntoIterator<Item = HookPoint>,
+        check: F,
+    ) -> Self
+    where
+        F: Fn(&HookPayload) -> HookVerdict + Send + Sync + 'static,
+    {
+        Self::asking(name, points, CheckHook(check))
     }
 
     /// Asked at the tool points only about tools whose names match `tools` (the other

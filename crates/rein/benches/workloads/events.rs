@@ -1,7 +1,9 @@
 //! W1E: what following a run live costs it. W1 run through `Engine::run` (no event
-//! channel at all), next to W1 started through `Engine::start` with a subscriber that
-//! never reads (every entry, the typed events read off them and each step's start go into
-//! its ring, which drops the oldest once full), and with a subscriber that reads every
+//! channel at all); W1 started through `Engine::start` with nobody subscribed (its handle
+//! keeps the run's ring, so that a later subscriber is told what it missed: what starting
+//! a run on its own task costs); started with a subscriber that never reads (every entry's
+//! line and each step's start go into its ring, which drops the oldest once full: what the
+//! subscriber costs is this against the one before); and with a subscriber that reads every
 //! event.
 
 use std::hint::black_box;
@@ -47,6 +49,9 @@ pub(crate) fn w1e() {
                         black_box(run_w1(&engine).await);
                     }
                     1 => {
+                        black_box(started_unwatched(&engine).await);
+                    }
+                    2 => {
                         black_box(followed_unread(&engine).await);
                     }
                     _ => {
@@ -67,13 +72,22 @@ pub(crate) fn w1e() {
             (start.elapsed(), batch)
         })
     };
-    let figures = repeat_each(&mut [&mut || timed(0), &mut || timed(1), &mut || timed(2)]);
-    let [plain, unread, read] = [figures[0], figures[1], figures[2]];
+    let figures = repeat_each(&mut [
+        &mut || timed(0),
+        &mut || timed(1),
+        &mut || timed(2),
+        &mut || timed(3),
+    ]);
+    let [plain, started, unread, read] = [figures[0], figures[1], figures[2], figures[3]];
     let per_decision = |f: crate::common::Figure| f.scaled(1e-3 / DECISIONS as f64);
     println!("\nW1E W1 followed live: a subscriber that never reads, one that reads everything");
     println!(
         "    run, no channel      {} µs/decision",
         per_decision(plain).show(3)
+    );
+    println!(
+        "    start, nobody        {} µs/decision",
+        per_decision(started).show(3)
     );
     println!(
         "    start, never read    {} µs/decision",
@@ -82,6 +96,14 @@ pub(crate) fn w1e() {
     println!(
         "    start, read all      {} µs/decision",
         per_decision(read).show(3)
+    );
+    println!(
+        "    never read / nobody  {:.3}x  (what a subscriber that never reads costs the run)",
+        unread.median / started.median
+    );
+    println!(
+        "    nobody / run         {:.2}x  (what starting the run on its own task costs)",
+        started.median / plain.median
     );
     println!(
         "    never read / run     {:.2}x",
