@@ -108,7 +108,7 @@ impl Driver {
                     p.input = Some(Arc::clone(&member.input));
                     p.batch_index = u32::try_from(index).ok();
                 });
-                let ruled = self.before_hooks(payload, Some(member.input_hash)).await?;
+                let ruled = self.rule_hooks(payload, Some(member.input_hash)).await?;
                 if let Some(rejection) = ruled.denied {
                     return self
                         .reject(Rejection::InBatch {

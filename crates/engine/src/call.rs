@@ -71,7 +71,7 @@ impl Driver {
                 p.tool = Some(tool.clone());
                 p.input = Some(Arc::clone(&input));
             });
-            let ruled = Box::pin(self.before_hooks(payload, Some(input_hash))).await?;
+            let ruled = self.rule_hooks(payload, Some(input_hash)).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }

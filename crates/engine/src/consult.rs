@@ -5,12 +5,14 @@
 //! recorded; a resume that finds the entry rules on it again without asking. At a point
 //! that only observes, the hooks are asked and their verdicts dropped.
 
+use std::future::Ready;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
+use futures_util::future::Either;
 use rein_ledger::{EntryKind, HookOutcome, HookPoint, HookRuling};
-use rein_run::{Digest, FailureKind, RunStatus, Spend, ToolName};
+use rein_run::{BoxFuture, Digest, FailureKind, RunStatus, Spend, ToolName};
 
 use crate::driver::{Driver, panic_message};
 use crate::error::EngineError;
@@ -70,13 +72,67 @@ impl Driver {
         self.hook_scratch = Some(payload);
     }
 
-    /// Asks the hooks at `payload`'s point (one that may refuse) and returns the gate's
-    /// ruling on their verdicts; a budget a hook lowered is lowered here, as a recorded
-    /// policy narrowing. `input_hash` names the call at the tool points.
-    pub(crate) async fn before_hooks(
+    /// The gate's ruling on the hooks at `payload`'s point (one that may refuse): at once,
+    /// with no future, when every hook asked there answers without one, all allow, and
+    /// nothing is on record for the point; otherwise through [`before_hooks`](Self::before_hooks),
+    /// boxed (a run without hooks keeps a small step future), without asking again the
+    /// hooks already asked.
+    pub(crate) fn rule_hooks(
         &mut self,
         payload: Arc<HookPayload>,
         input_hash: Option<Digest>,
+    ) -> Either<Ready<Result<HookRuled, EngineError>>, BoxFuture<'_, Result<HookRuled, EngineError>>>
+    {
+        let on_record = self.rec.proj.hooks_recorded.iter().any(|r| {
+            r.step == payload.step
+                && r.point == payload.point
+                && r.tool == payload.tool
+                && r.input_hash == input_hash
+        });
+        let asked = if on_record {
+            None
+        } else {
+            self.rulings_now(&payload)
+        };
+        if asked.as_ref().is_some_and(Vec::is_empty) {
+            let point = payload.point;
+            self.settle(payload);
+            return Either::Left(std::future::ready(Ok(self.gate().hooks(point, &[]))));
+        }
+        Either::Right(Box::pin(self.before_hooks(payload, input_hash, asked)))
+    }
+
+    /// The rulings of the hooks at `payload`'s point, asked at once, when every one of them
+    /// answers without a future (`HookSpec::from_check`); `None` when one does not (none
+    /// is asked then).
+    fn rulings_now(&self, payload: &HookPayload) -> Option<Vec<HookRuling>> {
+        let tool = payload.tool.as_ref().map(rein_run::ToolName::as_str);
+        let asked = || {
+            self.shared
+                .hooks
+                .iter()
+                .filter(move |h| h.applies(payload.point, tool))
+        };
+        if !asked().all(|h| h.hook().answers_now()) {
+            return None;
+        }
+        let mut rulings = Vec::new();
+        for spec in asked() {
+            if let Some(answer) = ask_now(spec, payload) {
+                take(spec, payload, answer, true, &mut rulings);
+            }
+        }
+        Some(rulings)
+    }
+
+    /// Asks the hooks at `payload`'s point (one that may refuse) and returns the gate's
+    /// ruling on their verdicts; a budget a hook lowered is lowered here, as a recorded
+    /// policy narrowing. `input_hash` names the call at the tool points.
+    async fn before_hooks(
+        &mut self,
+        payload: Arc<HookPayload>,
+        input_hash: Option<Digest>,
+        asked: Option<Vec<HookRuling>>,
     ) -> Result<HookRuled, EngineError> {
         let point = payload.point;
         let recorded = self.rec.proj.hooks_recorded.iter().find(|r| {
@@ -88,7 +144,10 @@ impl Driver {
         let rulings = match recorded {
             Some(recorded) => recorded.rulings.clone(),
             None => {
-                let rulings = self.ask(&payload, true).await;
+                let rulings = match asked {
+                    Some(rulings) => rulings,
+                    None => self.ask(&payload, true).await,
+                };
                 if !rulings.is_empty() {
                     self.rec
                         .record(EntryKind::HookVerdicts {
@@ -139,7 +198,7 @@ impl Driver {
         }
         let goal = self.rec.proj.run.goal().to_owned();
         let payload = self.hook_payload(HookPoint::RunStart, |p| p.goal = Some(goal));
-        let ruled = self.before_hooks(payload, None).await?;
+        let ruled = self.rule_hooks(payload, None).await?;
         let Some(rejection) = ruled.denied else {
             return Ok(true);
         };
@@ -235,33 +294,46 @@ impl Driver {
                 Some(answer) => answer,
                 None => ask_one(spec, payload).await,
             };
-            match answer {
-                Ok(HookVerdict::Allow) => {}
-                Ok(HookVerdict::Deny { reason }) => {
-                    let reason = if reason.trim().is_empty() {
-                        "it denied without giving a reason".to_owned()
-                    } else {
-                        reason
-                    };
-                    rulings.push(ruling(spec, HookOutcome::Deny, &reason));
-                }
-                Ok(HookVerdict::Narrow(narrowing)) => {
-                    rulings.push(ruling(
-                        spec,
-                        narrowing.outcome().clone(),
-                        narrowing.reason(),
-                    ));
-                }
-                Err(why) if fail_closed => {
-                    let reason = format!("{why}; hooks asked before an action fail closed");
-                    rulings.push(ruling(spec, HookOutcome::Deny, &reason));
-                }
-                Err(why) => {
-                    tracing::warn!(hook = %spec.id().name, point = %payload.point, %why, "a hook failed");
-                }
-            }
+            take(spec, payload, answer, fail_closed, &mut rulings);
         }
         rulings
+    }
+}
+
+/// Adds to `rulings` what `spec`'s `answer` at `payload`'s point says, unless it allows.
+/// With `fail_closed`, a hook that failed denies, saying why; otherwise its failure is
+/// only logged.
+fn take(
+    spec: &HookSpec,
+    payload: &HookPayload,
+    answer: Result<HookVerdict, String>,
+    fail_closed: bool,
+    rulings: &mut Vec<HookRuling>,
+) {
+    match answer {
+        Ok(HookVerdict::Allow) => {}
+        Ok(HookVerdict::Deny { reason }) => {
+            let reason = if reason.trim().is_empty() {
+                "it denied without giving a reason".to_owned()
+            } else {
+                reason
+            };
+            rulings.push(ruling(spec, HookOutcome::Deny, &reason));
+        }
+        Ok(HookVerdict::Narrow(narrowing)) => {
+            rulings.push(ruling(
+                spec,
+                narrowing.outcome().clone(),
+                narrowing.reason(),
+            ));
+        }
+        Err(why) if fail_closed => {
+            let reason = format!("{why}; hooks asked before an action fail closed");
+            rulings.push(ruling(spec, HookOutcome::Deny, &reason));
+        }
+        Err(why) => {
+            tracing::warn!(hook = %spec.id().name, point = %payload.point, %why, "a hook failed");
+        }
     }
 }
 

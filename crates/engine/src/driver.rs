@@ -347,7 +347,7 @@ impl Driver {
         }
         if self.hooked(HookPoint::BeforeModel, None) {
             let payload = self.hook_payload(HookPoint::BeforeModel, |_| {});
-            let ruled = Box::pin(self.before_hooks(payload, None)).await?;
+            let ruled = self.rule_hooks(payload, None).await?;
             if let Some(rejection) = ruled.denied {
                 self.reject(rejection).await?;
                 return Ok(Flow::Continue);

@@ -132,7 +132,7 @@ impl Driver {
         }
         if self.hooked(HookPoint::ChildStart, None) {
             let payload = self.hook_payload(HookPoint::ChildStart, |p| p.goal = Some(goal.clone()));
-            let ruled = Box::pin(self.before_hooks(payload, None)).await?;
+            let ruled = self.rule_hooks(payload, None).await?;
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }

@@ -337,6 +337,11 @@ pub(crate) trait Ask: Send + Sync + 'static {
     fn ask_now(&self, _payload: &HookPayload) -> Option<HookVerdict> {
         None
     }
+
+    /// Whether [`ask_now`](Ask::ask_now) always answers.
+    fn answers_now(&self) -> bool {
+        false
+    }
 }
 
 /// A synchronous closure as a hook ([`HookSpec::from_check`]).
@@ -356,6 +361,10 @@ where
 
     fn ask_now(&self, payload: &HookPayload) -> Option<HookVerdict> {
         Some((self.0)(payload))
+    }
+
+    fn answers_now(&self) -> bool {
+        true
     }
 }
 
