@@ -16,8 +16,9 @@ use crate::attempts::{AttemptEvent, Sampling};
 use crate::events::Subscribers;
 
 tokio::task_local! {
-    /// The scope of the tool call the current task runs.
-    static CALL: Arc<RunCall>;
+    /// The scope of the tool call the current task runs: held inline, so that a call whose
+    /// tool never asks for it allocates nothing.
+    static CALL: RunCall;
 }
 
 /// Finds the run's side of the tool call running in the current task: give it to the
@@ -34,12 +35,13 @@ pub struct CurrentCall;
 
 impl CallScopes for CurrentCall {
     fn current(&self) -> Option<Arc<dyn CallScope>> {
-        CALL.try_with(|call| Arc::clone(call) as Arc<dyn CallScope>)
+        CALL.try_with(|call| Arc::new(call.clone()) as Arc<dyn CallScope>)
             .ok()
     }
 }
 
 /// A tool call in flight, as its run offers it.
+#[derive(Clone)]
 pub(crate) struct RunCall {
     tool: ToolName,
     events: Option<Arc<Subscribers>>,
@@ -60,7 +62,7 @@ impl RunCall {
 
     /// Runs `call` inside this scope.
     pub(crate) async fn scope<F: Future>(self, call: F) -> F::Output {
-        CALL.scope(Arc::new(self), call).await
+        CALL.scope(self, call).await
     }
 }
 
