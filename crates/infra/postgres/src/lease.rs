@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use rein_run::{Fenced, RunId};
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::Row;
 
 use crate::{PgError, PgStores};
 
@@ -102,12 +102,56 @@ pub(crate) fn millis(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 
+/// The lease row of the run `$1` as a `WITH` query named `lease` (`fencing_token`, and
+/// `live`: it has not expired by the database's clock), read `FOR SHARE`.
+///
+/// This is what fences a write made in the same statement, under `READ COMMITTED`. The
+/// row is locked when the statement reads it and stays locked until the statement's
+/// (autocommit) transaction commits, so a takeover (an `UPDATE` of that row) that comes
+/// later waits for the write to commit: the write lands before the takeover, under the
+/// old token. A takeover that came earlier but has not committed makes the read wait for
+/// it; once it commits, `FOR SHARE` reads the row's newest version (`READ COMMITTED`
+/// re-reads a row it had to wait for), with the new token, and the write is refused. A
+/// takeover committed before the statement began is in its snapshot. In every order the
+/// token the write is checked against is the one the row holds when the write commits.
+/// `MATERIALIZED`: the row is read (and locked) once, whatever the statement then asks of
+/// it.
+macro_rules! lease_cte {
+    () => {
+        "lease AS MATERIALIZED (
+             SELECT fencing_token, expires_at > now() AS live
+             FROM rein_leases WHERE run_id = $1 FOR SHARE
+         )"
+    };
+}
+pub(crate) use lease_cte;
+
+/// A condition on [`lease_cte!`]'s row: a writer holding the token `$token` (a `bigint`
+/// parameter; `NULL` for a writer without a lease) may write. The rule of [`verdict`], in
+/// SQL: a holder only while the row carries its token, a writer without a lease only while
+/// nobody holds a live one.
+macro_rules! lease_allows {
+    ($token:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $token,
+            "::bigint IS NULL THEN NOT EXISTS (SELECT 1 FROM lease WHERE live)
+                  ELSE EXISTS (SELECT 1 FROM lease WHERE fencing_token = ",
+            $token,
+            "::bigint) END"
+        )
+    };
+}
+pub(crate) use lease_allows;
+
 /// Checks, inside the transaction `tx` that is about to write for `run_id`, that this
 /// process may write it: `Ok(token)` to record with the write, or [`Fenced`].
 ///
 /// The lease row is read `FOR SHARE`: a takeover (an `UPDATE` of that row) waits for this
 /// transaction to end, and a write that waited for a takeover sees its new token. So a
 /// write either commits before the takeover, under the old holder's token, or is refused.
+/// (The single-statement writes, an append and a snapshot save, check the same way with
+/// [`lease_cte!`] and [`lease_allows!`].)
 pub(crate) async fn check(
     tx: &Transaction<'_>,
     held: &Held,
@@ -115,31 +159,31 @@ pub(crate) async fn check(
 ) -> Result<Result<Option<i64>, Fenced>, tokio_postgres::Error> {
     let mine = held.token(run_id);
     let row = tx
-        .query_opt(&statement(tx).await?, &[&run_id.as_str()])
+        .query_opt(
+            concat!(
+                "WITH ",
+                lease_cte!(),
+                " SELECT fencing_token, live FROM lease"
+            ),
+            &[&run_id.as_str()],
+        )
         .await?;
-    Ok(verdict(run_id, mine, row.as_ref()))
+    Ok(verdict(
+        run_id,
+        mine,
+        row.map(|row| (row.get(0), row.get(1))),
+    ))
 }
 
-/// The statement [`check`] runs, prepared once per connection: a writer that sends it in
-/// one pipeline with its write (and keeps the write only on a good [`verdict`]) checks its
-/// lease without a round trip of its own. The write may even reach the server first: the
-/// lease row is read in the same transaction before it commits, which is what fences.
-pub(crate) async fn statement(tx: &Transaction<'_>) -> Result<Statement, tokio_postgres::Error> {
-    tx.prepare_cached(
-        "SELECT fencing_token, expires_at > now() FROM rein_leases WHERE run_id = $1 FOR SHARE",
-    )
-    .await
-}
-
-/// What the lease row `row` ([`statement`]'s answer, if any) says of a writer of `run_id`
-/// holding the token `mine` (none: a writer without a lease): `Ok(token)` to record with
-/// the write ([`recorded`]`(mine)`), or [`Fenced`].
+/// What the lease row (its token and whether it is live, if the run has one) says of a
+/// writer of `run_id` holding the token `mine` (none: a writer without a lease):
+/// `Ok(token)` to record with the write ([`recorded`]`(mine)`), or [`Fenced`].
 pub(crate) fn verdict(
     run_id: &RunId,
     mine: Option<u64>,
-    row: Option<&Row>,
+    row: Option<(i64, bool)>,
 ) -> Result<Option<i64>, Fenced> {
-    let current = row.map(|row| (token_of(row.get(0)), row.get::<_, bool>(1)));
+    let current = row.map(|(token, live)| (token_of(token), live));
     match (mine, current) {
         (Some(mine), Some((now, _))) if now == mine => Ok(recorded(Some(mine))),
         (Some(mine), current) => Err(Fenced {
@@ -155,6 +199,13 @@ pub(crate) fn verdict(
         }),
         (None, _) => Ok(None),
     }
+}
+
+/// The lease row as a single-statement write returns it: the token in column `at` and
+/// whether it is live in the next, both `NULL` when the run has no lease.
+pub(crate) fn returned(row: &Row, at: usize) -> Option<(i64, bool)> {
+    row.get::<_, Option<i64>>(at)
+        .map(|token| (token, row.get::<_, Option<bool>>(at + 1).unwrap_or(false)))
 }
 
 /// The token a write by a holder of `mine` records, when its [`verdict`] lets it write.

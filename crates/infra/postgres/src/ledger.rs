@@ -16,9 +16,10 @@ use crate::stores::Shared;
 /// in `PostgreSQL` exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
 /// the file.
 ///
-/// - **Append.** One transaction per entry: the lease check (when this process holds the
-///   run's lease, the row records its fencing token), the chain check (the entry must
-///   follow the last stored one) and the insert. Committed means durable
+/// - **Append.** One autocommit statement per entry, one round trip: the lease check
+///   (when this process holds the run's lease, the row records its fencing token), the
+///   chain check (the entry must follow the last stored one) and the insert. Committed
+///   means durable
 ///   (`synchronous_commit` as the server is configured), so `sync` has nothing left to do.
 /// - **Load.** Every row must be one complete line whose entry carries the row's number and
 ///   hash; anything else is [`LedgerStoreError::Corrupt`] naming the run and the number.
@@ -68,6 +69,37 @@ fn seq_of(stored: i64) -> u64 {
 fn stored_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
+
+/// An append in one autocommit statement, so one round trip: the run's lease row read
+/// `FOR SHARE` (see [`lease::lease_cte!`] for why that fences a takeover under `READ
+/// COMMITTED`), the chain's tip, and the insert, made only when the writer's token
+/// (`$5`) passes the lease check and the entry (`$2`, linking to `$6`) follows the tip
+/// (or starts the ledger, linking to the zero hash `$7`). It returns what it read, so a
+/// refusal is explained by the same checks in Rust ([`lease::verdict`], [`follows`]).
+///
+/// Two appends of the same number at once: the second waits on the first's key in the
+/// primary key `(run_id, seq)` and fails on it.
+const APPEND: &str = concat!(
+    "WITH ",
+    lease::lease_cte!(),
+    ",
+     tip AS MATERIALIZED (
+         SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1
+     ),
+     appended AS (
+         INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+         SELECT $1::text, $2::bigint, $3::text, $4::bytea, $5::bigint
+         WHERE (",
+    lease::lease_allows!("$5"),
+    ")
+           AND $2::bigint = coalesce((SELECT seq FROM tip), 0) + 1
+           AND $6::text = coalesce((SELECT hash FROM tip), $7::text)
+         RETURNING 1
+     )
+     SELECT (SELECT fencing_token FROM lease), (SELECT live FROM lease),
+            (SELECT seq FROM tip), (SELECT hash FROM tip),
+            EXISTS (SELECT 1 FROM appended)"
+);
 
 impl PgLedgerStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -258,60 +290,54 @@ impl LedgerStore for PgLedgerStore {
         let run_id = entry.run_id();
         let seq = entry.seq();
         let context = || format!("appending entry {seq} to {}", Self::location(run_id));
-        let mut client = self.client(context).await?;
-        let tx = client
-            .transaction()
+        let client = self.client(context).await?;
+        let append = client
+            .prepare_cached(APPEND)
             .await
             .map_err(|e| backend(context(), e))?;
-        let statements = tokio::try_join!(
-            lease::statement(&tx),
-            tx.prepare_cached(
-                "SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
-            ),
-            tx.prepare_cached(
-                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-                 VALUES ($1, $2, $3, $4, $5)",
-            ),
-        );
-        let (lease_row, tip, insert) = statements.map_err(|e| backend(context(), e))?;
         let mine = self.shared.held.token(run_id);
-        let (hash, line, token) = (
+        let (id, number, hash, line, token, prev, zero) = (
+            run_id.as_str(),
+            stored_seq(seq),
             entry.hash().to_string(),
             entry.json_line(),
             lease::recorded(mine),
+            entry.prev().to_string(),
+            Digest::ZERO.to_string(),
         );
-        // The lease check, the chain's tip and the insert go out in one pipeline, in this
-        // order: one round trip instead of three. The insert is kept only if both checks
-        // pass; otherwise `tx` is dropped, which rolls it back.
-        let (id, number) = (run_id.as_str(), stored_seq(seq));
-        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&id];
-        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&id, &number, &hash, &line, &token];
-        let (lease_row, last, inserted) = tokio::join!(
-            tx.query_opt(&lease_row, &by_run),
-            tx.query_opt(&tip, &by_run),
-            tx.execute(&insert, &row),
-        );
-        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
-        lease::verdict(run_id, mine, lease_row.as_ref())?;
-        let last = last.map_err(|e| backend(context(), e))?;
-        let last = match last {
+        let row = client
+            .query_one(&append, &[&id, &number, &hash, &line, &token, &prev, &zero])
+            .await
+            .map_err(|e| backend(context(), e))?;
+        // Inserted only if both checks passed in SQL; the same checks in Rust say why not.
+        if row.get::<_, bool>(4) {
+            return Ok(());
+        }
+        lease::verdict(run_id, mine, lease::returned(&row, 0))?;
+        let last = match row.get::<_, Option<i64>>(2) {
             None => None,
-            Some(row) => {
-                let hash: &str = row.get(1);
+            Some(stored) => {
+                let hash: &str = row.get(3);
                 let hash = hash
                     .parse::<Digest>()
                     .map_err(|e| LedgerStoreError::Corrupt {
                         location: Self::location(run_id),
-                        line: seq_of(row.get(0)),
+                        line: seq_of(stored),
                         reason: format!("its stored hash is not a digest: {e}"),
                     })?;
-                Some((seq_of(row.get(0)), hash))
+                Some((seq_of(stored), hash))
             }
         };
         follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
-        inserted.map_err(|e| backend(context(), e))?;
-        tx.commit().await.map_err(|e| backend(context(), e))
+        // Both checks pass in Rust, yet SQL refused: the stored tip's hash is spelled
+        // otherwise than this rein writes hashes.
+        Err(backend(
+            context(),
+            format!(
+                "the last stored entry's hash is not written as rein writes hashes; \
+                 check the rows of run {run_id} with rein ledger verify"
+            ),
+        ))
     }
 
     async fn sync(&self, _run_id: &RunId) -> Result<(), LedgerStoreError> {

@@ -13,7 +13,7 @@ use crate::stores::Shared;
 /// never a mix). `list` gives runs in the order they were first saved.
 ///
 /// A save of a run whose lease this process holds is checked against the lease's fencing
-/// token in the same transaction; see [`PgStores::acquire_lease`](crate::PgStores::acquire_lease).
+/// token in the same statement (one round trip); see [`PgStores::acquire_lease`](crate::PgStores::acquire_lease).
 #[derive(Debug, Clone)]
 pub struct PgRunStore {
     shared: Arc<Shared>,
@@ -25,6 +25,29 @@ fn backend(context: String, source: impl Explain) -> RunStoreError {
         source: source.explain(),
     }
 }
+
+/// A save in one autocommit statement, so one round trip: the run's lease row read `FOR
+/// SHARE` (see [`lease::lease_cte!`] for why that fences a takeover under `READ
+/// COMMITTED`) and the upsert, made only when the writer's token (`$7`) passes the lease
+/// check. It returns the lease row, so a refusal is explained by [`lease::verdict`].
+const SAVE: &str = concat!(
+    "WITH ",
+    lease::lease_cte!(),
+    ",
+     saved AS (
+         INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
+         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint
+         WHERE ",
+    lease::lease_allows!("$7"),
+    "
+         ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+             status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
+             updated_at = EXCLUDED.updated_at, saved_at = now()
+         RETURNING 1
+     )
+     SELECT (SELECT fencing_token FROM lease), (SELECT live FROM lease),
+            EXISTS (SELECT 1 FROM saved)"
+);
 
 impl PgRunStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -51,37 +74,39 @@ impl RunStore for PgRunStore {
         let id = run.id();
         let context = || format!("saving the snapshot of run {id}");
         let json = serde_json::to_string(run).map_err(|e| backend(context(), e))?;
-        let mut client = self.client(context).await?;
-        let tx = client
-            .transaction()
+        let client = self.client(context).await?;
+        let save = client
+            .prepare_cached(SAVE)
             .await
             .map_err(|e| backend(context(), e))?;
-        let statements = tokio::try_join!(
-            lease::statement(&tx),
-            tx.prepare_cached(
-                "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
-                     status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
-                     updated_at = EXCLUDED.updated_at, saved_at = now()",
-            ),
-        );
-        let (lease_row, upsert) = statements.map_err(|e| backend(context(), e))?;
         let mine = self.shared.held.token(id);
         // The listing columns are written with the snapshot, in the same statement.
         let (status, waiting, goal, updated_at) = columns(run);
-        // The lease check and the upsert go out in one pipeline: the upsert is kept only if
-        // the check passes; otherwise `tx` is dropped, which rolls it back.
-        let key = id.as_str();
-        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key];
-        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-            [&key, &json, &status, &waiting, &goal, &updated_at];
-        let (lease_row, upserted) =
-            tokio::join!(tx.query_opt(&lease_row, &by_run), tx.execute(&upsert, &row),);
-        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
-        lease::verdict(id, mine, lease_row.as_ref())?;
-        upserted.map_err(|e| backend(context(), e))?;
-        tx.commit().await.map_err(|e| backend(context(), e))
+        let token = lease::recorded(mine);
+        let row = client
+            .query_one(
+                &save,
+                &[
+                    &id.as_str(),
+                    &json,
+                    &status,
+                    &waiting,
+                    &goal,
+                    &updated_at,
+                    &token,
+                ],
+            )
+            .await
+            .map_err(|e| backend(context(), e))?;
+        if row.get::<_, bool>(2) {
+            return Ok(());
+        }
+        // Refused in SQL: the lease check in Rust says why (the same rule).
+        lease::verdict(id, mine, lease::returned(&row, 0))?;
+        Err(backend(
+            context(),
+            format!("the database refused the save of run {id} although its lease allows it"),
+        ))
     }
 
     async fn load(&self, id: &RunId) -> Result<Run, RunStoreError> {
