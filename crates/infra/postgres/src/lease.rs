@@ -102,8 +102,8 @@ pub(crate) fn millis(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 
-/// The lease row of the run `$1` as a `WITH` query named `lease` (`fencing_token`, and
-/// `live`: it has not expired by the database's clock), read `FOR SHARE`.
+/// The lease row of the run `$1`, read `FOR SHARE` (so: locked), as the `SELECT` list
+/// `$columns` of it: used as a scalar subquery in a write's condition.
 ///
 /// This is what fences a write made in the same statement, under `READ COMMITTED`. The
 /// row is locked when the statement reads it and stays locked until the statement's
@@ -114,35 +114,45 @@ pub(crate) fn millis(ttl: Duration) -> f64 {
 /// re-reads a row it had to wait for), with the new token, and the write is refused. A
 /// takeover committed before the statement began is in its snapshot. In every order the
 /// token the write is checked against is the one the row holds when the write commits.
-/// `MATERIALIZED`: the row is read (and locked) once, whatever the statement then asks of
-/// it.
-macro_rules! lease_cte {
-    () => {
-        "lease AS MATERIALIZED (
-             SELECT fencing_token, expires_at > now() AS live
-             FROM rein_leases WHERE run_id = $1 FOR SHARE
-         )"
+/// The row is selected by its key alone, and what is asked of it is computed from the
+/// locked row: a row is locked whether or not it lets the writer write (an expired lease
+/// too, which a takeover is about to update).
+macro_rules! locked_lease {
+    ($columns:literal) => {
+        concat!(
+            "(SELECT ",
+            $columns,
+            " FROM rein_leases WHERE run_id = $1::text FOR SHARE)"
+        )
     };
 }
-pub(crate) use lease_cte;
+pub(crate) use locked_lease;
 
-/// A condition on [`lease_cte!`]'s row: a writer holding the token `$token` (a `bigint`
-/// parameter; `NULL` for a writer without a lease) may write. The rule of [`verdict`], in
-/// SQL: a holder only while the row carries its token, a writer without a lease only while
-/// nobody holds a live one.
+/// The condition under which a writer holding the token `$token` (a `bigint` parameter;
+/// `NULL` for a writer without a lease) may write the run `$1`, on its lease row read with
+/// [`locked_lease!`]: the rule of [`verdict`], in SQL. A holder may write only while the
+/// row carries its token; a writer without a lease only while nobody holds a live one.
 macro_rules! lease_allows {
     ($token:literal) => {
         concat!(
             "CASE WHEN ",
             $token,
-            "::bigint IS NULL THEN NOT EXISTS (SELECT 1 FROM lease WHERE live)
-                  ELSE EXISTS (SELECT 1 FROM lease WHERE fencing_token = ",
+            "::bigint IS NULL THEN ",
+            $crate::lease::locked_lease!("expires_at > now()"),
+            " IS NOT TRUE ELSE coalesce(",
+            $crate::lease::locked_lease!("fencing_token"),
+            " = ",
             $token,
-            "::bigint) END"
+            "::bigint, false) END"
         )
     };
 }
 pub(crate) use lease_allows;
+
+/// The run `$1`'s lease row as a refused write explains itself with (no lock: nothing is
+/// written after it): its token and whether it is live, both `NULL` without a lease.
+pub(crate) const LEASE_NOW: &str = "SELECT fencing_token, expires_at > now()
+     FROM rein_leases WHERE run_id = $1";
 
 /// Checks, inside the transaction `tx` that is about to write for `run_id`, that this
 /// process may write it: `Ok(token)` to record with the write, or [`Fenced`].
@@ -151,7 +161,7 @@ pub(crate) use lease_allows;
 /// transaction to end, and a write that waited for a takeover sees its new token. So a
 /// write either commits before the takeover, under the old holder's token, or is refused.
 /// (The single-statement writes, an append and a snapshot save, check the same way with
-/// [`lease_cte!`] and [`lease_allows!`].)
+/// [`lease_allows!`].)
 pub(crate) async fn check(
     tx: &Transaction<'_>,
     held: &Held,
@@ -160,11 +170,8 @@ pub(crate) async fn check(
     let mine = held.token(run_id);
     let row = tx
         .query_opt(
-            concat!(
-                "WITH ",
-                lease_cte!(),
-                " SELECT fencing_token, live FROM lease"
-            ),
+            "SELECT fencing_token, expires_at > now() FROM rein_leases
+             WHERE run_id = $1 FOR SHARE",
             &[&run_id.as_str()],
         )
         .await?;
@@ -201,8 +208,8 @@ pub(crate) fn verdict(
     }
 }
 
-/// The lease row as a single-statement write returns it: the token in column `at` and
-/// whether it is live in the next, both `NULL` when the run has no lease.
+/// The lease row as [`LEASE_NOW`] (or a query that ends with its columns) returns it:
+/// the token in column `at` and whether it is live in the next.
 pub(crate) fn returned(row: &Row, at: usize) -> Option<(i64, bool)> {
     row.get::<_, Option<i64>>(at)
         .map(|token| (token, row.get::<_, Option<bool>>(at + 1).unwrap_or(false)))

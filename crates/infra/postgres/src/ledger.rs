@@ -70,36 +70,44 @@ fn stored_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// An append in one autocommit statement, so one round trip: the run's lease row read
-/// `FOR SHARE` (see [`lease::lease_cte!`] for why that fences a takeover under `READ
-/// COMMITTED`), the chain's tip, and the insert, made only when the writer's token
-/// (`$5`) passes the lease check and the entry (`$2`, linking to `$6`) follows the tip
-/// (or starts the ledger, linking to the zero hash `$7`). It returns what it read, so a
-/// refusal is explained by the same checks in Rust ([`lease::verdict`], [`follows`]).
+/// An append in one autocommit statement, so one round trip: the insert, made only when
+/// the writer's token (`$5`) passes the lease check on the run's lease row read `FOR
+/// SHARE` (see [`lease::locked_lease!`] for why that fences a takeover under `READ
+/// COMMITTED`) and the entry (`$2`, linking to `$6`) follows the last stored one (or
+/// starts the ledger, linking to the zero hash `$7`). One row inserted, or none: a refused
+/// append is explained afterwards ([`APPEND_REFUSED`]).
 ///
-/// Two appends of the same number at once: the second waits on the first's key in the
-/// primary key `(run_id, seq)` and fails on it.
+/// Two appends of the same number at once: the second waits for the first's key in the
+/// primary key `(run_id, seq)` and then inserts nothing (`ON CONFLICT DO NOTHING`), which
+/// is explained as an entry that does not follow.
 const APPEND: &str = concat!(
-    "WITH ",
-    lease::lease_cte!(),
-    ",
-     tip AS MATERIALIZED (
-         SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1
-     ),
-     appended AS (
-         INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-         SELECT $1::text, $2::bigint, $3::text, $4::bytea, $5::bigint
-         WHERE (",
+    "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+     SELECT $1::text, $2::bigint, $3::text, $4::bytea, $5::bigint
+     WHERE (",
     lease::lease_allows!("$5"),
     ")
-           AND $2::bigint = coalesce((SELECT seq FROM tip), 0) + 1
-           AND $6::text = coalesce((SELECT hash FROM tip), $7::text)
-         RETURNING 1
-     )
-     SELECT (SELECT fencing_token FROM lease), (SELECT live FROM lease),
-            (SELECT seq FROM tip), (SELECT hash FROM tip),
-            EXISTS (SELECT 1 FROM appended)"
+       AND CASE WHEN $2::bigint = 1
+           THEN $6::text = $7::text
+                AND NOT EXISTS (SELECT 1 FROM rein_ledger WHERE run_id = $1::text)
+           ELSE ($2::bigint - 1, $6::text) = (
+                SELECT seq, hash FROM rein_ledger WHERE run_id = $1::text
+                ORDER BY seq DESC LIMIT 1)
+           END
+     ON CONFLICT DO NOTHING"
 );
+
+/// What a refused append is explained with: the run's lease row (its token and whether it
+/// is live) and the chain's tip (its number and hash), each `NULL` when there is none.
+const APPEND_REFUSED: &str = "SELECT l.fencing_token, l.expires_at > now(), t.seq, t.hash
+     FROM (SELECT) AS one
+     LEFT JOIN rein_leases l ON l.run_id = $1
+     LEFT JOIN LATERAL (
+         SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1
+     ) t ON true";
+
+/// How many times an append is made when its refusal has no explanation by the time it is
+/// looked at (the lease or the chain changed in between): then it is simply made again.
+const APPEND_ATTEMPTS: usize = 3;
 
 impl PgLedgerStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -305,37 +313,44 @@ impl LedgerStore for PgLedgerStore {
             entry.prev().to_string(),
             Digest::ZERO.to_string(),
         );
-        let row = client
-            .query_one(&append, &[&id, &number, &hash, &line, &token, &prev, &zero])
-            .await
-            .map_err(|e| backend(context(), e))?;
-        // Inserted only if both checks passed in SQL; the same checks in Rust say why not.
-        if row.get::<_, bool>(4) {
-            return Ok(());
-        }
-        lease::verdict(run_id, mine, lease::returned(&row, 0))?;
-        let last = match row.get::<_, Option<i64>>(2) {
-            None => None,
-            Some(stored) => {
-                let hash: &str = row.get(3);
-                let hash = hash
-                    .parse::<Digest>()
-                    .map_err(|e| LedgerStoreError::Corrupt {
-                        location: Self::location(run_id),
-                        line: seq_of(stored),
-                        reason: format!("its stored hash is not a digest: {e}"),
-                    })?;
-                Some((seq_of(stored), hash))
+        for _ in 0..APPEND_ATTEMPTS {
+            let inserted = client
+                .execute(&append, &[&id, &number, &hash, &line, &token, &prev, &zero])
+                .await
+                .map_err(|e| backend(context(), e))?;
+            if inserted == 1 {
+                return Ok(());
             }
-        };
-        follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
-        // Both checks pass in Rust, yet SQL refused: the stored tip's hash is spelled
-        // otherwise than this rein writes hashes.
+            // Refused: the same checks in Rust, on what the database holds now, say why.
+            let row = client
+                .query_one(APPEND_REFUSED, &[&id])
+                .await
+                .map_err(|e| backend(context(), e))?;
+            lease::verdict(run_id, mine, lease::returned(&row, 0))?;
+            let last = match row.get::<_, Option<i64>>(2) {
+                None => None,
+                Some(stored) => {
+                    let hash: &str = row.get(3);
+                    let hash = hash
+                        .parse::<Digest>()
+                        .map_err(|e| LedgerStoreError::Corrupt {
+                            location: Self::location(run_id),
+                            line: seq_of(stored),
+                            reason: format!("its stored hash is not a digest: {e}"),
+                        })?;
+                    Some((seq_of(stored), hash))
+                }
+            };
+            follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
+        }
+        // Refused every time, though each refusal had passed by the time it was looked at:
+        // the lease or the chain keeps changing under this writer.
         Err(backend(
             context(),
             format!(
-                "the last stored entry's hash is not written as rein writes hashes; \
-                 check the rows of run {run_id} with rein ledger verify"
+                "the database refused it {APPEND_ATTEMPTS} times while its lease and the chain \
+                 allowed it each time it was looked at; is another process changing run \
+                 {run_id}'s lease or ledger?"
             ),
         ))
     }

@@ -26,28 +26,25 @@ fn backend(context: String, source: impl Explain) -> RunStoreError {
     }
 }
 
-/// A save in one autocommit statement, so one round trip: the run's lease row read `FOR
-/// SHARE` (see [`lease::lease_cte!`] for why that fences a takeover under `READ
-/// COMMITTED`) and the upsert, made only when the writer's token (`$7`) passes the lease
-/// check. It returns the lease row, so a refusal is explained by [`lease::verdict`].
+/// A save in one autocommit statement, so one round trip: the upsert, made only when the
+/// writer's token (`$7`) passes the lease check on the run's lease row read `FOR SHARE`
+/// (see [`lease::locked_lease!`] for why that fences a takeover under `READ COMMITTED`).
+/// One row written, or none: a refused save is explained afterwards by the lease row
+/// ([`lease::LEASE_NOW`], [`lease::verdict`]).
 const SAVE: &str = concat!(
-    "WITH ",
-    lease::lease_cte!(),
-    ",
-     saved AS (
-         INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
-         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint
-         WHERE ",
+    "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
+     SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint
+     WHERE (",
     lease::lease_allows!("$7"),
-    "
-         ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
-             status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
-             updated_at = EXCLUDED.updated_at, saved_at = now()
-         RETURNING 1
-     )
-     SELECT (SELECT fencing_token FROM lease), (SELECT live FROM lease),
-            EXISTS (SELECT 1 FROM saved)"
+    ")
+     ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+         status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
+         updated_at = EXCLUDED.updated_at, saved_at = now()"
 );
+
+/// How many times a save is made when its refusal has no explanation by the time it is
+/// looked at (the lease changed in between): then it is simply made again.
+const SAVE_ATTEMPTS: usize = 3;
 
 impl PgRunStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -83,29 +80,42 @@ impl RunStore for PgRunStore {
         // The listing columns are written with the snapshot, in the same statement.
         let (status, waiting, goal, updated_at) = columns(run);
         let token = lease::recorded(mine);
-        let row = client
-            .query_one(
-                &save,
-                &[
-                    &id.as_str(),
-                    &json,
-                    &status,
-                    &waiting,
-                    &goal,
-                    &updated_at,
-                    &token,
-                ],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
-        if row.get::<_, bool>(2) {
-            return Ok(());
+        for _ in 0..SAVE_ATTEMPTS {
+            let saved = client
+                .execute(
+                    &save,
+                    &[
+                        &id.as_str(),
+                        &json,
+                        &status,
+                        &waiting,
+                        &goal,
+                        &updated_at,
+                        &token,
+                    ],
+                )
+                .await
+                .map_err(|e| backend(context(), e))?;
+            if saved == 1 {
+                return Ok(());
+            }
+            // Refused: the lease check in Rust, on the lease row as it is now, says why.
+            let row = client
+                .query_opt(lease::LEASE_NOW, &[&id.as_str()])
+                .await
+                .map_err(|e| backend(context(), e))?;
+            lease::verdict(
+                id,
+                mine,
+                row.as_ref().and_then(|row| lease::returned(row, 0)),
+            )?;
         }
-        // Refused in SQL: the lease check in Rust says why (the same rule).
-        lease::verdict(id, mine, lease::returned(&row, 0))?;
         Err(backend(
             context(),
-            format!("the database refused the save of run {id} although its lease allows it"),
+            format!(
+                "the database refused it {SAVE_ATTEMPTS} times while the lease allowed it each \
+                 time it was looked at; is another process changing run {id}'s lease?"
+            ),
         ))
     }
 
