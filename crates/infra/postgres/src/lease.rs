@@ -8,6 +8,7 @@ use deadpool_postgres::Transaction;
 use rein_run::{Fenced, RunId};
 use tokio_postgres::Row;
 
+use crate::prepared;
 use crate::{PgError, PgStores};
 
 /// A lease on one run: `owner` may drive it until the database's clock passes its expiry,
@@ -236,9 +237,9 @@ impl PgStores {
     ) -> Result<Lease, PgError> {
         let context = || format!("taking the lease of run {run_id}");
         let client = self.client().await?;
-        let taken = client
-            .query_opt(
-                "INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
+        let taken = prepared::query_opt(
+            &client,
+            "INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
                  VALUES ($1, $2, 1, now() + $3::float8 * interval '1 millisecond')
                  ON CONFLICT (run_id) DO UPDATE
                      SET owner = EXCLUDED.owner,
@@ -246,10 +247,10 @@ impl PgStores {
                          expires_at = EXCLUDED.expires_at
                      WHERE l.expires_at <= now()
                  RETURNING fencing_token, (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[&run_id.as_str(), &owner, &millis(ttl)],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[&run_id.as_str(), &owner, &millis(ttl)],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         if let Some(row) = taken {
             let lease = Lease {
                 run_id: run_id.clone(),
@@ -261,15 +262,15 @@ impl PgStores {
             tracing::debug!(run = %run_id, owner, token = lease.token, "took a run lease");
             return Ok(lease);
         }
-        let row = client
-            .query_one(
-                "SELECT owner, fencing_token,
+        let row = prepared::query_one(
+            &client,
+            "SELECT owner, fencing_token,
                         greatest(0, extract(epoch FROM expires_at - now()) * 1000)::bigint
                  FROM rein_leases WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         Err(PgError::LeaseHeld {
             run_id: run_id.clone(),
             owner: row.get(0),
@@ -286,35 +287,35 @@ impl PgStores {
     pub async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, PgError> {
         let context = || format!("renewing the lease of run {}", lease.run_id);
         let client = self.client().await?;
-        let renewed = client
-            .query_opt(
-                "UPDATE rein_leases
+        let renewed = prepared::query_opt(
+            &client,
+            "UPDATE rein_leases
                  SET expires_at = now() + $4::float8 * interval '1 millisecond'
                  WHERE run_id = $1 AND fencing_token = $2 AND owner = $3
                  RETURNING (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[
-                    &lease.run_id.as_str(),
-                    &stored(lease.token),
-                    &lease.owner,
-                    &millis(ttl),
-                ],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[
+                &lease.run_id.as_str(),
+                &stored(lease.token),
+                &lease.owner,
+                &millis(ttl),
+            ],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         if let Some(row) = renewed {
             return Ok(Lease {
                 expires_at_ms: row.get(0),
                 ..lease.clone()
             });
         }
-        let current = client
-            .query_opt(
-                "SELECT fencing_token FROM rein_leases WHERE run_id = $1",
-                &[&lease.run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?
-            .map(|row| token_of(row.get(0)));
+        let current = prepared::query_opt(
+            &client,
+            "SELECT fencing_token FROM rein_leases WHERE run_id = $1",
+            &[&lease.run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?
+        .map(|row| token_of(row.get(0)));
         Err(PgError::Fenced(Fenced {
             run_id: lease.run_id.clone(),
             held: Some(lease.token),
@@ -329,16 +330,14 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn release_lease(&self, lease: &Lease) -> Result<(), PgError> {
         let client = self.client().await?;
-        client
-            .execute(
-                "UPDATE rein_leases SET expires_at = least(expires_at, now())
+        prepared::execute(
+            &client,
+            "UPDATE rein_leases SET expires_at = least(expires_at, now())
                  WHERE run_id = $1 AND fencing_token = $2",
-                &[&lease.run_id.as_str(), &stored(lease.token)],
-            )
-            .await
-            .map_err(|e| {
-                PgError::query(format!("releasing the lease of run {}", lease.run_id), e)
-            })?;
+            &[&lease.run_id.as_str(), &stored(lease.token)],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("releasing the lease of run {}", lease.run_id), e))?;
         self.shared.held.forget(&lease.run_id, lease.token);
         Ok(())
     }

@@ -8,6 +8,7 @@ use tokio_postgres::error::SqlState;
 
 use crate::failure::Explain;
 use crate::lease;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// A [`LedgerStore`] in `PostgreSQL`: table `rein_ledger`, one row per entry keyed
@@ -238,13 +239,13 @@ impl PgLedgerStore {
     async fn read(&self, run_id: &RunId) -> Result<(Vec<u8>, Ledger), LedgerStoreError> {
         let context = || format!("loading the ledger of run {run_id}");
         let client = self.client(context).await?;
-        let rows = client
-            .query(
-                "SELECT seq, hash, line FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+        let rows = prepared::query(
+            &client,
+            "SELECT seq, hash, line FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         if rows.is_empty() {
             return Err(LedgerStoreError::NotFound {
                 run_id: run_id.clone(),
@@ -326,8 +327,7 @@ impl LedgerStore for PgLedgerStore {
                 Err(e) => return Err(backend(context(), e)),
             }
             // Refused: the same checks in Rust, on what the database holds now, say why.
-            let row = client
-                .query_one(APPEND_REFUSED, &[&id])
+            let row = prepared::query_one(&client, APPEND_REFUSED, &[&id])
                 .await
                 .map_err(|e| backend(context(), e))?;
             lease::verdict(run_id, mine, lease::returned(&row, 0))?;
@@ -375,13 +375,13 @@ impl LedgerStore for PgLedgerStore {
     async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
         let context = || "listing the ledgers".to_owned();
         let client = self.client(context).await?;
-        let rows = client
-            .query(
-                "SELECT run_id FROM rein_ledger WHERE seq = 1 ORDER BY ord",
-                &[],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+        let rows = prepared::query(
+            &client,
+            "SELECT run_id FROM rein_ledger WHERE seq = 1 ORDER BY ord",
+            &[],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         let mut ids = Vec::with_capacity(rows.len());
         for row in rows {
             let text: &str = row.get(0);

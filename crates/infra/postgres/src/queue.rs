@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::lease::{Lease, millis, stored};
+use crate::prepared;
 use crate::{PgError, PgStores};
 
 /// The channel `NOTIFY` wakes idle workers on.
@@ -80,15 +81,15 @@ impl PgStores {
         source: Option<&str>,
     ) -> Result<(), PgError> {
         let client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO rein_run_configs (run_id, config, source) VALUES ($1, $2, $3)
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_run_configs (run_id, config, source) VALUES ($1, $2, $3)
                  ON CONFLICT (run_id) DO UPDATE
                      SET config = EXCLUDED.config, source = EXCLUDED.source, saved_at = now()",
-                &[&run_id.as_str(), &config, &source],
-            )
-            .await
-            .map_err(|e| PgError::query(format!("saving the configuration of run {run_id}"), e))?;
+            &[&run_id.as_str(), &config, &source],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("saving the configuration of run {run_id}"), e))?;
         Ok(())
     }
 
@@ -98,13 +99,13 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn run_config(&self, run_id: &RunId) -> Result<Option<RunConfig>, PgError> {
         let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "SELECT config, source FROM rein_run_configs WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(format!("reading the configuration of run {run_id}"), e))?;
+        let row = prepared::query_opt(
+            &client,
+            "SELECT config, source FROM rein_run_configs WHERE run_id = $1",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("reading the configuration of run {run_id}"), e))?;
         Ok(row.map(|row| RunConfig {
             config: row.get(0),
             source: row.get(1),
@@ -119,19 +120,22 @@ impl PgStores {
     pub async fn enqueue(&self, run_id: &RunId) -> Result<(), PgError> {
         let context = || format!("queueing run {run_id}");
         let client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO rein_queue (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_queue (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         // Its own statement, outside any transaction: a NOTIFY inside a transaction would
         // serialise every commit behind the notification queue's lock.
-        client
-            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &run_id.as_str()])
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+        prepared::execute(
+            &client,
+            "SELECT pg_notify($1, $2)",
+            &[&CHANNEL, &run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         Ok(())
     }
 
@@ -197,16 +201,14 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn dequeue(&self, lease: &Lease) -> Result<bool, PgError> {
         let client = self.client().await?;
-        let removed = client
-            .execute(
-                "DELETE FROM rein_queue q USING rein_leases l
+        let removed = prepared::execute(
+            &client,
+            "DELETE FROM rein_queue q USING rein_leases l
                  WHERE q.run_id = $1 AND l.run_id = q.run_id AND l.fencing_token = $2",
-                &[&lease.run_id().as_str(), &stored(lease.token())],
-            )
-            .await
-            .map_err(|e| {
-                PgError::query(format!("taking run {} off the queue", lease.run_id()), e)
-            })?;
+            &[&lease.run_id().as_str(), &stored(lease.token())],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("taking run {} off the queue", lease.run_id()), e))?;
         Ok(removed == 1)
     }
 
@@ -216,8 +218,7 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn queued(&self) -> Result<Vec<RunId>, PgError> {
         let client = self.client().await?;
-        let rows = client
-            .query("SELECT run_id FROM rein_queue ORDER BY ord", &[])
+        let rows = prepared::query(&client, "SELECT run_id FROM rein_queue ORDER BY ord", &[])
             .await
             .map_err(|e| PgError::query("listing the queue", e))?;
         Ok(rows

@@ -6,6 +6,7 @@ use rein_run::{Run, RunId, RunStatus, RunStore, RunStoreError};
 
 use crate::failure::Explain;
 use crate::lease;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// A [`RunStore`] in `PostgreSQL`: table `rein_runs`, one row per run holding its snapshot
@@ -100,8 +101,7 @@ impl RunStore for PgRunStore {
                 return Ok(());
             }
             // Refused: the lease check in Rust, on the lease row as it is now, says why.
-            let row = client
-                .query_opt(lease::LEASE_NOW, &[&id.as_str()])
+            let row = prepared::query_opt(&client, lease::LEASE_NOW, &[&id.as_str()])
                 .await
                 .map_err(|e| backend(context(), e))?;
             lease::verdict(
@@ -122,22 +122,21 @@ impl RunStore for PgRunStore {
     async fn load(&self, id: &RunId) -> Result<Run, RunStoreError> {
         let context = || format!("loading the snapshot of run {id}");
         let client = self.client(context).await?;
-        let row = client
-            .query_opt(
-                "SELECT snapshot FROM rein_runs WHERE run_id = $1",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?
-            .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
+        let row = prepared::query_opt(
+            &client,
+            "SELECT snapshot FROM rein_runs WHERE run_id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?
+        .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
         parse(id, row.get(0))
     }
 
     async fn list(&self) -> Result<Vec<RunId>, RunStoreError> {
         let context = || "listing the runs".to_owned();
         let client = self.client(context).await?;
-        let rows = client
-            .query("SELECT run_id FROM rein_runs ORDER BY ord", &[])
+        let rows = prepared::query(&client, "SELECT run_id FROM rein_runs ORDER BY ord", &[])
             .await
             .map_err(|e| backend(context(), e))?;
         let mut ids = Vec::with_capacity(rows.len());
