@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rein_artifact::{ArtifactError, ArtifactId, ArtifactRef, ArtifactStore, StoreOptions};
 
 use crate::failure::Explain;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// An [`ArtifactStore`] in `PostgreSQL`: table `rein_artifacts`, one row per content keyed
@@ -57,8 +58,7 @@ impl PgArtifactStore {
         } else {
             "SELECT reference FROM rein_artifacts WHERE id = $1"
         };
-        let row = client
-            .query_opt(sql, &[&id.to_string()])
+        let row = prepared::query_opt(&client, sql, &[&id.to_string()])
             .await
             .map_err(|e| backend(context(), e))?
             .ok_or_else(|| ArtifactError::NotFound { id: id.clone() })?;
@@ -94,14 +94,14 @@ impl ArtifactStore for PgArtifactStore {
         let context = || format!("storing artifact {id}");
         let json = serde_json::to_string(&reference).map_err(|e| backend(context(), e))?;
         let client = self.client(context).await?;
-        client
-            .execute(
-                "INSERT INTO rein_artifacts (id, reference, bytes) VALUES ($1, $2, $3)
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_artifacts (id, reference, bytes) VALUES ($1, $2, $3)
                  ON CONFLICT (id) DO NOTHING",
-                &[&id.to_string(), &json, &bytes],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+            &[&id.to_string(), &json, &bytes],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         Ok(reference)
     }
 

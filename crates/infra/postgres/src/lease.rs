@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use rein_run::{Fenced, RunId};
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::Row;
 
+use crate::prepared;
 use crate::{PgError, PgStores};
 
 /// A lease on one run: `owner` may drive it until the database's clock passes its expiry,
@@ -102,12 +103,66 @@ pub(crate) fn millis(ttl: Duration) -> f64 {
     ttl.as_secs_f64() * 1000.0
 }
 
+/// The lease row of the run `$1`, read `FOR SHARE` (so: locked), as the `SELECT` list
+/// `$columns` of it: used as a scalar subquery in a write's condition.
+///
+/// This is what fences a write made in the same statement, under `READ COMMITTED`. The
+/// row is locked when the statement reads it and stays locked until the statement's
+/// (autocommit) transaction commits, so a takeover (an `UPDATE` of that row) that comes
+/// later waits for the write to commit: the write lands before the takeover, under the
+/// old token. A takeover that came earlier but has not committed makes the read wait for
+/// it; once it commits, `FOR SHARE` reads the row's newest version (`READ COMMITTED`
+/// re-reads a row it had to wait for), with the new token, and the write is refused. A
+/// takeover committed before the statement began is in its snapshot. In every order the
+/// token the write is checked against is the one the row holds when the write commits.
+/// The row is selected by its key alone, and what is asked of it is computed from the
+/// locked row: a row is locked whether or not it lets the writer write (an expired lease
+/// too, which a takeover is about to update).
+macro_rules! locked_lease {
+    ($columns:literal) => {
+        concat!(
+            "(SELECT ",
+            $columns,
+            " FROM rein_leases WHERE run_id = $1::text FOR SHARE)"
+        )
+    };
+}
+pub(crate) use locked_lease;
+
+/// The condition under which a writer holding the token `$token` (a `bigint` parameter;
+/// `NULL` for a writer without a lease) may write the run `$1`, on its lease row read with
+/// [`locked_lease!`]: the rule of [`verdict`], in SQL. A holder may write only while the
+/// row carries its token; a writer without a lease only while nobody holds a live one.
+macro_rules! lease_allows {
+    ($token:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $token,
+            "::bigint IS NULL THEN ",
+            $crate::lease::locked_lease!("expires_at > now()"),
+            " IS NOT TRUE ELSE coalesce(",
+            $crate::lease::locked_lease!("fencing_token"),
+            " = ",
+            $token,
+            "::bigint, false) END"
+        )
+    };
+}
+pub(crate) use lease_allows;
+
+/// The run `$1`'s lease row as a refused write explains itself with (no lock: nothing is
+/// written after it): its token and whether it is live, both `NULL` without a lease.
+pub(crate) const LEASE_NOW: &str = "SELECT fencing_token, expires_at > now()
+     FROM rein_leases WHERE run_id = $1";
+
 /// Checks, inside the transaction `tx` that is about to write for `run_id`, that this
 /// process may write it: `Ok(token)` to record with the write, or [`Fenced`].
 ///
 /// The lease row is read `FOR SHARE`: a takeover (an `UPDATE` of that row) waits for this
 /// transaction to end, and a write that waited for a takeover sees its new token. So a
 /// write either commits before the takeover, under the old holder's token, or is refused.
+/// (The single-statement writes, an append and a snapshot save, check the same way with
+/// [`lease_allows!`].)
 pub(crate) async fn check(
     tx: &Transaction<'_>,
     held: &Held,
@@ -115,31 +170,28 @@ pub(crate) async fn check(
 ) -> Result<Result<Option<i64>, Fenced>, tokio_postgres::Error> {
     let mine = held.token(run_id);
     let row = tx
-        .query_opt(&statement(tx).await?, &[&run_id.as_str()])
+        .query_opt(
+            "SELECT fencing_token, expires_at > now() FROM rein_leases
+             WHERE run_id = $1 FOR SHARE",
+            &[&run_id.as_str()],
+        )
         .await?;
-    Ok(verdict(run_id, mine, row.as_ref()))
+    Ok(verdict(
+        run_id,
+        mine,
+        row.map(|row| (row.get(0), row.get(1))),
+    ))
 }
 
-/// The statement [`check`] runs, prepared once per connection: a writer that sends it in
-/// one pipeline with its write (and keeps the write only on a good [`verdict`]) checks its
-/// lease without a round trip of its own. The write may even reach the server first: the
-/// lease row is read in the same transaction before it commits, which is what fences.
-pub(crate) async fn statement(tx: &Transaction<'_>) -> Result<Statement, tokio_postgres::Error> {
-    tx.prepare_cached(
-        "SELECT fencing_token, expires_at > now() FROM rein_leases WHERE run_id = $1 FOR SHARE",
-    )
-    .await
-}
-
-/// What the lease row `row` ([`statement`]'s answer, if any) says of a writer of `run_id`
-/// holding the token `mine` (none: a writer without a lease): `Ok(token)` to record with
-/// the write ([`recorded`]`(mine)`), or [`Fenced`].
+/// What the lease row (its token and whether it is live, if the run has one) says of a
+/// writer of `run_id` holding the token `mine` (none: a writer without a lease):
+/// `Ok(token)` to record with the write ([`recorded`]`(mine)`), or [`Fenced`].
 pub(crate) fn verdict(
     run_id: &RunId,
     mine: Option<u64>,
-    row: Option<&Row>,
+    row: Option<(i64, bool)>,
 ) -> Result<Option<i64>, Fenced> {
-    let current = row.map(|row| (token_of(row.get(0)), row.get::<_, bool>(1)));
+    let current = row.map(|(token, live)| (token_of(token), live));
     match (mine, current) {
         (Some(mine), Some((now, _))) if now == mine => Ok(recorded(Some(mine))),
         (Some(mine), current) => Err(Fenced {
@@ -155,6 +207,13 @@ pub(crate) fn verdict(
         }),
         (None, _) => Ok(None),
     }
+}
+
+/// The lease row as [`LEASE_NOW`] (or a query that ends with its columns) returns it:
+/// the token in column `at` and whether it is live in the next.
+pub(crate) fn returned(row: &Row, at: usize) -> Option<(i64, bool)> {
+    row.get::<_, Option<i64>>(at)
+        .map(|token| (token, row.get::<_, Option<bool>>(at + 1).unwrap_or(false)))
 }
 
 /// The token a write by a holder of `mine` records, when its [`verdict`] lets it write.
@@ -178,9 +237,9 @@ impl PgStores {
     ) -> Result<Lease, PgError> {
         let context = || format!("taking the lease of run {run_id}");
         let client = self.client().await?;
-        let taken = client
-            .query_opt(
-                "INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
+        let taken = prepared::query_opt(
+            &client,
+            "INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
                  VALUES ($1, $2, 1, now() + $3::float8 * interval '1 millisecond')
                  ON CONFLICT (run_id) DO UPDATE
                      SET owner = EXCLUDED.owner,
@@ -188,10 +247,10 @@ impl PgStores {
                          expires_at = EXCLUDED.expires_at
                      WHERE l.expires_at <= now()
                  RETURNING fencing_token, (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[&run_id.as_str(), &owner, &millis(ttl)],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[&run_id.as_str(), &owner, &millis(ttl)],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         if let Some(row) = taken {
             let lease = Lease {
                 run_id: run_id.clone(),
@@ -203,15 +262,15 @@ impl PgStores {
             tracing::debug!(run = %run_id, owner, token = lease.token, "took a run lease");
             return Ok(lease);
         }
-        let row = client
-            .query_one(
-                "SELECT owner, fencing_token,
+        let row = prepared::query_one(
+            &client,
+            "SELECT owner, fencing_token,
                         greatest(0, extract(epoch FROM expires_at - now()) * 1000)::bigint
                  FROM rein_leases WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         Err(PgError::LeaseHeld {
             run_id: run_id.clone(),
             owner: row.get(0),
@@ -228,35 +287,35 @@ impl PgStores {
     pub async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, PgError> {
         let context = || format!("renewing the lease of run {}", lease.run_id);
         let client = self.client().await?;
-        let renewed = client
-            .query_opt(
-                "UPDATE rein_leases
+        let renewed = prepared::query_opt(
+            &client,
+            "UPDATE rein_leases
                  SET expires_at = now() + $4::float8 * interval '1 millisecond'
                  WHERE run_id = $1 AND fencing_token = $2 AND owner = $3
                  RETURNING (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[
-                    &lease.run_id.as_str(),
-                    &stored(lease.token),
-                    &lease.owner,
-                    &millis(ttl),
-                ],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+            &[
+                &lease.run_id.as_str(),
+                &stored(lease.token),
+                &lease.owner,
+                &millis(ttl),
+            ],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         if let Some(row) = renewed {
             return Ok(Lease {
                 expires_at_ms: row.get(0),
                 ..lease.clone()
             });
         }
-        let current = client
-            .query_opt(
-                "SELECT fencing_token FROM rein_leases WHERE run_id = $1",
-                &[&lease.run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?
-            .map(|row| token_of(row.get(0)));
+        let current = prepared::query_opt(
+            &client,
+            "SELECT fencing_token FROM rein_leases WHERE run_id = $1",
+            &[&lease.run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?
+        .map(|row| token_of(row.get(0)));
         Err(PgError::Fenced(Fenced {
             run_id: lease.run_id.clone(),
             held: Some(lease.token),
@@ -271,16 +330,14 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn release_lease(&self, lease: &Lease) -> Result<(), PgError> {
         let client = self.client().await?;
-        client
-            .execute(
-                "UPDATE rein_leases SET expires_at = least(expires_at, now())
+        prepared::execute(
+            &client,
+            "UPDATE rein_leases SET expires_at = least(expires_at, now())
                  WHERE run_id = $1 AND fencing_token = $2",
-                &[&lease.run_id.as_str(), &stored(lease.token)],
-            )
-            .await
-            .map_err(|e| {
-                PgError::query(format!("releasing the lease of run {}", lease.run_id), e)
-            })?;
+            &[&lease.run_id.as_str(), &stored(lease.token)],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("releasing the lease of run {}", lease.run_id), e))?;
         self.shared.held.forget(&lease.run_id, lease.token);
         Ok(())
     }

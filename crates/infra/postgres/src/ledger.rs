@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use rein_ledger::{Entry, Ledger, LedgerLines, LedgerStore, LedgerStoreError, LoadedLedger};
 use rein_run::{Digest, RunId};
+use tokio_postgres::error::SqlState;
 
 use crate::failure::Explain;
 use crate::lease;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// A [`LedgerStore`] in `PostgreSQL`: table `rein_ledger`, one row per entry keyed
@@ -16,9 +18,10 @@ use crate::stores::Shared;
 /// in `PostgreSQL` exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
 /// the file.
 ///
-/// - **Append.** One transaction per entry: the lease check (when this process holds the
-///   run's lease, the row records its fencing token), the chain check (the entry must
-///   follow the last stored one) and the insert. Committed means durable
+/// - **Append.** One autocommit statement per entry, one round trip: the lease check
+///   (when this process holds the run's lease, the row records its fencing token), the
+///   chain check (the entry must follow the last stored one) and the insert. Committed
+///   means durable
 ///   (`synchronous_commit` as the server is configured), so `sync` has nothing left to do.
 /// - **Load.** Every row must be one complete line whose entry carries the row's number and
 ///   hash; anything else is [`LedgerStoreError::Corrupt`] naming the run and the number.
@@ -68,6 +71,45 @@ fn seq_of(stored: i64) -> u64 {
 fn stored_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
+
+/// An append in one autocommit statement, so one round trip: the insert, made only when
+/// the writer's token (`$5`) passes the lease check on the run's lease row read `FOR
+/// SHARE` (see [`lease::locked_lease!`] for why that fences a takeover under `READ
+/// COMMITTED`) and the entry (`$2`, linking to `$6`) follows the last stored one (or
+/// starts the ledger, linking to the zero hash `$7`). One row inserted, or none: a refused
+/// append is explained afterwards ([`APPEND_REFUSED`]).
+///
+/// Two appends of the same number at once: the second waits for the first's key in the
+/// primary key `(run_id, seq)` and then fails on it (`unique_violation`), which is
+/// explained as a refusal: an entry that does not follow. (Not `ON CONFLICT DO NOTHING`:
+/// its speculative insertion costs every append a lock and a log record more.)
+const APPEND: &str = concat!(
+    "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+     SELECT $1::text, $2::bigint, $3::text, $4::bytea, $5::bigint
+     WHERE (",
+    lease::lease_allows!("$5"),
+    ")
+       AND CASE WHEN $2::bigint = 1
+           THEN $6::text = $7::text
+                AND NOT EXISTS (SELECT 1 FROM rein_ledger WHERE run_id = $1::text)
+           ELSE ($2::bigint - 1, $6::text) = (
+                SELECT seq, hash FROM rein_ledger WHERE run_id = $1::text
+                ORDER BY seq DESC LIMIT 1)
+           END"
+);
+
+/// What a refused append is explained with: the run's lease row (its token and whether it
+/// is live) and the chain's tip (its number and hash), each `NULL` when there is none.
+const APPEND_REFUSED: &str = "SELECT l.fencing_token, l.expires_at > now(), t.seq, t.hash
+     FROM (SELECT) AS one
+     LEFT JOIN rein_leases l ON l.run_id = $1
+     LEFT JOIN LATERAL (
+         SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1
+     ) t ON true";
+
+/// How many times an append is made when its refusal has no explanation by the time it is
+/// looked at (the lease or the chain changed in between): then it is simply made again.
+const APPEND_ATTEMPTS: usize = 3;
 
 impl PgLedgerStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -197,13 +239,13 @@ impl PgLedgerStore {
     async fn read(&self, run_id: &RunId) -> Result<(Vec<u8>, Ledger), LedgerStoreError> {
         let context = || format!("loading the ledger of run {run_id}");
         let client = self.client(context).await?;
-        let rows = client
-            .query(
-                "SELECT seq, hash, line FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+        let rows = prepared::query(
+            &client,
+            "SELECT seq, hash, line FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         if rows.is_empty() {
             return Err(LedgerStoreError::NotFound {
                 run_id: run_id.clone(),
@@ -258,60 +300,63 @@ impl LedgerStore for PgLedgerStore {
         let run_id = entry.run_id();
         let seq = entry.seq();
         let context = || format!("appending entry {seq} to {}", Self::location(run_id));
-        let mut client = self.client(context).await?;
-        let tx = client
-            .transaction()
+        let client = self.client(context).await?;
+        let append = client
+            .prepare_cached(APPEND)
             .await
             .map_err(|e| backend(context(), e))?;
-        let statements = tokio::try_join!(
-            lease::statement(&tx),
-            tx.prepare_cached(
-                "SELECT seq, hash FROM rein_ledger WHERE run_id = $1 ORDER BY seq DESC LIMIT 1",
-            ),
-            tx.prepare_cached(
-                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-                 VALUES ($1, $2, $3, $4, $5)",
-            ),
-        );
-        let (lease_row, tip, insert) = statements.map_err(|e| backend(context(), e))?;
         let mine = self.shared.held.token(run_id);
-        let (hash, line, token) = (
+        let (id, number, hash, line, token, prev, zero) = (
+            run_id.as_str(),
+            stored_seq(seq),
             entry.hash().to_string(),
             entry.json_line(),
             lease::recorded(mine),
+            entry.prev().to_string(),
+            Digest::ZERO.to_string(),
         );
-        // The lease check, the chain's tip and the insert go out in one pipeline, in this
-        // order: one round trip instead of three. The insert is kept only if both checks
-        // pass; otherwise `tx` is dropped, which rolls it back.
-        let (id, number) = (run_id.as_str(), stored_seq(seq));
-        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&id];
-        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&id, &number, &hash, &line, &token];
-        let (lease_row, last, inserted) = tokio::join!(
-            tx.query_opt(&lease_row, &by_run),
-            tx.query_opt(&tip, &by_run),
-            tx.execute(&insert, &row),
-        );
-        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
-        lease::verdict(run_id, mine, lease_row.as_ref())?;
-        let last = last.map_err(|e| backend(context(), e))?;
-        let last = match last {
-            None => None,
-            Some(row) => {
-                let hash: &str = row.get(1);
-                let hash = hash
-                    .parse::<Digest>()
-                    .map_err(|e| LedgerStoreError::Corrupt {
-                        location: Self::location(run_id),
-                        line: seq_of(row.get(0)),
-                        reason: format!("its stored hash is not a digest: {e}"),
-                    })?;
-                Some((seq_of(row.get(0)), hash))
+        for _ in 0..APPEND_ATTEMPTS {
+            match client
+                .execute(&append, &[&id, &number, &hash, &line, &token, &prev, &zero])
+                .await
+            {
+                Ok(1) => return Ok(()),
+                Ok(_) => {}
+                // Another writer stored this number first: a refusal like any other.
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+                Err(e) => return Err(backend(context(), e)),
             }
-        };
-        follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
-        inserted.map_err(|e| backend(context(), e))?;
-        tx.commit().await.map_err(|e| backend(context(), e))
+            // Refused: the same checks in Rust, on what the database holds now, say why.
+            let row = prepared::query_one(&client, APPEND_REFUSED, &[&id])
+                .await
+                .map_err(|e| backend(context(), e))?;
+            lease::verdict(run_id, mine, lease::returned(&row, 0))?;
+            let last = match row.get::<_, Option<i64>>(2) {
+                None => None,
+                Some(stored) => {
+                    let hash: &str = row.get(3);
+                    let hash = hash
+                        .parse::<Digest>()
+                        .map_err(|e| LedgerStoreError::Corrupt {
+                            location: Self::location(run_id),
+                            line: seq_of(stored),
+                            reason: format!("its stored hash is not a digest: {e}"),
+                        })?;
+                    Some((seq_of(stored), hash))
+                }
+            };
+            follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
+        }
+        // Refused every time, though each refusal had passed by the time it was looked at:
+        // the lease or the chain keeps changing under this writer.
+        Err(backend(
+            context(),
+            format!(
+                "the database refused it {APPEND_ATTEMPTS} times while its lease and the chain \
+                 allowed it each time it was looked at; is another process changing run \
+                 {run_id}'s lease or ledger?"
+            ),
+        ))
     }
 
     async fn sync(&self, _run_id: &RunId) -> Result<(), LedgerStoreError> {
@@ -330,13 +375,13 @@ impl LedgerStore for PgLedgerStore {
     async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
         let context = || "listing the ledgers".to_owned();
         let client = self.client(context).await?;
-        let rows = client
-            .query(
-                "SELECT run_id FROM rein_ledger WHERE seq = 1 ORDER BY ord",
-                &[],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+        let rows = prepared::query(
+            &client,
+            "SELECT run_id FROM rein_ledger WHERE seq = 1 ORDER BY ord",
+            &[],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         let mut ids = Vec::with_capacity(rows.len());
         for row in rows {
             let text: &str = row.get(0);

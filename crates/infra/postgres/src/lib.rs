@@ -42,6 +42,7 @@ mod keeper;
 mod lease;
 mod ledger;
 mod listing;
+mod prepared;
 mod queue;
 mod run;
 mod schema;

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::lease::{Lease, millis, stored};
+use crate::prepared;
 use crate::{PgError, PgStores};
 
 /// The channel `NOTIFY` wakes idle workers on.
@@ -35,6 +36,38 @@ pub struct RunConfig {
     pub source: Option<String>,
 }
 
+/// How many times one [`PgStores::claim`] looks for a run when each candidate it found was
+/// leased by a concurrent claim in the meantime.
+const CLAIM_ATTEMPTS: usize = 16;
+
+/// A claim: the oldest queued run whose lease is free or expired (`FOR UPDATE SKIP LOCKED`,
+/// so concurrent claims pass each other), leased in the same statement. One row when a
+/// candidate was found: its id, and the lease's token and expiry — both `NULL` when a
+/// concurrent claim leased the candidate after this statement's snapshot (the lease is
+/// taken only where it is not live, decided on the latest committed row). No row when no
+/// run is claimable.
+const CLAIM: &str = "WITH candidate AS MATERIALIZED (
+         SELECT q.run_id FROM rein_queue q
+         LEFT JOIN rein_leases l ON l.run_id = q.run_id
+         WHERE (l.run_id IS NULL OR l.expires_at <= now())
+           AND q.run_id <> ALL($3::text[])
+         ORDER BY q.ord
+         LIMIT 1
+         FOR UPDATE OF q SKIP LOCKED
+     ),
+     taken AS (
+         INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
+         SELECT run_id, $1, 1, now() + $2::float8 * interval '1 millisecond'
+         FROM candidate
+         ON CONFLICT (run_id) DO UPDATE
+             SET owner = EXCLUDED.owner,
+                 fencing_token = l.fencing_token + 1,
+                 expires_at = EXCLUDED.expires_at
+             WHERE l.expires_at <= now()
+         RETURNING fencing_token, (extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+     )
+     SELECT c.run_id, t.fencing_token, t.expires_ms FROM candidate c LEFT JOIN taken t ON true";
+
 impl PgStores {
     /// Saves the configuration run `run_id` was started from (replacing an earlier one), so
     /// that any process can rebuild the run's engine. It must hold no secret.
@@ -48,15 +81,15 @@ impl PgStores {
         source: Option<&str>,
     ) -> Result<(), PgError> {
         let client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO rein_run_configs (run_id, config, source) VALUES ($1, $2, $3)
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_run_configs (run_id, config, source) VALUES ($1, $2, $3)
                  ON CONFLICT (run_id) DO UPDATE
                      SET config = EXCLUDED.config, source = EXCLUDED.source, saved_at = now()",
-                &[&run_id.as_str(), &config, &source],
-            )
-            .await
-            .map_err(|e| PgError::query(format!("saving the configuration of run {run_id}"), e))?;
+            &[&run_id.as_str(), &config, &source],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("saving the configuration of run {run_id}"), e))?;
         Ok(())
     }
 
@@ -66,13 +99,13 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn run_config(&self, run_id: &RunId) -> Result<Option<RunConfig>, PgError> {
         let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "SELECT config, source FROM rein_run_configs WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(format!("reading the configuration of run {run_id}"), e))?;
+        let row = prepared::query_opt(
+            &client,
+            "SELECT config, source FROM rein_run_configs WHERE run_id = $1",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("reading the configuration of run {run_id}"), e))?;
         Ok(row.map(|row| RunConfig {
             config: row.get(0),
             source: row.get(1),
@@ -87,19 +120,22 @@ impl PgStores {
     pub async fn enqueue(&self, run_id: &RunId) -> Result<(), PgError> {
         let context = || format!("queueing run {run_id}");
         let client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO rein_queue (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_queue (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         // Its own statement, outside any transaction: a NOTIFY inside a transaction would
         // serialise every commit behind the notification queue's lock.
-        client
-            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &run_id.as_str()])
-            .await
-            .map_err(|e| PgError::query(context(), e))?;
+        prepared::execute(
+            &client,
+            "SELECT pg_notify($1, $2)",
+            &[&CHANNEL, &run_id.as_str()],
+        )
+        .await
+        .map_err(|e| PgError::query(context(), e))?;
         Ok(())
     }
 
@@ -123,42 +159,39 @@ impl PgStores {
     ) -> Result<Option<Lease>, PgError> {
         let busy: Vec<&str> = busy.iter().map(RunId::as_str).collect();
         let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "WITH candidate AS (
-                     SELECT q.run_id FROM rein_queue q
-                     LEFT JOIN rein_leases l ON l.run_id = q.run_id
-                     WHERE (l.run_id IS NULL OR l.expires_at <= now())
-                       AND q.run_id <> ALL($3::text[])
-                     ORDER BY q.ord
-                     LIMIT 1
-                     FOR UPDATE OF q SKIP LOCKED
-                 )
-                 INSERT INTO rein_leases AS l (run_id, owner, fencing_token, expires_at)
-                 SELECT run_id, $1, 1, now() + $2::float8 * interval '1 millisecond'
-                 FROM candidate
-                 ON CONFLICT (run_id) DO UPDATE
-                     SET owner = EXCLUDED.owner,
-                         fencing_token = l.fencing_token + 1,
-                         expires_at = EXCLUDED.expires_at
-                     WHERE l.expires_at <= now()
-                 RETURNING run_id, fencing_token, (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[&owner, &millis(ttl), &busy],
-            )
+        let claim = client
+            .prepare_cached(CLAIM)
             .await
             .map_err(|e| PgError::query("claiming a queued run", e))?;
-        let Some(row) = row else { return Ok(None) };
-        let id: String = row.get(0);
-        let run_id: RunId = id.parse().map_err(|e| {
-            PgError::query(
-                "claiming a queued run",
-                format!("the queue holds {id:?}, which is not a run id: {e}"),
-            )
-        })?;
-        let lease = Lease::new(run_id, owner, row.get(1), row.get(2));
-        self.shared.held.set(lease.run_id(), lease.token());
-        tracing::debug!(run = %lease.run_id(), owner, token = lease.token(), "claimed a queued run");
-        Ok(Some(lease))
+        // A candidate whose lease another claim took after this statement's snapshot
+        // was taken is found free but cannot be leased: look again, in a new snapshot
+        // that sees that lease, rather than report an empty queue while runs wait.
+        for _ in 0..CLAIM_ATTEMPTS {
+            let Some(row) = client
+                .query_opt(&claim, &[&owner, &millis(ttl), &busy])
+                .await
+                .map_err(|e| PgError::query("claiming a queued run", e))?
+            else {
+                return Ok(None);
+            };
+            let Some(token) = row.get::<_, Option<i64>>(1) else {
+                continue;
+            };
+            let id: String = row.get(0);
+            let run_id: RunId = id.parse().map_err(|e| {
+                PgError::query(
+                    "claiming a queued run",
+                    format!("the queue holds {id:?}, which is not a run id: {e}"),
+                )
+            })?;
+            let lease = Lease::new(run_id, owner, token, row.get(2));
+            self.shared.held.set(lease.run_id(), lease.token());
+            tracing::debug!(run = %lease.run_id(), owner, token = lease.token(), "claimed a queued run");
+            return Ok(Some(lease));
+        }
+        // Every look lost its candidate to another claim: the queue is busy, not empty;
+        // the caller looks again at its next poll.
+        Ok(None)
     }
 
     /// Takes the leased run off the queue (it ended, or waits for a person), if `lease` is
@@ -168,16 +201,14 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn dequeue(&self, lease: &Lease) -> Result<bool, PgError> {
         let client = self.client().await?;
-        let removed = client
-            .execute(
-                "DELETE FROM rein_queue q USING rein_leases l
+        let removed = prepared::execute(
+            &client,
+            "DELETE FROM rein_queue q USING rein_leases l
                  WHERE q.run_id = $1 AND l.run_id = q.run_id AND l.fencing_token = $2",
-                &[&lease.run_id().as_str(), &stored(lease.token())],
-            )
-            .await
-            .map_err(|e| {
-                PgError::query(format!("taking run {} off the queue", lease.run_id()), e)
-            })?;
+            &[&lease.run_id().as_str(), &stored(lease.token())],
+        )
+        .await
+        .map_err(|e| PgError::query(format!("taking run {} off the queue", lease.run_id()), e))?;
         Ok(removed == 1)
     }
 
@@ -187,8 +218,7 @@ impl PgStores {
     /// [`PgError::Query`] when the database fails.
     pub async fn queued(&self) -> Result<Vec<RunId>, PgError> {
         let client = self.client().await?;
-        let rows = client
-            .query("SELECT run_id FROM rein_queue ORDER BY ord", &[])
+        let rows = prepared::query(&client, "SELECT run_id FROM rein_queue ORDER BY ord", &[])
             .await
             .map_err(|e| PgError::query("listing the queue", e))?;
         Ok(rows

@@ -6,6 +6,7 @@ use rein_run::{Run, RunId, RunStatus, RunStore, RunStoreError};
 
 use crate::failure::Explain;
 use crate::lease;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// A [`RunStore`] in `PostgreSQL`: table `rein_runs`, one row per run holding its snapshot
@@ -13,7 +14,7 @@ use crate::stores::Shared;
 /// never a mix). `list` gives runs in the order they were first saved.
 ///
 /// A save of a run whose lease this process holds is checked against the lease's fencing
-/// token in the same transaction; see [`PgStores::acquire_lease`](crate::PgStores::acquire_lease).
+/// token in the same statement (one round trip); see [`PgStores::acquire_lease`](crate::PgStores::acquire_lease).
 #[derive(Debug, Clone)]
 pub struct PgRunStore {
     shared: Arc<Shared>,
@@ -25,6 +26,26 @@ fn backend(context: String, source: impl Explain) -> RunStoreError {
         source: source.explain(),
     }
 }
+
+/// A save in one autocommit statement, so one round trip: the upsert, made only when the
+/// writer's token (`$7`) passes the lease check on the run's lease row read `FOR SHARE`
+/// (see [`lease::locked_lease!`] for why that fences a takeover under `READ COMMITTED`).
+/// One row written, or none: a refused save is explained afterwards by the lease row
+/// ([`lease::LEASE_NOW`], [`lease::verdict`]).
+const SAVE: &str = concat!(
+    "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
+     SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint
+     WHERE (",
+    lease::lease_allows!("$7"),
+    ")
+     ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
+         status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
+         updated_at = EXCLUDED.updated_at, saved_at = now()"
+);
+
+/// How many times a save is made when its refusal has no explanation by the time it is
+/// looked at (the lease changed in between): then it is simply made again.
+const SAVE_ATTEMPTS: usize = 3;
 
 impl PgRunStore {
     pub(crate) const fn new(shared: Arc<Shared>) -> Self {
@@ -51,58 +72,71 @@ impl RunStore for PgRunStore {
         let id = run.id();
         let context = || format!("saving the snapshot of run {id}");
         let json = serde_json::to_string(run).map_err(|e| backend(context(), e))?;
-        let mut client = self.client(context).await?;
-        let tx = client
-            .transaction()
+        let client = self.client(context).await?;
+        let save = client
+            .prepare_cached(SAVE)
             .await
             .map_err(|e| backend(context(), e))?;
-        let statements = tokio::try_join!(
-            lease::statement(&tx),
-            tx.prepare_cached(
-                "INSERT INTO rein_runs (run_id, snapshot, status, waiting, goal, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot,
-                     status = EXCLUDED.status, waiting = EXCLUDED.waiting, goal = EXCLUDED.goal,
-                     updated_at = EXCLUDED.updated_at, saved_at = now()",
-            ),
-        );
-        let (lease_row, upsert) = statements.map_err(|e| backend(context(), e))?;
         let mine = self.shared.held.token(id);
         // The listing columns are written with the snapshot, in the same statement.
         let (status, waiting, goal, updated_at) = columns(run);
-        // The lease check and the upsert go out in one pipeline: the upsert is kept only if
-        // the check passes; otherwise `tx` is dropped, which rolls it back.
-        let key = id.as_str();
-        let by_run: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&key];
-        let row: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-            [&key, &json, &status, &waiting, &goal, &updated_at];
-        let (lease_row, upserted) =
-            tokio::join!(tx.query_opt(&lease_row, &by_run), tx.execute(&upsert, &row),);
-        let lease_row = lease_row.map_err(|e| backend(context(), e))?;
-        lease::verdict(id, mine, lease_row.as_ref())?;
-        upserted.map_err(|e| backend(context(), e))?;
-        tx.commit().await.map_err(|e| backend(context(), e))
+        let token = lease::recorded(mine);
+        for _ in 0..SAVE_ATTEMPTS {
+            let saved = client
+                .execute(
+                    &save,
+                    &[
+                        &id.as_str(),
+                        &json,
+                        &status,
+                        &waiting,
+                        &goal,
+                        &updated_at,
+                        &token,
+                    ],
+                )
+                .await
+                .map_err(|e| backend(context(), e))?;
+            if saved == 1 {
+                return Ok(());
+            }
+            // Refused: the lease check in Rust, on the lease row as it is now, says why.
+            let row = prepared::query_opt(&client, lease::LEASE_NOW, &[&id.as_str()])
+                .await
+                .map_err(|e| backend(context(), e))?;
+            lease::verdict(
+                id,
+                mine,
+                row.as_ref().and_then(|row| lease::returned(row, 0)),
+            )?;
+        }
+        Err(backend(
+            context(),
+            format!(
+                "the database refused it {SAVE_ATTEMPTS} times while the lease allowed it each \
+                 time it was looked at; is another process changing run {id}'s lease?"
+            ),
+        ))
     }
 
     async fn load(&self, id: &RunId) -> Result<Run, RunStoreError> {
         let context = || format!("loading the snapshot of run {id}");
         let client = self.client(context).await?;
-        let row = client
-            .query_opt(
-                "SELECT snapshot FROM rein_runs WHERE run_id = $1",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?
-            .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
+        let row = prepared::query_opt(
+            &client,
+            "SELECT snapshot FROM rein_runs WHERE run_id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?
+        .ok_or_else(|| RunStoreError::NotFound { id: id.clone() })?;
         parse(id, row.get(0))
     }
 
     async fn list(&self) -> Result<Vec<RunId>, RunStoreError> {
         let context = || "listing the runs".to_owned();
         let client = self.client(context).await?;
-        let rows = client
-            .query("SELECT run_id FROM rein_runs ORDER BY ord", &[])
+        let rows = prepared::query(&client, "SELECT run_id FROM rein_runs ORDER BY ord", &[])
             .await
             .map_err(|e| backend(context(), e))?;
         let mut ids = Vec::with_capacity(rows.len());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rein_run::{RunId, RunStoreError, StopKind, StopRequest, StopRequestStore, Timestamp};
 
 use crate::failure::Explain;
+use crate::prepared;
 use crate::stores::Shared;
 
 /// A [`StopRequestStore`] in `PostgreSQL`: table `rein_stop_requests`, at most one row per
@@ -61,38 +62,38 @@ impl StopRequestStore for PgStopRequests {
         let client = self.client(context).await?;
         // The newer request replaces the waiting one unless it would soften an abort
         // (StopRequest::then), decided by the row lock the upsert takes.
-        client
-            .execute(
-                "INSERT INTO rein_stop_requests (run_id, kind, requested_by, reason, requested_at_ms)
+        prepared::execute(
+            &client,
+            "INSERT INTO rein_stop_requests (run_id, kind, requested_by, reason, requested_at_ms)
                  VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (run_id) DO UPDATE SET
                      kind = EXCLUDED.kind, requested_by = EXCLUDED.requested_by,
                      reason = EXCLUDED.reason, requested_at_ms = EXCLUDED.requested_at_ms
                  WHERE NOT (rein_stop_requests.kind = 'abort' AND EXCLUDED.kind = 'interrupt')",
-                &[
-                    &id.as_str(),
-                    &kind_text(request.kind),
-                    &request.by,
-                    &request.reason,
-                    &at,
-                ],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+            &[
+                &id.as_str(),
+                &kind_text(request.kind),
+                &request.by,
+                &request.reason,
+                &at,
+            ],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         Ok(())
     }
 
     async fn pending(&self, id: &RunId) -> Result<Option<StopRequest>, RunStoreError> {
         let context = || format!("reading the stop request of run {id}");
         let client = self.client(context).await?;
-        let Some(row) = client
-            .query_opt(
-                "SELECT kind, requested_by, reason, requested_at_ms
+        let Some(row) = prepared::query_opt(
+            &client,
+            "SELECT kind, requested_by, reason, requested_at_ms
                  FROM rein_stop_requests WHERE run_id = $1",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?
         else {
             return Ok(None);
         };
@@ -124,20 +125,20 @@ impl StopRequestStore for PgStopRequests {
         let client = self.client(context).await?;
         // Only the request honoured: one that replaced it since (the upsert's row lock
         // orders the two) stays.
-        client
-            .execute(
-                "DELETE FROM rein_stop_requests WHERE run_id = $1 AND kind = $2
-                 AND requested_by = $3 AND reason = $4 AND requested_at_ms = $5",
-                &[
-                    &id.as_str(),
-                    &kind_text(honoured.kind),
-                    &honoured.by,
-                    &honoured.reason,
-                    &at,
-                ],
-            )
-            .await
-            .map_err(|e| backend(context(), e))?;
+        prepared::execute(
+            &client,
+            "DELETE FROM rein_stop_requests WHERE run_id = $1 AND kind = $2
+             AND requested_by = $3 AND reason = $4 AND requested_at_ms = $5",
+            &[
+                &id.as_str(),
+                &kind_text(honoured.kind),
+                &honoured.by,
+                &honoured.reason,
+                &at,
+            ],
+        )
+        .await
+        .map_err(|e| backend(context(), e))?;
         Ok(())
     }
 }

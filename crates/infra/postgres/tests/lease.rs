@@ -298,3 +298,88 @@ async fn a_takeover_racing_live_appends_never_interleaves_tokens() {
     }
     db.drop_db().await;
 }
+
+/// An append and a save are one statement each, checked against the lease row read `FOR
+/// SHARE`: made while a takeover's `UPDATE` of that row is not yet committed, they wait
+/// for it, and once it commits they read the row's new token and are refused — nothing of
+/// the old holder's lands after the takeover (`READ COMMITTED` re-reads the row it waited
+/// for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_made_during_an_uncommitted_takeover_waits_and_is_refused() {
+    let db = Fresh::new().await;
+    let a = db.stores().await;
+    let (mut takeover, watch) = (db.sql().await, db.sql().await);
+    let run: RunId = "in-flight".parse().unwrap();
+    let lease = a.acquire_lease(&run, "worker-a", TTL).await.unwrap();
+    let mut ledger = Ledger::new(run.clone());
+    note(&mut ledger, "before");
+    a.ledgers()
+        .append(ledger.entries().last().unwrap())
+        .await
+        .unwrap();
+    let snapshot = Run::new(
+        run.clone(),
+        "in flight",
+        serde_json::Map::new(),
+        serde_json::json!({}),
+        Timestamp::from_unix_millis(0),
+    );
+    a.runs().save(&snapshot).await.unwrap();
+
+    // The takeover, as a claim makes it, left uncommitted.
+    let tx = takeover.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE rein_leases SET owner = 'worker-b', fencing_token = fencing_token + 1
+         WHERE run_id = $1",
+        &[&run.as_str()],
+    )
+    .await
+    .unwrap();
+    note(&mut ledger, "during");
+    let append = {
+        let (a, entry) = (a.clone(), ledger.entries().last().unwrap().clone());
+        tokio::spawn(async move { a.ledgers().append(&entry).await })
+    };
+    let save = {
+        let a = a.clone();
+        tokio::spawn(async move { a.runs().save(&snapshot).await })
+    };
+    // Both writes wait on the takeover's row lock (they lock the row FOR SHARE).
+    loop {
+        assert!(
+            !append.is_finished() && !save.is_finished(),
+            "a write did not wait for the uncommitted takeover"
+        );
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+                 WHERE NOT l.granted AND s.datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= 2 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    tx.commit().await.unwrap();
+
+    let fenced = Some(lease.token());
+    let taken = Some(lease.token() + 1);
+    match append.await.unwrap() {
+        Err(LedgerStoreError::FencedOut(Fenced { held, current, .. })) => {
+            assert_eq!((held, current), (fenced, taken));
+        }
+        other => panic!("the append during the takeover was not fenced out: {other:?}"),
+    }
+    match save.await.unwrap() {
+        Err(RunStoreError::FencedOut(Fenced { held, current, .. })) => {
+            assert_eq!((held, current), (fenced, taken));
+        }
+        other => panic!("the save during the takeover was not fenced out: {other:?}"),
+    }
+    assert_eq!(a.ledgers().load(&run).await.unwrap().ledger.len(), 1);
+    db.drop_db().await;
+}

@@ -163,3 +163,48 @@ async fn rows_edited_behind_the_stores_back_fail_the_load() {
     }
     db.drop_db().await;
 }
+
+/// Two writers appending the same number at once (two forks of one ledger, from two
+/// processes): one entry lands, the other is refused as not following it — whether it
+/// lost on the chain check or on the row's key — and the ledger verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_appends_of_one_number_at_once_land_one_and_refuse_the_other() {
+    let db = Fresh::new().await;
+    let (a, b) = (db.stores().await, db.stores().await);
+    for round in 0..20 {
+        let ours = sample(&format!("fork-{round}"), 3);
+        let mut theirs =
+            Ledger::from_entries(ours.run_id().clone(), ours.entries()[..2].to_vec()).unwrap();
+        theirs.append(
+            Timestamp::from_unix_millis(1_800_000_000_000),
+            State::Act,
+            EntryKind::Steering {
+                note: "the other fork".into(),
+            },
+        );
+        for entry in &ours.entries()[..2] {
+            a.ledgers().append(entry).await.unwrap();
+        }
+        let (x, y) = (ours.entries()[2].clone(), theirs.entries()[2].clone());
+        let (a2, b2) = (a.clone(), b.clone());
+        let (first, second) = tokio::join!(
+            tokio::spawn(async move { a2.ledgers().append(&x).await }),
+            tokio::spawn(async move { b2.ledgers().append(&y).await }),
+        );
+        let outcomes = [first.unwrap(), second.unwrap()];
+        let refused: Vec<String> = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().err().map(ToString::to_string))
+            .collect();
+        assert_eq!(refused.len(), 1, "round {round}: {outcomes:?}");
+        assert!(
+            refused[0].contains("entry 3 does not follow the last stored entry, 3"),
+            "round {round}: {}",
+            refused[0]
+        );
+        let stored = a.ledgers().load(ours.run_id()).await.unwrap().ledger;
+        stored.verify().unwrap();
+        assert_eq!(stored.len(), 3);
+    }
+    db.drop_db().await;
+}

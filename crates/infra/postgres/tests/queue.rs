@@ -51,6 +51,60 @@ async fn concurrent_claims_take_every_queued_run_exactly_once() {
     db.drop_db().await;
 }
 
+/// A claim whose candidate is leased by another process after the claim's snapshot was
+/// taken (the claim finds it free, then waits on that lease's insert, which commits live)
+/// takes the next queued run: a busy queue is not reported empty, which would leave the
+/// worker idle until its next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_loses_its_candidate_to_a_concurrent_lease_takes_the_next_run() {
+    let db = Fresh::new().await;
+    let front = db.stores().await;
+    let (mut other, watch) = (db.sql().await, db.sql().await);
+    let (first, second): (RunId, RunId) = ("first".parse().unwrap(), "second".parse().unwrap());
+    front.enqueue(&first).await.unwrap();
+    front.enqueue(&second).await.unwrap();
+
+    // Another process takes the oldest run's lease, not yet committed.
+    let tx = other.transaction().await.unwrap();
+    tx.execute(
+        "INSERT INTO rein_leases (run_id, owner, fencing_token, expires_at)
+         VALUES ($1, 'other', 1, now() + interval '10 minutes')",
+        &[&first.as_str()],
+    )
+    .await
+    .unwrap();
+    let claim = {
+        let stores = db.stores().await;
+        tokio::spawn(async move { stores.claim("worker", TTL, &[]).await })
+    };
+    // The claim found `first` free in its snapshot and waits on the uncommitted lease.
+    loop {
+        assert!(
+            !claim.is_finished(),
+            "the claim did not wait for the uncommitted lease"
+        );
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+                 WHERE NOT l.granted AND s.datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    tx.commit().await.unwrap();
+
+    let lease = claim.await.unwrap().unwrap();
+    let lease = lease.expect("the claim took the next queued run, not nothing");
+    assert_eq!((lease.run_id(), lease.token()), (&second, 1));
+    db.drop_db().await;
+}
+
 #[tokio::test]
 async fn an_expired_lease_is_claimed_again_but_never_by_the_run_s_own_driver() {
     let db = Fresh::new().await;
