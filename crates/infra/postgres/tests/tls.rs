@@ -103,7 +103,7 @@ async fn verify_full_with_the_clusters_ca_connects_over_tls_and_so_does_the_queu
     );
 
     // The queue's LISTEN connection, outside the pool, uses the same TLS.
-    let _wakeups = stores.listen_queue().await.unwrap();
+    let wakeups = stores.listen_queue().await.unwrap();
     let listening: Vec<bool> = db
         .sql()
         .await
@@ -118,6 +118,7 @@ async fn verify_full_with_the_clusters_ca_connects_over_tls_and_so_does_the_queu
         .map(|row| row.get(0))
         .collect();
     assert_eq!(listening, [true]);
+    drop((wakeups, stores));
     db.drop_db().await;
 }
 
@@ -152,6 +153,7 @@ async fn require_and_prefer_without_a_ca_connect_over_tls() {
         sessions.len() >= 2 && sessions.iter().all(|ssl| *ssl),
         "{sessions:?}"
     );
+    drop(open);
     db.drop_db().await;
 }
 
@@ -245,8 +247,9 @@ async fn the_key_value_form_takes_the_tls_parameters_too() {
     );
     let config = PgConfig::from_url(&kv).unwrap();
     assert_eq!(config.ssl_mode(), SslMode::VerifyFull);
-    let _open = PgStores::connect(config).await.unwrap();
+    let open = PgStores::connect(config).await.unwrap();
     assert_eq!(tcp_sessions(&db).await, [true]);
+    drop(open);
     db.drop_db().await;
 }
 
