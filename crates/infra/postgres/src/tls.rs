@@ -22,12 +22,15 @@ use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream}
 #[derive(Clone, Default)]
 pub(crate) struct RustlsConnect {
     config: Option<Arc<ClientConfig>>,
+    /// The certificate authorities trusted, for people (`sslrootcert /etc/ca.pem`).
+    trusted: Arc<str>,
 }
 
 impl RustlsConnect {
-    /// A connector with `config`, or one that never connects (`None`).
-    pub(crate) const fn new(config: Option<Arc<ClientConfig>>) -> Self {
-        Self { config }
+    /// A connector with `config`, or one that never connects (`None`); `trusted` says which
+    /// certificate authorities `config` trusts, for the error of a certificate none signed.
+    pub(crate) const fn new(config: Option<Arc<ClientConfig>>, trusted: Arc<str>) -> Self {
+        Self { config, trusted }
     }
 }
 
@@ -58,6 +61,7 @@ where
         });
         Ok(Handshake {
             config: self.config.clone(),
+            trusted: Arc::clone(&self.trusted),
             name,
         })
     }
@@ -67,6 +71,7 @@ where
 #[derive(Debug)]
 pub(crate) struct Handshake {
     config: Option<Arc<ClientConfig>>,
+    trusted: Arc<str>,
     name: Result<ServerName<'static>, TlsError>,
 }
 
@@ -86,7 +91,7 @@ where
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(self.name?, stream)
                 .await
-                .map_err(|e| TlsError::handshake(&e))?;
+                .map_err(|e| TlsError::handshake(&e, &self.trusted))?;
             Ok(RustlsStream(stream))
         })
     }
@@ -217,23 +222,21 @@ impl TlsError {
         Self { message }
     }
 
-    fn handshake(e: &io::Error) -> Self {
+    fn handshake(e: &io::Error, trusted: &str) -> Self {
         let rustls = e
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<rustls::Error>());
         let hint = match rustls {
-            Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
-                "; the certificate authority that signed it is not in sslrootcert (or, without \
-                 sslrootcert, among the system's root certificates): give that authority's \
-                 certificate as sslrootcert"
-            }
+            Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => format!(
+                "; the certificate authority that signed it is not among {trusted}: give that \
+                 authority's certificate as sslrootcert"
+            ),
             Some(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => {
-                "; connect with a host name the certificate names, or use sslmode=verify-ca to \
-                 verify the certificate's chain only"
-            }
-            _ => "",
+            )) => "; connect with a host name the certificate names, or use sslmode=verify-ca \
+                   to verify the certificate's chain only"
+                .to_owned(),
+            _ => String::new(),
         };
         Self::new(format!("{e}{hint}"))
     }

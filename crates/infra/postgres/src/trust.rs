@@ -86,10 +86,17 @@ impl Tls {
                 Ok(Arc::new(config))
             })
             .transpose()?;
+        let trusted = match &roots {
+            Some(Roots::File(path)) => {
+                format!("the certificates of sslrootcert {}", path.display())
+            }
+            Some(Roots::System) => "the system's root certificates (sslrootcert=system)".to_owned(),
+            None => "the system's root certificates (no sslrootcert was given)".to_owned(),
+        };
         Ok(Self {
             mode,
             roots,
-            connector: RustlsConnect::new(config),
+            connector: RustlsConnect::new(config, trusted.into()),
         })
     }
 }

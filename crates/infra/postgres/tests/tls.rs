@@ -173,7 +173,11 @@ async fn verify_full_with_another_ca_fails_naming_the_target_and_not_the_passwor
             message.contains(&format!("at {}:", config.target()))
                 && message.contains("error performing TLS handshake")
                 && message.contains("UnknownIssuer")
-                && message.contains("give that authority's certificate as sslrootcert"),
+                && message.contains(&format!(
+                    "not among the certificates of sslrootcert {}: give that authority's \
+                     certificate as sslrootcert",
+                    unrelated_ca()
+                )),
             "{mode}: {message}"
         );
         tcp.assert_no_password(&err);
@@ -251,6 +255,41 @@ async fn the_key_value_form_takes_the_tls_parameters_too() {
     assert_eq!(tcp_sessions(&db).await, [true]);
     drop(open);
     db.drop_db().await;
+}
+
+#[tokio::test]
+async fn require_refuses_a_server_that_offers_no_tls() {
+    // A server that answers PostgreSQL's TLS request with `N` (no TLS), as one with ssl=off
+    // does.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0_u8; 8];
+            if socket.read_exact(&mut request).await.is_ok() {
+                let _ = socket.write_all(b"N").await;
+            }
+        }
+    });
+    for mode in ["require", "verify-ca", "verify-full"] {
+        let url = format!(
+            "postgres://rein:hunter2-plain@127.0.0.1:{port}/rein?sslmode={mode}&sslrootcert={}",
+            unrelated_ca()
+        );
+        let err = PgStores::connect_url(&url).await.unwrap_err();
+        assert!(matches!(err, PgError::Connect { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("at rein@127.0.0.1:{port}/rein: "))
+                && message.contains("server does not support TLS"),
+            "{message}"
+        );
+        assert!(
+            !format!("{message}{err:?}").contains("hunter2"),
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test]
