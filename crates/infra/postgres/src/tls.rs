@@ -38,6 +38,7 @@ impl fmt::Debug for RustlsConnect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RustlsConnect")
             .field("tls", &self.config.is_some())
+            .field("trusted", &self.trusted)
             .finish()
     }
 }
