@@ -1,6 +1,5 @@
 //! `PgConfig`: where the database is and how the stores use it, parsed from a URL.
 
-use std::error::Error as _;
 use std::fmt;
 use std::str::FromStr;
 
@@ -61,13 +60,10 @@ impl PgConfig {
     /// cannot be used.
     pub fn from_url(url: &str) -> Result<Self, PgError> {
         let (rest, params) = split_tls_params(url)?;
+        // Only tokio-postgres's summary: its details can quote the string (a URL that is not
+        // one reads as an unknown `key=value` option, password and all).
         let mut pg = tokio_postgres::Config::from_str(&rest).map_err(|e| PgError::InvalidUrl {
-            // tokio-postgres says which option or value in the source (never the password:
-            // at most one character of the string, where it stopped reading).
-            reason: match e.source() {
-                Some(source) => format!("{e}: {source}"),
-                None => e.to_string(),
-            },
+            reason: e.to_string(),
         })?;
         if pg.get_hosts().is_empty() {
             return Err(PgError::InvalidUrl {

@@ -109,24 +109,38 @@ impl TlsParams {
 }
 
 /// The TLS parameter `key` names, if it names one.
-fn tls_parameter(key: &str) -> Option<&'static str> {
-    ["sslmode", "sslrootcert"]
+///
+/// # Errors
+/// [`PgError::InvalidTls`] for libpq's TLS parameters this does not support, so that one
+/// is refused by name rather than as an unknown option.
+fn tls_parameter(key: &str) -> Result<Option<&'static str>, PgError> {
+    const UNSUPPORTED: [&str; 5] = ["sslcert", "sslkey", "sslpassword", "sslcrl", "sslcrldir"];
+    if let Some(parameter) = UNSUPPORTED.into_iter().find(|p| *p == key) {
+        return Err(PgError::invalid_tls(
+            parameter,
+            "client certificates and certificate revocation lists are not supported; remove \
+             it (sslmode and sslrootcert are)"
+                .to_owned(),
+        ));
+    }
+    Ok(["sslmode", "sslrootcert"]
         .into_iter()
-        .find(|parameter| *parameter == key)
+        .find(|parameter| *parameter == key))
 }
 
 /// Splits the TLS parameters off `url`: the rest, for tokio-postgres to parse, and them.
 /// A string this cannot read is given back whole, for tokio-postgres to say what is wrong.
 ///
 /// # Errors
-/// [`PgError::InvalidTls`] when a parameter's value is not UTF-8 once percent-decoded.
+/// [`PgError::InvalidTls`] when a parameter's value is not UTF-8 once percent-decoded, or
+/// for a TLS parameter that is not supported (`sslcert`, `sslkey`, …).
 pub(crate) fn split_tls_params(url: &str) -> Result<(Cow<'_, str>, TlsParams), PgError> {
     match ["postgres://", "postgresql://"]
         .iter()
         .find_map(|scheme| url.strip_prefix(scheme))
     {
         Some(rest) => split_url(url, url.len() - rest.len()),
-        None => Ok(split_key_values(url)),
+        None => split_key_values(url),
     }
 }
 
@@ -144,7 +158,7 @@ fn split_url(url: &str, after_scheme: usize) -> Result<(Cow<'_, str>, TlsParams)
     for piece in query[1..].split('&') {
         let (key, value) = piece.split_once('=').unwrap_or((piece, ""));
         let key = percent_decode(key).unwrap_or_default();
-        if let Some(parameter) = tls_parameter(&key) {
+        if let Some(parameter) = tls_parameter(&key)? {
             let value = percent_decode(value).ok_or_else(|| {
                 PgError::invalid_tls(
                     parameter,
@@ -194,14 +208,14 @@ fn percent_decode(s: &str) -> Option<String> {
 /// The `key=value` form, read as tokio-postgres reads it (values bare or single-quoted,
 /// `\` escaping the next character), written back without the TLS parameters, each value
 /// quoted.
-fn split_key_values(s: &str) -> (Cow<'_, str>, TlsParams) {
+fn split_key_values(s: &str) -> Result<(Cow<'_, str>, TlsParams), PgError> {
     let Some(pairs) = key_values(s) else {
-        return (Cow::Borrowed(s), TlsParams::default());
+        return Ok((Cow::Borrowed(s), TlsParams::default()));
     };
     let mut params = TlsParams::default();
     let mut kept = Vec::new();
     for (key, value) in pairs {
-        if tls_parameter(key).is_some() {
+        if tls_parameter(key)?.is_some() {
             params.take(key, value);
         } else {
             let quoted = value.replace('\\', "\\\\").replace('\'', "\\'");
@@ -209,9 +223,9 @@ fn split_key_values(s: &str) -> (Cow<'_, str>, TlsParams) {
         }
     }
     if params == TlsParams::default() {
-        return (Cow::Borrowed(s), params);
+        return Ok((Cow::Borrowed(s), params));
     }
-    (Cow::Owned(kept.join(" ")), params)
+    Ok((Cow::Owned(kept.join(" ")), params))
 }
 
 /// The `key=value` pairs of `s`, or `None` when it is not well formed.
@@ -345,6 +359,28 @@ mod tests {
         let (rest, ..) = split("host=db user=rein password='it\\'s' sslmode=require");
         let config: tokio_postgres::Config = rest.parse().unwrap();
         assert_eq!(config.get_password(), Some(&b"it's"[..]));
+    }
+
+    #[test]
+    fn client_certificates_are_refused_by_name_in_either_form() {
+        for url in [
+            "postgres://u:secret@h/db?sslmode=require&sslcert=%2Fc.pem",
+            "host=h user=u password=secret sslkey=/k.pem",
+        ] {
+            let err = split_tls_params(url).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                matches!(
+                    err,
+                    PgError::InvalidTls {
+                        parameter: "sslcert" | "sslkey",
+                        ..
+                    }
+                ),
+                "{message}"
+            );
+            assert!(message.contains("not supported") && !message.contains("secret"));
+        }
     }
 
     #[test]
