@@ -106,7 +106,10 @@ running() {
 }
 
 start() {
-    if running; then return 0; fi
+    if running; then
+        [ -f "$STATE/tls-url" ] || echo "pg-test-cluster: the running cluster has no TLS (an older script started it); for the TLS tests run make pg-stop, then make pg-start" >&2
+        return 0
+    fi
     rm -rf "$STATE"
     PGBIN=$(pgbin)
     if [ -z "$PGBIN" ]; then install_postgres; PGBIN=$(pgbin); fi
@@ -180,7 +183,11 @@ require_running() {
 case "${1:-}" in
     start) start ;;
     url) require_running; cat "$STATE/url" ;;
-    tls-url) require_running; cat "$STATE/tls-url" ;;
+    tls-url)
+        require_running
+        [ -f "$STATE/tls-url" ] || die "the running cluster has no TLS (an older script started it); run make pg-stop, then make pg-start"
+        cat "$STATE/tls-url"
+        ;;
     ca) require_running; echo "$STATE/ca.crt" ;;
     restart)
         require_running
