@@ -84,11 +84,13 @@ doc:
 # pass or fail (scripts/pg-test-cluster.sh; docs/POSTGRES.md).
 test: mcp-servers
 	@scripts/pg-test-cluster.sh start
-	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" $(CARGO) test --workspace; \
+	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" REIN_TEST_PG_TLS_URL="$$(scripts/pg-test-cluster.sh tls-url)" \
+		$(CARGO) test --workspace; \
 		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
 
 # A throwaway PostgreSQL for `cargo test -p rein-postgres` by hand: the tests find it through
-# target/pg/ (or REIN_TEST_PG_URL). `make pg-stop` stops it and deletes its data.
+# target/pg/ (or REIN_TEST_PG_URL, and REIN_TEST_PG_TLS_URL for the TLS tests). `make pg-stop`
+# stops it and deletes its data.
 .PHONY: pg-start pg-stop
 pg-start:
 	@scripts/pg-test-cluster.sh start

@@ -390,8 +390,9 @@ pub(crate) struct ReplayArgs {
 /// A shared store in place of the data directory.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArg {
-    /// A PostgreSQL store (postgres://user:password@host:port/database) to use instead of
-    /// the data directory; see docs/POSTGRES.md.
+    /// A PostgreSQL store (postgres://user:password@host:port/database; TLS with
+    /// ?sslmode=verify-full&sslrootcert=CA.pem) to use instead of the data directory; see
+    /// docs/POSTGRES.md.
     #[arg(long, value_name = "URL", env = "REIN_STORE", hide_env_values = true)]
     pub(crate) store: Option<String>,
 }

@@ -205,15 +205,17 @@ pub(crate) fn owner() -> String {
     format!("rein@{host}:{}", std::process::id())
 }
 
-/// Connects to the store at `url` (its schema migrated): a URL that does not parse is bad
-/// input (exit 2); a database that cannot be reached or is too new fails (exit 1). The
+/// Connects to the store at `url` (its schema migrated): a URL that does not parse, or whose
+/// `sslmode` or `sslrootcert` cannot be used, is bad input (exit 2); a database that cannot be reached or is too new fails (exit 1). The
 /// messages never hold the password.
 ///
 /// # Errors
 /// As said.
 pub(crate) async fn open_store(url: &str) -> Result<PgStores, CliError> {
     PgStores::connect_url(url).await.map_err(|e| match e {
-        PgError::InvalidUrl { .. } => CliError::bad_input(e.to_string()),
+        PgError::InvalidUrl { .. } | PgError::InvalidTls { .. } => {
+            CliError::bad_input(e.to_string())
+        }
         _ => CliError::new(Exit::Failed, e.to_string()),
     })
 }

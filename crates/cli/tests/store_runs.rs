@@ -12,7 +12,10 @@ use std::process::Stdio;
 
 use rein_llm::fake::{Call, FakeServer, Reply};
 use serde_json::json;
-use support::pg::{entries_of, fresh, rein_on, run_id_of, start_worker, stop_worker, until_count};
+use support::pg::{
+    cluster_tls_url, entries_of, fresh, on_database, rein_on, run_id_of, start_worker, stop_worker,
+    until_count,
+};
 use support::{Outcome, Scratch, durable_drop_table, rein};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -371,4 +374,51 @@ async fn a_fixture_counts_into_the_workspace_on_a_store_and_is_refused_without_o
             .expect_code(2)
             .stderr_has(&["tools[0].count_file", "--workspace DIR"]);
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_are_listed_over_tls_with_the_servers_certificate_and_name_verified() {
+    let (url, _db) = fresh().await;
+    let scratch = Scratch::new();
+    let file = scratch.scenario("happy-path.json");
+    let done = rein_on(&url, &["run", file.to_str().unwrap()]).await;
+    done.expect_code(0);
+    let id = run_id_of(&done);
+    // The same database over TCP, `sslmode=verify-full` and the cluster's own CA as
+    // `sslrootcert` (the cluster refuses TCP without TLS).
+    let (_, name) = url.rsplit_once('/').unwrap();
+    let tls = on_database(&cluster_tls_url(), name);
+    assert!(tls.contains("sslmode=verify-full&sslrootcert="), "{tls}");
+    let listed = rein_with(&["runs", "list", "--store", &tls]).await;
+    listed.expect_code(0).stdout_has(&[&id]);
+
+    // The certificate names localhost, not 127.0.0.1: refused, saying what to change.
+    let password = tls
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password.to_owned())
+        .unwrap();
+    let by_address = tls.replace("@localhost:", "@127.0.0.1:");
+    let refused = rein_with(&["runs", "list", "--store", &by_address]).await;
+    refused.expect_code(1).stderr_has(&[
+        "cannot connect to PostgreSQL at",
+        "not valid for name",
+        "sslmode=verify-ca",
+    ]);
+    let unknown = tls.replace("sslmode=verify-full", "sslmode=verify_full");
+    let bad = rein_with(&["runs", "list", "--store", &unknown]).await;
+    bad.expect_code(2)
+        .stderr_has(&["the store url's sslmode cannot be used"]);
+    for out in [&listed, &refused, &bad] {
+        assert!(!format!("{}{}", out.stdout, out.stderr).contains(&password));
+    }
+}
+
+/// `rein ARGS`, off the async runtime.
+async fn rein_with(args: &[&str]) -> Outcome {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || Outcome::of(&rein().args(&args).output().unwrap()))
+        .await
+        .unwrap()
 }

@@ -26,6 +26,33 @@ pub fn cluster_url() -> String {
     }
 }
 
+/// The test cluster over TCP with TLS (`sslmode=verify-full`, `sslrootcert` its own
+/// certificate authority): `REIN_TEST_PG_TLS_URL`, else the one `make pg-start` wrote.
+pub fn cluster_tls_url() -> String {
+    if let Ok(url) = std::env::var("REIN_TEST_PG_TLS_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_owned();
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pg/tls-url");
+    match std::fs::read_to_string(&file) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => panic!(
+            "the TLS tests need the test cluster over TCP with TLS: run `make pg-start`, or set \
+             REIN_TEST_PG_TLS_URL; `make test` does the first for you"
+        ),
+    }
+}
+
+/// `url` (any database) with its database swapped for `name`, its query kept.
+pub fn on_database(url: &str, name: &str) -> String {
+    let (rest, query) = url
+        .split_once('?')
+        .map_or((url, String::new()), |(rest, q)| (rest, format!("?{q}")));
+    let (base, _) = rest.rsplit_once('/').unwrap();
+    format!("{base}/{name}{query}")
+}
+
 /// A new connection to the database at `url`.
 pub async fn connect(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
     let (client, connection) = url

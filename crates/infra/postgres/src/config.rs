@@ -5,19 +5,24 @@ use std::str::FromStr;
 
 use tokio_postgres::config::Host;
 
-use crate::PgError;
+use crate::sslmode::split_tls_params;
+use crate::trust::{Roots, Tls};
+use crate::{PgError, SslMode};
 
 /// How to reach the database and how the stores use it: a `postgres://` URL (or libpq
 /// key=value string), the connection pool's size and the largest artifact kept.
+///
+/// TLS is set by libpq's `sslmode` and `sslrootcert` parameters ([`SslMode`]).
 ///
 /// The password stays inside: [`Debug`](fmt::Debug) and every error name the target as
 /// `user@host:port/database`, never the password.
 ///
 /// ```
-/// use rein_postgres::PgConfig;
+/// use rein_postgres::{PgConfig, SslMode};
 ///
-/// let config: PgConfig = "postgres://rein:s3cret@db.internal:5433/agents".parse()?;
+/// let config: PgConfig = "postgres://rein:s3cret@db.internal:5433/agents?sslmode=require".parse()?;
 /// assert_eq!(config.target(), "rein@db.internal:5433/agents");
+/// assert_eq!(config.ssl_mode(), SslMode::Require);
 /// assert!(!format!("{config:?}").contains("s3cret"));
 /// assert_eq!(config.with_pool_size(4).pool_size(), 4);
 /// # Ok::<(), rein_postgres::PgError>(())
@@ -25,6 +30,7 @@ use crate::PgError;
 #[derive(Clone)]
 pub struct PgConfig {
     pub(crate) pg: tokio_postgres::Config,
+    pub(crate) tls: Tls,
     pool_size: usize,
     max_artifact_size: u64,
 }
@@ -43,11 +49,20 @@ impl PgConfig {
     /// `key=value` string. A unix socket directory is given as the host, percent-encoded
     /// (`postgres://rein:pw@%2Fvar%2Frun%2Fpostgresql/rein`).
     ///
+    /// `sslmode` ([`SslMode`], `prefer` when absent) and `sslrootcert` (a PEM file of
+    /// certificate authorities, or `system`) are read as libpq reads them; the root
+    /// certificates are read here, once. `sslrootcert=system` without `sslmode` means
+    /// `verify-full`, as in libpq. A unix socket never uses TLS.
+    ///
     /// # Errors
     /// [`PgError::InvalidUrl`] saying what is wrong, without repeating the URL (it may hold
-    /// a password).
+    /// a password); [`PgError::InvalidTls`] naming `sslmode` or `sslrootcert` when one
+    /// cannot be used.
     pub fn from_url(url: &str) -> Result<Self, PgError> {
-        let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| PgError::InvalidUrl {
+        let (rest, params) = split_tls_params(url)?;
+        // Only tokio-postgres's summary: its details can quote the string (a URL that is not
+        // one reads as an unknown `key=value` option, password and all).
+        let mut pg = tokio_postgres::Config::from_str(&rest).map_err(|e| PgError::InvalidUrl {
             reason: e.to_string(),
         })?;
         if pg.get_hosts().is_empty() {
@@ -63,8 +78,21 @@ impl PgConfig {
         if pg.get_application_name().is_none() {
             pg.application_name("rein");
         }
+        let roots = params
+            .sslrootcert
+            .as_deref()
+            .map(Roots::parse)
+            .transpose()?;
+        let mode = match (params.sslmode, &roots) {
+            (Some(mode), _) => mode.parse()?,
+            (None, Some(Roots::System)) => SslMode::VerifyFull,
+            (None, _) => SslMode::Prefer,
+        };
+        let tls = Tls::new(mode, roots)?;
+        pg.ssl_mode(wire_mode(mode, pg.get_hosts()));
         Ok(Self {
             pg,
+            tls,
             pool_size: Self::DEFAULT_POOL_SIZE,
             max_artifact_size: Self::DEFAULT_MAX_ARTIFACT_SIZE,
         })
@@ -89,6 +117,12 @@ impl PgConfig {
     pub fn with_max_artifact_size(mut self, bytes: u64) -> Self {
         self.max_artifact_size = bytes;
         self
+    }
+
+    /// How connections use TLS (`sslmode`).
+    #[must_use]
+    pub const fn ssl_mode(&self) -> SslMode {
+        self.tls.mode
     }
 
     /// The pool's size.
@@ -142,8 +176,28 @@ impl fmt::Debug for PgConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgConfig")
             .field("target", &self.target())
+            .field("sslmode", &self.tls.mode.as_str())
+            .field("sslrootcert", &self.tls.roots)
             .field("pool_size", &self.pool_size)
             .field("max_artifact_size", &self.max_artifact_size)
             .finish_non_exhaustive()
+    }
+}
+
+/// What tokio-postgres is told: it knows whether to ask the server for TLS (`prefer`,
+/// `require`), not what to verify, which the connector decides. Unix sockets only: no TLS,
+/// whatever the mode (libpq ignores `sslmode` there; the server refuses TLS on them).
+fn wire_mode(mode: SslMode, hosts: &[Host]) -> tokio_postgres::config::SslMode {
+    #[cfg(unix)]
+    let all_sockets = hosts.iter().all(|host| matches!(host, Host::Unix(_)));
+    #[cfg(not(unix))]
+    let all_sockets = false;
+    match mode {
+        _ if all_sockets => tokio_postgres::config::SslMode::Disable,
+        SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+        SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            tokio_postgres::config::SslMode::Require
+        }
     }
 }

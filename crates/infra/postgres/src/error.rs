@@ -21,7 +21,18 @@ pub enum PgError {
         /// What is wrong with it.
         reason: String,
     },
-    /// No connection could be made (refused, unknown host, bad credentials, no database).
+    /// A TLS parameter of the store URL (`sslmode`, `sslrootcert`) cannot be used: an
+    /// unknown mode, a root certificate file that cannot be read or holds no certificate.
+    /// Found before any connection is tried.
+    #[error("the store url's {parameter} cannot be used: {reason}")]
+    InvalidTls {
+        /// The parameter: `sslmode` or `sslrootcert`.
+        parameter: &'static str,
+        /// What is wrong with it, and what to write instead.
+        reason: String,
+    },
+    /// No connection could be made (refused, unknown host, bad credentials, no database, a
+    /// TLS session refused or a server certificate that does not verify).
     #[error(
         "cannot connect to PostgreSQL at {target}: {source}; check the url, that the server \
          is running, and that it accepts this user and password"
@@ -92,6 +103,10 @@ impl PgError {
             context: context.into(),
             source: source.explain(),
         }
+    }
+
+    pub(crate) const fn invalid_tls(parameter: &'static str, reason: String) -> Self {
+        Self::InvalidTls { parameter, reason }
     }
 
     pub(crate) fn connect(target: impl Into<String>, source: impl crate::failure::Explain) -> Self {

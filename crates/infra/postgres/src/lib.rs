@@ -32,6 +32,10 @@
 //! as well. The configuration a run was started from is kept beside it
 //! ([`PgStores::save_run_config`]) so any worker can rebuild its engine.
 //!
+//! **TLS.** Connections over TCP use TLS as libpq's `sslmode` and `sslrootcert` in the URL
+//! say ([`SslMode`]; `prefer` by default), through rustls with the aws-lc-rs provider;
+//! `verify-full` verifies the server's certificate chain and host name.
+//!
 //! The password in the URL never reaches a log line, an error or `Debug` output.
 
 mod artifact;
@@ -46,8 +50,11 @@ mod prepared;
 mod queue;
 mod run;
 mod schema;
+mod sslmode;
 mod stop;
 mod stores;
+mod tls;
+mod trust;
 
 pub use artifact::PgArtifactStore;
 pub use config::PgConfig;
@@ -59,5 +66,6 @@ pub use listing::{RunFilter, RunOrder, RunPage};
 pub use queue::{QueueWakeups, RunConfig};
 pub use run::PgRunStore;
 pub use schema::SCHEMA_VERSION;
+pub use sslmode::SslMode;
 pub use stop::PgStopRequests;
 pub use stores::PgStores;

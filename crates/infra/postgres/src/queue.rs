@@ -16,10 +16,11 @@ use std::time::Duration;
 use rein_run::RunId;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use crate::lease::{Lease, millis, stored};
 use crate::prepared;
+use crate::tls::RustlsConnect;
 use crate::{PgError, PgStores};
 
 /// The channel `NOTIFY` wakes idle workers on.
@@ -238,9 +239,10 @@ impl PgStores {
     pub async fn listen_queue(&self) -> Result<QueueWakeups, PgError> {
         let target = self.shared.config.target();
         let pg = self.shared.config.pg.clone();
+        let tls = self.shared.config.tls.connector.clone();
         let woken = Arc::new(Notify::new());
         let (ready, first) = oneshot::channel();
-        let task = tokio::spawn(keep_listening(pg, target, Arc::clone(&woken), ready));
+        let task = tokio::spawn(keep_listening(pg, tls, target, Arc::clone(&woken), ready));
         match first.await {
             Ok(Ok(())) => Ok(QueueWakeups { woken, task }),
             Ok(Err(e)) => Err(e),
@@ -261,6 +263,7 @@ const RELISTEN_MOST: Duration = Duration::from_secs(5);
 /// went: if it failed, nothing more is tried (the caller polls instead).
 async fn keep_listening(
     pg: tokio_postgres::Config,
+    tls: RustlsConnect,
     target: String,
     woken: Arc<Notify>,
     ready: oneshot::Sender<Result<(), PgError>>,
@@ -269,7 +272,7 @@ async fn keep_listening(
     let mut pause = RELISTEN_FIRST;
     loop {
         let mut listening = false;
-        let ended = session(&pg, &target, &woken, || {
+        let ended = session(&pg, &tls, &target, &woken, || {
             listening = true;
             match ready.take() {
                 Some(ready) => {
@@ -301,16 +304,17 @@ async fn keep_listening(
     }
 }
 
-/// One `LISTEN` connection: `listening` is called once `LISTEN` took effect, and every
+/// One `LISTEN` connection, with the pool's TLS: `listening` is called once `LISTEN` took effect, and every
 /// notification wakes `woken`, until the connection ends (`Ok`) or fails.
 async fn session(
     pg: &tokio_postgres::Config,
+    tls: &RustlsConnect,
     target: &str,
     woken: &Notify,
     listening: impl FnOnce(),
 ) -> Result<(), PgError> {
     let (client, mut connection) = pg
-        .connect(NoTls)
+        .connect(tls.clone())
         .await
         .map_err(|e| PgError::connect(target, e))?;
     let messages = async {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 
 use crate::lease::Held;
 use crate::{
@@ -66,7 +65,7 @@ impl PgStores {
         }
         let manager = Manager::from_config(
             pg,
-            NoTls,
+            config.tls.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },

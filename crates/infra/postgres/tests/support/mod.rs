@@ -28,6 +28,29 @@ pub fn url() -> String {
     }
 }
 
+/// The test cluster over TCP with TLS: `REIN_TEST_PG_TLS_URL`, else the one `make pg-start`
+/// wrote under target/pg/ (`scripts/pg-test-cluster.sh tls-url`): a `postgres://` URL to
+/// `localhost` with `sslmode=verify-full` and `sslrootcert` the certificate authority that
+/// signed the server's certificate, which names `localhost` and not 127.0.0.1, and a server
+/// that refuses TCP without TLS. Without either the test fails, saying how to start one.
+pub fn tls_url() -> String {
+    if let Ok(url) = std::env::var("REIN_TEST_PG_TLS_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_owned();
+    }
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/pg/tls-url");
+    match std::fs::read_to_string(&file) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => panic!(
+            "the TLS tests need the test cluster over TCP with TLS: run `make pg-start` (a \
+             throwaway cluster with its own certificate authority), or set \
+             REIN_TEST_PG_TLS_URL to a postgres://…@localhost:PORT/…?sslmode=verify-full&\
+             sslrootcert=CA url; `make test` does the first for you"
+        ),
+    }
+}
+
 /// A fresh, empty database on the test cluster, dropped by [`Fresh::drop_db`].
 #[derive(Debug)]
 pub struct Fresh {
