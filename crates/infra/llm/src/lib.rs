@@ -42,6 +42,7 @@ mod provider;
 mod render;
 mod reply;
 mod sample;
+mod size;
 mod telemetry;
 mod wire;
 
@@ -51,7 +52,7 @@ pub use config::{
     Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, PromptConfig,
     ProviderConfig,
 };
-pub use dialogue::state_guidance;
+pub use render::state_guidance;
 pub use env::EnvError;
 pub use error::{Cause, EXCERPT_CHARS, LlmError, excerpt};
 pub use fallback::FallbackProvider;
