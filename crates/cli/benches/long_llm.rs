@@ -176,9 +176,7 @@ fn ledger_bytes(ledger: &Ledger) -> (usize, usize, usize) {
         .fold((0, 0, 0), |(all, compacted, largest), e| {
             let len = e.json_line().len();
             match e.event() {
-                EntryKind::PromptCompacted { .. } => {
-                    (all + len, compacted + len, largest.max(len))
-                }
+                EntryKind::PromptCompacted { .. } => (all + len, compacted + len, largest.max(len)),
                 _ => (all + len, compacted, largest),
             }
         })

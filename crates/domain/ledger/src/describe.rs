@@ -481,7 +481,9 @@ mod tests {
         let dropped = "3 replies and 3 tool results dropped";
         assert_eq!(
             compaction(Some(4), None).to_string(),
-            format!("prompt compacted (over the prompt limit): {dropped}, over ~16100 → ~9000 tokens")
+            format!(
+                "prompt compacted (over the prompt limit): {dropped}, over ~16100 → ~9000 tokens"
+            )
         );
         // An entry of an earlier version measured the whole request.
         assert_eq!(

@@ -304,9 +304,7 @@ impl Builder<'_, '_> {
         };
         for message in &self.out[m.counted..] {
             let comma = usize::from(m.counted > 0);
-            m.bytes = m
-                .bytes
-                .saturating_add(json_len(message) + comma);
+            m.bytes = m.bytes.saturating_add(json_len(message) + comma);
             m.counted += 1;
         }
         m.past = m.bytes > limit;

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use crate::chat::{ChatRequest, FunctionDef};
 use crate::config::PromptConfig;
 use crate::dialogue::{self, Mode, SKILL_LOAD, StepSoFar};
+use crate::names::{ControlFunction, function_name};
 use crate::render::next_states;
 use crate::size::json_len;
-use crate::names::{ControlFunction, function_name};
 
 /// An upper-leaning token count: a third of the request's bytes, rounded up (tokenizers
 /// average three to four bytes a token). The budget check uses it before a call; the
@@ -248,7 +248,16 @@ pub fn rebuild_request(
         }
         // This version would have recorded the compaction: an earlier one made it.
         let cut = Cut::LastItems;
-        return build(config, request, &so_far, How::Always { cut, measured: false }).chat;
+        return build(
+            config,
+            request,
+            &so_far,
+            How::Always {
+                cut,
+                measured: false,
+            },
+        )
+        .chat;
     };
     let config = PromptConfig {
         keep_last: usize::try_from(c.keep_last).unwrap_or(usize::MAX),
@@ -258,7 +267,16 @@ pub fn rebuild_request(
     let cut = c.kept_from.map_or(Cut::LastItems, |at| {
         Cut::At(usize::try_from(at).unwrap_or(usize::MAX))
     });
-    build(&config, request, &so_far, How::Always { cut, measured: false }).chat
+    build(
+        &config,
+        request,
+        &so_far,
+        How::Always {
+            cut,
+            measured: false,
+        },
+    )
+    .chat
 }
 
 /// `system`, then the skills offered, every one listed (their bodies enter the dialogue

@@ -110,7 +110,11 @@ fn the_cut_moves_in_blocks_and_between_two_moves_each_request_extends_the_last()
     }
     let kept = |r: &ChatRequest| {
         (0..30)
-            .filter(|step| serde_json::to_string(r).unwrap().contains(&format!("\"call_{step}\"")))
+            .filter(|step| {
+                serde_json::to_string(r)
+                    .unwrap()
+                    .contains(&format!("\"call_{step}\""))
+            })
             .count()
     };
     // Between 8 and 15 of the latest steps kept verbatim.
@@ -186,7 +190,11 @@ async fn what_a_compaction_records_stays_the_same_size_however_long_the_run() {
         // The cut, not a hash for each message left out: the record names a range of the
         // run's own evidence.
         assert_eq!(c.dropped, None, "{steps}");
-        assert_eq!(c.kept_from, Some(steps / 8 * 8 - 8), "{steps}: a multiple of 8");
+        assert_eq!(
+            c.kept_from,
+            Some(steps / 8 * 8 - 8),
+            "{steps}: a multiple of 8"
+        );
         assert_eq!(u64::from(c.results), steps / 8 * 8 - 8, "{steps}");
         // Measured until past the limit, not through the whole history (1,000 results of
         // 2 KB would be some 700,000 tokens): just past the limit, by at most one step's
@@ -245,6 +253,12 @@ fn an_entry_written_before_the_cut_was_recorded_rebuilds_with_the_cut_it_was_mad
     ))
     .unwrap();
     // The last 8 of 20 kept: calls 12 to 19.
-    assert!(text.contains("\"call_12\"") && !text.contains("\"call_11\""), "{text}");
-    assert!(text.contains("blob.read ×12; 12 of your earlier replies"), "{text}");
+    assert!(
+        text.contains("\"call_12\"") && !text.contains("\"call_11\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("blob.read ×12; 12 of your earlier replies"),
+        "{text}"
+    );
 }
