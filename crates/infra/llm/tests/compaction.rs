@@ -262,3 +262,26 @@ fn an_entry_written_before_the_cut_was_recorded_rebuilds_with_the_cut_it_was_mad
         "{text}"
     );
 }
+
+#[test]
+fn a_request_compacted_before_compactions_were_recorded_rebuilds_as_it_was_cut_then() {
+    // Over its limit with no prompt_compacted entry: this version would have recorded the
+    // compaction, so an earlier one made it, cutting before the last `keep_last` items.
+    let config = compacting(1, 8);
+    let (run, turns) = long_run(20);
+    let (limits, usage) = (BTreeMap::new(), BudgetUsage::default());
+    let request =
+        PlanRequest::new(&run, &[], BudgetSnapshot::new(&limits, &usage)).with_dialogue(&turns);
+    let text = |r: &ChatRequest| serde_json::to_string(r).unwrap();
+    let rebuilt = text(&rebuild_request(&config, &request, None));
+    assert!(
+        rebuilt.contains("\"call_12\"") && !rebuilt.contains("\"call_11\""),
+        "{rebuilt}"
+    );
+    // This version cuts at a multiple of 8.
+    let built = text(&build_request(&config, &request, Compaction::WhenOverLimit));
+    assert!(
+        built.contains("\"call_8\"") && !built.contains("\"call_7\""),
+        "{built}"
+    );
+}
