@@ -9,7 +9,8 @@
 //! stay bounded.
 //!
 //! Run with: `cargo bench -p rein-cli --bench long_llm` (about a minute), or `-- --short`
-//! (100 steps, seconds).
+//! (100 steps, seconds); `-- with` or `-- without` runs only the run with compaction, or
+//! only the one without.
 
 #![allow(
     clippy::print_stdout,
@@ -36,7 +37,12 @@ const REPS: usize = 7;
 const RESULT_BYTES: usize = 2048;
 
 fn main() {
-    let short = std::env::args().any(|a| a == "--short");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let short = args.iter().any(|a| a == "--short");
+    let only = |which: &str| {
+        let named = args.iter().any(|a| a == "with" || a == "without");
+        !named || args.iter().any(|a| a == which)
+    };
     let steps: u32 = if short { 100 } else { 1_000 };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -52,14 +58,17 @@ fn main() {
         keep_last: 8,
         ..PromptConfig::default()
     };
-    for (label, prompt) in [
-        ("without compaction", full),
+    for (which, label, prompt) in [
+        ("without", "without compaction", full),
         (
+            "with",
             "with compaction (max_prompt_tokens 16000, keep_last 8)",
             compacting,
         ),
     ] {
-        w7(&runtime, steps, label, &prompt);
+        if only(which) {
+            w7(&runtime, steps, label, &prompt);
+        }
     }
 }
 
@@ -149,6 +158,28 @@ fn w7(rt: &tokio::runtime::Runtime, steps: u32, label: &str, prompt: &PromptConf
          prompt_compacted entries {compactions}",
         cached as f64 * 100.0 / input.max(1) as f64
     );
+    let (all, compacted, largest) = ledger_bytes(&ledger);
+    println!(
+        "    ledger {:.1} KB, of which prompt_compacted entries {:.1} KB (the largest {} bytes)",
+        all as f64 / 1024.0,
+        compacted as f64 / 1024.0,
+        largest
+    );
+}
+
+/// The ledger's bytes (its JSON lines), those of its `prompt_compacted` entries, and the
+/// largest of these.
+fn ledger_bytes(ledger: &Ledger) -> (usize, usize, usize) {
+    ledger
+        .entries()
+        .iter()
+        .fold((0, 0, 0), |(all, compacted, largest), e| {
+            let len = e.json_line().len();
+            match e.event() {
+                EntryKind::PromptCompacted { .. } => (all + len, compacted + len, largest.max(len)),
+                _ => (all + len, compacted, largest),
+            }
+        })
 }
 
 /// One step's request, built and encoded.

@@ -37,7 +37,10 @@ async fn inspect_rebuilds_every_request_of_a_run_that_compacts() {
         read(),
         read(),
         read(),
-        // Step 4's first request is refused as too long: the planner compacts harder and
+        read(),
+        read(),
+        // Step 6's first request is refused as too long: compacted as at step 5 (the cut
+        // moves two items at a time), it is no shorter, so the planner compacts harder and
         // sends it again.
         Reply::context_too_long(),
         call("fail", &json!({"reason": "enough"})),
@@ -77,12 +80,15 @@ async fn inspect_rebuilds_every_request_of_a_run_that_compacts() {
         .collect();
     assert!(compactions.len() >= 2, "{compactions:?}");
     let last = compactions.last().unwrap();
-    assert_eq!(last["step"], 4);
+    assert_eq!(last["step"], 6);
     let c = &last["compaction"];
     assert_eq!(c["reason"], "context_exceeded");
     assert_eq!(c["keep_last"], 1, "compacted harder: half the items kept");
-    assert!(c["results"].as_u64().unwrap() >= 2, "{c}");
-    assert!(!c["dropped"].as_array().unwrap().is_empty(), "{c}");
+    // Five results: the last one kept.
+    assert_eq!(c["results"], 4, "{c}");
+    assert_eq!(c["kept_from"], 4, "{c}");
+    // Where it cut, not a hash for each message left out.
+    assert!(c.get("dropped").is_none(), "{c}");
     assert_eq!(c["summary"].as_str().unwrap().len(), 64);
     assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64());
     assert!(
@@ -91,14 +97,16 @@ async fn inspect_rebuilds_every_request_of_a_run_that_compacts() {
             .any(|e| e["compaction"]["reason"] == "over_limit")
     );
 
-    // Every request rebuilds byte for byte: the compacted retry is step 4's second call.
+    // Every request rebuilds byte for byte: the compacted retry is step 6's second call.
     for (args, request) in [
         ("0", 0),
         ("1", 1),
         ("2", 2),
         ("3", 3),
         ("4", 4),
-        ("4 --call 2", 5),
+        ("5", 5),
+        ("6", 6),
+        ("6 --call 2", 7),
     ] {
         let mut command: Vec<String> = vec!["inspect".into(), id.clone(), "--prompt".into()];
         command.extend(args.split_whitespace().map(str::to_owned));
@@ -112,5 +120,5 @@ async fn inspect_rebuilds_every_request_of_a_run_that_compacts() {
         let printed: Value = serde_json::from_str(printed).unwrap();
         assert_eq!(printed, server.requests()[request].json(), "{args}");
     }
-    assert_eq!(server.requests().len(), 6);
+    assert_eq!(server.requests().len(), 8);
 }

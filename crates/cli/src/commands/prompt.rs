@@ -130,11 +130,17 @@ pub(crate) fn prompt(
         .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
     outln!("{pretty}");
     if let Some(c) = compaction {
+        // Where it was cut, or (an entry written before the cut was recorded) how many
+        // messages were left out.
+        let which = match (c.kept_from, &c.dropped) {
+            (Some(at), _) => format!("those before evidence item {at}"),
+            (None, Some(dropped)) => format!("{} messages", dropped.len()),
+            (None, None) => "the last keep_last items kept".to_owned(),
+        };
         outln!(
-            "compacted: {} earlier replies and {} tool results left out ({} messages, summary sha256 {})",
+            "compacted: {} earlier replies and {} tool results left out ({which}, summary sha256 {})",
             c.replies,
             c.results,
-            c.dropped.len(),
             c.summary
         );
     }

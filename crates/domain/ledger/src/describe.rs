@@ -236,7 +236,7 @@ impl fmt::Display for EntryKind {
                 turn,
             } => format!("follows up on run {previous} at its {previous_head} (turn {turn})"),
             Self::PromptCompacted { compaction, .. } => format!(
-                "prompt compacted ({}): {} replies and {} tool results dropped, ~{} → ~{} tokens",
+                "prompt compacted ({}): {} replies and {} tool results dropped, {}~{} → ~{} tokens",
                 match compaction.reason {
                     rein_run::CompactionReason::ContextExceeded =>
                         "the model's context was exceeded",
@@ -244,6 +244,14 @@ impl fmt::Display for EntryKind {
                 },
                 compaction.replies,
                 compaction.results,
+                // Measured only until past the limit since the cut is recorded: a floor.
+                if compaction.kept_from.is_some()
+                    && compaction.reason == rein_run::CompactionReason::OverLimit
+                {
+                    "over "
+                } else {
+                    ""
+                },
                 compaction.tokens_before,
                 compaction.tokens_after
             ),
@@ -451,5 +459,36 @@ mod tests {
         ] {
             assert_eq!(kind.to_string(), line);
         }
+    }
+
+    #[test]
+    fn a_compaction_that_recorded_its_cut_reads_its_measure_as_a_floor() {
+        let compaction = |kept_from, dropped| EntryKind::PromptCompacted {
+            step: 9,
+            compaction: rein_run::PromptCompaction {
+                reason: rein_run::CompactionReason::OverLimit,
+                keep_last: 4,
+                max_item_chars: 4000,
+                replies: 3,
+                results: 3,
+                dropped,
+                kept_from,
+                summary: Digest::of_bytes(b"note"),
+                tokens_before: 16_100,
+                tokens_after: 9_000,
+            },
+        };
+        let dropped = "3 replies and 3 tool results dropped";
+        assert_eq!(
+            compaction(Some(4), None).to_string(),
+            format!(
+                "prompt compacted (over the prompt limit): {dropped}, over ~16100 → ~9000 tokens"
+            )
+        );
+        // An entry of an earlier version measured the whole request.
+        assert_eq!(
+            compaction(None, Some(vec![Digest::of_bytes(b"m")])).to_string(),
+            format!("prompt compacted (over the prompt limit): {dropped}, ~16100 → ~9000 tokens")
+        );
     }
 }

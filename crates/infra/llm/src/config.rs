@@ -111,7 +111,10 @@ pub struct PromptConfig {
     /// before the provider says the context is too long.
     #[serde(default)]
     pub max_prompt_tokens: Option<u64>,
-    /// Evidence items kept verbatim when compacting (the most recent ones).
+    /// Evidence items kept verbatim when compacting (the most recent ones), at least: the
+    /// cut moves this many items at a time, so fewer than twice as many stay, and between
+    /// two moves each request extends the one before (a provider's prefix cache keeps
+    /// serving it).
     #[serde(default = "default_keep_last")]
     pub keep_last: usize,
     /// The longest rendering of one evidence item, in characters; longer ones are cut.

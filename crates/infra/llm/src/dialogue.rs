@@ -6,29 +6,14 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use rein_run::{
-    Evidence, EvidenceKind, ModelCall, ModelReply, NoteSource, PlanRequest, Skill, State, Turn,
-};
+use rein_run::{Evidence, EvidenceKind, ModelCall, NoteSource, PlanRequest, Skill, Turn};
 use serde_json::Value;
 
-use crate::chat::{ChatResponse, FunctionCall, Message};
+use crate::chat::{FunctionCall, Message};
 use crate::config::PromptConfig;
 use crate::names::{ControlFunction, function_name};
-use crate::render;
-
-/// What each working state is for, as the model is told.
-#[must_use]
-pub const fn state_guidance(state: State) -> &'static str {
-    match state {
-        State::Intake => "understand the goal; no tools run here",
-        State::Explore => "gather information with read-only tools",
-        State::Decide => "choose what to do from the evidence; no tools run here",
-        State::Act => "make the changes the goal needs",
-        State::Validate => "check that the result meets the goal",
-        State::Done => "the run is complete",
-        State::Failed => "the run has failed",
-    }
-}
+use crate::render::{self, body, goal, status};
+use crate::size::json_len;
 
 /// The name of the built-in tool that loads a skill's body.
 pub(crate) const SKILL_LOAD: &str = "skill.load";
@@ -43,80 +28,9 @@ pub(crate) struct StepSoFar {
     pub(crate) evidence: Vec<Evidence>,
 }
 
-/// The states the engine allows from `state`: from the request's rules when it has them,
-/// else (the current state) the request's next states, else every state but `state`.
-pub(crate) fn next_states(request: &PlanRequest<'_>, state: State) -> Vec<State> {
-    if let Some(rules) = request.rules() {
-        return rules.next(state).to_vec();
-    }
-    request.next_states().map_or_else(
-        || State::ALL.into_iter().filter(|s| *s != state).collect(),
-        <[State]>::to_vec,
-    )
-}
-
 /// What a call that never got a result (its reply was cut short, rein stopped before it,
 /// the process stopped) is answered with, so strict APIs accept the history.
 const NOT_COMPLETED: &str = "not completed: rein did not run this call";
-
-/// The reply as the ledger records it and the dialogue shows it again: its text and calls,
-/// each argument text over `max_bytes` recorded as `{}` (the correction says why), each
-/// function name made one a provider accepts, each id unique within the reply.
-pub(crate) fn record(reply: &ChatResponse, max_bytes: usize) -> ModelReply {
-    let mut calls: Vec<ModelCall> = Vec::with_capacity(reply.calls.len());
-    for (
-        i,
-        FunctionCall {
-            id,
-            name,
-            arguments,
-        },
-    ) in reply.calls.iter().enumerate()
-    {
-        let mut id = safe_name(id, "call");
-        if calls.iter().any(|c| c.id == id) {
-            id = format!("{id}_{i}");
-        }
-        calls.push(ModelCall {
-            id,
-            name: safe_name(name, "unnamed"),
-            arguments: if arguments.len() > max_bytes {
-                "{}".to_owned()
-            } else {
-                arguments.clone()
-            },
-        });
-    }
-    let mut text = reply.text.clone();
-    if text.len() > max_bytes {
-        let mut at = max_bytes;
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        text.truncate(at);
-    }
-    ModelReply { text, calls }
-}
-
-/// `name` within `^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`; empty: `fallback`.
-fn safe_name(name: &str, fallback: &str) -> String {
-    let safe: String = name
-        .chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if safe.is_empty() {
-        fallback.to_owned()
-    } else {
-        safe
-    }
-}
 
 /// What compacting left out of a request: how many replies and tool results, and the
 /// summary notes that stand for them.
@@ -130,49 +44,112 @@ pub(crate) struct Dropped {
     pub(crate) notes: Vec<String>,
 }
 
+/// How [`messages`] projects the dialogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Everything, verbatim. With `stop_past`, measured as it is made (the bytes each
+    /// message adds to the request's JSON) and stopped once past that many bytes: deciding
+    /// whether a request is over its limit then costs at most the limit, not the history.
+    Full {
+        /// The bytes past which measuring stops; `None`: not measured.
+        stop_past: Option<usize>,
+    },
+    /// The model's replies answered wholly before evidence item `cut`, and the tool
+    /// results before it, left out for one summary note.
+    Compacted {
+        /// The index of the first evidence item from which everything stays.
+        cut: usize,
+    },
+}
+
+/// The messages of a step's request, with what went into them.
+#[derive(Debug)]
+pub(crate) struct Projection<'a> {
+    /// The messages; with [`Projection::past`], only those made before measuring stopped.
+    pub(crate) messages: Vec<Message>,
+    /// The skills whose bodies they carry, in order.
+    pub(crate) skills: Vec<&'a Skill>,
+    /// What compacting left out of this run's part.
+    pub(crate) dropped: Dropped,
+    /// Whether compacting left anything out, of this run or of an earlier run of its
+    /// conversation: when not, the messages are the full ones.
+    pub(crate) left_out: bool,
+    /// Measured: the bytes the messages add to the request's JSON (each message's compact
+    /// JSON and the commas between them), as far as measured.
+    pub(crate) bytes: usize,
+    /// Measuring stopped past `stop_past`: the messages are not all there.
+    pub(crate) past: bool,
+}
+
 /// The messages of the request for `request`'s step, with what the step added so far, the
 /// skills whose bodies they carry, and what compacting left out.
 pub(crate) fn messages<'a>(
     config: &PromptConfig,
     request: &PlanRequest<'a>,
     so_far: &StepSoFar,
-    compact: bool,
-) -> (Vec<Message>, Vec<&'a Skill>, Dropped) {
+    mode: Mode,
+) -> Projection<'a> {
     let evidence: Vec<&Evidence> = request.evidence().iter().chain(&so_far.evidence).collect();
     let turns: Vec<&Turn> = request.dialogue().iter().chain(&so_far.turns).collect();
     let skills = skill_entries(request, &evidence, config.max_item_chars);
-    let (out, mut pending) = conversation(config, request, compact);
+    let (cut, stop_past) = match mode {
+        Mode::Full { stop_past } => (0, stop_past),
+        Mode::Compacted { cut } => (cut.min(evidence.len()), None),
+    };
+    let compact = matches!(mode, Mode::Compacted { .. });
+    let (out, mut pending, earlier_left_out) = conversation(config, request, compact);
     pending.push(goal(request, &skills));
     let mut b = Builder {
         config,
         evidence: &evidence,
         skills: &skills,
         consumed: vec![false; evidence.len()],
-        cut: if compact {
-            evidence.len().saturating_sub(config.keep_last)
-        } else {
-            0
-        },
+        cut,
         out,
         pending,
         compacted: BTreeMap::new(),
         replies_compacted: 0,
         dropped: Dropped::default(),
+        measure: Measure {
+            stop_past,
+            ..Measure::default()
+        },
     };
     let (from, last_step) = b.replay(request, &turns, compact);
-    b.facts(from..evidence.len());
-    if last_step != Some(request.step()) {
-        b.say(status(request, request.step(), request.state()));
+    if !b.measure.past {
+        b.facts(from..evidence.len());
     }
-    b.flush();
+    if !b.measure.past {
+        if last_step != Some(request.step()) {
+            b.say(status(request, request.step(), request.state()));
+        }
+        b.flush();
+        b.past();
+    }
     let mut bodies: Vec<(Option<usize>, &'a Skill)> =
         skills.iter().map(|(skill, at)| (*at, *skill)).collect();
     bodies.sort_by_key(|(at, _)| *at);
-    (
-        b.out,
-        bodies.into_iter().map(|(_, s)| s).collect(),
-        b.dropped,
-    )
+    Projection {
+        left_out: earlier_left_out || b.dropped.replies > 0 || b.dropped.results > 0,
+        messages: b.out,
+        skills: bodies.into_iter().map(|(_, s)| s).collect(),
+        dropped: b.dropped,
+        bytes: b.measure.bytes,
+        past: b.measure.past,
+    }
+}
+
+/// How far the messages made so far were measured.
+#[derive(Debug, Default)]
+struct Measure {
+    /// Stop past this many bytes; `None`: do not measure.
+    stop_past: Option<usize>,
+    /// The messages measured so far (the first ones).
+    counted: usize,
+    /// Their bytes in the request's JSON, with the commas between them.
+    bytes: usize,
+    /// Past `stop_past`.
+    past: bool,
 }
 
 /// The earlier runs of the conversation the request's run follows up on, oldest first, as
@@ -180,13 +157,14 @@ pub(crate) fn messages<'a>(
 /// call that never got a result answered as not completed, so strict APIs accept the
 /// history), what else happened, and how the run ended. Returns the messages and the lines
 /// of the user message still open (the last run's outcome), which the goal of the run being
-/// planned joins. Compacting, the earlier runs' tool output and replies are summarized.
+/// planned joins, and whether compacting left anything out. Compacting, the earlier runs'
+/// tool output and replies are summarized.
 fn conversation(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
     compact: bool,
-) -> (Vec<Message>, Vec<String>) {
-    let (mut out, mut pending) = (Vec::new(), Vec::new());
+) -> (Vec<Message>, Vec<String>, bool) {
+    let (mut out, mut pending, mut left_out) = (Vec::new(), Vec::new(), false);
     for earlier in request.conversation() {
         let run = &earlier.run;
         let evidence: Vec<&Evidence> = run.evidence().iter().collect();
@@ -204,6 +182,7 @@ fn conversation(
             // What an earlier run's compaction leaves out is not this request's to record:
             // a follow-up's prompt is not rebuilt by `rein inspect --prompt` yet.
             dropped: Dropped::default(),
+            measure: Measure::default(),
         };
         b.say(format!(
             "Earlier in this conversation (run {}). Goal: {}",
@@ -213,10 +192,11 @@ fn conversation(
         let (from, _) = b.replay(request, &turns, compact);
         b.facts(from..evidence.len());
         b.say(outcome(run, config.max_item_chars));
+        left_out |= b.dropped.replies > 0 || b.dropped.results > 0;
         out = b.out;
         pending = b.pending;
     }
-    (out, pending)
+    (out, pending, left_out)
 }
 
 /// How an earlier run of the conversation ended, as the model is told.
@@ -254,6 +234,8 @@ struct Builder<'r, 'a> {
     replies_compacted: u32,
     /// Everything compacted so far, and the notes said for it.
     dropped: Dropped,
+    /// How far the messages were measured.
+    measure: Measure,
 }
 
 impl Builder<'_, '_> {
@@ -273,6 +255,9 @@ impl Builder<'_, '_> {
             let after = turn.after.clamp(from, len);
             self.facts(from..after);
             from = after;
+            if self.past() {
+                break;
+            }
             let end = turns.get(k + 1).map_or(len, |t| t.after).clamp(after, len);
             if end <= self.cut && compact {
                 // The reply and its results go together; what they led to stays a fact
@@ -308,6 +293,22 @@ impl Builder<'_, '_> {
             self.answer(&turn.reply.calls, after..end);
         }
         (from, last_step)
+    }
+
+    /// Measures the messages made since it last did; whether they are past
+    /// [`Measure::stop_past`] (never, unmeasured).
+    fn past(&mut self) -> bool {
+        let m = &mut self.measure;
+        let Some(limit) = m.stop_past else {
+            return false;
+        };
+        for message in &self.out[m.counted..] {
+            let comma = usize::from(m.counted > 0);
+            m.bytes = m.bytes.saturating_add(json_len(message) + comma);
+            m.counted += 1;
+        }
+        m.past = m.bytes > limit;
+        m.past
     }
 
     /// Adds a line to the next user message, after the note of what was compacted before it.
@@ -353,6 +354,9 @@ impl Builder<'_, '_> {
     /// counted instead), each followed by the skill bodies it brought in.
     fn facts(&mut self, range: Range<usize>) {
         for i in range {
+            if self.past() {
+                return;
+            }
             if !self.consumed[i] {
                 let kind = &self.evidence[i].kind;
                 match kind {
@@ -360,7 +364,14 @@ impl Builder<'_, '_> {
                     | EvidenceKind::ToolFailure { tool, .. }
                         if i < self.cut =>
                     {
-                        *self.compacted.entry(tool.to_string()).or_default() += 1;
+                        // Counted without an allocation for each item left out: a long
+                        // run leaves out many.
+                        match self.compacted.get_mut(tool.as_str()) {
+                            Some(n) => *n += 1,
+                            None => {
+                                self.compacted.insert(tool.to_string(), 1);
+                            }
+                        }
                         self.dropped.results += 1;
                     }
                     _ => {
@@ -437,61 +448,6 @@ fn answers(function: &str, kind: &EvidenceKind) -> bool {
         }
         _ => false,
     }
-}
-
-/// The first message: the goal, what delegation allows, the skills the goal triggers.
-fn goal(request: &PlanRequest<'_>, skills: &[(&Skill, Option<usize>)]) -> String {
-    let mut text = format!("Goal: {}", request.goal());
-    if let Some(delegation) = request.delegation() {
-        text.push_str(
-            "\n\nYou may delegate a sub-task with `delegate`: it starts a child run with its \
-             own ledger and a budget carved out of this run's; when it ends, its summary and \
-             result (or why it failed) come back to you.",
-        );
-        if !delegation.planners().is_empty() {
-            text.push_str(&format!(
-                " Planners a child may use: {} (none named: this run's planner).",
-                delegation.planners().join(", ")
-            ));
-        }
-    }
-    for (skill, _) in skills.iter().filter(|(_, at)| at.is_none()) {
-        text.push_str("\n\n");
-        text.push_str(&body(skill));
-    }
-    text
-}
-
-/// Where step `step` stands: the state, what runs there, where it may go.
-fn status(request: &PlanRequest<'_>, step: u32, state: State) -> String {
-    let tools = request
-        .rules()
-        .map_or_else(|| request.tools(), |rules| rules.tools(state));
-    let tools = if tools.is_empty() {
-        "No tools run in this state.".to_owned()
-    } else {
-        let names: Vec<String> = tools.iter().map(|s| function_name(s.name())).collect();
-        format!("Tools that run in this state: {}.", names.join(", "))
-    };
-    let next: Vec<&str> = next_states(request, state)
-        .iter()
-        .map(|s| s.as_str())
-        .collect();
-    format!(
-        "Step {step}: the run is in `{state}` ({}). {tools} From here it may move to: {}. \
-         Call the functions you need now, several in one reply where you can.",
-        state_guidance(state),
-        next.join(", ")
-    )
-}
-
-fn body(skill: &Skill) -> String {
-    format!(
-        "Skill `{}` (sha256 {}):\n{}",
-        skill.name(),
-        skill.checksum(),
-        skill.body().trim_end()
-    )
 }
 
 /// The skills whose body is in the context, in the order offered, with where each entered:

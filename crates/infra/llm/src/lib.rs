@@ -42,6 +42,7 @@ mod provider;
 mod render;
 mod reply;
 mod sample;
+mod size;
 mod telemetry;
 mod wire;
 
@@ -51,7 +52,6 @@ pub use config::{
     Api, DEFAULT_SYSTEM_PROMPT, HeaderSource, LlmConfig, MAX_RETRY_AFTER, PromptConfig,
     ProviderConfig,
 };
-pub use dialogue::state_guidance;
 pub use env::EnvError;
 pub use error::{Cause, EXCERPT_CHARS, LlmError, excerpt};
 pub use fallback::FallbackProvider;
@@ -61,6 +61,7 @@ pub use planner::LlmPlanner;
 pub use prices::{ANY_MODEL, ModelPrices, Prices, PricesShape, Rate, UnpricedModel};
 pub use prompt::{Compaction, build_request, estimate_tokens, rebuild_request};
 pub use provider::{AttemptHook, Completion, DynProvider, Provider};
+pub use render::state_guidance;
 
 #[cfg(feature = "fake-server")]
 pub mod fake;

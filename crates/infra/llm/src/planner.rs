@@ -13,13 +13,13 @@ use rein_tool::{SampleError, SampleReply, SampleRequest};
 
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::config::{LlmConfig, PromptConfig};
-use crate::dialogue::{StepSoFar, record};
+use crate::dialogue::StepSoFar;
 use crate::error::LlmError;
 use crate::names::{NameError, NameMap};
 use crate::prices::Prices;
 use crate::prompt::{Built, Compaction, build_request, build_request_with_skills, estimate_tokens};
 use crate::provider::{AttemptHook, Completion, DynProvider, Provider};
-use crate::reply::Reader;
+use crate::reply::{Reader, record};
 
 /// A planner backed by a model.
 ///

@@ -11,17 +11,23 @@
 use rein_run::{CompactionReason, Digest, PlanRequest, PromptCompaction, Skill, State};
 use serde_json::{Value, json};
 
-use crate::chat::{ChatRequest, FunctionDef, Message};
+use crate::chat::{ChatRequest, FunctionDef};
 use crate::config::PromptConfig;
-use crate::dialogue::{self, SKILL_LOAD, StepSoFar, next_states};
+use crate::dialogue::{self, Mode, SKILL_LOAD, StepSoFar};
 use crate::names::{ControlFunction, function_name};
+use crate::render::next_states;
+use crate::size::json_len;
 
 /// An upper-leaning token count: a third of the request's bytes, rounded up (tokenizers
 /// average three to four bytes a token). The budget check uses it before a call; the
 /// provider's reported usage is what is charged.
 #[must_use]
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
-    let bytes = serde_json::to_vec(request).map_or(0, |b| b.len());
+    tokens(json_len(request))
+}
+
+/// [`estimate_tokens`] of a request whose JSON is `bytes` long.
+fn tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(3)).unwrap_or(u64::MAX)
 }
 
@@ -49,10 +55,16 @@ pub enum Compaction {
 /// answer, a child run's outcome; a call that never completed says so), then the rest of
 /// the evidence, the body (with its checksum) of each skill the evidence triggers or a
 /// `skill.load` call loaded, and before each step's first reply the state the run was in
-/// and what that state allows. With [`Compaction::Always`], or when the estimate exceeds
-/// [`PromptConfig::max_prompt_tokens`], the replies and tool results older than the last
-/// [`PromptConfig::keep_last`] evidence items are replaced, together, by one summary note
-/// (the goal, human answers and notes stay).
+/// and what that state allows.
+///
+/// With [`Compaction::Always`], or when the estimate exceeds
+/// [`PromptConfig::max_prompt_tokens`], the replies and tool results before a cut are
+/// replaced, together, by one summary note (the goal, human answers and notes stay). The
+/// cut moves in blocks of [`PromptConfig::keep_last`] evidence items, so that at least
+/// `keep_last` and fewer than twice as many stay verbatim: between two moves of the cut the
+/// request only grows at its end, and a provider's prefix cache keeps serving it. Whether
+/// the request is over its limit is measured as the request is made, stopping once it is
+/// past: the cost of deciding is bounded by the limit, not by the length of the run.
 #[must_use]
 pub fn build_request(
     config: &PromptConfig,
@@ -81,43 +93,119 @@ pub(crate) fn build_request_with_skills<'a>(
     so_far: &StepSoFar,
     compaction: Compaction,
 ) -> Built<'a> {
-    let functions = functions(request);
-    let system = with_skills(&config.system_prompt(), request.skills());
-    let (messages, skills, _) = dialogue::messages(config, request, so_far, false);
-    let full = ChatRequest {
-        system,
-        messages,
-        functions,
+    let how = match compaction {
+        Compaction::WhenOverLimit => How::WhenOverLimit,
+        Compaction::Always => How::Always {
+            cut: Cut::Blocks,
+            measured: true,
+        },
     };
-    let before = estimate_tokens(&full);
-    let over = config.max_prompt_tokens.is_some_and(|limit| before > limit);
-    if compaction != Compaction::Always && !over {
-        return Built {
-            chat: full,
-            skills,
-            compaction: None,
-        };
+    build(config, request, so_far, how)
+}
+
+/// Where a compacted request is cut.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// In blocks of `keep_last` ([`block_cut`]): how the planner cuts.
+    Blocks,
+    /// Before the last `keep_last` evidence items: how a version before blocks cut.
+    LastItems,
+    /// Before this evidence item, as recorded.
+    At(usize),
+}
+
+/// When and how [`build`] compacts.
+#[derive(Debug, Clone, Copy)]
+enum How {
+    /// When the request is over [`PromptConfig::max_prompt_tokens`], at [`Cut::Blocks`].
+    WhenOverLimit,
+    /// Always, at `cut`; `measured`: the full request measured for the record.
+    Always { cut: Cut, measured: bool },
+}
+
+/// The index of the first evidence item kept verbatim in a dialogue of `len` items: a
+/// multiple of `keep_last`, the last that keeps at least `keep_last` items (none kept when
+/// `keep_last` is 0). The cut stays where it is until `keep_last` more items have come.
+fn block_cut(len: usize, keep_last: usize) -> usize {
+    if keep_last == 0 {
+        return len;
     }
-    let (messages, skills, dropped) = dialogue::messages(config, request, so_far, true);
-    let hash = |m: &Message| Digest::of_bytes(&serde_json::to_vec(m).unwrap_or_default());
-    let kept: std::collections::HashSet<Digest> = messages.iter().map(hash).collect();
-    let dropped_messages = full
-        .messages
-        .iter()
-        .map(hash)
-        .filter(|h| !kept.contains(h))
-        .collect();
-    if messages == full.messages {
-        // Nothing was left out: there is no compaction to record.
-        return Built {
-            chat: full,
-            skills,
-            compaction: None,
-        };
+    len.saturating_sub(keep_last) / keep_last * keep_last
+}
+
+/// The request for the step in `request`, compacted as `how` says.
+fn build<'a>(
+    config: &PromptConfig,
+    request: &PlanRequest<'a>,
+    so_far: &StepSoFar,
+    how: How,
+) -> Built<'a> {
+    let frame = ChatRequest {
+        system: with_skills(&config.system_prompt(), request.skills()),
+        messages: Vec::new(),
+        functions: functions(request),
+    };
+    // The request's JSON is the frame's with the messages written into its empty list.
+    let frame_bytes = json_len(&frame);
+    let full = |stop_past| dialogue::messages(config, request, so_far, Mode::Full { stop_past });
+    let uncompacted = |projection: dialogue::Projection<'a>, frame: ChatRequest| Built {
+        chat: ChatRequest {
+            messages: projection.messages,
+            ..frame
+        },
+        skills: projection.skills,
+        compaction: None,
+    };
+    let (cut, before) = match how {
+        How::WhenOverLimit => {
+            let Some(limit) = config.max_prompt_tokens else {
+                return uncompacted(full(None), frame);
+            };
+            // Over the limit when its estimate (a third of its bytes, rounded up) is over:
+            // when its bytes are over three times the limit.
+            let limit_bytes = usize::try_from(limit.saturating_mul(3)).unwrap_or(usize::MAX);
+            let measured = match limit_bytes.checked_sub(frame_bytes) {
+                Some(room) => {
+                    let projection = full(Some(room));
+                    if !projection.past {
+                        return uncompacted(projection, frame);
+                    }
+                    projection.bytes
+                }
+                None => 0,
+            };
+            (Cut::Blocks, tokens(frame_bytes.saturating_add(measured)))
+        }
+        How::Always { cut, measured } => {
+            let before = if measured {
+                tokens(frame_bytes.saturating_add(full(Some(usize::MAX)).bytes))
+            } else {
+                0
+            };
+            (cut, before)
+        }
+    };
+    let len = request.evidence().len() + so_far.evidence.len();
+    let cut = match cut {
+        Cut::Blocks => block_cut(len, config.keep_last),
+        Cut::LastItems => len.saturating_sub(config.keep_last),
+        Cut::At(at) => at,
+    };
+    let projection = dialogue::messages(config, request, so_far, Mode::Compacted { cut });
+    if !projection.left_out {
+        // Nothing was left out: these are the full messages, and there is no compaction to
+        // record.
+        return uncompacted(projection, frame);
     }
-    let chat = ChatRequest { messages, ..full };
+    let dialogue::Projection {
+        messages,
+        skills,
+        dropped,
+        ..
+    } = projection;
+    let chat = ChatRequest { messages, ..frame };
     let record = PromptCompaction {
-        reason: if compaction == Compaction::Always {
+        reason: if matches!(how, How::Always { .. }) {
             CompactionReason::ContextExceeded
         } else {
             CompactionReason::OverLimit
@@ -126,7 +214,8 @@ pub(crate) fn build_request_with_skills<'a>(
         max_item_chars: u64::try_from(config.max_item_chars).unwrap_or(u64::MAX),
         replies: dropped.replies,
         results: dropped.results,
-        dropped: dropped_messages,
+        dropped: None,
+        kept_from: Some(u64::try_from(cut.min(len)).unwrap_or(u64::MAX)),
         summary: Digest::of_bytes(dropped.notes.join("\n").as_bytes()),
         tokens_before: before,
         tokens_after: estimate_tokens(&chat),
@@ -139,24 +228,55 @@ pub(crate) fn build_request_with_skills<'a>(
 }
 
 /// The request a step's model call sent when the ledger recorded `compaction` before it
-/// (a `prompt_compacted` entry): built with the settings the compaction recorded, and
-/// compacted as it was. With none, the request as [`build_request`] builds it with
-/// [`Compaction::WhenOverLimit`] (a ledger written before compactions were recorded).
+/// (a `prompt_compacted` entry): built with the settings the compaction recorded, and cut
+/// where it recorded (an entry written before the cut was recorded: before its last
+/// `keep_last` evidence items, as that version cut). With none, the request as
+/// [`build_request`] builds it with [`Compaction::WhenOverLimit`]; should that be compacted,
+/// the ledger was written before compactions were recorded, and the request is cut as that
+/// version cut.
 #[must_use]
 pub fn rebuild_request(
     config: &PromptConfig,
     request: &PlanRequest<'_>,
     compaction: Option<&PromptCompaction>,
 ) -> ChatRequest {
+    let so_far = StepSoFar::default();
     let Some(c) = compaction else {
-        return build_request(config, request, Compaction::WhenOverLimit);
+        let built = build(config, request, &so_far, How::WhenOverLimit);
+        if built.compaction.is_none() {
+            return built.chat;
+        }
+        // This version would have recorded the compaction: an earlier one made it.
+        let cut = Cut::LastItems;
+        return build(
+            config,
+            request,
+            &so_far,
+            How::Always {
+                cut,
+                measured: false,
+            },
+        )
+        .chat;
     };
     let config = PromptConfig {
         keep_last: usize::try_from(c.keep_last).unwrap_or(usize::MAX),
         max_item_chars: usize::try_from(c.max_item_chars).unwrap_or(usize::MAX),
         ..config.clone()
     };
-    build_request(&config, request, Compaction::Always)
+    let cut = c.kept_from.map_or(Cut::LastItems, |at| {
+        Cut::At(usize::try_from(at).unwrap_or(usize::MAX))
+    });
+    build(
+        &config,
+        request,
+        &so_far,
+        How::Always {
+            cut,
+            measured: false,
+        },
+    )
+    .chat
 }
 
 /// `system`, then the skills offered, every one listed (their bodies enter the dialogue

@@ -2,17 +2,78 @@
 //! control function (`transition`, `finish`, `fail`, `ask_human`, `delegate`), its
 //! arguments bounded and checked, consecutive tool calls folded into one batch, and more
 //! than one resulting decision made one sequence; what is wrong is worded as a correction
-//! to hand back to the model.
+//! to hand back to the model. And how a reply is recorded, for the dialogue to show again.
 
 use std::sync::Arc;
 
 use rein_run::ProposedCall;
-use rein_run::{BudgetName, Decision, Delegation, SequenceError, Spend, State};
+use rein_run::{
+    BudgetName, Decision, Delegation, ModelCall, ModelReply, SequenceError, Spend, State,
+};
 use serde_json::Value;
 
 use crate::chat::{ChatResponse, FunctionCall};
 use crate::error::excerpt;
 use crate::names::{ControlFunction, NameMap};
+
+/// The reply as the ledger records it and the dialogue shows it again: its text and calls,
+/// each argument text over `max_bytes` recorded as `{}` (the correction says why), each
+/// function name made one a provider accepts, each id unique within the reply.
+pub(crate) fn record(reply: &ChatResponse, max_bytes: usize) -> ModelReply {
+    let mut calls: Vec<ModelCall> = Vec::with_capacity(reply.calls.len());
+    for (
+        i,
+        FunctionCall {
+            id,
+            name,
+            arguments,
+        },
+    ) in reply.calls.iter().enumerate()
+    {
+        let mut id = safe_name(id, "call");
+        if calls.iter().any(|c| c.id == id) {
+            id = format!("{id}_{i}");
+        }
+        calls.push(ModelCall {
+            id,
+            name: safe_name(name, "unnamed"),
+            arguments: if arguments.len() > max_bytes {
+                "{}".to_owned()
+            } else {
+                arguments.clone()
+            },
+        });
+    }
+    let mut text = reply.text.clone();
+    if text.len() > max_bytes {
+        let mut at = max_bytes;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+    }
+    ModelReply { text, calls }
+}
+
+/// `name` within `^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`; empty: `fallback`.
+fn safe_name(name: &str, fallback: &str) -> String {
+    let safe: String = name
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        fallback.to_owned()
+    } else {
+        safe
+    }
+}
 
 /// Reads replies under the planner's limits.
 pub(crate) struct Reader<'a> {
