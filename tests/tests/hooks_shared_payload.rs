@@ -121,27 +121,39 @@ async fn a_payload_reused_point_after_point_shows_each_point_only_its_own_fields
     let seen = seen.lock().unwrap();
     let at = |point: HookPoint| seen.iter().filter(move |s| s.point == point);
     // The tool points carry the call; no other point carries anything of it.
-    let before = at(HookPoint::BeforeTool).next().expect("asked before the call");
+    let before = at(HookPoint::BeforeTool)
+        .next()
+        .expect("asked before the call");
     assert_eq!(before.tool.as_deref(), Some("look"));
     assert_eq!(before.input, Some(json!({"q": 1})));
-    let after = at(HookPoint::AfterTool).next().expect("asked after the call");
+    let after = at(HookPoint::AfterTool)
+        .next()
+        .expect("asked after the call");
     assert_eq!(after.input, Some(json!({"q": 1})));
     assert!(after.output.is_some(), "{after:?}");
     assert_eq!(after.used_tool_calls, Some(1));
-    for sight in seen.iter().filter(|s| {
-        !matches!(s.point, HookPoint::BeforeTool | HookPoint::AfterTool)
-    }) {
+    for sight in seen
+        .iter()
+        .filter(|s| !matches!(s.point, HookPoint::BeforeTool | HookPoint::AfterTool))
+    {
         assert!(
             sight.tool.is_none() && sight.input.is_none() && sight.output.is_none(),
             "{sight:?} kept a field of an earlier point"
         );
-        assert_eq!(sight.decided, sight.point == HookPoint::AfterModel, "{sight:?}");
+        assert_eq!(
+            sight.decided,
+            sight.point == HookPoint::AfterModel,
+            "{sight:?}"
+        );
     }
     // The budgets used grow as the run goes.
     let model_points: Vec<(u32, Option<u64>)> = at(HookPoint::BeforeModel)
         .map(|s| (s.step, s.used_tool_calls))
         .collect();
-    assert_eq!(model_points, [(0, None), (1, None), (2, Some(1)), (3, Some(1))]);
+    assert_eq!(
+        model_points,
+        [(0, None), (1, None), (2, Some(1)), (3, Some(1))]
+    );
 }
 
 #[tokio::test]
@@ -159,9 +171,11 @@ async fn a_check_that_panics_before_a_call_denies_it_and_says_so() {
     let engine = Engine::builder()
         .tool(look)
         .planner(planner)
-        .hook(HookSpec::from_check("broken", [HookPoint::BeforeTool], |_| {
-            panic!("a bug in the check")
-        }))
+        .hook(HookSpec::from_check(
+            "broken",
+            [HookPoint::BeforeTool],
+            |_| panic!("a bug in the check"),
+        ))
         .build()
         .expect("builds");
     let run = engine.run("look").await.expect("runs");

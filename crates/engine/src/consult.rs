@@ -20,6 +20,10 @@ use crate::gate::HookRuled;
 use crate::hook::{HookPayload, HookSpec, HookVerdict};
 use crate::narrow::PolicyNarrowing;
 
+/// The gate's ruling on a point's hooks: ready at once, or to be awaited.
+pub(crate) type Ruling<'a> =
+    Either<Ready<Result<HookRuled, EngineError>>, BoxFuture<'a, Result<HookRuled, EngineError>>>;
+
 /// The longest reason a hook's verdict is recorded with, in characters (a command hook's
 /// stderr may be long; the ledger keeps its start).
 const MAX_REASON_CHARS: usize = 2_000;
@@ -81,8 +85,7 @@ impl Driver {
         &mut self,
         payload: Arc<HookPayload>,
         input_hash: Option<Digest>,
-    ) -> Either<Ready<Result<HookRuled, EngineError>>, BoxFuture<'_, Result<HookRuled, EngineError>>>
-    {
+    ) -> Ruling<'_> {
         let on_record = self.rec.proj.hooks_recorded.iter().any(|r| {
             r.step == payload.step
                 && r.point == payload.point
