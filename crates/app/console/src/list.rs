@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::response::Html;
+use futures_util::StreamExt as _;
 use rein::{RunId, RunStatus};
 use serde::Deserialize;
 
@@ -19,6 +20,9 @@ use crate::summary::{Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, s
 
 /// Runs on one page.
 pub(crate) const PAGE_SIZE: usize = 50;
+
+/// How many of a page's ledgers are read at once.
+const LEDGERS_AT_ONCE: usize = 4;
 
 /// The longest text filter accepted.
 const MAX_QUERY: usize = 200;
@@ -111,11 +115,27 @@ pub(crate) async fn runs(
         if total == 1 { "" } else { "s" }
     );
     body.push_str("<table><thead><tr><th>run</th><th>status</th><th>goal</th><th>state</th><th>steps</th><th class=\"wide\">budgets</th><th class=\"wide\">started</th><th class=\"wide\">ended</th></tr></thead><tbody>");
-    for (id, summary) in &shown {
-        let facts = match &summary.facts {
-            Some(facts) => facts.clone(),
-            None => ledger_facts(&state, id).await,
-        };
+    // The ledgers of a page's runs that the stores keep no facts of (a database's), a few
+    // at a time: faster than one after another, without one page taking every connection
+    // of a pool that other readers and the runs' writers share.
+    let wanted: Vec<(RunId, Option<LedgerFacts>)> = shown
+        .iter()
+        .map(|(id, summary)| (id.clone(), summary.facts.clone()))
+        .collect();
+    let facts: Vec<LedgerFacts> = futures_util::stream::iter(wanted)
+        .map(|(id, kept)| {
+            let state = Arc::clone(&state);
+            async move {
+                match kept {
+                    Some(facts) => facts,
+                    None => ledger_facts(&state, &id).await,
+                }
+            }
+        })
+        .buffered(LEDGERS_AT_ONCE)
+        .collect()
+        .await;
+    for ((id, summary), facts) in shown.iter().zip(facts) {
         if let Some(parent) = &facts.parent
             && on_page.contains(parent)
         {

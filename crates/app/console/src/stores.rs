@@ -13,6 +13,7 @@ use rein::store::{
 use rein::{Run, RunId};
 
 use crate::ConsoleError;
+use crate::kept::KeptIndex;
 
 /// The stores a console reads (the same the engine writes).
 #[derive(Clone)]
@@ -23,7 +24,8 @@ pub struct Stores {
     /// Where operators' stop requests go (none: the console cannot stop runs).
     pub(crate) stops: Option<Arc<dyn DynStopRequestStore>>,
     /// The console's run index, on a filesystem store: listings read only what changed.
-    pub(crate) index: Option<FsRunIndex>,
+    /// Shared by every clone, so a console keeps one in memory.
+    pub(crate) index: Option<Arc<KeptIndex>>,
     /// The run store, on a `PostgreSQL` store: listings are paged by the database.
     pub(crate) pg: Option<PgRunStore>,
 }
@@ -97,7 +99,7 @@ impl Stores {
         let (runs, ledgers, artifacts) = stores.into_parts();
         let mut stores = Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts))
             .with_stop_requests(stops);
-        stores.index = Some(index);
+        stores.index = Some(Arc::new(KeptIndex::new(index)));
         Ok(stores)
     }
 
