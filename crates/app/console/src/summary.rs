@@ -262,24 +262,28 @@ pub(crate) async fn page(
 }
 
 /// The `per_page` rows after `skip` of those of `rows` that `wanted` matches, waiting for
-/// a person first, then the newest; and how many match in all.
+/// a person first, then the newest; and how many match in all. `rows` come oldest first
+/// (by id, as the run index and the stores list them): two passes from the newest end, the
+/// waiting runs then the others, find the page without sorting or collecting every run.
 fn one_page<'a>(
-    rows: impl Iterator<Item = (&'a RunId, &'a Summary)>,
+    rows: impl DoubleEndedIterator<Item = (&'a RunId, &'a Summary)> + Clone,
     wanted: &Wanted,
     skip: usize,
     per_page: usize,
 ) -> (usize, Vec<(RunId, Summary)>) {
-    let mut rows: Vec<(&RunId, &Summary)> = rows
-        .filter(|(id, summary)| wanted.matches(id, summary))
-        .collect();
-    rows.sort_by(|(a_id, a), (b_id, b)| b.waits().cmp(&a.waits()).then_with(|| b_id.cmp(a_id)));
-    let total = rows.len();
-    let shown = rows
-        .into_iter()
-        .skip(skip)
-        .take(per_page)
-        .map(|(id, summary)| (id.clone(), summary.clone()))
-        .collect();
+    let mut total = 0;
+    let mut shown = Vec::with_capacity(per_page.min(1024));
+    for waits in [true, false] {
+        for (id, summary) in rows.clone().rev() {
+            if summary.waits() != waits || !wanted.matches(id, summary) {
+                continue;
+            }
+            if total >= skip && shown.len() < per_page {
+                shown.push((id.clone(), summary.clone()));
+            }
+            total += 1;
+        }
+    }
     (total, shown)
 }
 
