@@ -10,19 +10,17 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::response::Html;
-use futures_util::StreamExt as _;
 use rein::{RunId, RunStatus};
 use serde::Deserialize;
 
 use crate::error::HttpError;
 use crate::html::{esc, one_line, page};
-use crate::summary::{Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, summarize};
+use crate::summary::{
+    Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, ledger_facts_of, summarize,
+};
 
 /// Runs on one page.
 pub(crate) const PAGE_SIZE: usize = 50;
-
-/// How many of a page's ledgers are read at once.
-const LEDGERS_AT_ONCE: usize = 4;
 
 /// The longest text filter accepted.
 const MAX_QUERY: usize = 200;
@@ -115,26 +113,20 @@ pub(crate) async fn runs(
         if total == 1 { "" } else { "s" }
     );
     body.push_str("<table><thead><tr><th>run</th><th>status</th><th>goal</th><th>state</th><th>steps</th><th class=\"wide\">budgets</th><th class=\"wide\">started</th><th class=\"wide\">ended</th></tr></thead><tbody>");
-    // The ledgers of a page's runs that the stores keep no facts of (a database's), a few
-    // at a time: faster than one after another, without one page taking every connection
-    // of a pool that other readers and the runs' writers share.
-    let wanted: Vec<(RunId, Option<LedgerFacts>)> = shown
+    // The ledgers of the page's runs the stores keep no facts of (a database's), together.
+    let unknown: Vec<RunId> = shown
         .iter()
-        .map(|(id, summary)| (id.clone(), summary.facts.clone()))
+        .filter(|(_, summary)| summary.facts.is_none())
+        .map(|(id, _)| id.clone())
         .collect();
-    let facts: Vec<LedgerFacts> = futures_util::stream::iter(wanted)
-        .map(|(id, kept)| {
-            let state = Arc::clone(&state);
-            async move {
-                match kept {
-                    Some(facts) => facts,
-                    None => ledger_facts(&state, &id).await,
-                }
-            }
+    let mut read = ledger_facts_of(&state, unknown).await.into_iter();
+    let facts: Vec<LedgerFacts> = shown
+        .iter()
+        .map(|(_, summary)| match &summary.facts {
+            Some(facts) => facts.clone(),
+            None => read.next().unwrap_or_default(),
         })
-        .buffered(LEDGERS_AT_ONCE)
-        .collect()
-        .await;
+        .collect();
     for ((id, summary), facts) in shown.iter().zip(facts) {
         if let Some(parent) = &facts.parent
             && on_page.contains(parent)

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rein::ledger::LoadedLedger;
-use rein::postgres::{PgRunStore, PgStores};
+use rein::postgres::{PgLedgerStore, PgRunStore, PgStores};
 use rein::store::{
     DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsLayout,
     FsRunIndex, FsStores, LedgerStoreError, RunStoreError,
@@ -28,6 +28,8 @@ pub struct Stores {
     pub(crate) index: Option<Arc<KeptIndex>>,
     /// The run store, on a `PostgreSQL` store: listings are paged by the database.
     pub(crate) pg: Option<PgRunStore>,
+    /// The ledger store, on a `PostgreSQL` store: a page's ledgers are read in one query.
+    pub(crate) pg_ledgers: Option<PgLedgerStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -51,6 +53,7 @@ impl Stores {
             stops: None,
             index: None,
             pg: None,
+            pg_ledgers: None,
         }
     }
 
@@ -65,6 +68,7 @@ impl Stores {
             Arc::new(stores.artifacts().clone()),
         );
         out.pg = Some(stores.runs().clone());
+        out.pg_ledgers = Some(stores.ledgers().clone());
         out
     }
 

@@ -5,10 +5,12 @@
 //! counts and pages the runs by the columns it keeps beside each snapshot
 //! (`PgRunStore::page`), and only the page's snapshots are read.
 
-use rein::ledger::EntryKind;
+use futures_util::StreamExt as _;
+use rein::ledger::{EntryKind, LoadedLedger};
 use rein::policy::PolicySnapshot;
 use rein::postgres::{RunFilter, RunOrder};
 use rein::run::Timestamp;
+use rein::store::LedgerStoreError;
 use rein::{Run, RunId, RunStatus};
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +79,44 @@ impl Summary {
 
 /// Run `id`'s ledger facts, read from the stores.
 pub(crate) async fn ledger_facts(state: &crate::State, id: &RunId) -> LedgerFacts {
-    match state.stores.ledger(id).await {
+    facts_of(state.stores.ledger(id).await)
+}
+
+/// How many ledgers are read at once where the stores cannot read several in one go.
+const LEDGERS_AT_ONCE: usize = 4;
+
+/// The ledger facts of `ids`, in their order: on a database in one query, else a few
+/// ledgers at a time (faster than one after another, without one page taking every
+/// connection of a pool that other readers and the runs' writers share).
+pub(crate) async fn ledger_facts_of(
+    state: &std::sync::Arc<crate::State>,
+    ids: Vec<RunId>,
+) -> Vec<LedgerFacts> {
+    if let Some(ledgers) = &state.stores.pg_ledgers {
+        return match ledgers.load_each(&ids).await {
+            Ok(loaded) => loaded.into_iter().map(|(_, l)| facts_of(l)).collect(),
+            Err(e) => ids
+                .iter()
+                .map(|_| LedgerFacts {
+                    damaged: Some(e.to_string()),
+                    ..LedgerFacts::default()
+                })
+                .collect(),
+        };
+    }
+    futures_util::stream::iter(ids)
+        .map(|id| {
+            let state = std::sync::Arc::clone(state);
+            async move { ledger_facts(&state, &id).await }
+        })
+        .buffered(LEDGERS_AT_ONCE)
+        .collect()
+        .await
+}
+
+/// What a loaded ledger says of its run (or why it could not be loaded).
+fn facts_of(loaded: Result<LoadedLedger, LedgerStoreError>) -> LedgerFacts {
+    match loaded {
         Err(e) => LedgerFacts {
             damaged: Some(e.to_string()),
             ..LedgerFacts::default()
