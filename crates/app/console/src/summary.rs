@@ -287,13 +287,13 @@ pub(crate) async fn page(
         return index
             .read(state, |runs| {
                 let rows = runs.iter().map(|run| (&run.id, &run.summary));
-                one_page(rows, wanted, skip, per_page)
+                one_page(&rows, wanted, skip, per_page)
             })
             .await;
     }
     let rows = unindexed(state).await?;
     Ok(one_page(
-        rows.iter().map(|(id, summary)| (id, summary)),
+        &rows.iter().map(|(id, summary)| (id, summary)),
         wanted,
         skip,
         per_page,
@@ -305,7 +305,7 @@ pub(crate) async fn page(
 /// (by id, as the run index and the stores list them): two passes from the newest end, the
 /// waiting runs then the others, find the page without sorting or collecting every run.
 fn one_page<'a>(
-    rows: impl DoubleEndedIterator<Item = (&'a RunId, &'a Summary)> + Clone,
+    rows: &(impl DoubleEndedIterator<Item = (&'a RunId, &'a Summary)> + Clone),
     wanted: &Wanted,
     skip: usize,
     per_page: usize,
