@@ -2,7 +2,8 @@
 //! store, the console served over loopback HTTP (its router on a `TcpListener` bound to
 //! 127.0.0.1:0, as `rein serve` serves it), and 50 concurrent readers each requesting in
 //! turn the runs list's first page, a later page, the waiting filter, a run page, the inbox
-//! and a static page, while a writer keeps starting and finishing runs in the same store.
+//! and a static page, while a writer keeps starting and finishing runs in the same store
+//! (100 a second).
 //! p50 and p99 latency per page kind, each as a ratio to the static page's, measured by the
 //! same readers in the same run. On a data directory (the console's run index) and, when
 //! `REIN_TEST_PG_URL` names a cluster, on `PostgreSQL` (the database pages the runs).
@@ -29,6 +30,10 @@ use rein_console::{Console, Stores, Tokens};
 
 /// Concurrent readers.
 const READERS: usize = 50;
+/// How many runs the writer starts (each ends at once) a second while the readers read: far
+/// more than agents whose steps wait on models write, and a pace rather than as fast as it
+/// can, so that the figure is the console's under writes, not two cores given to a writer.
+const WRITES_PER_SECOND: u32 = 100;
 /// One run in this many waits for an answer.
 const WAITING_EVERY: usize = 1000;
 /// The static page every reader also requests each round: the same server's cheapest page.
@@ -166,7 +171,10 @@ async fn measure(place: &str, console: &Console, ids: &[RunId], rounds: usize, w
     let writing = {
         let (done, written) = (Arc::clone(&done), Arc::clone(&written));
         tokio::spawn(async move {
+            let mut pace = tokio::time::interval(Duration::from_secs(1) / WRITES_PER_SECOND);
+            pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             while !done.load(Ordering::Relaxed) {
+                pace.tick().await;
                 let n = written.fetch_add(1, Ordering::Relaxed);
                 writer
                     .run(format!("written under load {n}"))
