@@ -32,6 +32,7 @@ mod form;
 mod found;
 mod html;
 mod inbox;
+mod kept;
 mod list;
 mod path;
 mod run_page;

@@ -15,7 +15,9 @@ use serde::Deserialize;
 
 use crate::error::HttpError;
 use crate::html::{esc, one_line, page};
-use crate::summary::{Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, summarize};
+use crate::summary::{
+    Columns, LedgerFacts, StatusFilter, Wanted, ledger_facts, ledger_facts_of, summarize,
+};
 
 /// Runs on one page.
 pub(crate) const PAGE_SIZE: usize = 50;
@@ -111,11 +113,21 @@ pub(crate) async fn runs(
         if total == 1 { "" } else { "s" }
     );
     body.push_str("<table><thead><tr><th>run</th><th>status</th><th>goal</th><th>state</th><th>steps</th><th class=\"wide\">budgets</th><th class=\"wide\">started</th><th class=\"wide\">ended</th></tr></thead><tbody>");
-    for (id, summary) in &shown {
-        let facts = match &summary.facts {
+    // The ledgers of the page's runs the stores keep no facts of (a database's), together.
+    let unknown: Vec<RunId> = shown
+        .iter()
+        .filter(|(_, summary)| summary.facts.is_none())
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mut read = ledger_facts_of(&state, unknown).await.into_iter();
+    let facts: Vec<LedgerFacts> = shown
+        .iter()
+        .map(|(_, summary)| match &summary.facts {
             Some(facts) => facts.clone(),
-            None => ledger_facts(&state, id).await,
-        };
+            None => read.next().unwrap_or_default(),
+        })
+        .collect();
+    for ((id, summary), facts) in shown.iter().zip(facts) {
         if let Some(parent) = &facts.parent
             && on_page.contains(parent)
         {

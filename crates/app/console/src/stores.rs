@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rein::ledger::LoadedLedger;
-use rein::postgres::{PgRunStore, PgStores};
+use rein::postgres::{PgLedgerStore, PgRunStore, PgStores};
 use rein::store::{
     DynArtifactStore, DynLedgerStore, DynRunStore, DynStopRequestStore, FsConfig, FsLayout,
     FsRunIndex, FsStores, LedgerStoreError, RunStoreError,
@@ -13,6 +13,7 @@ use rein::store::{
 use rein::{Run, RunId};
 
 use crate::ConsoleError;
+use crate::kept::KeptIndex;
 
 /// The stores a console reads (the same the engine writes).
 #[derive(Clone)]
@@ -23,9 +24,12 @@ pub struct Stores {
     /// Where operators' stop requests go (none: the console cannot stop runs).
     pub(crate) stops: Option<Arc<dyn DynStopRequestStore>>,
     /// The console's run index, on a filesystem store: listings read only what changed.
-    pub(crate) index: Option<FsRunIndex>,
+    /// Shared by every clone, so a console keeps one in memory.
+    pub(crate) index: Option<Arc<KeptIndex>>,
     /// The run store, on a `PostgreSQL` store: listings are paged by the database.
     pub(crate) pg: Option<PgRunStore>,
+    /// The ledger store, on a `PostgreSQL` store: a page's ledgers are read in one query.
+    pub(crate) pg_ledgers: Option<PgLedgerStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -49,6 +53,7 @@ impl Stores {
             stops: None,
             index: None,
             pg: None,
+            pg_ledgers: None,
         }
     }
 
@@ -63,6 +68,7 @@ impl Stores {
             Arc::new(stores.artifacts().clone()),
         );
         out.pg = Some(stores.runs().clone());
+        out.pg_ledgers = Some(stores.ledgers().clone());
         out
     }
 
@@ -97,7 +103,7 @@ impl Stores {
         let (runs, ledgers, artifacts) = stores.into_parts();
         let mut stores = Self::new(Arc::new(runs), Arc::new(ledgers), Arc::new(artifacts))
             .with_stop_requests(stops);
-        stores.index = Some(index);
+        stores.index = Some(Arc::new(KeptIndex::new(index)));
         Ok(stores)
     }
 

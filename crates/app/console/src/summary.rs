@@ -1,13 +1,16 @@
 //! What the runs list shows of a run, as one value: made from its snapshot and ledger, and
 //! on a filesystem store kept in the console's run index (`console-index.jsonl`, an
-//! `FsRunIndex`), so that a listing reads only the runs whose files changed since. On a
-//! `PostgreSQL` store the database filters, orders, counts and pages the runs by the columns
-//! it keeps beside each snapshot (`PgRunStore::page`), and only the page's snapshots are read.
+//! `FsRunIndex`, kept in memory between requests: `kept`), so that a listing reads only the
+//! runs whose files changed since. On a `PostgreSQL` store the database filters, orders,
+//! counts and pages the runs by the columns it keeps beside each snapshot
+//! (`PgRunStore::page`), and only the page's snapshots are read.
 
-use rein::ledger::EntryKind;
+use futures_util::StreamExt as _;
+use rein::ledger::{EntryKind, LoadedLedger};
 use rein::policy::PolicySnapshot;
 use rein::postgres::{RunFilter, RunOrder};
 use rein::run::Timestamp;
+use rein::store::LedgerStoreError;
 use rein::{Run, RunId, RunStatus};
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +79,44 @@ impl Summary {
 
 /// Run `id`'s ledger facts, read from the stores.
 pub(crate) async fn ledger_facts(state: &crate::State, id: &RunId) -> LedgerFacts {
-    match state.stores.ledger(id).await {
+    facts_of(state.stores.ledger(id).await)
+}
+
+/// How many ledgers are read at once where the stores cannot read several in one go.
+const LEDGERS_AT_ONCE: usize = 4;
+
+/// The ledger facts of `ids`, in their order: on a database in one query, else a few
+/// ledgers at a time (faster than one after another, without one page taking every
+/// connection of a pool that other readers and the runs' writers share).
+pub(crate) async fn ledger_facts_of(
+    state: &std::sync::Arc<crate::State>,
+    ids: Vec<RunId>,
+) -> Vec<LedgerFacts> {
+    if let Some(ledgers) = &state.stores.pg_ledgers {
+        return match ledgers.load_each(&ids).await {
+            Ok(loaded) => loaded.into_iter().map(|(_, l)| facts_of(l)).collect(),
+            Err(e) => ids
+                .iter()
+                .map(|_| LedgerFacts {
+                    damaged: Some(e.to_string()),
+                    ..LedgerFacts::default()
+                })
+                .collect(),
+        };
+    }
+    futures_util::stream::iter(ids)
+        .map(|id| {
+            let state = std::sync::Arc::clone(state);
+            async move { ledger_facts(&state, &id).await }
+        })
+        .buffered(LEDGERS_AT_ONCE)
+        .collect()
+        .await
+}
+
+/// What a loaded ledger says of its run (or why it could not be loaded).
+fn facts_of(loaded: Result<LoadedLedger, LedgerStoreError>) -> LedgerFacts {
+    match loaded {
         Err(e) => LedgerFacts {
             damaged: Some(e.to_string()),
             ..LedgerFacts::default()
@@ -117,37 +157,15 @@ pub(crate) async fn summarize(state: &crate::State, id: &RunId, with_ledger: boo
     Summary { run, facts }
 }
 
-/// Every run the stores know, with its summary: through the run index on a filesystem
-/// store (only runs whose files changed are read), else snapshot by snapshot.
-pub(crate) async fn all(
-    state: &std::sync::Arc<crate::State>,
-) -> Result<Vec<(RunId, Summary)>, String> {
-    let Some(index) = state.stores.index.clone() else {
-        let mut out = Vec::new();
-        for id in state.stores.ids().await? {
-            let summary = summarize(state, &id, false).await;
-            out.push((id, summary));
-        }
-        return Ok(out);
-    };
-    let shared = std::sync::Arc::clone(state);
-    let handle = tokio::runtime::Handle::current();
-    // The index's walk is blocking file work (one lstat per file): off the executor, and
-    // each changed run read through the async stores from there.
-    let refreshed = tokio::task::spawn_blocking(move || {
-        index.refresh(|id| handle.block_on(summarize(&shared, id, true)))
-    })
-    .await
-    .map_err(|e| format!("the run index could not be read: {e}"))?
-    .map_err(|e| e.to_string())?;
-    if let Some(e) = &refreshed.unsaved {
-        tracing::warn!(error = %e, "the console's run index could not be saved");
+/// Every run the stores know, with its summary, snapshot by snapshot: for stores with
+/// neither a run index nor a database that pages them.
+async fn unindexed(state: &crate::State) -> Result<Vec<(RunId, Summary)>, String> {
+    let mut out = Vec::new();
+    for id in state.stores.ids().await? {
+        let summary = summarize(state, &id, false).await;
+        out.push((id, summary));
     }
-    Ok(refreshed
-        .runs
-        .into_iter()
-        .map(|run| (run.id, run.summary))
-        .collect())
+    Ok(out)
 }
 
 /// What a run waits for from a person, if anything: for the list's first rows and labels.
@@ -264,14 +282,48 @@ pub(crate) async fn page(
             .collect();
         return Ok((usize::try_from(page.total).unwrap_or(usize::MAX), rows));
     }
-    let mut rows: Vec<(RunId, Summary)> = all(state)
-        .await?
-        .into_iter()
-        .filter(|(id, summary)| wanted.matches(id, summary))
-        .collect();
-    rows.sort_by(|(a_id, a), (b_id, b)| b.waits().cmp(&a.waits()).then_with(|| b_id.cmp(a_id)));
-    let total = rows.len();
-    Ok((total, rows.into_iter().skip(skip).take(per_page).collect()))
+    if let Some(index) = &state.stores.index {
+        // Only the page's summaries are copied out of the kept index.
+        return index
+            .read(state, |runs| {
+                let rows = runs.iter().map(|run| (&run.id, &run.summary));
+                one_page(&rows, wanted, skip, per_page)
+            })
+            .await;
+    }
+    let rows = unindexed(state).await?;
+    Ok(one_page(
+        &rows.iter().map(|(id, summary)| (id, summary)),
+        wanted,
+        skip,
+        per_page,
+    ))
+}
+
+/// The `per_page` rows after `skip` of those of `rows` that `wanted` matches, waiting for
+/// a person first, then the newest; and how many match in all. `rows` come oldest first
+/// (by id, as the run index and the stores list them): two passes from the newest end, the
+/// waiting runs then the others, find the page without sorting or collecting every run.
+fn one_page<'a>(
+    rows: &(impl DoubleEndedIterator<Item = (&'a RunId, &'a Summary)> + Clone),
+    wanted: &Wanted,
+    skip: usize,
+    per_page: usize,
+) -> (usize, Vec<(RunId, Summary)>) {
+    let mut total = 0;
+    let mut shown = Vec::with_capacity(per_page.min(1024));
+    for waits in [true, false] {
+        for (id, summary) in rows.clone().rev() {
+            if summary.waits() != waits || !wanted.matches(id, summary) {
+                continue;
+            }
+            if total >= skip && shown.len() < per_page {
+                shown.push((id.clone(), summary.clone()));
+            }
+            total += 1;
+        }
+    }
+    (total, shown)
 }
 
 /// The runs that wait for a person and hold `text` (lowercase; empty: any) in their id or
@@ -304,10 +356,27 @@ pub(crate) async fn waiting_runs(
         return Ok((usize::try_from(page.total).unwrap_or(usize::MAX), runs));
     }
     // The run index says which runs wait; only their snapshots are read.
+    let waiting_ids: Vec<RunId> = match &state.stores.index {
+        Some(index) => {
+            index
+                .read(state, |runs| {
+                    runs.iter()
+                        .filter(|run| wanted.matches(&run.id, &run.summary))
+                        .map(|run| run.id.clone())
+                        .collect()
+                })
+                .await?
+        }
+        None => unindexed(state)
+            .await?
+            .into_iter()
+            .filter(|(id, summary)| wanted.matches(id, summary))
+            .map(|(id, _)| id)
+            .collect(),
+    };
     let mut runs = Vec::new();
-    for (id, summary) in all(state).await? {
-        if wanted.matches(&id, &summary)
-            && let Ok(run) = state.stores.snapshot(&id).await
+    for id in waiting_ids {
+        if let Ok(run) = state.stores.snapshot(&id).await
             && waiting(&run).is_some()
         {
             runs.push(run);

@@ -51,3 +51,38 @@ async fn the_list_reads_only_runs_whose_files_changed() {
     let fresh = get(&app, "/", None).await.body;
     assert!(fresh.contains("goal BBBB"), "{fresh}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_keeps_its_index_in_memory_and_concurrent_listings_see_every_new_run() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    waiting_for_answer(dir.path(), "goal one").await;
+    let app = console(dir.path(), None, false).router();
+    assert!(get(&app, "/", None).await.body.contains("1 run · page 1"));
+
+    // The file is only for the next console: this one neither reads nor parses it again
+    // (a damaged one stays as it is while nothing changed) and still lists every run.
+    let file = dir.path().join("console-index.jsonl");
+    std::fs::write(&file, "damaged").expect("written");
+    let again = get(&app, "/", None).await.body;
+    assert!(again.contains("goal one"), "{again}");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "damaged");
+
+    // Listings at once share the refreshes under way, and each still sees the runs that
+    // were written before it was asked for.
+    waiting_for_answer(dir.path(), "goal two").await;
+    let listings: Vec<_> = (0..16)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move { get(&app, "/", None).await.body })
+        })
+        .collect();
+    for listing in listings {
+        let body = listing.await.expect("a listing");
+        assert!(
+            body.contains("2 runs · page 1") && body.contains("goal two"),
+            "{body}"
+        );
+    }
+    let rewritten = std::fs::read_to_string(&file).expect("read");
+    assert!(rewritten.contains("goal two"), "written back once changed");
+}

@@ -148,8 +148,16 @@ async fn the_console_lists_shows_answers_approves_and_stops_runs_kept_in_postgre
         &stops,
         ScriptedPlanner::new([ScriptStep::expect(State::Intake, Decision::fail("done"))]),
     );
+    let mut fillers = Vec::new();
     for n in 0..60 {
-        quick.run(format!("filler {n}")).await.expect("a run");
+        fillers.push(
+            quick
+                .run(format!("filler {n}"))
+                .await
+                .expect("a run")
+                .id()
+                .clone(),
+        );
     }
     let mut waiting = Vec::new();
     for goal in ["deploy <b>alpha</b>", "deploy beta", "deploy delta"] {
@@ -204,6 +212,32 @@ async fn the_console_lists_shows_answers_approves_and_stops_runs_kept_in_postgre
         .await
         .body;
     assert!(by_id.contains(beta.as_str()), "{by_id}");
+
+    // A ledger row edited behind the store's back: its run is listed as damaged (the page's
+    // ledgers are read together, each verified), the others as they were.
+    let mut sql_config: tokio_postgres::Config = url.parse().expect("the test url parses");
+    sql_config.dbname(&name);
+    let (sql, connection) = sql_config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("the database answers");
+    tokio::spawn(connection);
+    sql.execute(
+        "UPDATE rein_ledger SET line = convert_to(replace(convert_from(line, 'UTF8'), \
+         'filler 0', 'filler X'), 'UTF8') WHERE run_id = $1 AND seq = 1",
+        &[&fillers[0].as_str()],
+    )
+    .await
+    .expect("the row edited");
+    let second = get(&app, "/?page=2", None).await.body;
+    assert_eq!(rows(&second), 14);
+    assert_eq!(
+        second
+            .matches("<span class=\"broken\">damaged</span>")
+            .count(),
+        1,
+        "{second}"
+    );
 
     // A run's page: its ledger verified by the server.
     let page = get(&app, &format!("/runs/{alpha}"), Some(ALICE)).await;

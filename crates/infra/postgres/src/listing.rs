@@ -112,16 +112,28 @@ impl PgRunStore {
             .await
             .map_err(backend)?;
         let total: i64 = count.get(0);
-        let order_by = match order {
-            RunOrder::WaitingFirstNewest => "(waiting IS NOT NULL) DESC, run_id DESC",
-            RunOrder::LongestUnchanged => "updated_at ASC NULLS LAST, run_id ASC",
+        // `t` names the table the order's columns are taken from.
+        let order_by = |t: &str| match order {
+            RunOrder::WaitingFirstNewest => {
+                format!("({t}waiting IS NOT NULL) DESC, {t}run_id DESC")
+            }
+            RunOrder::LongestUnchanged => format!("{t}updated_at ASC NULLS LAST, {t}run_id ASC"),
         };
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // The page is chosen from the listing columns alone (by an index for the runs
+        // list's order), and only its rows' snapshots are read: a sort that carried every
+        // run's snapshot would cost the whole table.
         let rows = client
             .query(
                 format!(
-                    "SELECT run_id, snapshot {filtered} ORDER BY {order_by} LIMIT $4 OFFSET $5"
+                    "SELECT p.run_id, s.snapshot
+                     FROM (SELECT run_id, waiting, updated_at {filtered}
+                           ORDER BY {} LIMIT $4 OFFSET $5) AS p
+                     JOIN rein_runs AS s ON s.run_id = p.run_id
+                     ORDER BY {}",
+                    order_by(""),
+                    order_by("p.")
                 )
                 .as_str(),
                 &[&status, &filter.waiting, &text, &limit, &offset],

@@ -85,6 +85,9 @@ const MIGRATIONS: &[&str] = &[
      WHERE r.run_id = s.run_id AND s.j IS NOT NULL;
      CREATE INDEX rein_runs_status ON rein_runs (status);
      CREATE INDEX rein_runs_waiting ON rein_runs (updated_at) WHERE waiting IS NOT NULL;",
+    // 5: the runs list's order (those waiting for a person first, then the newest) as an
+    // index: a page is found by walking it from its end, not by sorting every run.
+    "CREATE INDEX rein_runs_listing ON rein_runs ((waiting IS NOT NULL), run_id);",
 ];
 
 /// The schema version this rein writes and understands.

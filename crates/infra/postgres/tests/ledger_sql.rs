@@ -208,3 +208,44 @@ async fn two_appends_of_one_number_at_once_land_one_and_refuse_the_other() {
     }
     db.drop_db().await;
 }
+
+#[tokio::test]
+async fn ledgers_loaded_together_are_each_verified_as_one_loaded_alone() {
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    let sql = db.sql().await;
+    for (run, n) in [("whole", 3), ("edited", 4), ("other", 2)] {
+        append_all(stores.ledgers(), &sample(run, n)).await;
+    }
+    sql.batch_execute(
+        "UPDATE rein_ledger SET line = convert_to(replace(convert_from(line, 'UTF8'), \
+         'note 2:', 'note X:'), 'UTF8') WHERE run_id = 'edited' AND seq = 2",
+    )
+    .await
+    .unwrap();
+    let ids: Vec<rein_run::RunId> = ["other", "edited", "absent", "whole"]
+        .iter()
+        .map(|id| id.parse().unwrap())
+        .collect();
+    let loaded = stores.ledgers().load_each(&ids).await.unwrap();
+    let order: Vec<&str> = loaded.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(order, ["other", "edited", "absent", "whole"]);
+    for ((id, together), alone_id) in loaded.iter().zip(&ids) {
+        let alone = stores.ledgers().load(alone_id).await;
+        match (together, alone) {
+            (Ok(a), Ok(b)) => assert_eq!(a.ledger.entries(), b.ledger.entries(), "{id}"),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{id}"),
+            (a, b) => panic!("{id}: together {a:?}, alone {b:?}"),
+        }
+    }
+    assert_eq!(loaded[3].1.as_ref().map(|l| l.ledger.len()).ok(), Some(3));
+    assert!(matches!(
+        loaded[1].1,
+        Err(LedgerStoreError::Broken { ref source, .. }) if source.seq == 2
+    ));
+    assert!(matches!(
+        loaded[2].1,
+        Err(LedgerStoreError::NotFound { .. })
+    ));
+    db.drop_db().await;
+}

@@ -181,3 +181,35 @@ async fn the_listing_columns_of_runs_saved_before_schema_4_are_filled_in_by_its_
     assert!(all.runs.iter().any(|(id, r)| *id == broken && r.is_err()));
     db.drop_db().await;
 }
+
+#[tokio::test]
+async fn the_runs_lists_order_is_an_index_walked_from_its_end_not_a_sort_of_every_run() {
+    let db = Fresh::new().await;
+    let stores = db.stores().await;
+    fill(stores.runs(), 25).await;
+    let sql = db.sql().await;
+    // A table this small would be sorted anyway: the planner is told to avoid sorting and
+    // scanning the table, so the plan shows whether an index gives the runs list's order.
+    sql.batch_execute("SET enable_sort = off; SET enable_seqscan = off;")
+        .await
+        .unwrap();
+    let plan: Vec<String> = sql
+        .query(
+            "EXPLAIN SELECT run_id FROM rein_runs
+             ORDER BY (waiting IS NOT NULL) DESC, run_id DESC LIMIT 50 OFFSET 50",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Only Scan Backward using rein_runs_listing")
+            || plan.contains("Index Scan Backward using rein_runs_listing"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Sort"), "{plan}");
+    db.drop_db().await;
+}

@@ -158,3 +158,36 @@ fn an_index_that_cannot_be_written_loses_only_the_cache() {
         "{unsaved}"
     );
 }
+
+#[test]
+fn a_kept_index_is_refreshed_by_its_stamps_without_reading_the_file() {
+    let dir = data_dir(&[("a", 1), ("b", 2)]);
+    let index = FsRunIndex::new(&FsLayout::new(dir.path()));
+    let lines = |id: &RunId| {
+        std::fs::read_to_string(ledger(dir.path(), id.as_str())).map_or(0, |t| t.lines().count())
+    };
+    let kept = index.refresh(lines).unwrap().runs;
+    // The file is not what a kept index is refreshed from: damaging it changes nothing.
+    std::fs::write(index.path(), "not an index").unwrap();
+    let again = index
+        .refresh_kept(kept, |_: &RunId| -> usize {
+            unreachable!("nothing changed")
+        })
+        .unwrap();
+    assert_eq!((again.reread, again.rebuilt.as_deref()), (0, None));
+
+    // A grown ledger, a new run and a run gone are all seen by their stamps.
+    std::fs::write(ledger(dir.path(), "a"), "{}\n{}\n{}\n").unwrap();
+    std::fs::write(ledger(dir.path(), "c"), "{}\n").unwrap();
+    std::fs::remove_file(ledger(dir.path(), "b")).unwrap();
+    let moved = index.refresh_kept(again.runs, lines).unwrap();
+    let runs: Vec<(String, usize)> = moved
+        .runs
+        .iter()
+        .map(|r| (r.id.to_string(), r.summary))
+        .collect();
+    assert_eq!(runs, [("a".into(), 3), ("c".into(), 1)]);
+    assert_eq!(moved.reread, 2);
+    // Written back whole when anything changed: the next reader of the file finds it.
+    assert_eq!(check(dir.path()), (runs, 0, None));
+}

@@ -175,15 +175,49 @@ impl FsRunIndex {
     /// [`RunIndexError`] when the data directory cannot be listed or a run file inspected.
     /// An index that cannot be read is not an error (it is rebuilt), nor one that cannot be
     /// written ([`Refreshed::unsaved`]).
-    pub fn refresh<T, F>(&self, mut summarize: F) -> Result<Refreshed<T>, RunIndexError>
+    pub fn refresh<T, F>(&self, summarize: F) -> Result<Refreshed<T>, RunIndexError>
     where
         T: Serialize + DeserializeOwned,
         F: FnMut(&RunId) -> T,
     {
-        let (mut known, rebuilt) = match self.read::<T>() {
+        let (known, rebuilt) = match self.read::<T>() {
             Ok(known) => (known, None),
             Err(why) => (HashMap::new(), Some(why)),
         };
+        self.update(known, rebuilt, summarize)
+    }
+
+    /// As [`refresh`](Self::refresh), from `kept` (the runs an earlier refresh of this index
+    /// returned, kept in memory by a long-lived reader) instead of the index file: the file
+    /// is neither read nor parsed, only written when anything changed. Every stamp is still
+    /// checked, so `kept` is never trusted blindly.
+    ///
+    /// # Errors
+    /// As [`refresh`](Self::refresh).
+    pub fn refresh_kept<T, F>(
+        &self,
+        kept: Vec<IndexedRun<T>>,
+        summarize: F,
+    ) -> Result<Refreshed<T>, RunIndexError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnMut(&RunId) -> T,
+    {
+        let known = kept.into_iter().map(|run| (run.id.clone(), run)).collect();
+        self.update(known, None, summarize)
+    }
+
+    /// The runs of the data directory now, from `known` where their stamps still match.
+    fn update<T, F>(
+        &self,
+        mut known: HashMap<RunId, IndexedRun<T>>,
+        rebuilt: Option<String>,
+        mut summarize: F,
+    ) -> Result<Refreshed<T>, RunIndexError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnMut(&RunId) -> T,
+    {
         let ids = self.run_ids()?;
         let mut reread = 0;
         let mut runs = Vec::with_capacity(ids.len());
