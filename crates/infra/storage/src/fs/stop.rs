@@ -41,7 +41,7 @@ const LOCK_FILE: &str = ".lock";
 /// assert_eq!(stops.pending(&id).await?, None);
 /// let request = StopRequest::new(StopKind::Abort, "alice", "runaway", Timestamp::from_unix_millis(1));
 /// stops.request(&id, &request).await?;
-/// assert_eq!(stops.pending(&id).await?, Some(request));
+/// assert_eq!(stops.pending(&id).await?, Some(request.clone()));
 /// stops.clear(&id, &request).await?;
 /// assert_eq!(stops.pending(&id).await?, None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
