@@ -120,10 +120,12 @@ chaos-pg:
 		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
 
 # The PostgreSQL workloads of docs/BENCHMARKS.md (P1 a durable step, P2 workers), against a
-# throwaway cluster, stopped afterwards.
+# throwaway cluster, stopped afterwards. PG_FSYNC=on (after `make pg-stop`) starts it with
+# fsync on, so that a commit costs what a durable commit costs.
+PG_FSYNC ?= off
 .PHONY: bench-pg
 bench-pg:
-	@scripts/pg-test-cluster.sh start
+	@REIN_PG_FSYNC=$(PG_FSYNC) scripts/pg-test-cluster.sh start
 	@REIN_TEST_PG_URL="$$(scripts/pg-test-cluster.sh url)" $(CARGO) bench -p rein-worker --bench postgres; \
 		status=$$?; scripts/pg-test-cluster.sh stop; exit $$status
 

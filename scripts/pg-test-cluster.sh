@@ -140,10 +140,14 @@ start() {
     [ "$(id -u)" = 0 ] && chown -R postgres: "$PGTMP/tls" "$PGTMP/data/pg_hba.conf"
     local port
     port=$(free_port)
-    # The socket in the cluster's own directory, and a free port of 127.0.0.1 with TLS; fsync
-    # off: a throwaway cluster for correctness tests, never for durability benchmarks.
+    # The socket in the cluster's own directory, and a free port of 127.0.0.1 with TLS. fsync
+    # off by default: a throwaway cluster for correctness tests; REIN_PG_FSYNC=on for a
+    # benchmark of durable writes (`make bench-pg PG_FSYNC=on`), where a commit waits for
+    # its WAL to reach the disk as in production.
+    local fsync="${REIN_PG_FSYNC:-off}"
+    case "$fsync" in on | off) ;; *) die "REIN_PG_FSYNC must be on or off, not '$fsync'" ;; esac
     as_owner "$PGBIN/pg_ctl" -D "$PGTMP/data" -l "$PGTMP/log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $PGTMP -c fsync=off -c max_connections=200 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $PGTMP -c fsync=$fsync -c max_connections=200 \
             -c ssl=on -c ssl_cert_file=$PGTMP/tls/server.crt -c ssl_key_file=$PGTMP/tls/server.key" \
         start >/dev/null \
         || die "the server did not start; see $PGTMP/log"

@@ -168,6 +168,12 @@ fn p1(url: &str) {
     });
     let (snapshot, (status, updated_at)) = snapshot;
     let raw = rt.block_on(connect(url, Some(&db.name)));
+    // Whether a commit waits for the disk (`make bench-pg PG_FSYNC=on`) or only for a round
+    // trip (the test cluster's default): said with the figures.
+    let fsync: String = rt
+        .block_on(raw.query_one("SHOW fsync", &[]))
+        .expect("fsync shown")
+        .get(0);
     let (insert, upsert) = rt.block_on(async {
         (
             raw.prepare(
@@ -237,7 +243,7 @@ fn p1(url: &str) {
         },
     );
     println!(
-        "\nP1  a durable step on PostgreSQL: W1 on the stores against the same rows written raw"
+        "\nP1  a durable step on PostgreSQL: W1 on the stores against the same rows written raw (fsync {fsync})"
     );
     println!(
         "    per run       {} ledger rows and {saves_per_run} snapshot saves, one autocommit statement each, on both sides",
