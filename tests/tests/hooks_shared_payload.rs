@@ -20,10 +20,9 @@ fn keeping(name: &str, seen: &Seen) -> HookSpec {
     })
 }
 
-#[tokio::test]
-async fn every_hook_at_a_point_gets_the_same_payload() {
-    let (look, _) = echo("look", Annotations::read_only());
-    let planner = ScriptedPlanner::new([
+/// A run that calls `look` once with `{"q": 1}`, then finishes.
+fn look_once() -> ScriptedPlanner {
+    ScriptedPlanner::new([
         ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
         ScriptStep::expect(
             State::Explore,
@@ -31,7 +30,13 @@ async fn every_hook_at_a_point_gets_the_same_payload() {
         ),
         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
         ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
-    ]);
+    ])
+}
+
+#[tokio::test]
+async fn every_hook_at_a_point_gets_the_same_payload() {
+    let (look, _) = echo("look", Annotations::read_only());
+    let planner = look_once();
     let (first, second) = (Seen::default(), Seen::default());
     let engine = Engine::builder()
         .tool(look)
@@ -87,15 +92,7 @@ struct Sight {
 #[tokio::test]
 async fn a_payload_reused_point_after_point_shows_each_point_only_its_own_fields() {
     let (look, _) = echo("look", Annotations::read_only());
-    let planner = ScriptedPlanner::new([
-        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
-        ScriptStep::expect(
-            State::Explore,
-            Decision::call_tool("look", json!({"q": 1}), "look"),
-        ),
-        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
-        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
-    ]);
+    let planner = look_once();
     let seen: Arc<Mutex<Vec<Sight>>> = Arc::default();
     let log = Arc::clone(&seen);
     let engine = Engine::builder()
@@ -159,15 +156,7 @@ async fn a_payload_reused_point_after_point_shows_each_point_only_its_own_fields
 #[tokio::test]
 async fn a_check_that_panics_before_a_call_denies_it_and_says_so() {
     let (look, calls) = echo("look", Annotations::read_only());
-    let planner = ScriptedPlanner::new([
-        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
-        ScriptStep::expect(
-            State::Explore,
-            Decision::call_tool("look", json!({"q": 1}), "look"),
-        ),
-        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
-        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
-    ]);
+    let planner = look_once();
     let engine = Engine::builder()
         .tool(look)
         .planner(planner)

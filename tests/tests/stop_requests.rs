@@ -23,6 +23,11 @@ fn request(kind: StopKind) -> StopRequest {
 
 /// An engine whose run calls the gated `slow` tool in explore, then finishes.
 fn engine() -> (Engine, support::Gate) {
+    engine_on(Engine::builder())
+}
+
+/// [`engine`], built on `builder` (its stores).
+fn engine_on(builder: rein::EngineBuilder) -> (Engine, support::Gate) {
     let (slow, gate, _) = gated("slow", Annotations::read_only());
     let mut steps = walk_to(State::Explore);
     steps.extend([
@@ -33,7 +38,7 @@ fn engine() -> (Engine, support::Gate) {
         ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
         ScriptStep::expect(State::Decide, Decision::finish("done", json!("ok"))),
     ]);
-    let engine = Engine::builder()
+    let engine = builder
         .tool(slow)
         .planner(ScriptedPlanner::new(steps))
         .build()
@@ -230,24 +235,9 @@ impl rein::store::StopRequestStore for AbortBeforeClear {
 
 #[tokio::test(start_paused = true)]
 async fn an_abort_asked_while_an_interrupt_is_honoured_is_not_cleared_with_it() {
-    let (slow, gate, _) = gated("slow", Annotations::read_only());
-    let mut steps = walk_to(State::Explore);
-    steps.extend([
-        ScriptStep::expect(
-            State::Explore,
-            Decision::call_tool("slow", json!({}), "wait"),
-        ),
-        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "ok")),
-        ScriptStep::expect(State::Decide, Decision::finish("done", json!("ok"))),
-    ]);
     let stops = AbortBeforeClear::default();
     stops.armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let engine = Engine::builder()
-        .tool(slow)
-        .planner(ScriptedPlanner::new(steps))
-        .stop_request_store(stops.clone())
-        .build()
-        .expect("engine builds");
+    let (engine, gate) = engine_on(Engine::builder().stop_request_store(stops.clone()));
     let driving = engine.clone();
     let run = tokio::spawn(async move { driving.run("Fetch it").await });
     gate.entered().await;

@@ -51,20 +51,14 @@ impl Driver {
         fill: impl FnOnce(&mut HookPayload),
     ) -> Arc<HookPayload> {
         let run = &self.rec.proj.run;
+        // The last point's payload when no hook kept it; a new one otherwise.
         let mut payload = self
             .hook_scratch
             .take()
+            .filter(|kept| Arc::strong_count(kept) == 1)
             .unwrap_or_else(|| Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state())));
-        let fresh;
-        let slot = match Arc::get_mut(&mut payload) {
-            Some(slot) => slot,
-            // A hook kept the last one: this point gets its own.
-            None => {
-                fresh = Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state()));
-                payload = fresh;
-                Arc::get_mut(&mut payload).unwrap_or_else(|| unreachable!("a new Arc is unique"))
-            }
-        };
+        // Unique (the engine makes no `Weak` of it): no copy is made here.
+        let slot = Arc::make_mut(&mut payload);
         slot.reset(point, run.id(), run.steps(), run.state());
         used_now(&mut slot.used, run.usage());
         fill(slot);
@@ -86,13 +80,7 @@ impl Driver {
         payload: Arc<HookPayload>,
         input_hash: Option<Digest>,
     ) -> Ruling<'_> {
-        let on_record = self.rec.proj.hooks_recorded.iter().any(|r| {
-            r.step == payload.step
-                && r.point == payload.point
-                && r.tool == payload.tool
-                && r.input_hash == input_hash
-        });
-        let asked = if on_record {
+        let asked = if self.on_record(&payload, input_hash).is_some() {
             None
         } else {
             self.rulings_now(&payload)
@@ -103,6 +91,21 @@ impl Driver {
             return Either::Left(std::future::ready(Ok(self.gate().hooks(point, &[]))));
         }
         Either::Right(Box::pin(self.before_hooks(payload, input_hash, asked)))
+    }
+
+    /// The verdicts a `hook_verdicts` entry recorded at `payload`'s point (and call), when a
+    /// resume re-applies its step: ruled on again without asking.
+    fn on_record(
+        &self,
+        payload: &HookPayload,
+        input_hash: Option<Digest>,
+    ) -> Option<&crate::progress::RecordedHooks> {
+        self.rec.proj.hooks_recorded.iter().find(|r| {
+            r.step == payload.step
+                && r.point == payload.point
+                && r.tool == payload.tool
+                && r.input_hash == input_hash
+        })
     }
 
     /// The rulings of the hooks at `payload`'s point, asked at once, when every one of them
@@ -138,13 +141,7 @@ impl Driver {
         asked: Option<Vec<HookRuling>>,
     ) -> Result<HookRuled, EngineError> {
         let point = payload.point;
-        let recorded = self.rec.proj.hooks_recorded.iter().find(|r| {
-            r.step == payload.step
-                && r.point == point
-                && r.tool == payload.tool
-                && r.input_hash == input_hash
-        });
-        let rulings = match recorded {
+        let rulings = match self.on_record(&payload, input_hash) {
             Some(recorded) => recorded.rulings.clone(),
             None => {
                 let rulings = match asked {
