@@ -2,11 +2,13 @@
 //! bench-pg`, or `REIN_TEST_PG_URL`):
 //!
 //! - **P1, a durable step**: W1 on the `PostgreSQL` stores, one run at a time, next to the same
-//!   rows written raw over one connection (the stores get a pool of one connection too):
-//!   each ledger row and each snapshot the engine saved in a transaction of its own, the
-//!   cheapest way to do that — one autocommit `INSERT` per ledger row, one autocommit
-//!   upsert per snapshot save (the statement is its transaction: one round trip, no `BEGIN`
-//!   or `COMMIT` of its own), as the stores write them.
+//!   rows written raw over one connection (the stores get a pool of one connection too),
+//!   committed at the same points the stores commit them, the cheapest way: with the
+//!   default `CommitPolicy::EveryStep`, the rows of each step in one autocommit `INSERT`
+//!   (a plain `INSERT … VALUES` for one row) at each sync and before each snapshot save;
+//!   with `CommitPolicy::EveryEntry`, one autocommit `INSERT` per row. A snapshot save is
+//!   one autocommit upsert on both sides. Where the engine syncs and saves is recorded from
+//!   a run first.
 //! - **P2, workers**: W1 runs submitted to the queue and driven by 1, 2 and 4 workers (each
 //!   with its own pool, as on separate machines) in this process: runs/s and the scaling.
 //!
@@ -21,14 +23,15 @@
 #[path = "../../../rein/benches/common/mod.rs"]
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{DECISIONS, GOAL, repeat_pair};
+use common::{DECISIONS, GOAL};
 use rein::Engine;
-use rein::postgres::{PgConfig, PgStores};
-use rein::store::{RunStore, RunStoreError};
+use rein::ledger::{Entry, LoadedLedger};
+use rein::postgres::{CommitPolicy, PgConfig, PgStores};
+use rein::store::{LedgerStore, LedgerStoreError, RunStore, RunStoreError};
 use rein::{Run, RunId};
 use rein_worker::{Opened, Outcome, Worker, WorkerOptions, submit};
 use tokio::sync::Notify;
@@ -107,15 +110,28 @@ impl Fresh {
     }
 }
 
-/// A run store that counts the snapshots it saved (so the raw baseline writes as many).
-struct Counting<S> {
-    inner: S,
-    saves: Arc<AtomicUsize>,
+/// What the engine asked of the stores while one W1 run was recorded, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// A ledger row appended (the run's next entry).
+    Row,
+    /// The run synced: a step's end, or before a side effect.
+    Sync,
+    /// A snapshot saved.
+    Save,
 }
 
-impl<S: RunStore> RunStore for Counting<S> {
+type Log = Arc<Mutex<Vec<Write>>>;
+
+/// A run store that logs its saves (so the raw baseline saves as often, at the same points).
+struct LoggedRuns<S> {
+    inner: S,
+    log: Log,
+}
+
+impl<S: RunStore> RunStore for LoggedRuns<S> {
     async fn save(&self, run: &Run) -> Result<(), RunStoreError> {
-        self.saves.fetch_add(1, Ordering::Relaxed);
+        self.log.lock().expect("the log").push(Write::Save);
         self.inner.save(run).await
     }
     async fn load(&self, id: &RunId) -> Result<Run, RunStoreError> {
@@ -126,27 +142,110 @@ impl<S: RunStore> RunStore for Counting<S> {
     }
 }
 
+/// A ledger store that logs its appends and syncs (so the raw baseline commits the same
+/// rows at the same points).
+struct LoggedLedgers<S> {
+    inner: S,
+    log: Log,
+}
+
+impl<S: LedgerStore> LedgerStore for LoggedLedgers<S> {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        self.log.lock().expect("the log").push(Write::Row);
+        self.inner.append(entry).await
+    }
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        let done = self.inner.try_append_now(entry);
+        if done.is_some() {
+            self.log.lock().expect("the log").push(Write::Row);
+        }
+        done
+    }
+    async fn sync(&self, run_id: &RunId) -> Result<(), LedgerStoreError> {
+        self.log.lock().expect("the log").push(Write::Sync);
+        self.inner.sync(run_id).await
+    }
+    async fn load(&self, run_id: &RunId) -> Result<LoadedLedger, LedgerStoreError> {
+        self.inner.load(run_id).await
+    }
+    async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
+        self.inner.list().await
+    }
+}
+
+/// One statement of the raw baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Raw {
+    /// The ledger rows `rows`, in one autocommit `INSERT`.
+    Insert(std::ops::Range<usize>),
+    /// The snapshot, in one autocommit upsert.
+    Upsert,
+}
+
+/// The raw statements that commit what the log wrote where the stores commit it: each
+/// row on its own (`every_entry`), or the rows appended since the last commit together at
+/// each sync and before each save (a step's commit).
+fn raw_plan(log: &[Write], every_entry: bool) -> Vec<Raw> {
+    let (mut plan, mut from, mut rows) = (Vec::new(), 0, 0);
+    for write in log {
+        match write {
+            Write::Row => {
+                rows += 1;
+                if every_entry {
+                    plan.push(Raw::Insert(from..rows));
+                    from = rows;
+                }
+            }
+            Write::Sync | Write::Save => {
+                if from < rows {
+                    plan.push(Raw::Insert(from..rows));
+                    from = rows;
+                }
+                if *write == Write::Save {
+                    plan.push(Raw::Upsert);
+                }
+            }
+        }
+    }
+    if from < rows {
+        plan.push(Raw::Insert(from..rows));
+    }
+    plan
+}
+
 fn p1(url: &str) {
     let rt = common::current_thread();
     let db = rt.block_on(Fresh::new(url));
-    // One connection for the stores, one for the baseline.
-    let stores = rt
-        .block_on(PgStores::connect(db.config().with_pool_size(1)))
-        .expect("the stores");
-    let saves = Arc::new(AtomicUsize::new(0));
-    let engine = common::engine(
-        Engine::builder()
-            .run_store(Counting {
-                inner: stores.runs().clone(),
-                saves: Arc::clone(&saves),
-            })
-            .ledger_store(stores.ledgers().clone())
-            .artifact_store(stores.artifacts().clone()),
+    // One connection for each side's stores, one for the baseline.
+    let stores_with = |commit| {
+        rt.block_on(PgStores::connect(
+            db.config().with_pool_size(1).with_commit(commit),
+        ))
+        .expect("the stores")
+    };
+    let (step_stores, entry_stores) = (
+        stores_with(CommitPolicy::EveryStep),
+        stores_with(CommitPolicy::EveryEntry),
     );
-    // The rows of one recorded run: its ledger lines and hashes, its final snapshot.
-    let (lines, snapshot, saves_per_run) = rt.block_on(async {
-        let run = common::run_w1(&engine).await;
-        let ledger = engine.ledger(&run.id).await.expect("a ledger");
+    let (step_engine, entry_engine) = (w1_on(&step_stores), w1_on(&entry_stores));
+    // The rows of one recorded run — its ledger lines and hashes, its final snapshot — and
+    // where the engine synced and saved.
+    let log: Log = Arc::default();
+    let recorder = common::engine(
+        Engine::builder()
+            .run_store(LoggedRuns {
+                inner: step_stores.runs().clone(),
+                log: Arc::clone(&log),
+            })
+            .ledger_store(LoggedLedgers {
+                inner: step_stores.ledgers().clone(),
+                log: Arc::clone(&log),
+            })
+            .artifact_store(step_stores.artifacts().clone()),
+    );
+    let (lines, snapshot) = rt.block_on(async {
+        let run = common::run_w1(&recorder).await;
+        let ledger = recorder.ledger(&run.id).await.expect("a ledger");
         let lines: Vec<(i64, String, Vec<u8>)> = ledger
             .entries()
             .iter()
@@ -164,8 +263,16 @@ fn p1(url: &str) {
             run.status().as_str(),
             i64::try_from(run.updated_at().as_unix_millis()).expect("a recent time"),
         );
-        (lines, (snapshot, columns), saves.swap(0, Ordering::Relaxed))
+        (lines, (snapshot, columns))
     });
+    let log = log.lock().expect("the log").clone();
+    assert_eq!(
+        log.iter().filter(|w| **w == Write::Row).count(),
+        lines.len(),
+        "every row of the run was logged"
+    );
+    let (step_plan, entry_plan) = (raw_plan(&log, false), raw_plan(&log, true));
+    let saves = log.iter().filter(|w| **w == Write::Save).count();
     let (snapshot, (status, updated_at)) = snapshot;
     let raw = rt.block_on(connect(url, Some(&db.name)));
     // Whether a commit waits for the disk (`make bench-pg PG_FSYNC=on`) or only for a round
@@ -174,10 +281,18 @@ fn p1(url: &str) {
         .block_on(raw.query_one("SHOW fsync", &[]))
         .expect("fsync shown")
         .get(0);
-    let (insert, upsert) = rt.block_on(async {
+    let (insert_one, insert_many, upsert) = rt.block_on(async {
         (
             raw.prepare(
-                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token) VALUES ($1, $2, $3, $4, NULL)",
+                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+                 VALUES ($1, $2, $3, $4, NULL)",
+            )
+            .await
+            .expect("prepared"),
+            raw.prepare(
+                "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+                 SELECT $1, r.seq, r.hash, r.line, NULL
+                 FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS r(seq, hash, line)",
             )
             .await
             .expect("prepared"),
@@ -192,85 +307,106 @@ fn p1(url: &str) {
             .expect("prepared"),
         )
     });
-    // As many snapshot saves as the engine made, spread over the run.
-    let save_at: Vec<usize> = (0..saves_per_run)
-        .map(|k| k * lines.len() / saves_per_run)
-        .collect();
-    let mut batch = 0usize;
-    // The engine's own work, in memory: what rein adds besides its SQL.
-    let in_memory = common::engine(Engine::builder());
-    let (_, memory_step) = repeat_pair(
-        || (Duration::ZERO, 1),
-        || {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..P1_RUNS {
-                    common::run_w1(&in_memory).await;
-                }
-                (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
-            })
-        },
-    );
-    let (rein_step, raw_step) = repeat_pair(
-        || {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..P1_RUNS {
-                    common::run_w1(&engine).await;
-                }
-                (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
-            })
-        },
-        || {
-            batch += 1;
-            rt.block_on(async {
-                let start = Instant::now();
-                for r in 0..P1_RUNS {
-                    let id = format!("raw-{batch}-{r}");
-                    for (i, (seq, hash, line)) in lines.iter().enumerate() {
-                        raw.execute(&insert, &[&id, seq, hash, line])
+    // The raw side of one run: each statement of `plan`, the cheapest that commits its
+    // rows (one row: a plain `INSERT … VALUES`; more: one `INSERT` of them all).
+    let raw_run = |plan: &[Raw], id: String| {
+        let (raw, lines, snapshot) = (&raw, &lines, &snapshot);
+        let (insert_one, insert_many, upsert) = (&insert_one, &insert_many, &upsert);
+        let plan = plan.to_vec();
+        async move {
+            for statement in &plan {
+                match statement {
+                    Raw::Insert(rows) if rows.len() == 1 => {
+                        let (seq, hash, line) = &lines[rows.start];
+                        raw.execute(insert_one, &[&id, seq, hash, line])
                             .await
                             .expect("inserted");
-                        if save_at.contains(&i) {
-                            raw.execute(&upsert, &[&id, &snapshot, &status, &GOAL, &updated_at])
-                                .await
-                                .expect("upserted");
-                        }
+                    }
+                    Raw::Insert(rows) => {
+                        let rows = &lines[rows.clone()];
+                        let seqs: Vec<i64> = rows.iter().map(|r| r.0).collect();
+                        let hashes: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+                        let bytes: Vec<&[u8]> = rows.iter().map(|r| r.2.as_slice()).collect();
+                        raw.execute(insert_many, &[&id, &seqs, &hashes, &bytes])
+                            .await
+                            .expect("inserted");
+                    }
+                    Raw::Upsert => {
+                        raw.execute(upsert, &[&id, snapshot, &status, &GOAL, &updated_at])
+                            .await
+                            .expect("upserted");
                     }
                 }
-                (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
-            })
-        },
-    );
+            }
+        }
+    };
+    let rein_runs = |engine: &Engine| {
+        rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..P1_RUNS {
+                common::run_w1(engine).await;
+            }
+            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+        })
+    };
+    let batch = std::cell::Cell::new(0usize);
+    let raw_runs = |plan: &[Raw], side: &str| {
+        batch.set(batch.get() + 1);
+        rt.block_on(async {
+            let start = Instant::now();
+            for r in 0..P1_RUNS {
+                raw_run(plan, format!("raw-{side}-{}-{r}", batch.get())).await;
+            }
+            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+        })
+    };
+    // The engine's own work, in memory: what rein adds besides its SQL.
+    let in_memory = common::engine(Engine::builder());
+    let figures = common::repeat_each(&mut [
+        &mut || rein_runs(&step_engine),
+        &mut || raw_runs(&step_plan, "step"),
+        &mut || rein_runs(&entry_engine),
+        &mut || raw_runs(&entry_plan, "entry"),
+        &mut || rein_runs(&in_memory),
+    ]);
+    let [rein_step, raw_step, rein_entry, raw_entry, memory] = figures[..] else {
+        unreachable!("five figures for five sides")
+    };
+    let per_step = |figure: common::Figure| figure.scaled(1e-3).show(1);
     println!(
         "\nP1  a durable step on PostgreSQL: W1 on the stores against the same rows written raw (fsync {fsync})"
     );
     println!(
-        "    per run       {} ledger rows and {saves_per_run} snapshot saves, one autocommit statement each, on both sides",
-        lines.len()
+        "    per run       {} ledger rows and {saves} snapshot saves; the engine synced {} times",
+        lines.len(),
+        log.iter().filter(|w| **w == Write::Sync).count(),
     );
     println!(
-        "    rein          {} µs per step",
-        rein_step.scaled(1e-3).show(1)
+        "    every step    (the default) {} commits a run on both sides: the rows of a step in one statement",
+        step_plan.len()
     );
+    println!("      rein        {} µs per step", per_step(rein_step));
+    println!("      raw SQL     {} µs per step", per_step(raw_step));
     println!(
-        "    raw SQL       {} µs per step",
-        raw_step.scaled(1e-3).show(1)
-    );
-    println!(
-        "    ratio         {:.2}x (target ≤ 1.3x)",
+        "      ratio       {:.2}x (target ≤ 1.3x)",
         rein_step.median / raw_step.median
     );
     println!(
-        "    in memory     {} µs per step (W1 with the memory stores: the engine's own work)",
-        memory_step.scaled(1e-3).show(1)
+        "    every entry   {} commits a run on both sides: one autocommit statement a row and a save",
+        entry_plan.len()
+    );
+    println!("      rein        {} µs per step", per_step(rein_entry));
+    println!("      raw SQL     {} µs per step", per_step(raw_entry));
+    println!(
+        "      ratio       {:.2}x",
+        rein_entry.median / raw_entry.median
     );
     println!(
-        "    SQL part      {:.2}x the raw rows (rein on PostgreSQL less rein in memory, over raw SQL)",
-        (rein_step.median - memory_step.median) / raw_step.median
+        "    in memory     {} µs per step (W1 with the memory stores: the engine's own work)",
+        per_step(memory)
     );
-    drop(engine);
-    drop(stores);
+    drop((step_engine, entry_engine, recorder));
+    drop((step_stores, entry_stores));
     rt.block_on(db.drop_db());
 }
 

@@ -33,6 +33,39 @@ pub struct PgConfig {
     pub(crate) tls: Tls,
     pool_size: usize,
     max_artifact_size: u64,
+    commit: CommitPolicy,
+}
+
+/// When the ledger entries a run appends are committed to the database.
+///
+/// Either way an entry is written in one statement with its lease and chain checks, and a
+/// commit is as durable as the server's `synchronous_commit` makes it. The engine syncs a
+/// run at every step's end and before anything that must not happen unrecorded: a
+/// non-idempotent tool's side effect, a planner's request; a snapshot save, a ledger's load
+/// and a lease's release write what waits first.
+///
+/// ```
+/// use rein_postgres::{CommitPolicy, PgConfig};
+///
+/// let config: PgConfig = "postgres://rein@localhost/agents".parse()?;
+/// assert_eq!(config.commit(), CommitPolicy::EveryStep);
+/// let config = config.with_commit(CommitPolicy::EveryEntry);
+/// assert_eq!(config.commit(), CommitPolicy::EveryEntry);
+/// # Ok::<(), rein_postgres::PgError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommitPolicy {
+    /// Each entry is committed on its own before `append` returns: one commit an entry. A
+    /// crash of this process loses nothing it appended.
+    EveryEntry,
+    /// The entries a step appends wait in this process and are committed together when the
+    /// engine syncs the run: one statement and one commit a step, as the filesystem store's
+    /// `FsyncPolicy::EveryStep` makes one `fsync` a step. A crash of this process loses the
+    /// entries of the step it was in (never one that a side effect or a snapshot depends
+    /// on): the run resumes from its last synced entry, and the step is made again. A
+    /// writer that lost the run's lease is refused at that commit.
+    #[default]
+    EveryStep,
 }
 
 impl PgConfig {
@@ -95,6 +128,7 @@ impl PgConfig {
             tls,
             pool_size: Self::DEFAULT_POOL_SIZE,
             max_artifact_size: Self::DEFAULT_MAX_ARTIFACT_SIZE,
+            commit: CommitPolicy::default(),
         })
     }
 
@@ -117,6 +151,20 @@ impl PgConfig {
     pub fn with_max_artifact_size(mut self, bytes: u64) -> Self {
         self.max_artifact_size = bytes;
         self
+    }
+
+    /// Sets when appended ledger entries are committed ([`CommitPolicy::EveryStep`] unless
+    /// set).
+    #[must_use]
+    pub const fn with_commit(mut self, commit: CommitPolicy) -> Self {
+        self.commit = commit;
+        self
+    }
+
+    /// When appended ledger entries are committed.
+    #[must_use]
+    pub const fn commit(&self) -> CommitPolicy {
+        self.commit
     }
 
     /// How connections use TLS (`sslmode`).
@@ -180,6 +228,7 @@ impl fmt::Debug for PgConfig {
             .field("sslrootcert", &self.tls.roots)
             .field("pool_size", &self.pool_size)
             .field("max_artifact_size", &self.max_artifact_size)
+            .field("commit", &self.commit)
             .finish_non_exhaustive()
     }
 }

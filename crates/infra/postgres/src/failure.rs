@@ -85,3 +85,9 @@ impl Explain for deadpool_postgres::BuildError {
         Box::new(self)
     }
 }
+
+impl Explain for rein_ledger::LedgerStoreError {
+    fn explain(self) -> BoxError {
+        Box::new(self)
+    }
+}

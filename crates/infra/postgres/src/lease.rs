@@ -329,6 +329,12 @@ impl PgStores {
     /// # Errors
     /// [`PgError::Query`] when the database fails.
     pub async fn release_lease(&self, lease: &Lease) -> Result<(), PgError> {
+        // What waits for the step's commit is written under the lease, or refused by it:
+        // never left behind in this process.
+        if let Err(e) = crate::ledger::flush(&self.shared, &lease.run_id).await {
+            tracing::warn!(run = %lease.run_id, error = %e,
+                "ledger entries appended but not synced could not be written before the lease was released");
+        }
         let client = self.client().await?;
         prepared::execute(
             &client,

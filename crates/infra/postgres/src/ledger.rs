@@ -8,9 +8,10 @@ use rein_run::{Digest, RunId};
 use tokio_postgres::error::SqlState;
 
 use crate::failure::Explain;
-use crate::lease;
+use crate::pending::Pushed;
 use crate::prepared;
 use crate::stores::Shared;
+use crate::{CommitPolicy, lease};
 
 /// A [`LedgerStore`] in `PostgreSQL`: table `rein_ledger`, one row per entry keyed
 /// `(run_id, seq)` (unique), holding the entry's JSON line byte for byte as
@@ -19,11 +20,16 @@ use crate::stores::Shared;
 /// in `PostgreSQL` exactly when its file would; [`export_jsonl`](Self::export_jsonl) gives
 /// the file.
 ///
-/// - **Append.** One autocommit statement per entry, one round trip: the lease check
-///   (when this process holds the run's lease, the row records its fencing token), the
-///   chain check (the entry must follow the last stored one) and the insert. Committed
-///   means durable
-///   (`synchronous_commit` as the server is configured), so `sync` has nothing left to do.
+/// - **Append.** Entries are written in batches, one autocommit statement a batch, so one
+///   round trip and one commit: the lease check (when this process holds the run's lease,
+///   the rows record its fencing token), the chain check (the batch must follow the last
+///   stored entry) and the insert of every row. When a batch is written is the
+///   [`CommitPolicy`]'s: each entry on its own before `append` returns
+///   ([`CommitPolicy::EveryEntry`]), or the entries of a step together when the engine
+///   syncs the run ([`CommitPolicy::EveryStep`], the default; `append` then keeps the
+///   entry in this process and returns at once). Committed means durable
+///   (`synchronous_commit` as the server is configured). Loading a run's ledger, saving
+///   its snapshot and releasing its lease write what waits first.
 /// - **Load.** Every row must be one complete line whose entry carries the row's number and
 ///   hash; anything else is [`LedgerStoreError::Corrupt`] naming the run and the number.
 ///   Rows are never cut or repaired: a database has no torn tails.
@@ -73,20 +79,25 @@ fn stored_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// An append in one autocommit statement, so one round trip: the insert, made only when
-/// the writer's token (`$5`) passes the lease check on the run's lease row read `FOR
-/// SHARE` (see [`lease::locked_lease!`] for why that fences a takeover under `READ
-/// COMMITTED`) and the entry (`$2`, linking to `$6`) follows the last stored one (or
-/// starts the ledger, linking to the zero hash `$7`). One row inserted, or none: a refused
-/// append is explained afterwards ([`APPEND_REFUSED`]).
+/// A batch of consecutive entries written in one autocommit statement, so one round trip
+/// and one commit: the insert of every row, made only when the writer's token (`$5`)
+/// passes the lease check on the run's lease row read `FOR SHARE` (see
+/// [`lease::locked_lease!`] for why that fences a takeover under `READ COMMITTED`) and the
+/// first entry (number `$2`, linking to `$6`) follows the last stored one (or starts the
+/// ledger, linking to the zero hash `$7`). The rows are numbered from `$2` in the order of
+/// the arrays `$3` (hashes) and `$4` (lines); the batch itself is checked to be one chain
+/// before it is sent. Every row inserted, or none: a refused batch is explained afterwards
+/// ([`APPEND_REFUSED`]). The two checks are subqueries of no row's columns, so the
+/// database runs each once a statement, however many rows it inserts.
 ///
-/// Two appends of the same number at once: the second waits for the first's key in the
+/// Two writes of the same number at once: the second waits for the first's key in the
 /// primary key `(run_id, seq)` and then fails on it (`unique_violation`), which is
 /// explained as a refusal: an entry that does not follow. (Not `ON CONFLICT DO NOTHING`:
-/// its speculative insertion costs every append a lock and a log record more.)
+/// its speculative insertion costs every row a lock and a log record more.)
 const APPEND: &str = concat!(
     "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-     SELECT $1::text, $2::bigint, $3::text, $4::bytea, $5::bigint
+     SELECT $1::text, $2::bigint + e.n - 1, e.hash, e.line, $5::bigint
+     FROM unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS e(hash, line, n)
      WHERE (",
     lease::lease_allows!("$5"),
     ")
@@ -238,6 +249,8 @@ impl PgLedgerStore {
 
     /// Every stored line of `run_id`, concatenated, and the verified ledger they hold.
     async fn read(&self, run_id: &RunId) -> Result<(Vec<u8>, Ledger), LedgerStoreError> {
+        // What this process appended is read back too.
+        flush(&self.shared, run_id).await?;
         let context = || format!("loading the ledger of run {run_id}");
         let client = self.client(context).await?;
         let rows = prepared::query(
@@ -352,71 +365,35 @@ fn verified<'a>(
 
 impl LedgerStore for PgLedgerStore {
     async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
-        let run_id = entry.run_id();
-        let seq = entry.seq();
-        let context = || format!("appending entry {seq} to {}", Self::location(run_id));
-        let client = self.client(context).await?;
-        let append = client
-            .prepare_cached(APPEND)
-            .await
-            .map_err(|e| backend(context(), e))?;
-        let mine = self.shared.held.token(run_id);
-        let (id, number, hash, line, token, prev, zero) = (
-            run_id.as_str(),
-            stored_seq(seq),
-            entry.hash().to_string(),
-            entry.json_line(),
-            lease::recorded(mine),
-            entry.prev().to_string(),
-            Digest::ZERO.to_string(),
-        );
-        for _ in 0..APPEND_ATTEMPTS {
-            match client
-                .execute(&append, &[&id, &number, &hash, &line, &token, &prev, &zero])
-                .await
-            {
-                Ok(1) => return Ok(()),
-                Ok(_) => {}
-                // Another writer stored this number first: a refusal like any other.
-                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
-                Err(e) => return Err(backend(context(), e)),
+        let every_entry = self.shared.config.commit() == CommitPolicy::EveryEntry;
+        loop {
+            let token = self.shared.held.token(entry.run_id());
+            match self.shared.pending.push(entry, token, every_entry, false) {
+                Pushed::Kept => return Ok(()),
+                Pushed::Due => return flush(&self.shared, entry.run_id()).await,
+                // Written under the token it was appended with; then this one is kept.
+                Pushed::FlushFirst => flush(&self.shared, entry.run_id()).await?,
+                Pushed::NotNext { last } => return Err(not_next(entry, last)),
             }
-            // Refused: the same checks in Rust, on what the database holds now, say why.
-            let row = prepared::query_one(&client, APPEND_REFUSED, &[&id])
-                .await
-                .map_err(|e| backend(context(), e))?;
-            lease::verdict(run_id, mine, lease::returned(&row, 0))?;
-            let last = match row.get::<_, Option<i64>>(2) {
-                None => None,
-                Some(stored) => {
-                    let hash: &str = row.get(3);
-                    let hash = hash
-                        .parse::<Digest>()
-                        .map_err(|e| LedgerStoreError::Corrupt {
-                            location: Self::location(run_id),
-                            line: seq_of(stored),
-                            reason: format!("its stored hash is not a digest: {e}"),
-                        })?;
-                    Some((seq_of(stored), hash))
-                }
-            };
-            follows(seq, entry.prev(), last).map_err(|e| backend(context(), e.to_string()))?;
         }
-        // Refused every time, though each refusal had passed by the time it was looked at:
-        // the lease or the chain keeps changing under this writer.
-        Err(backend(
-            context(),
-            format!(
-                "the database refused it {APPEND_ATTEMPTS} times while its lease and the chain \
-                 allowed it each time it was looked at; is another process changing run \
-                 {run_id}'s lease or ledger?"
-            ),
-        ))
     }
 
-    async fn sync(&self, _run_id: &RunId) -> Result<(), LedgerStoreError> {
-        // Every append committed its own transaction: nothing is pending.
-        Ok(())
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        // Keeping an entry for the step's commit waits on nothing: no future, no round
+        // trip. An entry that would make its batch due is appended the slow way.
+        if self.shared.config.commit() == CommitPolicy::EveryEntry {
+            return None;
+        }
+        let token = self.shared.held.token(entry.run_id());
+        match self.shared.pending.push(entry, token, false, true) {
+            Pushed::Kept => Some(Ok(())),
+            Pushed::NotNext { last } => Some(Err(not_next(entry, last))),
+            Pushed::Due | Pushed::FlushFirst => None,
+        }
+    }
+
+    async fn sync(&self, run_id: &RunId) -> Result<(), LedgerStoreError> {
+        flush(&self.shared, run_id).await
     }
 
     async fn load(&self, run_id: &RunId) -> Result<LoadedLedger, LedgerStoreError> {
@@ -448,4 +425,104 @@ impl LedgerStore for PgLedgerStore {
         }
         Ok(ids)
     }
+}
+
+/// Why `entry` does not continue what this process appended to its run and has not
+/// written yet (ending with `last`: its number and hash): what the database would say of
+/// it once the batch is written.
+fn not_next(entry: &Entry, last: (u64, Digest)) -> LedgerStoreError {
+    let reason = follows(entry.seq(), entry.prev(), Some(last))
+        .err()
+        .map_or_else(|| "it does not follow".to_owned(), |e| e.to_string());
+    backend(
+        format!(
+            "appending entry {} to {}",
+            entry.seq(),
+            PgLedgerStore::location(entry.run_id())
+        ),
+        reason,
+    )
+}
+
+/// Writes what this process appended to `run_id` and has not written yet, in one
+/// statement ([`APPEND`]): nothing to do when nothing waits. The batch is taken out first,
+/// so a refused or failed one is never written (the engine's recovery redoes the step from
+/// the last synced entry, as after a crash).
+///
+/// # Errors
+/// [`LedgerStoreError::FencedOut`] when another process took the run over;
+/// [`LedgerStoreError::Backend`] when the batch does not follow the stored chain or the
+/// database fails.
+pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerStoreError> {
+    let Some(batch) = shared.pending.take(run_id) else {
+        return Ok(());
+    };
+    let (first, last) = (batch.first_seq, batch.first_seq + (batch.len() as u64 - 1));
+    let context = || {
+        let entries = if first == last {
+            format!("entry {first}")
+        } else {
+            format!("entries {first} to {last}")
+        };
+        format!("appending {entries} to {}", PgLedgerStore::location(run_id))
+    };
+    let client = shared.client().await.map_err(|e| backend(context(), e))?;
+    let append = client
+        .prepare_cached(APPEND)
+        .await
+        .map_err(|e| backend(context(), e))?;
+    let hashes: Vec<String> = batch.hashes.iter().map(Digest::to_string).collect();
+    let lines = batch.lines();
+    let (id, number, token, prev, zero) = (
+        run_id.as_str(),
+        stored_seq(first),
+        lease::recorded(batch.token),
+        batch.first_prev.to_string(),
+        Digest::ZERO.to_string(),
+    );
+    for _ in 0..APPEND_ATTEMPTS {
+        match client
+            .execute(
+                &append,
+                &[&id, &number, &hashes, &lines, &token, &prev, &zero],
+            )
+            .await
+        {
+            Ok(n) if n == batch.len() as u64 => return Ok(()),
+            Ok(_) => {}
+            // Another writer stored one of these numbers first: a refusal like any other.
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+            Err(e) => return Err(backend(context(), e)),
+        }
+        // Refused: the same checks in Rust, on what the database holds now, say why.
+        let row = prepared::query_one(&client, APPEND_REFUSED, &[&id])
+            .await
+            .map_err(|e| backend(context(), e))?;
+        lease::verdict(run_id, batch.token, lease::returned(&row, 0))?;
+        let stored = match row.get::<_, Option<i64>>(2) {
+            None => None,
+            Some(stored) => {
+                let hash: &str = row.get(3);
+                let hash = hash
+                    .parse::<Digest>()
+                    .map_err(|e| LedgerStoreError::Corrupt {
+                        location: PgLedgerStore::location(run_id),
+                        line: seq_of(stored),
+                        reason: format!("its stored hash is not a digest: {e}"),
+                    })?;
+                Some((seq_of(stored), hash))
+            }
+        };
+        follows(first, batch.first_prev, stored).map_err(|e| backend(context(), e.to_string()))?;
+    }
+    // Refused every time, though each refusal had passed by the time it was looked at:
+    // the lease or the chain keeps changing under this writer.
+    Err(backend(
+        context(),
+        format!(
+            "the database refused it {APPEND_ATTEMPTS} times while its lease and the chain \
+             allowed it each time it was looked at; is another process changing run \
+             {run_id}'s lease or ledger?"
+        ),
+    ))
 }

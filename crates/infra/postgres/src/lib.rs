@@ -11,7 +11,9 @@
 //!   listing filters, orders and counts by ([`PgRunStore::page`]).
 //! - [`PgLedgerStore`]: [`LedgerStore`](rein_ledger::LedgerStore), one row per entry keyed
 //!   `(run_id, seq)`, its JSON line stored byte for byte, exportable to and importable from
-//!   the JSONL file format.
+//!   the JSONL file format. A step's entries are committed together, in one statement, when
+//!   the engine syncs the run ([`CommitPolicy::EveryStep`], the default), or each on its own
+//!   ([`CommitPolicy::EveryEntry`]).
 //! - [`PgArtifactStore`]: [`ArtifactStore`](rein_artifact::ArtifactStore), content-addressed
 //!   `bytea` up to a configured size.
 //! - [`PgStopRequests`]: [`StopRequestStore`](rein_run::StopRequestStore), an operator's
@@ -46,6 +48,7 @@ mod keeper;
 mod lease;
 mod ledger;
 mod listing;
+mod pending;
 mod prepared;
 mod queue;
 mod run;
@@ -57,7 +60,7 @@ mod tls;
 mod trust;
 
 pub use artifact::PgArtifactStore;
-pub use config::PgConfig;
+pub use config::{CommitPolicy, PgConfig};
 pub use error::PgError;
 pub use keeper::LeaseKeeper;
 pub use lease::Lease;

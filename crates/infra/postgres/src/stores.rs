@@ -7,6 +7,7 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 
 use crate::lease::Held;
+use crate::pending::Pending;
 use crate::{
     PgArtifactStore, PgConfig, PgError, PgLedgerStore, PgRunStore, PgStopRequests, schema,
 };
@@ -33,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) pool: Pool,
     pub(crate) config: PgConfig,
     pub(crate) held: Held,
+    /// Appends waiting for their step's commit ([`CommitPolicy::EveryStep`](crate::CommitPolicy)).
+    pub(crate) pending: Pending,
 }
 
 impl Shared {
@@ -82,6 +85,7 @@ impl PgStores {
             pool,
             config,
             held: Held::default(),
+            pending: Pending::default(),
         });
         Ok(Self {
             runs: PgRunStore::new(Arc::clone(&shared)),

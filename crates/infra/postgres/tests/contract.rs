@@ -8,6 +8,7 @@ mod support;
 use std::sync::Arc;
 
 use rein_artifact::DynArtifactStore;
+use rein_postgres::CommitPolicy;
 use support::Fresh;
 
 #[tokio::test]
@@ -29,6 +30,21 @@ async fn ledger_store() {
     let db = Fresh::new().await;
     contract::ledger_store(db.stores().await.ledgers()).await;
     db.drop_db().await;
+}
+
+/// The same suite with every entry committed on its own (the default commits a step's).
+#[tokio::test]
+async fn ledger_store_every_entry() {
+    for concurrent in [false, true] {
+        let db = Fresh::new().await;
+        let stores = db.stores_with(CommitPolicy::EveryEntry).await;
+        if concurrent {
+            contract::ledger_store_concurrent(Arc::new(stores.ledgers().clone())).await;
+        } else {
+            contract::ledger_store(stores.ledgers()).await;
+        }
+        db.drop_db().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,12 +6,19 @@ mod support;
 
 use std::time::Duration;
 
-use rein_ledger::{EntryKind, Ledger, LedgerStore, LedgerStoreError};
-use rein_postgres::{PgError, PgStores};
+use rein_ledger::{Entry, EntryKind, Ledger, LedgerStore, LedgerStoreError};
+use rein_postgres::{CommitPolicy, PgError, PgStores};
 use rein_run::{Fenced, Run, RunId, RunStore, RunStoreError, State, Timestamp};
 use support::Fresh;
 
 const TTL: Duration = Duration::from_secs(600);
+
+/// Appends `entry` and syncs its run, as the engine does at a step's end: a refusal comes
+/// from the append ([`CommitPolicy::EveryEntry`]) or from the sync (`EveryStep`).
+async fn write(stores: &PgStores, entry: &Entry) -> Result<(), LedgerStoreError> {
+    stores.ledgers().append(entry).await?;
+    stores.ledgers().sync(entry.run_id()).await
+}
 
 fn note(ledger: &mut Ledger, text: &str) {
     ledger.append(
@@ -82,21 +89,38 @@ async fn tokens_grow_on_every_takeover_and_a_live_lease_is_not_taken() {
 #[tokio::test]
 async fn a_writer_without_the_lease_is_kept_out_of_a_leased_run() {
     let db = Fresh::new().await;
-    let (holder, other) = (db.stores().await, db.stores().await);
-    let mut ledger = Ledger::new("guarded".parse().unwrap());
-    note(&mut ledger, "one");
-    holder
-        .acquire_lease(ledger.run_id(), "holder", TTL)
-        .await
-        .unwrap();
-    match other.ledgers().append(&ledger.entries()[0]).await {
-        Err(LedgerStoreError::FencedOut(fenced)) => {
-            assert_eq!((fenced.held, fenced.current), (None, Some(1)));
-            assert!(fenced.to_string().contains("is leased to another worker"));
+    for commit in [CommitPolicy::EveryEntry, CommitPolicy::EveryStep] {
+        let (holder, other) = (db.stores().await, db.stores_with(commit).await);
+        let mut ledger = Ledger::new(format!("guarded-{commit:?}").parse().unwrap());
+        note(&mut ledger, "one");
+        holder
+            .acquire_lease(ledger.run_id(), "holder", TTL)
+            .await
+            .unwrap();
+        let refused = match commit {
+            // Refused by the append itself…
+            CommitPolicy::EveryEntry => other.ledgers().append(&ledger.entries()[0]).await,
+            // …or kept until the step's commit, which is refused.
+            CommitPolicy::EveryStep => {
+                other.ledgers().append(&ledger.entries()[0]).await.unwrap();
+                other.ledgers().sync(ledger.run_id()).await
+            }
+        };
+        match refused {
+            Err(LedgerStoreError::FencedOut(fenced)) => {
+                assert_eq!((fenced.held, fenced.current), (None, Some(1)));
+                assert!(fenced.to_string().contains("is leased to another worker"));
+            }
+            result => panic!("{commit:?}: expected FencedOut, got {result:?}"),
         }
-        result => panic!("expected FencedOut, got {result:?}"),
+        // Nothing of the refused writer's is kept, and the holder writes.
+        other.ledgers().sync(ledger.run_id()).await.unwrap();
+        assert!(matches!(
+            holder.ledgers().load(ledger.run_id()).await,
+            Err(LedgerStoreError::NotFound { .. })
+        ));
+        write(&holder, &ledger.entries()[0]).await.unwrap();
     }
-    holder.ledgers().append(&ledger.entries()[0]).await.unwrap();
     db.drop_db().await;
 }
 
@@ -139,7 +163,9 @@ fn rounds() -> usize {
 /// only the fence can refuse it — and saves its snapshot: both are refused, typed, and
 /// nothing of A's lands after B's takeover.
 async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, round: usize) {
-    let run: RunId = format!("race-{round}").parse().unwrap();
+    let run: RunId = format!("race-{:?}-{round}", a.config().commit())
+        .parse()
+        .unwrap();
     let lease_a = a.acquire_lease(&run, "worker-a", TTL).await.unwrap();
     let mut ledger_a = Ledger::new(run.clone());
     let mut snapshot_a = Run::new(
@@ -151,10 +177,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
     );
     for step in 0..3 {
         note(&mut ledger_a, &format!("a {step}"));
-        a.ledgers()
-            .append(ledger_a.entries().last().unwrap())
-            .await
-            .unwrap();
+        write(&a, ledger_a.entries().last().unwrap()).await.unwrap();
     }
     a.runs().save(&snapshot_a).await.unwrap();
 
@@ -167,7 +190,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
 
     // A is released: its late writes are refused.
     note(&mut ledger_a, "a late");
-    match a.ledgers().append(ledger_a.entries().last().unwrap()).await {
+    match write(&a, ledger_a.entries().last().unwrap()).await {
         Err(LedgerStoreError::FencedOut(Fenced { held, current, .. })) => {
             assert_eq!(
                 (held, current),
@@ -194,10 +217,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
     // B continues the run.
     for step in 0..2 {
         note(&mut ledger_b, &format!("b {step}"));
-        b.ledgers()
-            .append(ledger_b.entries().last().unwrap())
-            .await
-            .unwrap();
+        write(&b, ledger_b.entries().last().unwrap()).await.unwrap();
     }
     b.release_lease(&lease_b).await.unwrap();
 
@@ -222,11 +242,13 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
 #[tokio::test]
 async fn the_lease_expiry_race_refuses_the_late_writer_every_time() {
     let db = Fresh::new().await;
-    let (a, b) = (db.stores().await, db.stores().await);
     let sql = db.sql().await;
     let rounds = rounds();
-    for round in 0..rounds {
-        race_round(&a, &b, &sql, round).await;
+    for commit in [CommitPolicy::EveryEntry, CommitPolicy::EveryStep] {
+        let (a, b) = (db.stores_with(commit).await, db.stores_with(commit).await);
+        for round in 0..rounds {
+            race_round(&a, &b, &sql, round).await;
+        }
     }
     eprintln!("lease-expiry race: {rounds} rounds, the late writer refused in every one");
     db.drop_db().await;
@@ -249,7 +271,7 @@ async fn a_takeover_racing_live_appends_never_interleaves_tokens() {
                 let mut ledger = Ledger::new(run);
                 loop {
                     note(&mut ledger, "a");
-                    match a.ledgers().append(ledger.entries().last().unwrap()).await {
+                    match write(&a, ledger.entries().last().unwrap()).await {
                         Ok(()) => {}
                         Err(LedgerStoreError::FencedOut(_)) => return ledger.len() - 1,
                         Err(e) => panic!("A failed otherwise: {e}"),
@@ -277,10 +299,7 @@ async fn a_takeover_racing_live_appends_never_interleaves_tokens() {
         assert_eq!(loaded.len(), committed_by_a, "round {round}");
         let mut ledger_b = loaded;
         note(&mut ledger_b, "b");
-        b.ledgers()
-            .append(ledger_b.entries().last().unwrap())
-            .await
-            .unwrap();
+        write(&b, ledger_b.entries().last().unwrap()).await.unwrap();
         let tokens: Vec<i64> = sql
             .query(
                 "SELECT fencing_token FROM rein_ledger WHERE run_id = $1 ORDER BY seq",
@@ -299,7 +318,7 @@ async fn a_takeover_racing_live_appends_never_interleaves_tokens() {
     db.drop_db().await;
 }
 
-/// An append and a save are one statement each, checked against the lease row read `FOR
+/// A ledger write (a step's entries, at its sync) and a save are one statement each, checked against the lease row read `FOR
 /// SHARE`: made while a takeover's `UPDATE` of that row is not yet committed, they wait
 /// for it, and once it commits they read the row's new token and are refused — nothing of
 /// the old holder's lands after the takeover (`READ COMMITTED` re-reads the row it waited
@@ -313,10 +332,7 @@ async fn a_write_made_during_an_uncommitted_takeover_waits_and_is_refused() {
     let lease = a.acquire_lease(&run, "worker-a", TTL).await.unwrap();
     let mut ledger = Ledger::new(run.clone());
     note(&mut ledger, "before");
-    a.ledgers()
-        .append(ledger.entries().last().unwrap())
-        .await
-        .unwrap();
+    write(&a, ledger.entries().last().unwrap()).await.unwrap();
     let snapshot = Run::new(
         run.clone(),
         "in flight",
@@ -338,7 +354,7 @@ async fn a_write_made_during_an_uncommitted_takeover_waits_and_is_refused() {
     note(&mut ledger, "during");
     let append = {
         let (a, entry) = (a.clone(), ledger.entries().last().unwrap().clone());
-        tokio::spawn(async move { a.ledgers().append(&entry).await })
+        tokio::spawn(async move { write(&a, &entry).await })
     };
     let save = {
         let a = a.clone();

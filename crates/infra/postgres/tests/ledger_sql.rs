@@ -23,10 +23,13 @@ fn sample(run: &str, n: u64) -> Ledger {
     ledger
 }
 
+/// Appends every entry of `ledger` and syncs once: one step's commit of them all (or one
+/// commit an entry, as the stores' policy says).
 async fn append_all<S: LedgerStore>(store: &S, ledger: &Ledger) {
     for entry in ledger.entries() {
         store.append(entry).await.unwrap();
     }
+    store.sync(ledger.run_id()).await.unwrap();
 }
 
 #[tokio::test]
@@ -185,11 +188,19 @@ async fn two_appends_of_one_number_at_once_land_one_and_refuse_the_other() {
         for entry in &ours.entries()[..2] {
             a.ledgers().append(entry).await.unwrap();
         }
+        a.ledgers().sync(ours.run_id()).await.unwrap();
         let (x, y) = (ours.entries()[2].clone(), theirs.entries()[2].clone());
         let (a2, b2) = (a.clone(), b.clone());
+        // Each appends and syncs, as the engine ends a step.
         let (first, second) = tokio::join!(
-            tokio::spawn(async move { a2.ledgers().append(&x).await }),
-            tokio::spawn(async move { b2.ledgers().append(&y).await }),
+            tokio::spawn(async move {
+                a2.ledgers().append(&x).await?;
+                a2.ledgers().sync(x.run_id()).await
+            }),
+            tokio::spawn(async move {
+                b2.ledgers().append(&y).await?;
+                b2.ledgers().sync(y.run_id()).await
+            }),
         );
         let outcomes = [first.unwrap(), second.unwrap()];
         let refused: Vec<String> = outcomes

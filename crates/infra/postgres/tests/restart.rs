@@ -47,6 +47,7 @@ async fn a_restart_fails_the_write_it_catches_and_loses_nothing_acknowledged() {
     for entry in &ledger.entries()[..3] {
         stores.ledgers().append(entry).await.unwrap();
     }
+    stores.ledgers().sync(ledger.run_id()).await.unwrap();
 
     restart_the_server();
 
@@ -54,11 +55,16 @@ async fn a_restart_fails_the_write_it_catches_and_loses_nothing_acknowledged() {
     for entry in &ledger.entries()[3..] {
         // A write on a connection the restart killed fails, typed; the pool then opens a
         // new one. Two tries each at most.
-        if let Err(e) = stores.ledgers().append(entry).await {
+        // Each entry a step of its own: appended, then synced, as the engine ends a step.
+        let write = || async {
+            stores.ledgers().append(entry).await?;
+            stores.ledgers().sync(entry.run_id()).await
+        };
+        if let Err(e) = write().await {
             assert!(matches!(e, LedgerStoreError::Backend { .. }), "{e:?}");
             eprintln!("the write the restart caught: {e}");
             failures += 1;
-            stores.ledgers().append(entry).await.unwrap();
+            write().await.unwrap();
         }
     }
     eprintln!("writes failed by the restart: {failures}");

@@ -95,6 +95,14 @@ impl Fresh {
             .expect("the fresh database opens")
     }
 
+    /// Stores over the fresh database committing appended entries as `commit` says.
+    #[allow(dead_code, reason = "not every test binary uses it")]
+    pub async fn stores_with(&self, commit: rein_postgres::CommitPolicy) -> PgStores {
+        PgStores::connect(self.config.clone().with_commit(commit))
+            .await
+            .expect("the fresh database opens")
+    }
+
     /// A direct connection to the fresh database, for what a test does behind the stores.
     pub async fn sql(&self) -> tokio_postgres::Client {
         connect(Some(&self.name)).await

@@ -1,0 +1,175 @@
+//! Appends not yet written: under [`CommitPolicy::EveryStep`](crate::CommitPolicy) the
+//! entries a step appends wait here, per run, until the step's sync writes them in one
+//! statement (`ledger::flush`).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use rein_ledger::Entry;
+use rein_run::{Digest, RunId};
+
+/// A batch is written at once, whatever the policy, when it holds this many entries…
+const MAX_ENTRIES: usize = 256;
+/// …or this many bytes of lines: a step that appends a lot (a large batch of tool calls,
+/// large outputs) keeps memory bounded, and one statement's parameters small.
+const MAX_BYTES: usize = 1024 * 1024;
+
+/// The entries appended and not yet written, by run.
+#[derive(Debug, Default)]
+pub(crate) struct Pending(Mutex<HashMap<RunId, Batch>>);
+
+/// Consecutive entries of one run, appended under one lease token.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    /// The lease token this process held for the run when the first was appended (`None`:
+    /// no lease): what the write is checked against.
+    pub(crate) token: Option<u64>,
+    pub(crate) first_seq: u64,
+    /// What the first entry links to: the stored tip it must follow.
+    pub(crate) first_prev: Digest,
+    pub(crate) hashes: Vec<Digest>,
+    /// Every entry's line, one after the other; `ends[i]` is where line `i` ends.
+    lines: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn new(entry: &Entry, token: Option<u64>) -> Self {
+        let mut batch = Self {
+            token,
+            first_seq: entry.seq(),
+            first_prev: entry.prev(),
+            hashes: Vec::new(),
+            lines: Vec::new(),
+            ends: Vec::new(),
+        };
+        batch.add(entry);
+        batch
+    }
+
+    fn add(&mut self, entry: &Entry) {
+        self.hashes.push(entry.hash());
+        self.lines.extend_from_slice(entry.json_line());
+        self.ends.push(self.lines.len());
+    }
+
+    /// How many entries it holds (at least one).
+    pub(crate) fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Each entry's line, in order.
+    pub(crate) fn lines(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let line = &self.lines[start..end];
+                start = end;
+                line
+            })
+            .collect()
+    }
+
+    /// The last entry's number and hash.
+    pub(crate) fn last(&self) -> (u64, Digest) {
+        let last = self.first_seq + (self.len() as u64 - 1);
+        (last, self.hashes.last().copied().unwrap_or(self.first_prev))
+    }
+
+    /// Whether `entry` continues the batch: the next number, linking to the last hash.
+    fn continued_by(&self, entry: &Entry) -> bool {
+        let (last, hash) = self.last();
+        entry.seq() == last.saturating_add(1) && entry.prev() == hash
+    }
+
+    fn full(&self) -> bool {
+        self.len() >= MAX_ENTRIES || self.lines.len() >= MAX_BYTES
+    }
+}
+
+/// What [`Pending::push`] did with an entry.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Kept: written at the run's next flush.
+    Kept,
+    /// Kept, and the batch must be written now (the policy says so, or it is full).
+    Due,
+    /// Not kept: the run's batch was appended under another lease token; write it first,
+    /// then push again.
+    FlushFirst,
+    /// Not kept: it does not continue the run's batch (another writer of the same run in
+    /// this process, against the store's contract).
+    NotNext {
+        /// The batch's last entry: its number and hash.
+        last: (u64, Digest),
+    },
+}
+
+impl Pending {
+    /// Keeps `entry`, appended under `token`, for its run's next flush; `every_entry` makes
+    /// every push due at once. With `only_if_kept`, an entry that would make the batch due
+    /// is left alone (`Due` returned, nothing kept): the caller appends it the slow way.
+    pub(crate) fn push(
+        &self,
+        entry: &Entry,
+        token: Option<u64>,
+        every_entry: bool,
+        only_if_kept: bool,
+    ) -> Pushed {
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(batch) = runs.get_mut(entry.run_id()) else {
+            let batch = Batch::new(entry, token);
+            let due = every_entry || batch.full();
+            if due && only_if_kept {
+                return Pushed::Due;
+            }
+            runs.insert(entry.run_id().clone(), batch);
+            return if due { Pushed::Due } else { Pushed::Kept };
+        };
+        if batch.token != token {
+            return Pushed::FlushFirst;
+        }
+        if !batch.continued_by(entry) {
+            return Pushed::NotNext { last: batch.last() };
+        }
+        if only_if_kept
+            && (every_entry
+                || batch.len() + 1 >= MAX_ENTRIES
+                || batch.lines.len() + entry.json_line().len() >= MAX_BYTES)
+        {
+            return Pushed::Due;
+        }
+        batch.add(entry);
+        if every_entry || batch.full() {
+            Pushed::Due
+        } else {
+            Pushed::Kept
+        }
+    }
+
+    /// Takes `run_id`'s batch out, to be written: nothing stays behind, whether the write
+    /// succeeds or not (a refused batch is never written).
+    pub(crate) fn take(&self, run_id: &RunId) -> Option<Batch> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let runs = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for (run_id, batch) in runs.iter() {
+            // The process is letting go of the stores mid-step: as after a crash, the run
+            // resumes from its last synced entry.
+            tracing::warn!(
+                run = %run_id,
+                entries = batch.len(),
+                first = batch.first_seq,
+                "ledger entries appended but never synced are dropped with the stores"
+            );
+        }
+    }
+}
