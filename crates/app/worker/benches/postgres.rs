@@ -32,7 +32,7 @@ use rein::Engine;
 use rein::ledger::{Entry, LoadedLedger};
 use rein::postgres::{CommitPolicy, PgConfig, PgStores};
 use rein::store::{LedgerStore, LedgerStoreError, RunStore, RunStoreError};
-use rein::{Run, RunId};
+use rein::{Ledger, Run, RunId};
 use rein_worker::{Opened, Outcome, Worker, WorkerOptions, submit};
 use tokio::sync::Notify;
 use tokio_postgres::NoTls;
@@ -243,9 +243,10 @@ fn p1(url: &str) {
             })
             .artifact_store(step_stores.artifacts().clone()),
     );
-    let (lines, snapshot) = rt.block_on(async {
+    let (lines, snapshot, recorded) = rt.block_on(async {
         let run = common::run_w1(&recorder).await;
         let ledger = recorder.ledger(&run.id).await.expect("a ledger");
+        let recorded = (ledger.clone(), run.clone());
         let lines: Vec<(i64, String, Vec<u8>)> = ledger
             .entries()
             .iter()
@@ -263,7 +264,7 @@ fn p1(url: &str) {
             run.status().as_str(),
             i64::try_from(run.updated_at().as_unix_millis()).expect("a recent time"),
         );
-        (lines, (snapshot, columns))
+        (lines, (snapshot, columns), recorded)
     });
     let log = log.lock().expect("the log").clone();
     assert_eq!(
@@ -362,15 +363,32 @@ fn p1(url: &str) {
     };
     // The engine's own work, in memory: what rein adds besides its SQL.
     let in_memory = common::engine(Engine::builder());
+    // The stores without the engine: the recorded run's entries made again for fresh run
+    // ids (made before timing), appended, synced and saved where the engine did.
+    let mut remade = (0..common::REPS * P1_RUNS)
+        .map(|_| remake(&recorded.0, &recorded.1))
+        .collect::<Vec<_>>()
+        .into_iter();
+    let mut stores_only = || {
+        let runs: Vec<_> = remade.by_ref().take(P1_RUNS).collect();
+        rt.block_on(async {
+            let start = Instant::now();
+            for (ledger, run) in &runs {
+                replay(&step_stores, &log, ledger, run).await;
+            }
+            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+        })
+    };
     let figures = common::repeat_each(&mut [
         &mut || rein_runs(&step_engine),
         &mut || raw_runs(&step_plan, "step"),
         &mut || rein_runs(&entry_engine),
         &mut || raw_runs(&entry_plan, "entry"),
         &mut || rein_runs(&in_memory),
+        &mut stores_only,
     ]);
-    let [rein_step, raw_step, rein_entry, raw_entry, memory] = figures[..] else {
-        unreachable!("five figures for five sides")
+    let [rein_step, raw_step, rein_entry, raw_entry, memory, stores] = figures[..] else {
+        unreachable!("six figures for six sides")
     };
     let per_step = |figure: common::Figure| figure.scaled(1e-3).show(1);
     println!(
@@ -405,8 +423,74 @@ fn p1(url: &str) {
         "    in memory     {} µs per step (W1 with the memory stores: the engine's own work)",
         per_step(memory)
     );
+    println!(
+        "    stores only   {} µs per step ({:.2}x raw): the run's writes through the stores, every step, without the engine",
+        per_step(stores),
+        stores.median / raw_step.median
+    );
     drop((step_engine, entry_engine, recorder));
     drop((step_stores, entry_stores));
+    rt.block_on(db.drop_db());
+}
+
+/// `ledger`'s entries made again for a fresh run id, and `run`'s snapshot for that id.
+fn remake(ledger: &Ledger, run: &Run) -> (Ledger, Run) {
+    let id = RunId::new(uuid::Uuid::new_v4().to_string()).expect("a run id");
+    let mut again = Ledger::new(id.clone());
+    for entry in ledger.entries() {
+        again.append(entry.at(), entry.state(), entry.event().clone());
+    }
+    let snapshot = serde_json::to_string(run)
+        .expect("a snapshot")
+        .replace(run.id.as_str(), id.as_str());
+    (
+        again,
+        serde_json::from_str(&snapshot).expect("the snapshot again"),
+    )
+}
+
+/// What the engine wrote for one run, through `stores` alone: `ledger`'s entries appended,
+/// the run synced and its snapshot saved at the points `log` recorded.
+async fn replay(stores: &PgStores, log: &[Write], ledger: &Ledger, run: &Run) {
+    let mut entries = ledger.entries().iter();
+    for write in log {
+        match write {
+            Write::Row => {
+                let entry = entries.next().expect("as many entries as rows");
+                match stores.ledgers().try_append_now(entry) {
+                    Some(done) => done,
+                    None => stores.ledgers().append(entry).await,
+                }
+                .expect("appended");
+            }
+            Write::Sync => stores
+                .ledgers()
+                .sync(ledger.run_id())
+                .await
+                .expect("synced"),
+            Write::Save => stores.runs().save(run).await.expect("saved"),
+        }
+    }
+}
+
+/// `runs` W1 runs one after another, on the PostgreSQL stores or in memory.
+fn profile(url: &str, runs: usize, in_memory: bool) {
+    let rt = common::current_thread();
+    let db = rt.block_on(Fresh::new(url));
+    let stores = rt
+        .block_on(PgStores::connect(db.config().with_pool_size(1)))
+        .expect("the stores");
+    let engine = if in_memory {
+        common::engine(Engine::builder())
+    } else {
+        w1_on(&stores)
+    };
+    rt.block_on(async {
+        for _ in 0..runs {
+            common::run_w1(&engine).await;
+        }
+    });
+    drop((engine, stores));
     rt.block_on(db.drop_db());
 }
 
@@ -515,6 +599,13 @@ fn main() {
         .collect();
     let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
     let url = url();
+    // `profile N [memory]`: only N W1 runs on the PostgreSQL stores (or in memory), for a
+    // profiler: the engine's and the stores' own work per run, apart from the database's.
+    if let Some(at) = args.iter().position(|a| a == "profile") {
+        let runs = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(300);
+        profile(&url, runs, args.iter().any(|a| a == "memory"));
+        return;
+    }
     println!("{}", common::machine());
     if wanted("p1") {
         p1(&url);

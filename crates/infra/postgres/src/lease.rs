@@ -119,7 +119,7 @@ pub(crate) fn millis(ttl: Duration) -> f64 {
 /// locked row: a row is locked whether or not it lets the writer write (an expired lease
 /// too, which a takeover is about to update).
 macro_rules! locked_lease {
-    ($columns:literal) => {
+    ($columns:expr) => {
         concat!(
             "(SELECT ",
             $columns,
@@ -133,18 +133,22 @@ pub(crate) use locked_lease;
 /// `NULL` for a writer without a lease) may write the run `$1`, on its lease row read with
 /// [`locked_lease!`]: the rule of [`verdict`], in SQL. A holder may write only while the
 /// row carries its token; a writer without a lease only while nobody holds a live one.
+/// One subquery for both writers (the row's verdict, or the writer's own when the run has
+/// no lease row): a statement prepared once runs one locked read whichever it is.
 macro_rules! lease_allows {
     ($token:literal) => {
         concat!(
-            "CASE WHEN ",
+            "coalesce(",
+            $crate::lease::locked_lease!(concat!(
+                "CASE WHEN ",
+                $token,
+                "::bigint IS NULL THEN expires_at <= now() ELSE fencing_token = ",
+                $token,
+                "::bigint END"
+            )),
+            ", ",
             $token,
-            "::bigint IS NULL THEN ",
-            $crate::lease::locked_lease!("expires_at > now()"),
-            " IS NOT TRUE ELSE coalesce(",
-            $crate::lease::locked_lease!("fencing_token"),
-            " = ",
-            $token,
-            "::bigint, false) END"
+            "::bigint IS NULL)"
         )
     };
 }

@@ -90,10 +90,13 @@ fn stored_seq(seq: u64) -> i64 {
 /// ([`APPEND_REFUSED`]). The two checks are subqueries of no row's columns, so the
 /// database runs each once a statement, however many rows it inserts.
 ///
-/// Two writes of the same number at once: the second waits for the first's key in the
-/// primary key `(run_id, seq)` and then fails on it (`unique_violation`), which is
-/// explained as a refusal: an entry that does not follow. (Not `ON CONFLICT DO NOTHING`:
-/// its speculative insertion costs every row a lock and a log record more.)
+/// "Follows the last stored one" is checked as: the entry numbered `$2 - 1` is stored, with
+/// the hash `$6` (one lookup by the primary key), and `$2` is not stored yet (the primary
+/// key itself). Together they are the tip check, because no write leaves a gap: each needs
+/// its predecessor stored. Two writes of the same number at once: the second waits for the
+/// first's key and then fails on it (`unique_violation`), which is explained as a refusal:
+/// an entry that does not follow. (Not `ON CONFLICT DO NOTHING`: its speculative insertion
+/// costs every row a lock and a log record more.)
 const APPEND: &str = concat!(
     "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
      SELECT $1::text, $2::bigint + e.n - 1, e.hash, e.line, $5::bigint
@@ -101,12 +104,8 @@ const APPEND: &str = concat!(
      WHERE (",
     lease::lease_allows!("$5"),
     ")
-       AND CASE WHEN $2::bigint = 1
-           THEN $6::text = $7::text
-                AND NOT EXISTS (SELECT 1 FROM rein_ledger WHERE run_id = $1::text)
-           ELSE ($2::bigint - 1, $6::text) = (
-                SELECT seq, hash FROM rein_ledger WHERE run_id = $1::text
-                ORDER BY seq DESC LIMIT 1)
+       AND $6::text = CASE WHEN $2::bigint = 1 THEN $7::text ELSE (
+                SELECT hash FROM rein_ledger WHERE run_id = $1::text AND seq = $2::bigint - 1)
            END"
 );
 
