@@ -473,7 +473,7 @@ async fn replay(stores: &PgStores, log: &[Write], ledger: &Ledger, run: &Run) {
     }
 }
 
-/// `runs` W1 runs one after another, on the PostgreSQL stores or in memory.
+/// `runs` W1 runs one after another, on the `PostgreSQL` stores or in memory.
 fn profile(url: &str, runs: usize, in_memory: bool) {
     let rt = common::current_thread();
     let db = rt.block_on(Fresh::new(url));
