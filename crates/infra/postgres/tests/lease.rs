@@ -177,7 +177,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
     );
     for step in 0..3 {
         note(&mut ledger_a, &format!("a {step}"));
-        write(&a, ledger_a.entries().last().unwrap()).await.unwrap();
+        write(a, ledger_a.entries().last().unwrap()).await.unwrap();
     }
     a.runs().save(&snapshot_a).await.unwrap();
 
@@ -190,7 +190,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
 
     // A is released: its late writes are refused.
     note(&mut ledger_a, "a late");
-    match write(&a, ledger_a.entries().last().unwrap()).await {
+    match write(a, ledger_a.entries().last().unwrap()).await {
         Err(LedgerStoreError::FencedOut(Fenced { held, current, .. })) => {
             assert_eq!(
                 (held, current),
@@ -217,7 +217,7 @@ async fn race_round(a: &PgStores, b: &PgStores, sql: &tokio_postgres::Client, ro
     // B continues the run.
     for step in 0..2 {
         note(&mut ledger_b, &format!("b {step}"));
-        write(&b, ledger_b.entries().last().unwrap()).await.unwrap();
+        write(b, ledger_b.entries().last().unwrap()).await.unwrap();
     }
     b.release_lease(&lease_b).await.unwrap();
 
