@@ -314,6 +314,49 @@ async fn a_chosen_id_whose_ledger_was_emptied_behind_its_snapshot_is_not_reused(
     assert_eq!(std::fs::read(&snapshot_path).expect("snapshot"), snapshot);
 }
 
+/// A crash between a run's last ledger commit and its snapshot save leaves the snapshot
+/// behind a ledger that ended: opening the run brings the snapshot up to date, so that a
+/// listing (which reads snapshots) says what the ledger says, and nothing is appended.
+#[tokio::test]
+async fn a_snapshot_left_behind_a_finished_ledger_is_saved_again_when_the_run_is_opened() {
+    use rein::store::RunStore;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
+    let paused = stores
+        .runs()
+        .load(run.id())
+        .await
+        .expect("the paused snapshot");
+    let done = build()
+        .resume_with_input(run.id(), "yes")
+        .await
+        .expect("resumes");
+    assert_eq!(done.status(), RunStatus::Completed);
+    // The crash: the ledger ends the run, the snapshot still says it waits.
+    stores.runs().save(&paused).await.expect("saved back");
+    let entries = build().ledger(run.id()).await.expect("a ledger").len();
+
+    let refused = build().resume(run.id()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(EngineError::RunFinished {
+                status: RunStatus::Completed,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let repaired = stores.runs().load(run.id()).await.expect("a snapshot");
+    assert_eq!(repaired.status(), RunStatus::Completed);
+    assert_eq!(repaired.ledger_head(), done.ledger_head());
+    assert_eq!(
+        build().ledger(run.id()).await.expect("a ledger").len(),
+        entries
+    );
+}
+
 /// A paused run in filesystem stores under `dir`, and how to build its engine again.
 async fn paused_on_disk(dir: &std::path::Path) -> (rein::Run, impl Fn() -> Engine + use<>) {
     let mut steps = walk_to(State::Decide);

@@ -262,6 +262,16 @@ pub(crate) async fn reopen_by(
         });
     }
     let mut proj = rebuild(id, &loaded.ledger, budget)?;
+    if matches!(
+        snapshot,
+        SnapshotStanding::Missing | SnapshotStanding::Behind { .. }
+    ) {
+        // The snapshot is the ledger's cache, which listings read: one a crash left behind
+        // (between a step's commit and its save) is brought up to date now, whatever comes
+        // next — the run may have ended or wait for a person, and then nothing else would
+        // save it.
+        shared.runs.save_boxed(&proj.run).await?;
+    }
     let run = &proj.run;
     if run.is_finished() {
         return Err(EngineError::RunFinished {

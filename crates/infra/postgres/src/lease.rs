@@ -82,7 +82,7 @@ impl Held {
             .insert(run_id.clone(), token);
     }
 
-    fn forget(&self, run_id: &RunId, token: u64) {
+    pub(crate) fn forget(&self, run_id: &RunId, token: u64) {
         let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if held.get(run_id) == Some(&token) {
             held.remove(run_id);
@@ -325,30 +325,5 @@ impl PgStores {
             held: Some(lease.token),
             current,
         }))
-    }
-
-    /// Gives `lease` up: it expires now, so the next owner takes the run over at once (with
-    /// the next token). Releasing a lease that was taken over already changes nothing.
-    ///
-    /// # Errors
-    /// [`PgError::Query`] when the database fails.
-    pub async fn release_lease(&self, lease: &Lease) -> Result<(), PgError> {
-        // What waits for the step's commit is written under the lease, or refused by it:
-        // never left behind in this process.
-        if let Err(e) = crate::ledger::flush(&self.shared, &lease.run_id).await {
-            tracing::warn!(run = %lease.run_id, error = %e,
-                "ledger entries appended but not synced could not be written before the lease was released");
-        }
-        let client = self.client().await?;
-        prepared::execute(
-            &client,
-            "UPDATE rein_leases SET expires_at = least(expires_at, now())
-                 WHERE run_id = $1 AND fencing_token = $2",
-            &[&lease.run_id.as_str(), &stored(lease.token)],
-        )
-        .await
-        .map_err(|e| PgError::query(format!("releasing the lease of run {}", lease.run_id), e))?;
-        self.shared.held.forget(&lease.run_id, lease.token);
-        Ok(())
     }
 }

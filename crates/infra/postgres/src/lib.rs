@@ -51,6 +51,7 @@ mod listing;
 mod pending;
 mod prepared;
 mod queue;
+mod release;
 mod run;
 mod schema;
 mod sslmode;
