@@ -21,6 +21,7 @@ use crate::attempts::{AttemptEvent, AttemptLink};
 use crate::depth;
 use crate::error::{EngineError, NarrowingError, ProjectionError};
 use crate::events::Published;
+use crate::gate::HookRuled;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::plan_link::{PlanLink, PlanMessage, Planned};
@@ -347,7 +348,10 @@ impl Driver {
         }
         if self.hooked(HookPoint::BeforeModel, None) {
             let payload = self.hook_payload(HookPoint::BeforeModel, |_| {});
-            let ruled = self.rule_hooks(payload, None).await?;
+            let ruled = match self.rule_hooks(payload, None) {
+                Some(ruling) => ruling.await?,
+                None => HookRuled::default(),
+            };
             if let Some(rejection) = ruled.denied {
                 self.reject(rejection).await?;
                 return Ok(Flow::Continue);
@@ -392,7 +396,7 @@ impl Driver {
             let payload = self.hook_payload(HookPoint::AfterModel, |p| {
                 p.decision = Some(decision.clone());
             });
-            Box::pin(self.observe_hooks(payload)).await;
+            self.observe_hooks(payload).await;
         }
         if depth::decision_too_deep(&decision) {
             // Neither recorded (it could not be read back) nor touched recursively.

@@ -68,6 +68,7 @@
 //! than the run has narrows nothing.
 
 mod glob;
+mod table;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -80,6 +81,7 @@ use serde_json::Value;
 pub use glob::{GlobError, ToolGlob};
 pub use rein_ledger::{HookOutcome, HookPoint, HookRuling};
 pub use rein_policy::HookRef;
+pub(crate) use table::HookTable;
 
 /// How long a hook may take when its [`HookSpec`] does not say: 5 seconds.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -537,13 +539,11 @@ impl HookSpec {
         self.timeout
     }
 
-    /// Whether it is asked at `point`, about `tool` (at a tool point).
-    pub(crate) fn applies(&self, point: HookPoint, tool: Option<&str>) -> bool {
-        self.points.contains(&point)
-            && match (&self.tools, tool) {
-                (Some(glob), Some(tool)) => glob.matches(tool),
-                _ => true,
-            }
+    /// Whether it is asked about `tool` (at the tool points it is asked at).
+    pub(crate) fn about(&self, tool: &ToolName) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|glob| glob.matches(tool.as_str()))
     }
 
     /// The hook itself.
