@@ -41,23 +41,30 @@ impl Driver {
     ///
     /// One payload serves a run point after point: the last one comes back here once its
     /// hooks answered (`settle`), and is reset in place when no hook kept it, so a point
-    /// costs no allocation (its `used` map keeps its nodes while the budgets stay the same).
+    /// costs no allocation (its `used` map keeps its nodes while the budgets stay the same,
+    /// and is not looked at while the run spent nothing).
     pub(crate) fn hook_payload(
         &mut self,
         point: HookPoint,
         fill: impl FnOnce(&mut HookPayload),
     ) -> Arc<HookPayload> {
         let run = &self.rec.proj.run;
+        let spends = run.usage().spends();
         // The last point's payload when no hook kept it; a new one otherwise.
-        let mut payload = self
-            .hook_scratch
-            .take()
-            .filter(|kept| Arc::strong_count(kept) == 1)
-            .unwrap_or_else(|| Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state())));
+        let (mut payload, spent) = match self.hook_scratch.take() {
+            Some(kept) if Arc::strong_count(&kept) == 1 => (kept, spends != self.hook_spends),
+            _ => {
+                let id = run.id().clone();
+                (Arc::new(HookPayload::new(point, id, 0, run.state())), true)
+            }
+        };
         // Unique (the engine makes no `Weak` of it): no copy is made here.
         let slot = Arc::make_mut(&mut payload);
-        slot.reset(point, run.id(), run.steps(), run.state());
-        used_now(&mut slot.used, run.usage());
+        slot.reset(point, run.steps(), run.state());
+        if spent {
+            used_now(&mut slot.used, run.usage());
+            self.hook_spends = spends;
+        }
         fill(slot);
         payload
     }
@@ -122,10 +129,29 @@ impl Driver {
             return None;
         }
         let mut rulings = Vec::new();
-        for spec in hooks.asked(point, tool) {
-            if let Some(answer) = ask_now(spec, payload) {
-                take(spec, payload, answer, fail_closed, &mut rulings);
-            }
+        let mut asked = hooks.asked(point, tool);
+        // One guard against a panic for the point's hooks, not one a hook: an allow is
+        // passed over inside it, and the guard is set again past a hook that panicked.
+        loop {
+            let mut last = None;
+            let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                asked.by_ref().find_map(|spec| {
+                    last = Some(spec);
+                    match spec.hook().ask_now(payload) {
+                        None | Some(HookVerdict::Allow) => None,
+                        Some(verdict) => Some((spec, verdict)),
+                    }
+                })
+            }));
+            let (spec, answer) = match answered {
+                Ok(None) => break,
+                Ok(Some((spec, verdict))) => (spec, Ok(verdict)),
+                Err(panic) => match last {
+                    Some(spec) => (spec, Err(panicked(panic.as_ref()))),
+                    None => break,
+                },
+            };
+            take(spec, payload, answer, fail_closed, &mut rulings);
         }
         Some(rulings)
     }
@@ -349,11 +375,13 @@ fn take(
 fn ask_now(spec: &HookSpec, payload: &HookPayload) -> Option<Result<HookVerdict, String>> {
     match std::panic::catch_unwind(AssertUnwindSafe(|| spec.hook().ask_now(payload))) {
         Ok(answer) => answer.map(Ok),
-        Err(panic) => Some(Err(format!(
-            "it panicked: {}",
-            panic_message(panic.as_ref())
-        ))),
+        Err(panic) => Some(Err(panicked(panic.as_ref()))),
     }
+}
+
+/// Why a hook that panicked with `panic` has no verdict.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    format!("it panicked: {}", panic_message(panic))
 }
 
 /// One hook's verdict, or why it has none: it failed, panicked or took too long.
@@ -367,7 +395,7 @@ async fn ask_one(spec: &HookSpec, payload: &Arc<HookPayload>) -> Result<HookVerd
     };
     match answer {
         Err(_) => Err(format!("it did not answer within {} ms", limit.as_millis())),
-        Ok(Err(panic)) => Err(format!("it panicked: {}", panic_message(panic.as_ref()))),
+        Ok(Err(panic)) => Err(panicked(panic.as_ref())),
         Ok(Ok(Err(e))) => Err(format!("it failed: {e}")),
         Ok(Ok(Ok(verdict))) => Ok(verdict),
     }
@@ -402,7 +430,11 @@ fn used_now(used: &mut Spend, usage: &rein_run::BudgetUsage) {
     let mut same = true;
     for (name, counter) in usage.iter().filter(|(_, c)| c.used > 0) {
         match held.next() {
-            Some((was, value)) if was == name => *value = counter.used,
+            // A well-known budget's name is one static text, shared by every copy of it:
+            // the same address is the same name, with no comparing of the text.
+            Some((was, value)) if std::ptr::eq(was.as_str(), name.as_str()) || was == name => {
+                *value = counter.used;
+            }
             _ => {
                 same = false;
                 break;

@@ -64,6 +64,9 @@ pub(crate) struct Driver {
     /// The hook payload of the last point, back once its hooks answered: the next point
     /// reuses it when no hook kept it (`consult`).
     pub(crate) hook_scratch: Option<Arc<crate::hook::HookPayload>>,
+    /// The run's count of spends (`BudgetUsage::spends`) when that payload's `used` was
+    /// last brought up to date: while it stays the same, so does what the run used.
+    pub(crate) hook_spends: u64,
 }
 
 /// What a resume left for the step it finishes, read from the ledger the run was opened
@@ -213,6 +216,7 @@ impl Driver {
             sub: crate::children::SubState::default(),
             conversation: Arc::from([]),
             hook_scratch: None,
+            hook_spends: 0,
         }
     }
 

@@ -233,26 +233,32 @@ impl HookPayload {
         }
     }
 
-    /// Makes this payload one at `point` of run `run`, at `step` in `state`, with nothing
+    /// Makes this payload one at `point` of its run, at `step` in `state`, with nothing
     /// else but `used`, which the caller brings up to date: the engine reuses one payload a
     /// run, point after point, when no hook kept the last one.
-    pub(crate) fn reset(&mut self, point: HookPoint, run: &RunId, step: u32, state: State) {
+    pub(crate) fn reset(&mut self, point: HookPoint, step: u32, state: State) {
         self.point = point;
-        if self.run != *run {
-            self.run = run.clone();
-        }
         self.step = step;
         self.state = state;
-        self.goal = None;
+        // Each field is dropped only when a point filled it (most points fill one or two):
+        // an empty one costs a test, not a call of its drop.
+        clear(&mut self.goal);
         self.tool = None;
-        self.input = None;
+        clear(&mut self.input);
         self.batch_index = None;
-        self.output = None;
-        self.error = None;
-        self.decision = None;
-        self.child = None;
-        self.question = None;
+        clear(&mut self.output);
+        clear(&mut self.error);
+        clear(&mut self.decision);
+        clear(&mut self.child);
+        clear(&mut self.question);
         self.status = None;
+    }
+}
+
+/// Empties `field`, dropping what it held, if anything.
+fn clear<T>(field: &mut Option<T>) {
+    if field.is_some() {
+        *field = None;
     }
 }
 
