@@ -123,13 +123,12 @@ impl Driver {
     /// every one of them answers without a future; `None` when one does not (none is asked
     /// then). `fail_closed` as in [`ask`](Self::ask).
     fn answers_now(&self, payload: &HookPayload, fail_closed: bool) -> Option<Vec<HookRuling>> {
-        let hooks = &self.shared.hooks;
-        let (point, tool) = (payload.point, payload.tool.as_ref());
-        if !hooks.answer_now(point, tool) {
+        let (hooks, tool) = (self.shared.hooks.at(payload.point), payload.tool.as_ref());
+        if !hooks.answer_now(tool) {
             return None;
         }
         let mut rulings = Vec::new();
-        let mut asked = hooks.asked(point, tool);
+        let mut asked = hooks.asked(tool);
         // One guard against a panic for the point's hooks, not one a hook: an allow is
         // passed over inside it, and the guard is set again past a hook that panicked.
         loop {
@@ -316,11 +315,8 @@ impl Driver {
     /// or gives no reason for a deny denies, saying so.
     async fn ask(&self, payload: &Arc<HookPayload>, fail_closed: bool) -> Vec<HookRuling> {
         let mut rulings = Vec::new();
-        for spec in self
-            .shared
-            .hooks
-            .asked(payload.point, payload.tool.as_ref())
-        {
+        let hooks = self.shared.hooks.at(payload.point);
+        for spec in hooks.asked(payload.tool.as_ref()) {
             // A check that answers without a future (`HookSpec::from_check`) costs no box,
             // no timer and no future of `ask_one`'s.
             let answer = match ask_now(spec, payload) {

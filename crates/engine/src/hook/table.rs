@@ -14,13 +14,22 @@ const SLOTS: usize = HookPoint::ALL.len();
 pub(crate) struct HookTable {
     /// Every hook, in the order registered.
     all: Box<[HookSpec]>,
-    /// The hooks asked at each point (its slot), in the order registered.
-    at: [Box<[HookSpec]>; SLOTS],
-    /// Whether every hook of a slot answers without a future (`HookSpec::from_check`).
-    now: [bool; SLOTS],
-    /// Whether a hook of a slot is asked about some tools only (its other hooks are asked
-    /// about every tool, and no tool name is looked at for them).
-    by_tool: [bool; SLOTS],
+    /// The hooks of each point (its slot).
+    at: [PointHooks; SLOTS],
+    /// A point this engine does not know: no hook is asked there.
+    none: PointHooks,
+}
+
+/// The hooks asked at one point, and what is known of them all.
+#[derive(Debug, Default)]
+pub(crate) struct PointHooks {
+    /// The hooks, in the order registered.
+    hooks: Box<[HookSpec]>,
+    /// Whether every one answers without a future (`HookSpec::from_check`).
+    now: bool,
+    /// Whether one is asked about some tools only (the others are asked about every tool,
+    /// and no tool name is looked at for them).
+    by_tool: bool,
 }
 
 impl HookTable {
@@ -31,15 +40,17 @@ impl HookTable {
             ..Self::default()
         };
         for (slot, point) in HookPoint::ALL.into_iter().enumerate() {
-            let at: Box<[HookSpec]> = table
+            let hooks: Box<[HookSpec]> = table
                 .all
                 .iter()
                 .filter(|h| h.points().contains(&point))
                 .cloned()
                 .collect();
-            table.now[slot] = at.iter().all(|h| h.hook().answers_now());
-            table.by_tool[slot] = at.iter().any(|h| h.tools.is_some());
-            table.at[slot] = at;
+            table.at[slot] = PointHooks {
+                now: hooks.iter().all(|h| h.hook().answers_now()),
+                by_tool: hooks.iter().any(|h| h.tools.is_some()),
+                hooks,
+            };
         }
         table
     }
@@ -49,38 +60,34 @@ impl HookTable {
         &self.all
     }
 
-    /// The hooks asked at `point` (about `tool`, at the tool points), in the order
-    /// registered.
-    pub(crate) fn asked<'a>(
-        &'a self,
-        point: HookPoint,
-        tool: Option<&'a ToolName>,
-    ) -> impl Iterator<Item = &'a HookSpec> + 'a {
-        let (at, by_tool): (&[HookSpec], bool) = match slot(point) {
-            Some(slot) => (&self.at[slot], self.by_tool[slot]),
-            None => (&[], false),
-        };
-        // A tool's name is read only when a hook here is asked about some tools only.
-        let tool = tool.filter(|_| by_tool);
-        at.iter()
-            .filter(move |h| tool.is_none_or(|tool| h.about(tool)))
+    /// The hooks of `point`.
+    pub(crate) fn at(&self, point: HookPoint) -> &PointHooks {
+        slot(point).map_or(&self.none, |slot| &self.at[slot])
     }
 
     /// Whether any hook is asked at `point` (about `tool`, at the tool points).
     pub(crate) fn any(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
-        self.asked(point, tool).next().is_some()
+        self.at(point).asked(tool).next().is_some()
+    }
+}
+
+impl PointHooks {
+    /// The hooks asked about `tool` (at the tool points), in the order registered.
+    pub(crate) fn asked<'a>(
+        &'a self,
+        tool: Option<&'a ToolName>,
+    ) -> impl Iterator<Item = &'a HookSpec> + 'a {
+        // A tool's name is read only when a hook here is asked about some tools only.
+        let tool = tool.filter(|_| self.by_tool);
+        self.hooks
+            .iter()
+            .filter(move |h| tool.is_none_or(|tool| h.about(tool)))
     }
 
-    /// Whether every hook asked at `point` (about `tool`) answers without a future.
-    pub(crate) fn answer_now(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
-        match slot(point) {
-            Some(slot) if self.now[slot] => true,
-            // A hook that needs a future may not be asked about this tool.
-            Some(slot) if self.by_tool[slot] => {
-                self.asked(point, tool).all(|h| h.hook().answers_now())
-            }
-            _ => false,
-        }
+    /// Whether every hook asked about `tool` answers without a future.
+    pub(crate) fn answer_now(&self, tool: Option<&ToolName>) -> bool {
+        // A hook that needs a future may not be asked about this tool.
+        self.now || (self.by_tool && self.asked(tool).all(|h| h.hook().answers_now()))
     }
 }
 
@@ -125,7 +132,8 @@ mod tests {
         ]);
         let names = |point, tool: Option<&ToolName>| -> Vec<String> {
             table
-                .asked(point, tool)
+                .at(point)
+                .asked(tool)
                 .map(|h| h.id().name.clone())
                 .collect()
         };
@@ -135,7 +143,7 @@ mod tests {
         assert_eq!(names(HookPoint::BeforeTool, Some(&shell)), ["a", "c"]);
         assert_eq!(names(HookPoint::RunEnd, None), ["a", "c"]);
         assert!(!table.any(HookPoint::AfterTool, Some(&fs)));
-        assert!(table.answer_now(HookPoint::BeforeTool, Some(&fs)));
+        assert!(table.at(HookPoint::BeforeTool).answer_now(Some(&fs)));
         assert_eq!(table.all().len(), 3);
     }
 }
