@@ -33,6 +33,7 @@ const MAX_REASON_CHARS: usize = 2_000;
 impl Driver {
     /// Whether any hook is asked at `point` (about `tool`, at the tool points): when none
     /// is, no payload is built.
+    #[inline]
     pub(crate) fn hooked(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
         self.shared.hooks.any(point, tool)
     }
@@ -99,6 +100,7 @@ impl Driver {
 
     /// The verdicts a `hook_verdicts` entry recorded at `payload`'s point (and call), when a
     /// resume re-applies its step: ruled on again without asking.
+    #[inline]
     fn on_record(
         &self,
         payload: &HookPayload,

@@ -61,13 +61,21 @@ impl HookTable {
     }
 
     /// The hooks of `point`.
+    #[inline]
     pub(crate) fn at(&self, point: HookPoint) -> &PointHooks {
         slot(point).map_or(&self.none, |slot| &self.at[slot])
     }
 
     /// Whether any hook is asked at `point` (about `tool`, at the tool points).
+    #[inline]
     pub(crate) fn any(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
-        self.at(point).asked(tool).next().is_some()
+        let at = self.at(point);
+        // Asked at every point it names, a hook is asked here unless about some tools only.
+        if at.by_tool {
+            at.asked(tool).next().is_some()
+        } else {
+            !at.hooks.is_empty()
+        }
     }
 }
 
@@ -85,9 +93,15 @@ impl PointHooks {
     }
 
     /// Whether every hook asked about `tool` answers without a future.
+    #[inline]
     pub(crate) fn answer_now(&self, tool: Option<&ToolName>) -> bool {
-        // A hook that needs a future may not be asked about this tool.
-        self.now || (self.by_tool && self.asked(tool).all(|h| h.hook().answers_now()))
+        self.now || (self.by_tool && self.asked_answer_now(tool))
+    }
+
+    /// Whether every hook asked about `tool` answers without a future, where one that
+    /// needs a future is asked about some tools only (it may not be asked about this one).
+    fn asked_answer_now(&self, tool: Option<&ToolName>) -> bool {
+        self.asked(tool).all(|h| h.hook().answers_now())
     }
 }
 
