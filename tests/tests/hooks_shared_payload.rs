@@ -269,3 +269,55 @@ async fn a_hook_asked_about_some_tools_sees_only_their_calls_next_to_hooks_that_
         ]
     );
 }
+
+/// An array nested `levels` deep, built (and taken apart by the engine) without recursion.
+fn nested(levels: usize) -> rein::Value {
+    (0..levels).fold(json!(0), |inner, _| rein::Value::Array(vec![inner]))
+}
+
+#[tokio::test]
+async fn a_decision_too_deep_to_record_is_refused_before_the_after_model_hooks_see_it() {
+    let (look, calls) = echo("look", Annotations::read_only());
+    // Far deeper than the engine records; copying it for a hook would recurse once a level.
+    let planner = rein::planner::MockPlanner::new(|request| {
+        Ok(match (request.step(), request.state()) {
+            (0, _) => Decision::transition(State::Explore, "go"),
+            (1, _) => {
+                // Not `json!`, which would copy the value, once a level.
+                let input =
+                    rein::Value::Object([("q".to_owned(), nested(200_000))].into_iter().collect());
+                Decision::call_tool("look", input, "deep")
+            }
+            (_, State::Explore) => Decision::transition(State::Decide, "enough"),
+            _ => Decision::finish("done", json!(1)),
+        })
+    });
+    let shown: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let log = Arc::clone(&shown);
+    let engine = Engine::builder()
+        .tool(look)
+        .planner(planner)
+        .hook(HookSpec::from_check(
+            "watch",
+            [HookPoint::AfterModel],
+            move |p| {
+                let call = matches!(p.decision, Some(Decision::CallTool { .. }));
+                log.lock().expect("not poisoned").push(call);
+                HookVerdict::Allow
+            },
+        ))
+        .build()
+        .expect("builds");
+    let run = engine.run("deep").await.expect("runs");
+    assert_eq!(calls.calls(), 0, "the deep call ran");
+    let ledger = engine.ledger(run.id()).await.expect("a ledger");
+    let refused = ledger
+        .entries()
+        .iter()
+        .map(|e| String::from_utf8_lossy(e.json_line()).into_owned())
+        .any(|line| line.contains("nested more than 100 levels deep"));
+    assert!(refused, "{:?}", run.failure());
+    // The hooks saw the decisions around it, never the deep call.
+    let shown = shown.lock().expect("not poisoned");
+    assert!(!shown.is_empty() && !shown.contains(&true), "{shown:?}");
+}

@@ -396,12 +396,6 @@ impl Driver {
                 return Ok(Flow::Stop);
             }
         };
-        if self.hooked(HookPoint::AfterModel, None) {
-            let payload = self.hook_payload(HookPoint::AfterModel, |p| {
-                p.decision = Some(decision.clone());
-            });
-            self.observe_hooks(payload).await;
-        }
         if depth::decision_too_deep(&decision) {
             // Neither recorded (it could not be read back) nor touched recursively.
             depth::dispose_decision(decision);
@@ -410,6 +404,14 @@ impl Driver {
             })
             .await?;
             return Ok(Flow::Continue);
+        }
+        // Shown after the depth check: a hook is handed a copy, and copying a decision too
+        // deep to record would recurse once a level.
+        if self.hooked(HookPoint::AfterModel, None) {
+            let payload = self.hook_payload(HookPoint::AfterModel, |p| {
+                p.decision = Some(decision.clone());
+            });
+            self.observe_hooks(payload).await;
         }
         let step = self.rec.steps();
         // A note that arrived while the planner decided to end the run is recorded (the

@@ -194,7 +194,9 @@ pub struct HookPayload {
     /// What went wrong (`after_tool` when the call failed, `run_end` when the run failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The decision the planner proposed (`after_model`), as the planner gave it.
+    /// The decision the planner proposed (`after_model`), as the planner gave it. A decision
+    /// whose JSON nests deeper than [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) is refused
+    /// before the `after_model` hooks are asked, and never shown to them: it is never copied.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
     /// The child run (`child_end`).
