@@ -124,6 +124,7 @@ impl Driver {
     /// The verdicts other than allow of the hooks at `payload`'s point, asked at once, when
     /// every one of them answers without a future; `None` when one does not (none is asked
     /// then). `fail_closed` as in [`ask`](Self::ask).
+    #[inline]
     fn answers_now(&self, payload: &HookPayload, fail_closed: bool) -> Option<Vec<HookRuling>> {
         let (hooks, tool) = (self.shared.hooks.at(payload.point), payload.tool.as_ref());
         if !hooks.answer_now(tool) {

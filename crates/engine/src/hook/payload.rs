@@ -86,6 +86,7 @@ impl HookPayload {
     /// Makes this payload one at `point` of its run, at `step` in `state`, with nothing
     /// else but `used`, which the caller brings up to date: the engine reuses one payload a
     /// run, point after point, when no hook kept the last one.
+    #[inline]
     pub(crate) fn reset(&mut self, point: HookPoint, step: u32, state: State) {
         self.point = point;
         self.step = step;
