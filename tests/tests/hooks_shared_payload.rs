@@ -183,3 +183,141 @@ async fn a_check_that_panics_before_a_call_denies_it_and_says_so() {
         verdicts[0]
     );
 }
+
+/// Which tool each hook was asked about, at which point, in order.
+type Asked = Arc<Mutex<Vec<(HookPoint, String)>>>;
+
+fn note(asked: &Asked, payload: &HookPayload) {
+    let tool = payload.tool.as_ref().map(|t| t.as_str().to_owned());
+    asked
+        .lock()
+        .expect("not poisoned")
+        .push((payload.point, tool.unwrap_or_default()));
+}
+
+#[tokio::test]
+async fn a_hook_asked_about_some_tools_sees_only_their_calls_next_to_hooks_that_wait() {
+    let (look, _) = echo("look", Annotations::read_only());
+    let (read, _) = echo("fs.read", Annotations::read_only());
+    let planner = ScriptedPlanner::new([
+        ScriptStep::expect(State::Intake, Decision::transition(State::Explore, "go")),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("look", json!({"q": 1}), "a"),
+        ),
+        ScriptStep::expect(
+            State::Explore,
+            Decision::call_tool("fs.read", json!({"q": 2}), "b"),
+        ),
+        ScriptStep::expect(State::Explore, Decision::transition(State::Decide, "seen")),
+        ScriptStep::expect(State::Decide, Decision::finish("done", json!(1))),
+    ]);
+    let (files, waits, every) = (Asked::default(), Asked::default(), Asked::default());
+    let tool_points = [HookPoint::BeforeTool, HookPoint::AfterTool];
+    let seen = Arc::clone(&files);
+    let files_only = HookSpec::from_check("files", tool_points, move |p| {
+        note(&seen, p);
+        HookVerdict::Allow
+    })
+    .tools("fs.*".parse().expect("a glob"));
+    // Asked through a future, about `look` only: the points about `fs.read` are still
+    // answered at once by the checks.
+    let seen = Arc::clone(&waits);
+    let look_only = HookSpec::from_fn("waits", tool_points, move |p| {
+        note(&seen, &p);
+        async { HookVerdict::Allow }
+    })
+    .tools("lo?k".parse().expect("a glob"));
+    let seen = Arc::clone(&every);
+    let every_tool = HookSpec::from_check("every", [HookPoint::BeforeTool], move |p| {
+        note(&seen, p);
+        HookVerdict::Allow
+    });
+    let engine = Engine::builder()
+        .tool(look)
+        .tool(read)
+        .planner(planner)
+        .hook(files_only)
+        .hook(look_only)
+        .hook(every_tool)
+        .build()
+        .expect("builds");
+    let run = engine.run("look").await.expect("runs");
+    assert_eq!(run.status(), RunStatus::Completed, "{:?}", run.failure());
+
+    let asked = |asked: &Asked| asked.lock().expect("not poisoned").clone();
+    let at = |point, tool: &str| (point, tool.to_owned());
+    assert_eq!(
+        asked(&files),
+        [
+            at(HookPoint::BeforeTool, "fs.read"),
+            at(HookPoint::AfterTool, "fs.read")
+        ]
+    );
+    assert_eq!(
+        asked(&waits),
+        [
+            at(HookPoint::BeforeTool, "look"),
+            at(HookPoint::AfterTool, "look")
+        ]
+    );
+    assert_eq!(
+        asked(&every),
+        [
+            at(HookPoint::BeforeTool, "look"),
+            at(HookPoint::BeforeTool, "fs.read")
+        ]
+    );
+}
+
+/// An array nested `levels` deep, built (and taken apart by the engine) without recursion.
+fn nested(levels: usize) -> rein::Value {
+    (0..levels).fold(json!(0), |inner, _| rein::Value::Array(vec![inner]))
+}
+
+#[tokio::test]
+async fn a_decision_too_deep_to_record_is_refused_before_the_after_model_hooks_see_it() {
+    let (look, calls) = echo("look", Annotations::read_only());
+    // Far deeper than the engine records; copying it for a hook would recurse once a level.
+    let planner = rein::planner::MockPlanner::new(|request| {
+        Ok(match (request.step(), request.state()) {
+            (0, _) => Decision::transition(State::Explore, "go"),
+            (1, _) => {
+                // Not `json!`, which would copy the value, once a level.
+                let input =
+                    rein::Value::Object([("q".to_owned(), nested(200_000))].into_iter().collect());
+                Decision::call_tool("look", input, "deep")
+            }
+            (_, State::Explore) => Decision::transition(State::Decide, "enough"),
+            _ => Decision::finish("done", json!(1)),
+        })
+    });
+    let shown: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let log = Arc::clone(&shown);
+    let engine = Engine::builder()
+        .tool(look)
+        .planner(planner)
+        .hook(HookSpec::from_check(
+            "watch",
+            [HookPoint::AfterModel],
+            move |p| {
+                let call = matches!(p.decision, Some(Decision::CallTool { .. }));
+                log.lock().expect("not poisoned").push(call);
+                HookVerdict::Allow
+            },
+        ))
+        .build()
+        .expect("builds");
+    let run = engine.run("deep").await.expect("runs");
+    assert_eq!(calls.calls(), 0, "the deep call ran");
+    let ledger = engine.ledger(run.id()).await.expect("a ledger");
+    let refused = ledger
+        .entries()
+        .iter()
+        .map(|e| String::from_utf8_lossy(e.json_line()).into_owned())
+        .any(|line| line.contains("nested more than 100 levels deep"));
+    assert!(refused, "{:?}", run.failure());
+    // The hooks saw the decisions around it, never the deep call.
+    let shown = shown.lock().expect("not poisoned");
+    assert!(!shown.is_empty() && !shown.contains(&true), "{shown:?}");
+}

@@ -42,7 +42,7 @@ use crate::config::InDoubtPolicy;
 use crate::depth;
 use crate::driver::Driver;
 use crate::error::EngineError;
-use crate::gate::BeforeRun;
+use crate::gate::{BeforeRun, HookRuled};
 use crate::record_first::{First, Watch};
 use crate::rejection::Rejection;
 use crate::tools::ToolEntry;
@@ -108,7 +108,10 @@ impl Driver {
                     p.input = Some(Arc::clone(&member.input));
                     p.batch_index = u32::try_from(index).ok();
                 });
-                let ruled = self.rule_hooks(payload, Some(member.input_hash)).await?;
+                let ruled = match self.rule_hooks(payload, Some(member.input_hash)) {
+                    Some(ruling) => ruling.await?,
+                    None => HookRuled::default(),
+                };
                 if let Some(rejection) = ruled.denied {
                     return self
                         .reject(Rejection::InBatch {
@@ -299,7 +302,8 @@ impl Driver {
             let error = self.record_outcome(member, outcome).await?;
             let tool = member.entry.spec.name();
             if self.hooked(HookPoint::AfterTool, Some(tool)) {
-                Box::pin(self.after_tool(tool, error.as_ref(), Some(&member.input))).await;
+                self.after_tool(tool, error.as_ref(), Some(&member.input))
+                    .await;
             }
             if let Some(error) = error {
                 failure.get_or_insert((tool.clone(), error));

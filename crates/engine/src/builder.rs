@@ -508,7 +508,7 @@ impl EngineBuilder {
             delegation: Delegation::new(self.planners.keys().map(String::as_str)),
             planners: self.planners,
             approver: self.approver,
-            hooks: self.hooks.into(),
+            hooks: crate::hook::HookTable::new(self.hooks),
             runs,
             ledgers,
             artifacts,

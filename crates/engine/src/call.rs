@@ -17,7 +17,7 @@ use crate::charge::exhausted_entry;
 use crate::depth;
 use crate::driver::Driver;
 use crate::error::EngineError;
-use crate::gate::BeforeRun;
+use crate::gate::{BeforeRun, HookRuled};
 use crate::record_first::{First, Next, Watch};
 use crate::tools::ToolEntry;
 
@@ -71,7 +71,10 @@ impl Driver {
                 p.tool = Some(tool.clone());
                 p.input = Some(Arc::clone(&input));
             });
-            let ruled = self.rule_hooks(payload, Some(input_hash)).await?;
+            let ruled = match self.rule_hooks(payload, Some(input_hash)) {
+                Some(ruling) => ruling.await?,
+                None => HookRuled::default(),
+            };
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }
@@ -207,7 +210,7 @@ impl Driver {
             return self.abort().await;
         }
         if self.hooked(HookPoint::AfterTool, Some(&tool)) {
-            Box::pin(self.after_tool(&tool, outcome.as_ref().err(), None)).await;
+            self.after_tool(&tool, outcome.as_ref().err(), None).await;
         }
         match self
             .gate()

@@ -20,9 +20,11 @@ use crate::gate::HookRuled;
 use crate::hook::{HookPayload, HookSpec, HookVerdict};
 use crate::narrow::PolicyNarrowing;
 
-/// The gate's ruling on a point's hooks: ready at once, or to be awaited.
-pub(crate) type Ruling<'a> =
-    Either<Ready<Result<HookRuled, EngineError>>, BoxFuture<'a, Result<HookRuled, EngineError>>>;
+/// The gate's ruling on a point's hooks, to be awaited.
+pub(crate) type Ruling<'a> = BoxFuture<'a, Result<HookRuled, EngineError>>;
+
+/// The hooks of a point that only observes, asked: at once, or to be awaited.
+pub(crate) type Observed<'a> = Either<Ready<()>, BoxFuture<'a, ()>>;
 
 /// The longest reason a hook's verdict is recorded with, in characters (a command hook's
 /// stderr may be long; the ledger keeps its start).
@@ -31,36 +33,39 @@ const MAX_REASON_CHARS: usize = 2_000;
 impl Driver {
     /// Whether any hook is asked at `point` (about `tool`, at the tool points): when none
     /// is, no payload is built.
+    #[inline]
     pub(crate) fn hooked(&self, point: HookPoint, tool: Option<&ToolName>) -> bool {
-        // Checked first: most engines have no hooks, and a name's text is not free.
-        if self.shared.hooks.is_empty() {
-            return false;
-        }
-        let tool = tool.map(ToolName::as_str);
-        self.shared.hooks.iter().any(|h| h.applies(point, tool))
+        self.shared.hooks.any(point, tool)
     }
 
     /// A payload at `point`, where the run stands now, for the caller to fill in with `fill`.
     ///
     /// One payload serves a run point after point: the last one comes back here once its
     /// hooks answered (`settle`), and is reset in place when no hook kept it, so a point
-    /// costs no allocation (its `used` map keeps its nodes while the budgets stay the same).
+    /// costs no allocation (its `used` map keeps its nodes while the budgets stay the same,
+    /// and is not looked at while the run spent nothing).
     pub(crate) fn hook_payload(
         &mut self,
         point: HookPoint,
         fill: impl FnOnce(&mut HookPayload),
     ) -> Arc<HookPayload> {
         let run = &self.rec.proj.run;
+        let spends = run.usage().spends();
         // The last point's payload when no hook kept it; a new one otherwise.
-        let mut payload = self
-            .hook_scratch
-            .take()
-            .filter(|kept| Arc::strong_count(kept) == 1)
-            .unwrap_or_else(|| Arc::new(HookPayload::new(point, run.id().clone(), 0, run.state())));
+        let (mut payload, spent) = match self.hook_scratch.take() {
+            Some(kept) if Arc::strong_count(&kept) == 1 => (kept, spends != self.hook_spends),
+            _ => {
+                let id = run.id().clone();
+                (Arc::new(HookPayload::new(point, id, 0, run.state())), true)
+            }
+        };
         // Unique (the engine makes no `Weak` of it): no copy is made here.
         let slot = Arc::make_mut(&mut payload);
-        slot.reset(point, run.id(), run.steps(), run.state());
-        used_now(&mut slot.used, run.usage());
+        slot.reset(point, run.steps(), run.state());
+        if spent {
+            used_now(&mut slot.used, run.usage());
+            self.hook_spends = spends;
+        }
         fill(slot);
         payload
     }
@@ -70,31 +75,32 @@ impl Driver {
         self.hook_scratch = Some(payload);
     }
 
-    /// The gate's ruling on the hooks at `payload`'s point (one that may refuse): at once,
-    /// with no future, when every hook asked there answers without one, all allow, and
-    /// nothing is on record for the point; otherwise through [`before_hooks`](Self::before_hooks),
-    /// boxed (a run without hooks keeps a small step future), without asking again the
-    /// hooks already asked.
+    /// The gate's ruling on the hooks at `payload`'s point (one that may refuse), to be
+    /// awaited; `None` when it is known at once to be nothing (the gate's ruling on no
+    /// verdict: nothing refused, no approval asked, no budget lowered), because every hook
+    /// asked there answered without a future and allowed, and nothing is on record for the
+    /// point. Otherwise through [`before_hooks`](Self::before_hooks), boxed (a run without
+    /// hooks keeps a small step future), without asking again the hooks already asked.
     pub(crate) fn rule_hooks(
         &mut self,
         payload: Arc<HookPayload>,
         input_hash: Option<Digest>,
-    ) -> Ruling<'_> {
+    ) -> Option<Ruling<'_>> {
         let asked = if self.on_record(&payload, input_hash).is_some() {
             None
         } else {
             self.rulings_now(&payload)
         };
         if asked.as_ref().is_some_and(Vec::is_empty) {
-            let point = payload.point;
             self.settle(payload);
-            return Either::Left(std::future::ready(Ok(self.gate().hooks(point, &[]))));
+            return None;
         }
-        Either::Right(Box::pin(self.before_hooks(payload, input_hash, asked)))
+        Some(Box::pin(self.before_hooks(payload, input_hash, asked)))
     }
 
     /// The verdicts a `hook_verdicts` entry recorded at `payload`'s point (and call), when a
     /// resume re-applies its step: ruled on again without asking.
+    #[inline]
     fn on_record(
         &self,
         payload: &HookPayload,
@@ -108,25 +114,46 @@ impl Driver {
         })
     }
 
-    /// The rulings of the hooks at `payload`'s point, asked at once, when every one of them
-    /// answers without a future (`HookSpec::from_check`); `None` when one does not (none
-    /// is asked then).
+    /// The rulings of the hooks at `payload`'s point (one that may refuse), asked at once,
+    /// when every one of them answers without a future (`HookSpec::from_check`); `None`
+    /// when one does not (none is asked then).
     fn rulings_now(&self, payload: &HookPayload) -> Option<Vec<HookRuling>> {
-        let tool = payload.tool.as_ref().map(rein_run::ToolName::as_str);
-        let asked = || {
-            self.shared
-                .hooks
-                .iter()
-                .filter(move |h| h.applies(payload.point, tool))
-        };
-        if !asked().all(|h| h.hook().answers_now()) {
+        self.answers_now(payload, true)
+    }
+
+    /// The verdicts other than allow of the hooks at `payload`'s point, asked at once, when
+    /// every one of them answers without a future; `None` when one does not (none is asked
+    /// then). `fail_closed` as in [`ask`](Self::ask).
+    #[inline]
+    fn answers_now(&self, payload: &HookPayload, fail_closed: bool) -> Option<Vec<HookRuling>> {
+        let (hooks, tool) = (self.shared.hooks.at(payload.point), payload.tool.as_ref());
+        if !hooks.answer_now(tool) {
             return None;
         }
         let mut rulings = Vec::new();
-        for spec in asked() {
-            if let Some(answer) = ask_now(spec, payload) {
-                take(spec, payload, answer, true, &mut rulings);
-            }
+        let mut asked = hooks.asked(tool);
+        // One guard against a panic for the point's hooks, not one a hook: an allow is
+        // passed over inside it, and the guard is set again past a hook that panicked.
+        loop {
+            let mut last = None;
+            let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                asked.by_ref().find_map(|spec| {
+                    last = Some(spec);
+                    match spec.hook().ask_now(payload) {
+                        None | Some(HookVerdict::Allow) => None,
+                        Some(verdict) => Some((spec, verdict)),
+                    }
+                })
+            }));
+            let (spec, answer) = match answered {
+                Ok(None) => break,
+                Ok(Some((spec, verdict))) => (spec, Ok(verdict)),
+                Err(panic) => match last {
+                    Some(spec) => (spec, Err(panicked(panic.as_ref()))),
+                    None => break,
+                },
+            };
+            take(spec, payload, answer, fail_closed, &mut rulings);
         }
         Some(rulings)
     }
@@ -184,10 +211,17 @@ impl Driver {
     }
 
     /// Asks the hooks at `payload`'s point (one that only observes): what they answer is
-    /// dropped, a failure only logged.
-    pub(crate) async fn observe_hooks(&mut self, payload: Arc<HookPayload>) {
-        let _ = self.ask(&payload, false).await;
-        self.settle(payload);
+    /// dropped, a failure only logged. At once, with no future, when every hook asked there
+    /// answers without one.
+    pub(crate) fn observe_hooks(&mut self, payload: Arc<HookPayload>) -> Observed<'_> {
+        if self.answers_now(&payload, false).is_some() {
+            self.settle(payload);
+            return Either::Left(std::future::ready(()));
+        }
+        Either::Right(Box::pin(async move {
+            let _ = self.ask(&payload, false).await;
+            self.settle(payload);
+        }))
     }
 
     /// Asks the `run_start` hooks, before the run's first decision: whether the run may go
@@ -198,7 +232,10 @@ impl Driver {
         }
         let goal = self.rec.proj.run.goal().to_owned();
         let payload = self.hook_payload(HookPoint::RunStart, |p| p.goal = Some(goal));
-        let ruled = self.rule_hooks(payload, None).await?;
+        let ruled = match self.rule_hooks(payload, None) {
+            Some(ruling) => ruling.await?,
+            None => HookRuled::default(),
+        };
         let Some(rejection) = ruled.denied else {
             return Ok(true);
         };
@@ -234,12 +271,12 @@ impl Driver {
 
     /// Shows the `after_tool` hooks how a call of `tool` ended: `error`, or the output the
     /// run's evidence now ends with (and the call's input, from `input` or that evidence).
-    pub(crate) async fn after_tool(
+    pub(crate) fn after_tool(
         &mut self,
         tool: &rein_run::ToolName,
         error: Option<&rein_tool::ToolError>,
         input: Option<&Arc<serde_json::Value>>,
-    ) {
+    ) -> Observed<'_> {
         let mut input = input.cloned();
         let (mut output, mut failed) = (None, None);
         match error {
@@ -273,21 +310,16 @@ impl Driver {
             p.output = output;
             p.error = failed;
         });
-        self.observe_hooks(payload).await;
+        self.observe_hooks(payload)
     }
 
     /// Asks every hook at `payload`'s point, in registration order, and returns their
     /// verdicts other than allow. With `fail_closed`, a hook that errs, panics, times out
     /// or gives no reason for a deny denies, saying so.
     async fn ask(&self, payload: &Arc<HookPayload>, fail_closed: bool) -> Vec<HookRuling> {
-        let tool = payload.tool.as_ref().map(rein_run::ToolName::as_str);
         let mut rulings = Vec::new();
-        for spec in self
-            .shared
-            .hooks
-            .iter()
-            .filter(|h| h.applies(payload.point, tool))
-        {
+        let hooks = self.shared.hooks.at(payload.point);
+        for spec in hooks.asked(payload.tool.as_ref()) {
             // A check that answers without a future (`HookSpec::from_check`) costs no box,
             // no timer and no future of `ask_one`'s.
             let answer = match ask_now(spec, payload) {
@@ -342,11 +374,13 @@ fn take(
 fn ask_now(spec: &HookSpec, payload: &HookPayload) -> Option<Result<HookVerdict, String>> {
     match std::panic::catch_unwind(AssertUnwindSafe(|| spec.hook().ask_now(payload))) {
         Ok(answer) => answer.map(Ok),
-        Err(panic) => Some(Err(format!(
-            "it panicked: {}",
-            panic_message(panic.as_ref())
-        ))),
+        Err(panic) => Some(Err(panicked(panic.as_ref()))),
     }
+}
+
+/// Why a hook that panicked with `panic` has no verdict.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    format!("it panicked: {}", panic_message(panic))
 }
 
 /// One hook's verdict, or why it has none: it failed, panicked or took too long.
@@ -360,7 +394,7 @@ async fn ask_one(spec: &HookSpec, payload: &Arc<HookPayload>) -> Result<HookVerd
     };
     match answer {
         Err(_) => Err(format!("it did not answer within {} ms", limit.as_millis())),
-        Ok(Err(panic)) => Err(format!("it panicked: {}", panic_message(panic.as_ref()))),
+        Ok(Err(panic)) => Err(panicked(panic.as_ref())),
         Ok(Ok(Err(e))) => Err(format!("it failed: {e}")),
         Ok(Ok(Ok(verdict))) => Ok(verdict),
     }
@@ -395,7 +429,11 @@ fn used_now(used: &mut Spend, usage: &rein_run::BudgetUsage) {
     let mut same = true;
     for (name, counter) in usage.iter().filter(|(_, c)| c.used > 0) {
         match held.next() {
-            Some((was, value)) if was == name => *value = counter.used,
+            // A well-known budget's name is one static text, shared by every copy of it:
+            // the same address is the same name, with no comparing of the text.
+            Some((was, value)) if std::ptr::eq(was.as_str(), name.as_str()) || was == name => {
+                *value = counter.used;
+            }
             _ => {
                 same = false;
                 break;

@@ -21,6 +21,7 @@ use crate::attempts::{AttemptEvent, AttemptLink};
 use crate::depth;
 use crate::error::{EngineError, NarrowingError, ProjectionError};
 use crate::events::Published;
+use crate::gate::HookRuled;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::plan_link::{PlanLink, PlanMessage, Planned};
@@ -63,6 +64,9 @@ pub(crate) struct Driver {
     /// The hook payload of the last point, back once its hooks answered: the next point
     /// reuses it when no hook kept it (`consult`).
     pub(crate) hook_scratch: Option<Arc<crate::hook::HookPayload>>,
+    /// The run's count of spends (`BudgetUsage::spends`) when that payload's `used` was
+    /// last brought up to date: while it stays the same, so does what the run used.
+    pub(crate) hook_spends: u64,
 }
 
 /// What a resume left for the step it finishes, read from the ledger the run was opened
@@ -212,6 +216,7 @@ impl Driver {
             sub: crate::children::SubState::default(),
             conversation: Arc::from([]),
             hook_scratch: None,
+            hook_spends: 0,
         }
     }
 
@@ -347,7 +352,10 @@ impl Driver {
         }
         if self.hooked(HookPoint::BeforeModel, None) {
             let payload = self.hook_payload(HookPoint::BeforeModel, |_| {});
-            let ruled = self.rule_hooks(payload, None).await?;
+            let ruled = match self.rule_hooks(payload, None) {
+                Some(ruling) => ruling.await?,
+                None => HookRuled::default(),
+            };
             if let Some(rejection) = ruled.denied {
                 self.reject(rejection).await?;
                 return Ok(Flow::Continue);
@@ -388,12 +396,6 @@ impl Driver {
                 return Ok(Flow::Stop);
             }
         };
-        if self.hooked(HookPoint::AfterModel, None) {
-            let payload = self.hook_payload(HookPoint::AfterModel, |p| {
-                p.decision = Some(decision.clone());
-            });
-            Box::pin(self.observe_hooks(payload)).await;
-        }
         if depth::decision_too_deep(&decision) {
             // Neither recorded (it could not be read back) nor touched recursively.
             depth::dispose_decision(decision);
@@ -402,6 +404,14 @@ impl Driver {
             })
             .await?;
             return Ok(Flow::Continue);
+        }
+        // Shown after the depth check: a hook is handed a copy, and copying a decision too
+        // deep to record would recurse once a level.
+        if self.hooked(HookPoint::AfterModel, None) {
+            let payload = self.hook_payload(HookPoint::AfterModel, |p| {
+                p.decision = Some(decision.clone());
+            });
+            self.observe_hooks(payload).await;
         }
         let step = self.rec.steps();
         // A note that arrived while the planner decided to end the run is recorded (the

@@ -254,7 +254,7 @@ pub(crate) async fn reopen_by(
         .snapshot
         .hooks
         .iter()
-        .find(|hook| !shared.hooks.iter().any(|h| h.id() == *hook))
+        .find(|hook| !shared.hooks.all().iter().any(|h| h.id() == *hook))
     {
         return Err(EngineError::HookMissing {
             id: id.clone(),

@@ -89,8 +89,8 @@ pub(crate) struct Shared {
     /// `planners`, built once with the engine so no step allocates it.
     pub(crate) delegation: Delegation,
     pub(crate) approver: Option<Arc<dyn DynApprover>>,
-    /// The hooks, in the order they are asked.
-    pub(crate) hooks: Arc<[crate::hook::HookSpec]>,
+    /// The hooks, in the order they are asked, and by point.
+    pub(crate) hooks: crate::hook::HookTable,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) ledgers: Arc<dyn DynLedgerStore>,
     pub(crate) artifacts: Arc<dyn DynArtifactStore>,

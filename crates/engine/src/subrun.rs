@@ -32,6 +32,7 @@ use crate::child_task::ChildTask;
 use crate::children::OpenChild;
 use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
+use crate::gate::HookRuled;
 use crate::handle::{Control, Controls};
 use crate::narrow::PolicyNarrowing;
 use crate::open;
@@ -132,7 +133,10 @@ impl Driver {
         }
         if self.hooked(HookPoint::ChildStart, None) {
             let payload = self.hook_payload(HookPoint::ChildStart, |p| p.goal = Some(goal.clone()));
-            let ruled = self.rule_hooks(payload, None).await?;
+            let ruled = match self.rule_hooks(payload, None) {
+                Some(ruling) => ruling.await?,
+                None => HookRuled::default(),
+            };
             if let Some(rejection) = ruled.denied {
                 return self.reject(rejection).await;
             }

@@ -176,11 +176,23 @@ impl Counter {
 /// assert_eq!(usage.used(&name), 1);
 /// # Ok::<(), rein_run::BudgetExhausted>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct BudgetUsage {
     counters: BTreeMap<BudgetName, Counter>,
+    /// How many commits spent something (see [`BudgetUsage::spends`]). Not part of the
+    /// usage's value: neither written out nor compared.
+    #[serde(skip)]
+    spends: u64,
 }
+
+impl PartialEq for BudgetUsage {
+    fn eq(&self, other: &Self) -> bool {
+        self.counters == other.counters
+    }
+}
+
+impl Eq for BudgetUsage {}
 
 /// A budget's limit would be exceeded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -245,6 +257,9 @@ impl BudgetUsage {
 
     /// Spends a reservation: its amount moves from reserved to used.
     pub fn commit(&mut self, reservation: Reservation) {
+        if reservation.amount > 0 {
+            self.spends = self.spends.wrapping_add(1);
+        }
         let counter = self.counters.entry(reservation.name).or_default();
         counter.reserved = counter.reserved.saturating_sub(reservation.amount);
         counter.used = counter.used.saturating_add(reservation.amount);
@@ -277,6 +292,28 @@ impl BudgetUsage {
     /// Every counter that was ever touched, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&BudgetName, &Counter)> {
         self.counters.iter()
+    }
+
+    /// A count that moves with every [commit](Self::commit) that spends something, and
+    /// only then: where two readings of one usage are equal, nothing it used changed in
+    /// between (what is reserved may have). For a reader that keeps a copy of what was
+    /// used and would otherwise compare it with every counter to know whether it is still
+    /// true. A copy or a usage read back counts on from its own reading (one read back
+    /// starts at 0), so compare readings of the same usage only.
+    ///
+    /// ```
+    /// use rein_run::{BudgetName, BudgetUsage};
+    /// let mut usage = BudgetUsage::default();
+    /// let seen = usage.spends();
+    /// let r = usage.reserve(&BudgetName::STEPS, 1, None)?;
+    /// assert_eq!(usage.spends(), seen); // only set aside
+    /// usage.commit(r);
+    /// assert_ne!(usage.spends(), seen);
+    /// # Ok::<(), rein_run::BudgetExhausted>(())
+    /// ```
+    #[must_use]
+    pub const fn spends(&self) -> u64 {
+        self.spends
     }
 }
 
@@ -363,8 +400,9 @@ mod tests {
     }
 
     proptest! {
-        /// No sequence of reserve/commit/release takes a budget over its limit, and the
-        /// counters always equal the sum of what was committed and what is outstanding.
+        /// No sequence of reserve/commit/release takes a budget over its limit, the
+        /// counters always equal the sum of what was committed and what is outstanding,
+        /// and `spends` moves exactly when what was used does.
         #[test]
         fn no_sequence_exceeds_the_limit(limit in 0u64..20, ops in proptest::collection::vec(op(), 0..64)) {
             let name = BudgetName::TOOL_CALLS;
@@ -372,6 +410,7 @@ mod tests {
             let mut open: Vec<Reservation> = Vec::new();
             let mut committed = 0u64;
             for op in ops {
+                let (used, spends) = (usage.used(&name), usage.spends());
                 match op {
                     Op::Reserve(n) => match usage.reserve(&name, n, Some(limit)) {
                         Ok(r) => open.push(r),
@@ -389,8 +428,21 @@ mod tests {
                 prop_assert!(usage.used(&name) + usage.reserved(&name) <= limit);
                 prop_assert_eq!(usage.used(&name), committed);
                 prop_assert_eq!(usage.reserved(&name), outstanding);
+                prop_assert_eq!(usage.used(&name) != used, usage.spends() != spends);
             }
         }
+    }
+
+    #[test]
+    fn the_count_of_spends_is_neither_compared_nor_written() {
+        let mut usage = BudgetUsage::default();
+        let r = usage.reserve(&BudgetName::STEPS, 2, None).unwrap();
+        usage.commit(r);
+        let json = serde_json::to_string(&usage).unwrap();
+        assert_eq!(json, r#"{"steps":{"used":2,"reserved":0}}"#);
+        let read: BudgetUsage = serde_json::from_str(&json).unwrap();
+        assert_eq!((read.spends(), usage.spends()), (0, 1));
+        assert_eq!(read, usage);
     }
 
     #[test]

@@ -77,6 +77,12 @@ impl ToolName {
         }
     }
 
+    /// The name's bytes: what equality and order compare, without the UTF-8 check
+    /// [`as_str`](Self::as_str) makes (the same answers: a `str` compares as its bytes).
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
     /// The name as a string slice.
     #[must_use]
     pub fn as_str(&self) -> &str {
@@ -126,7 +132,7 @@ impl fmt::Debug for ToolName {
 
 impl PartialEq for ToolName {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -140,7 +146,7 @@ impl PartialOrd for ToolName {
 
 impl Ord for ToolName {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.as_str().cmp(other.as_str())
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 

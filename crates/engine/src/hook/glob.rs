@@ -50,38 +50,48 @@ impl ToolGlob {
     /// Whether `name` matches.
     #[must_use]
     pub fn matches(&self, name: &str) -> bool {
+        // A tool's name is ASCII, and so is almost every pattern: matched byte by byte then,
+        // with nothing allocated (a hook's tools are matched at every tool point).
+        if self.pattern.is_ascii() && name.is_ascii() {
+            return wildcard(self.pattern.as_bytes(), name.as_bytes(), b'*', b'?');
+        }
         let pattern: Vec<char> = self.pattern.chars().collect();
         let name: Vec<char> = name.chars().collect();
-        // Iterative wildcard matching with one backtrack point: linear in practice,
-        // O(pattern × name) at worst, no recursion.
-        let (mut p, mut n) = (0, 0);
-        let mut star: Option<(usize, usize)> = None;
-        while n < name.len() {
-            match pattern.get(p) {
-                Some('*') => {
-                    star = Some((p, n));
-                    p += 1;
-                }
-                Some('?') => {
-                    p += 1;
-                    n += 1;
-                }
-                Some(c) if *c == name[n] => {
-                    p += 1;
-                    n += 1;
-                }
-                _ => match star {
-                    Some((sp, sn)) => {
-                        p = sp + 1;
-                        n = sn + 1;
-                        star = Some((sp, sn + 1));
-                    }
-                    None => return false,
-                },
-            }
-        }
-        pattern[p..].iter().all(|c| *c == '*')
+        wildcard(&pattern, &name, '*', '?')
     }
+}
+
+/// Whether `name` matches `pattern`, where `star` matches any run of characters and `one`
+/// any one character. Iterative, with one backtrack point: linear in practice,
+/// O(pattern × name) at worst, no recursion.
+fn wildcard<C: Copy + PartialEq>(pattern: &[C], name: &[C], star: C, one: C) -> bool {
+    let (mut p, mut n) = (0, 0);
+    let mut starred: Option<(usize, usize)> = None;
+    while let Some(&c) = name.get(n) {
+        match pattern.get(p) {
+            Some(&s) if s == star => {
+                starred = Some((p, n));
+                p += 1;
+            }
+            Some(&s) if s == one || s == c => {
+                p += 1;
+                n += 1;
+            }
+            _ => match starred {
+                Some((sp, sn)) => {
+                    p = sp + 1;
+                    n = sn + 1;
+                    starred = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern
+        .get(p..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&s| s == star)
 }
 
 impl FromStr for ToolGlob {
@@ -133,6 +143,11 @@ mod tests {
         check("a*b*c", "axxbyy", false);
         check("shell", "shell", true);
         check("shell", "shells", false);
+        // Non-ASCII letters are matched as characters, `?` taking one whole character.
+        check("ö?", "öä", true);
+        check("*ä", "fs.ä", true);
+        check("f?", "fä", true);
+        check("fö", "fä", false);
     }
 
     #[test]

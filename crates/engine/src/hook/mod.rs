@@ -68,18 +68,20 @@
 //! than the run has narrows nothing.
 
 mod glob;
+mod payload;
+mod table;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_run::{BoxFuture, BudgetName, Decision, RunId, RunStatus, Spend, State, ToolName};
-use serde::Serialize;
-use serde_json::Value;
+use rein_run::{BoxFuture, BudgetName, ToolName};
 
 pub use glob::{GlobError, ToolGlob};
+pub use payload::HookPayload;
 pub use rein_ledger::{HookOutcome, HookPoint, HookRuling};
 pub use rein_policy::HookRef;
+pub(crate) use table::HookTable;
 
 /// How long a hook may take when its [`HookSpec`] does not say: 5 seconds.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -156,101 +158,6 @@ impl Narrowing {
     #[must_use]
     pub fn reason(&self) -> &str {
         &self.reason
-    }
-}
-
-/// What a hook is shown: where the run is and what is about to happen (or just happened).
-/// Serialized as the JSON a command hook reads on stdin; fields that do not apply at the
-/// point are left out.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct HookPayload {
-    /// Where the hook is asked.
-    pub point: HookPoint,
-    /// The run.
-    pub run: RunId,
-    /// The run's step (decisions taken so far).
-    pub step: u32,
-    /// The run's state.
-    pub state: State,
-    /// The run's goal (`run_start`), or the child's (`child_start`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub goal: Option<String>,
-    /// The tool (the tool points).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolName>,
-    /// The call's input (the tool points), shared with the call's decision.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<Arc<Value>>,
-    /// The call's index in its batch, for a call of a `call_tools` batch.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch_index: Option<u32>,
-    /// The call's output (`after_tool`, when it succeeded; an output stored as an artifact
-    /// is shown as its reference).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// What went wrong (`after_tool` when the call failed, `run_end` when the run failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The decision the planner proposed (`after_model`), as the planner gave it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-    /// The child run (`child_end`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub child: Option<RunId>,
-    /// The question the run waits on (`pause`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub question: Option<String>,
-    /// How the run (`run_end`) or the child (`child_end`) ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<RunStatus>,
-    /// What the run has used of each budget so far.
-    pub used: Spend,
-}
-
-impl HookPayload {
-    /// A payload at `point` of run `run`, at `step` in `state`, with nothing else.
-    #[must_use]
-    pub fn new(point: HookPoint, run: RunId, step: u32, state: State) -> Self {
-        Self {
-            point,
-            run,
-            step,
-            state,
-            goal: None,
-            tool: None,
-            input: None,
-            batch_index: None,
-            output: None,
-            error: None,
-            decision: None,
-            child: None,
-            question: None,
-            status: None,
-            used: Spend::new(),
-        }
-    }
-
-    /// Makes this payload one at `point` of run `run`, at `step` in `state`, with nothing
-    /// else but `used`, which the caller brings up to date: the engine reuses one payload a
-    /// run, point after point, when no hook kept the last one.
-    pub(crate) fn reset(&mut self, point: HookPoint, run: &RunId, step: u32, state: State) {
-        self.point = point;
-        if self.run != *run {
-            self.run = run.clone();
-        }
-        self.step = step;
-        self.state = state;
-        self.goal = None;
-        self.tool = None;
-        self.input = None;
-        self.batch_index = None;
-        self.output = None;
-        self.error = None;
-        self.decision = None;
-        self.child = None;
-        self.question = None;
-        self.status = None;
     }
 }
 
@@ -537,13 +444,11 @@ impl HookSpec {
         self.timeout
     }
 
-    /// Whether it is asked at `point`, about `tool` (at a tool point).
-    pub(crate) fn applies(&self, point: HookPoint, tool: Option<&str>) -> bool {
-        self.points.contains(&point)
-            && match (&self.tools, tool) {
-                (Some(glob), Some(tool)) => glob.matches(tool),
-                _ => true,
-            }
+    /// Whether it is asked about `tool` (at the tool points it is asked at).
+    pub(crate) fn about(&self, tool: &ToolName) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|glob| glob.matches(tool.as_str()))
     }
 
     /// The hook itself.

@@ -3,6 +3,8 @@
 
 use rein_ledger::{HookOutcome, HookPoint, HookRuling};
 
+use crate::gate::HookRuled;
+
 use super::*;
 
 fn ruling(hook: &str, outcome: HookOutcome) -> HookRuling {
@@ -102,5 +104,15 @@ fn the_points_that_observe_ignore_every_verdict() {
             ],
         );
         assert_eq!(ruled, crate::gate::HookRuled::default(), "{point}");
+    }
+}
+
+/// The driver leaves the gate out when every hook at a point allowed (`rule_hooks`), which
+/// holds only while its ruling on no verdict is nothing, wherever it is asked.
+#[test]
+fn no_verdict_refuses_nothing_asks_nothing_and_lowers_nothing_at_every_point() {
+    let f = fixture(|b| b);
+    for point in HookPoint::ALL {
+        assert_eq!(f.gate().hooks(point, &[]), HookRuled::default(), "{point}");
     }
 }
