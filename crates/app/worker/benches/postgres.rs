@@ -101,12 +101,25 @@ impl Fresh {
             .with_dbname(&self.name)
     }
 
+    /// Drops the database (its connections too). An autovacuum worker busy in it makes
+    /// `FORCE` fail with `insufficient_privilege` (`PostgreSQL` 15 will not let a role that is
+    /// not a superuser end it); it is gone within moments, so the drop is made again.
     async fn drop_db(self) {
-        connect(&self.url, None)
-            .await
-            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
-            .await
-            .expect("dropped");
+        let admin = connect(&self.url, None).await;
+        let drop = format!("DROP DATABASE {} WITH (FORCE)", self.name);
+        for attempt in 1.. {
+            match admin.batch_execute(&drop).await {
+                Ok(()) => return,
+                Err(e)
+                    if attempt < 100
+                        && e.code()
+                            == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the bench database drops: {e}"),
+            }
+        }
     }
 }
 

@@ -71,12 +71,25 @@ impl Fresh {
         PgStores::connect(self.config.clone()).await.unwrap()
     }
 
+    /// Drops the database (its connections too). An autovacuum worker busy in it makes
+    /// `FORCE` fail with `insufficient_privilege` (`PostgreSQL` 15 will not let a role that is
+    /// not a superuser end it); it is gone within moments, so the drop is made again.
     async fn drop_db(self) {
-        sql(None)
-            .await
-            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
-            .await
-            .unwrap();
+        let admin = sql(None).await;
+        let drop = format!("DROP DATABASE {} WITH (FORCE)", self.name);
+        for attempt in 1.. {
+            match admin.batch_execute(&drop).await {
+                Ok(()) => return,
+                Err(e)
+                    if attempt < 100
+                        && e.code()
+                            == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the test database drops: {e}"),
+            }
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rein_postgres::{PgConfig, PgStores};
 use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
 
 /// The URL of the test cluster: `REIN_TEST_PG_URL`, else the one `make pg-start` wrote
 /// under target/pg/. Without either the test fails, saying how to start one: a `PostgreSQL`
@@ -108,12 +109,20 @@ impl Fresh {
         connect(Some(&self.name)).await
     }
 
-    /// Drops the database (its connections too).
+    /// Drops the database (its connections too). An autovacuum worker busy in it makes
+    /// `FORCE` fail with `insufficient_privilege` (`PostgreSQL` 15 will not let a role that is
+    /// not a superuser end it); it is gone within moments, so the drop is made again.
     pub async fn drop_db(self) {
-        connect(None)
-            .await
-            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
-            .await
-            .expect("the test database drops");
+        let admin = connect(None).await;
+        let drop = format!("DROP DATABASE {} WITH (FORCE)", self.name);
+        for attempt in 1.. {
+            match admin.batch_execute(&drop).await {
+                Ok(()) => return,
+                Err(e) if attempt < 100 && e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the test database drops: {e}"),
+            }
+        }
     }
 }
