@@ -6,24 +6,10 @@ mod support;
 
 use std::time::Duration;
 
-use rein_ledger::{EntryKind, Ledger, LedgerStore};
+use rein_ledger::LedgerStore;
 use rein_postgres::{CommitPolicy, PgStores};
-use rein_run::{Run, RunId, RunStore, State, Timestamp};
-use support::Fresh;
-
-fn sample(run: &str, n: u64) -> Ledger {
-    let mut ledger = Ledger::new(run.parse().unwrap());
-    for i in 1..=n {
-        ledger.append(
-            Timestamp::from_unix_millis(1_700_000_000_000 + i),
-            State::Explore,
-            EntryKind::Steering {
-                note: format!("note {i}"),
-            },
-        );
-    }
-    ledger
-}
+use rein_run::{Run, RunId, RunStore, Timestamp};
+use support::{Fresh, sample};
 
 async fn rows(sql: &tokio_postgres::Client, run: &RunId) -> i64 {
     sql.query_one(

@@ -7,21 +7,7 @@ mod support;
 use rein_ledger::{EntryKind, Ledger, LedgerStore, LedgerStoreError, Problem};
 use rein_run::{State, Timestamp};
 use rein_storage::{FsConfig, FsStores};
-use support::Fresh;
-
-fn sample(run: &str, n: u64) -> Ledger {
-    let mut ledger = Ledger::new(run.parse().unwrap());
-    for i in 1..=n {
-        ledger.append(
-            Timestamp::from_unix_millis(1_700_000_000_000 + i),
-            State::Explore,
-            EntryKind::Steering {
-                note: format!("note {i}: «ünïcödé» \"quoted\" \\ {{}}"),
-            },
-        );
-    }
-    ledger
-}
+use support::{Fresh, sample};
 
 /// Appends every entry of `ledger` and syncs once: one step's commit of them all (or one
 /// commit an entry, as the stores' policy says).

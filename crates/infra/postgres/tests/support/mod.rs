@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
+use rein_ledger::{EntryKind, Ledger};
 use rein_postgres::{PgConfig, PgStores};
+use rein_run::{State, Timestamp};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
@@ -125,4 +127,19 @@ impl Fresh {
             }
         }
     }
+}
+
+/// A ledger of `n` steering notes for run `run` (notes with text JSON must escape).
+pub fn sample(run: &str, n: u64) -> Ledger {
+    let mut ledger = Ledger::new(run.parse().unwrap());
+    for i in 1..=n {
+        ledger.append(
+            Timestamp::from_unix_millis(1_700_000_000_000 + i),
+            State::Explore,
+            EntryKind::Steering {
+                note: format!("note {i}: «ünïcödé» \"quoted\" \\ {{}}"),
+            },
+        );
+    }
+    ledger
 }
