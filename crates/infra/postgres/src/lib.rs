@@ -40,6 +40,7 @@
 //!
 //! The password in the URL never reaches a log line, an error or `Debug` output.
 
+mod append;
 mod artifact;
 mod config;
 mod error;

@@ -1,6 +1,6 @@
 //! Appends not yet written: under [`CommitPolicy::EveryStep`](crate::CommitPolicy) the
 //! entries a step appends wait here, per run, until the step's sync writes them in one
-//! statement (`ledger::flush`).
+//! statement (`append::flush`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};

@@ -1,7 +1,7 @@
 //! Giving a run lease up, once what waits for the run's commit is written under it.
 
 use crate::lease::{Lease, stored};
-use crate::{PgError, PgStores, ledger, prepared};
+use crate::{PgError, PgStores, append, prepared};
 
 impl PgStores {
     /// Gives `lease` up: it expires now, so the next owner takes the run over at once (with
@@ -12,7 +12,7 @@ impl PgStores {
     pub async fn release_lease(&self, lease: &Lease) -> Result<(), PgError> {
         // What waits for the step's commit is written under the lease, or refused by it:
         // never left behind in this process.
-        if let Err(e) = ledger::flush(&self.shared, lease.run_id()).await {
+        if let Err(e) = append::flush(&self.shared, lease.run_id()).await {
             tracing::warn!(run = %lease.run_id(), error = %e,
                 "ledger entries appended but not synced could not be written before the lease was released");
         }

@@ -8,7 +8,7 @@ use rein_run::{Run, RunId, RunStatus, RunStore, RunStoreError};
 use crate::failure::Explain;
 use crate::prepared;
 use crate::stores::Shared;
-use crate::{lease, ledger};
+use crate::{append, lease};
 
 /// A [`RunStore`] in `PostgreSQL`: table `rein_runs`, one row per run holding its snapshot
 /// as JSON text, replaced whole by an upsert (so a reader sees the old or the new snapshot,
@@ -74,7 +74,7 @@ impl RunStore for PgRunStore {
         let context = || format!("saving the snapshot of run {id}");
         let json = serde_json::to_string(run).map_err(|e| backend(context(), e))?;
         // Never a snapshot ahead of its ledger: what waits for the step's commit goes first.
-        ledger::flush(&self.shared, id).await.map_err(|e| match e {
+        append::flush(&self.shared, id).await.map_err(|e| match e {
             LedgerStoreError::FencedOut(fenced) => RunStoreError::FencedOut(fenced),
             other => backend(context(), other),
         })?;
