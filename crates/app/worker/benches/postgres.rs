@@ -12,7 +12,9 @@
 //! - **P2, workers**: W1 runs submitted to the queue and driven by 1, 2 and 4 workers (each
 //!   with its own pool, as on separate machines) in this process: runs/s and the scaling.
 //!
-//! Run with `-- p1` or `-- p2` for one of them.
+//! Run with `-- p1` or `-- p2` for one of them; `-- wait` times W1 in memory with every sync
+//! made to wait as a commit does (no database), `-- profile N [memory]` runs N W1 runs for
+//! a profiler.
 
 #![allow(
     clippy::print_stdout,
@@ -31,7 +33,7 @@ use common::{DECISIONS, GOAL};
 use rein::Engine;
 use rein::ledger::{Entry, LoadedLedger};
 use rein::postgres::{CommitPolicy, PgConfig, PgStores};
-use rein::store::{LedgerStore, LedgerStoreError, RunStore, RunStoreError};
+use rein::store::{LedgerStore, LedgerStoreError, MemoryLedgerStore, RunStore, RunStoreError};
 use rein::{Ledger, Run, RunId};
 use rein_worker::{Opened, Outcome, Worker, WorkerOptions, submit};
 use tokio::sync::Notify;
@@ -507,6 +509,76 @@ fn profile(url: &str, runs: usize, in_memory: bool) {
     rt.block_on(db.drop_db());
 }
 
+/// The memory ledger store, each sync of which waits 300 µs on a blocking thread, as a
+/// commit makes the engine wait for the database: the engine's own step after a wait.
+struct Waiting(MemoryLedgerStore);
+
+/// How long a [`Waiting`] sync waits.
+const WAIT: Duration = Duration::from_micros(300);
+
+async fn wait() {
+    let _ = tokio::task::spawn_blocking(|| std::thread::sleep(WAIT)).await;
+}
+
+impl LedgerStore for Waiting {
+    async fn append(&self, entry: &Entry) -> Result<(), LedgerStoreError> {
+        self.0.append(entry).await
+    }
+    fn try_append_now(&self, entry: &Entry) -> Option<Result<(), LedgerStoreError>> {
+        self.0.try_append_now(entry)
+    }
+    async fn sync(&self, run_id: &RunId) -> Result<(), LedgerStoreError> {
+        wait().await;
+        self.0.sync(run_id).await
+    }
+    async fn load(&self, run_id: &RunId) -> Result<LoadedLedger, LedgerStoreError> {
+        self.0.load(run_id).await
+    }
+    async fn list(&self) -> Result<Vec<RunId>, LedgerStoreError> {
+        self.0.list().await
+    }
+}
+
+/// `wait`: W1 in memory, and again with every sync waiting (no database), and the wait
+/// alone: what the engine's step costs when it starts after a wait rather than in a tight
+/// loop.
+fn waits() {
+    let rt = common::current_thread();
+    let runs = |engine: &Engine| {
+        rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..P1_RUNS {
+                common::run_w1(engine).await;
+            }
+            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+        })
+    };
+    let (tight, waiting) = (
+        common::engine(Engine::builder()),
+        common::engine(Engine::builder().ledger_store(Waiting(MemoryLedgerStore::default()))),
+    );
+    let figures =
+        common::repeat_each(
+            &mut [&mut || runs(&tight), &mut || runs(&waiting), &mut || {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..P1_RUNS {
+                        wait().await;
+                    }
+                    (start.elapsed(), P1_RUNS as u64)
+                })
+            }],
+        );
+    let show = |figure: common::Figure| figure.scaled(1e-3).show(1);
+    println!(
+        "\nW1 in memory, each sync waiting {} µs (no database)",
+        WAIT.as_micros()
+    );
+    println!("    tight loop    {} µs per step", show(figures[0]));
+    println!("    with waits    {} µs per step", show(figures[1]));
+    println!("    one wait      {} µs", show(figures[2]));
+}
+
 /// The W1 engine on `stores`.
 fn w1_on(stores: &PgStores) -> Engine {
     common::engine(
@@ -611,6 +683,12 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let wanted = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    // `wait`: no database needed.
+    if args.iter().any(|a| a == "wait") {
+        println!("{}", common::machine());
+        waits();
+        return;
+    }
     let url = url();
     // `profile N [memory]`: only N W1 runs on the PostgreSQL stores (or in memory), for a
     // profiler: the engine's and the stores' own work per run, apart from the database's.
