@@ -22,7 +22,7 @@
 //! **Leases.** A process that drives a run takes its [`Lease`] first
 //! ([`PgStores::acquire_lease`]): an owner, an expiry by the database's `now()`, and a
 //! fencing token that grows on every takeover. While it holds the lease, every ledger
-//! append and snapshot save for the run checks the token in the same transaction; once
+//! write and snapshot save for the run checks the token in the same statement; once
 //! another process took the run over, they fail with
 //! [`Fenced`](rein_run::Fenced) and write nothing. A [`LeaseKeeper`]
 //! ([`PgStores::keep_lease`]) renews a lease in the background and says when it was lost.
