@@ -24,6 +24,8 @@
 
 #[path = "../../../rein/benches/common/mod.rs"]
 mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -103,25 +105,9 @@ impl Fresh {
             .with_dbname(&self.name)
     }
 
-    /// Drops the database (its connections too). An autovacuum worker busy in it makes
-    /// `FORCE` fail with `insufficient_privilege` (`PostgreSQL` 15 will not let a role that is
-    /// not a superuser end it); it is gone within moments, so the drop is made again.
+    /// Drops the database (its connections too).
     async fn drop_db(self) {
-        let admin = connect(&self.url, None).await;
-        let drop = format!("DROP DATABASE {} WITH (FORCE)", self.name);
-        for attempt in 1.. {
-            match admin.batch_execute(&drop).await {
-                Ok(()) => return,
-                Err(e)
-                    if attempt < 100
-                        && e.code()
-                            == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => panic!("the bench database drops: {e}"),
-            }
-        }
+        support::drop_database(&connect(&self.url, None).await, &self.name).await;
     }
 }
 

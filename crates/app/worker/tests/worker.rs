@@ -4,6 +4,8 @@
 //! leaves its run queued for the next. Runs against the test cluster (`make pg-start`, or
 //! `REIN_TEST_PG_URL`; docs/POSTGRES.md).
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,25 +73,9 @@ impl Fresh {
         PgStores::connect(self.config.clone()).await.unwrap()
     }
 
-    /// Drops the database (its connections too). An autovacuum worker busy in it makes
-    /// `FORCE` fail with `insufficient_privilege` (`PostgreSQL` 15 will not let a role that is
-    /// not a superuser end it); it is gone within moments, so the drop is made again.
+    /// Drops the database (its connections too).
     async fn drop_db(self) {
-        let admin = sql(None).await;
-        let drop = format!("DROP DATABASE {} WITH (FORCE)", self.name);
-        for attempt in 1.. {
-            match admin.batch_execute(&drop).await {
-                Ok(()) => return,
-                Err(e)
-                    if attempt < 100
-                        && e.code()
-                            == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => panic!("the test database drops: {e}"),
-            }
-        }
+        support::drop_database(&sql(None).await, &self.name).await;
     }
 }
 

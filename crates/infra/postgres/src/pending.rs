@@ -14,6 +14,11 @@ const MAX_ENTRIES: usize = 256;
 /// large outputs) keeps memory bounded, and one statement's parameters small.
 const MAX_BYTES: usize = 1024 * 1024;
 
+/// Whether a batch of `entries` entries holding `bytes` bytes of lines is written at once.
+const fn full(entries: usize, bytes: usize) -> bool {
+    entries >= MAX_ENTRIES || bytes >= MAX_BYTES
+}
+
 /// The entries appended and not yet written, by run.
 #[derive(Debug, Default)]
 pub(crate) struct Pending(Mutex<HashMap<RunId, Batch>>);
@@ -82,10 +87,6 @@ impl Batch {
         let (last, hash) = self.last();
         entry.seq() == last.saturating_add(1) && entry.prev() == hash
     }
-
-    fn full(&self) -> bool {
-        self.len() >= MAX_ENTRIES || self.lines.len() >= MAX_BYTES
-    }
 }
 
 /// What [`Pending::push`] did with an entry.
@@ -118,34 +119,25 @@ impl Pending {
         only_if_kept: bool,
     ) -> Pushed {
         let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(batch) = runs.get_mut(entry.run_id()) else {
-            let batch = Batch::new(entry, token);
-            let due = every_entry || batch.full();
-            if due && only_if_kept {
-                return Pushed::Due;
+        let (entries, bytes) = match runs.get(entry.run_id()) {
+            Some(batch) if batch.token != token => return Pushed::FlushFirst,
+            Some(batch) if !batch.continued_by(entry) => {
+                return Pushed::NotNext { last: batch.last() };
             }
-            runs.insert(entry.run_id().clone(), batch);
-            return if due { Pushed::Due } else { Pushed::Kept };
+            Some(batch) => (batch.len(), batch.lines.len()),
+            None => (0, 0),
         };
-        if batch.token != token {
-            return Pushed::FlushFirst;
-        }
-        if !batch.continued_by(entry) {
-            return Pushed::NotNext { last: batch.last() };
-        }
-        if only_if_kept
-            && (every_entry
-                || batch.len() + 1 >= MAX_ENTRIES
-                || batch.lines.len() + entry.json_line().len() >= MAX_BYTES)
-        {
+        let due = every_entry || full(entries + 1, bytes + entry.json_line().len());
+        if due && only_if_kept {
             return Pushed::Due;
         }
-        batch.add(entry);
-        if every_entry || batch.full() {
-            Pushed::Due
-        } else {
-            Pushed::Kept
+        match runs.get_mut(entry.run_id()) {
+            Some(batch) => batch.add(entry),
+            None => {
+                runs.insert(entry.run_id().clone(), Batch::new(entry, token));
+            }
         }
+        if due { Pushed::Due } else { Pushed::Kept }
     }
 
     /// Takes `run_id`'s batch out, to be written: nothing stays behind, whether the write
