@@ -357,6 +357,83 @@ async fn a_snapshot_left_behind_a_finished_ledger_is_saved_again_when_the_run_is
     );
 }
 
+#[tokio::test]
+async fn a_lost_snapshot_is_saved_again_only_once_the_resume_that_reports_it_is_recorded() {
+    use rein::store::{LedgerStore, LedgerStoreError, RunStore};
+    /// The filesystem ledger of a process killed as it writes `run_resumed`.
+    #[derive(Debug)]
+    struct KilledAtResume(rein::store::FsLedgerStore);
+    impl LedgerStore for KilledAtResume {
+        async fn append(&self, entry: &rein::ledger::Entry) -> Result<(), LedgerStoreError> {
+            if matches!(entry.event(), EntryKind::RunResumed { .. }) {
+                return Err(LedgerStoreError::Io {
+                    context: "appending".into(),
+                    source: std::io::Error::other("killed"),
+                });
+            }
+            self.0.append(entry).await
+        }
+        async fn sync(&self, run_id: &rein::RunId) -> Result<(), LedgerStoreError> {
+            self.0.sync(run_id).await
+        }
+        async fn load(
+            &self,
+            run_id: &rein::RunId,
+        ) -> Result<rein::ledger::LoadedLedger, LedgerStoreError> {
+            self.0.load(run_id).await
+        }
+        async fn list(&self) -> Result<Vec<rein::RunId>, LedgerStoreError> {
+            self.0.list().await
+        }
+    }
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (run, build) = paused_on_disk(dir.path()).await;
+    let stores = rein::store::FsStores::open(dir.path()).expect("stores");
+    std::fs::remove_file(stores.runs().snapshot_path(run.id())).expect("the snapshot is lost");
+
+    let killed = Engine::builder()
+        .planner(ScriptedPlanner::new(Vec::new()))
+        .filesystem(dir.path())
+        .ledger_store(KilledAtResume(
+            // Stores of their own, which the killed process's end closes.
+            rein::store::FsStores::open(dir.path())
+                .expect("stores")
+                .ledgers()
+                .clone(),
+        ))
+        .build()
+        .expect("engine builds")
+        .resume_with_input(run.id(), "yes")
+        .await;
+    assert!(
+        matches!(killed, Err(EngineError::LedgerStore(_))),
+        "{killed:?}"
+    );
+    // Saved before `run_resumed` was written, the snapshot would hide the loss from the
+    // next resume, and no entry would ever say the run was rebuilt.
+    assert!(
+        stores.runs().load(run.id()).await.is_err(),
+        "nothing was saved before the resume was recorded"
+    );
+
+    // The answer was recorded before the kill: the run goes on without another.
+    let done = build().resume(run.id()).await.expect("resumes");
+    assert_eq!(done.status(), RunStatus::Completed);
+    let ledger = build().ledger(run.id()).await.expect("ledger");
+    let note = ledger
+        .entries()
+        .iter()
+        .find_map(|e| match e.event() {
+            EntryKind::RunResumed { note } => Some(note.clone()),
+            _ => None,
+        })
+        .expect("a run_resumed entry");
+    assert!(note.contains("rebuilt from its ledger"), "{note}");
+    let saved = stores.runs().load(run.id()).await.expect("saved again");
+    assert_eq!(saved.ledger_head(), ledger.head());
+}
+
 /// A paused run in filesystem stores under `dir`, and how to build its engine again.
 async fn paused_on_disk(dir: &std::path::Path) -> (rein::Run, impl Fn() -> Engine + use<>) {
     let mut steps = walk_to(State::Decide);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rein_ledger::{EntryKind, Ledger, LedgerStoreError};
 use rein_policy::{Budget, PolicySnapshot};
-use rein_run::{Run, RunId, RunStatus, RunStoreError};
+use rein_run::{PendingApproval, Run, RunId, RunStatus, RunStoreError};
 
 use crate::config::InDoubtPolicy;
 use crate::driver::Driver;
@@ -262,58 +262,22 @@ pub(crate) async fn reopen_by(
         });
     }
     let mut proj = rebuild(id, &loaded.ledger, budget)?;
-    if matches!(
-        snapshot,
-        SnapshotStanding::Missing | SnapshotStanding::Behind { .. }
-    ) {
+    let refused = may_resume(shared, id, &policy, &proj, answer).await;
+    if refused.is_err()
+        && matches!(
+            snapshot,
+            SnapshotStanding::Missing | SnapshotStanding::Behind { .. }
+        )
+    {
         // The snapshot is the ledger's cache, which listings read: one a crash left behind
-        // (between a step's commit and its save) is brought up to date now, whatever comes
-        // next — the run may have ended or wait for a person, and then nothing else would
-        // save it.
+        // (between a step's commit and its save) is brought up to date now, when the run
+        // ended or waits for a person and nothing else would save it. A run that resumes
+        // saves it after its `run_resumed` entry, which says it was rebuilt: saved earlier,
+        // a kill in between would lose that report.
         shared.runs.save_boxed(&proj.run).await?;
     }
+    let (expired, forward) = refused?;
     let run = &proj.run;
-    if run.is_finished() {
-        return Err(EngineError::RunFinished {
-            id: id.clone(),
-            status: run.status(),
-        });
-    }
-    let expired = crate::durable::due(shared, &policy, run)?;
-    // A run paused on its open child: refused while a run below waits for a verdict (an
-    // answer is never one); the answer goes on to the child only when the child asks the
-    // question it answers.
-    let forward = match (&proj.tree.open, run.status()) {
-        (Some(open), RunStatus::Paused) => {
-            let asked = asked_below(shared, &open.child).await?;
-            asked.is_some() && asked.as_deref() == run.pending_question().map(|q| &*q.question)
-        }
-        _ => true,
-    };
-    match (
-        run.pending_question()
-            .filter(|_| run.status() == RunStatus::Paused),
-        answer,
-    ) {
-        (Some(pending), None) => {
-            return Err(EngineError::AwaitingAnswer {
-                id: id.clone(),
-                question: pending.question.clone(),
-                options: pending.options.clone(),
-            });
-        }
-        (_, Some(answer)) => {
-            // Check the answer on a copy first, so a wrong answer records nothing.
-            let mut probe = run.clone();
-            if let Err(source) = probe.answer(answer, shared.clock.now()) {
-                return Err(EngineError::InvalidAnswer {
-                    id: id.clone(),
-                    source,
-                });
-            }
-        }
-        (None, None) => {}
-    }
     let open = proj.open.take();
     let unsettled = proj.unsettled.take();
     let model = std::mem::take(&mut proj.model);
@@ -373,6 +337,65 @@ pub(crate) async fn reopen_by(
     }
     driver.rec.persist().await?;
     Ok((driver, guard))
+}
+
+/// Whether run `id`, rebuilt as `proj`, may resume now (with `answer`, if given): the
+/// approval whose time ran out, if one did, and whether `answer` goes on to the open child.
+///
+/// # Errors
+/// [`EngineError::RunFinished`], [`EngineError::AwaitingAnswer`],
+/// [`EngineError::InvalidAnswer`], and [`EngineError::AwaitingApproval`] (from it or a run
+/// below it) when it may not; as [`asked_below`].
+async fn may_resume(
+    shared: &Arc<Shared>,
+    id: &RunId,
+    policy: &RunPolicy,
+    proj: &Projection,
+    answer: Option<&str>,
+) -> Result<(Option<(PendingApproval, u64)>, bool), EngineError> {
+    let run = &proj.run;
+    if run.is_finished() {
+        return Err(EngineError::RunFinished {
+            id: id.clone(),
+            status: run.status(),
+        });
+    }
+    let expired = crate::durable::due(shared, policy, run)?;
+    // A run paused on its open child: refused while a run below waits for a verdict (an
+    // answer is never one); the answer goes on to the child only when the child asks the
+    // question it answers.
+    let forward = match (&proj.tree.open, run.status()) {
+        (Some(open), RunStatus::Paused) => {
+            let asked = asked_below(shared, &open.child).await?;
+            asked.is_some() && asked.as_deref() == run.pending_question().map(|q| &*q.question)
+        }
+        _ => true,
+    };
+    match (
+        run.pending_question()
+            .filter(|_| run.status() == RunStatus::Paused),
+        answer,
+    ) {
+        (Some(pending), None) => {
+            return Err(EngineError::AwaitingAnswer {
+                id: id.clone(),
+                question: pending.question.clone(),
+                options: pending.options.clone(),
+            });
+        }
+        (_, Some(answer)) => {
+            // Check the answer on a copy first, so a wrong answer records nothing.
+            let mut probe = run.clone();
+            if let Err(source) = probe.answer(answer, shared.clock.now()) {
+                return Err(EngineError::InvalidAnswer {
+                    id: id.clone(),
+                    source,
+                });
+            }
+        }
+        (None, None) => {}
+    }
+    Ok((expired, forward))
 }
 
 /// The question the open child `child` of a paused run asks, if it asks one.

@@ -274,9 +274,10 @@ pub mod store {
     };
     #[doc(inline)]
     pub use rein_storage::{
-        FileStamp, FsConfig, FsLayout, FsRunIndex, FsStopRequests, FsStores, FsyncPolicy,
-        IndexedRun, MemoryArtifactStore, MemoryLedgerStore, MemoryRegistry, MemoryRunStore,
-        MemoryStopRequests, Refreshed, RegistryBuilder, RunIndexError, Stamp, StorageError,
+        FileStamp, FsArtifactStore, FsConfig, FsLayout, FsLedgerStore, FsRunIndex, FsRunStore,
+        FsStopRequests, FsStores, FsyncPolicy, IndexedRun, MemoryArtifactStore, MemoryLedgerStore,
+        MemoryRegistry, MemoryRunStore, MemoryStopRequests, Refreshed, RegistryBuilder,
+        RunIndexError, Stamp, StorageError,
     };
 }
 
