@@ -55,16 +55,34 @@ pub(crate) fn stored_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-/// A batch of consecutive entries written in one autocommit statement, so one round trip
-/// and one commit: the insert of every row, made only when the writer's token (`$5`)
-/// passes the lease check on the run's lease row read `FOR SHARE` (see
-/// [`lease::locked_lease!`] for why that fences a takeover under `READ COMMITTED`) and the
-/// first entry (number `$2`, linking to `$6`) follows the last stored one (or starts the
-/// ledger, linking to the zero hash `$7`). The rows are numbered from `$2` in the order of
-/// the arrays `$3` (hashes) and `$4` (lines); the batch itself is checked to be one chain
-/// before it is sent. Every row inserted, or none: a refused batch is explained afterwards
-/// ([`APPEND_REFUSED`]). The two checks are subqueries of no row's columns, so the
-/// database runs each once a statement, however many rows it inserts.
+/// The insert of a batch of consecutive entries, in one autocommit statement, so one round
+/// trip and one commit: the rows are numbered from `$2` in the order of the arrays `$3`
+/// (hashes) and `$4` (lines), and made only when the writer's token (`$5`) passes the
+/// lease check on the run's lease row read `FOR SHARE` (see [`lease::locked_lease!`] for
+/// why that fences a takeover under `READ COMMITTED`). Every row inserted, or none: a
+/// refused batch is explained afterwards ([`APPEND_REFUSED`]). The check is a subquery of
+/// no row's columns, so the database runs it once a statement, however many rows it
+/// inserts.
+///
+/// The batch itself is checked to be one chain before it is sent; that it follows the
+/// stored chain is checked by [`APPEND`], or known ([`APPEND_AFTER_OWN`]).
+macro_rules! insert_batch {
+    ($($condition:expr),*) => {
+        concat!(
+            "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
+             SELECT $1::text, $2::bigint + e.n - 1, e.hash, e.line, $5::bigint
+             FROM unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS e(hash, line, n)
+             WHERE (",
+            lease::lease_allows!("$5"),
+            ")",
+            $($condition),*
+        )
+    };
+}
+
+/// A batch whose first entry (number `$2`, linking to `$6`) must follow the last stored one
+/// (or start the ledger, linking to the zero hash `$7`), which this process has not
+/// written itself.
 ///
 /// "Follows the last stored one" is checked as: the entry numbered `$2 - 1` is stored, with
 /// the hash `$6` (one lookup by the primary key), and `$2` is not stored yet (the primary
@@ -73,17 +91,18 @@ pub(crate) fn stored_seq(seq: u64) -> i64 {
 /// first's key and then fails on it (`unique_violation`), which is explained as a refusal:
 /// an entry that does not follow. (Not `ON CONFLICT DO NOTHING`: its speculative insertion
 /// costs every row a lock and a log record more.)
-const APPEND: &str = concat!(
-    "INSERT INTO rein_ledger (run_id, seq, hash, line, fencing_token)
-     SELECT $1::text, $2::bigint + e.n - 1, e.hash, e.line, $5::bigint
-     FROM unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS e(hash, line, n)
-     WHERE (",
-    lease::lease_allows!("$5"),
-    ")
+const APPEND: &str = insert_batch!(
+    "
        AND $6::text = CASE WHEN $2::bigint = 1 THEN $7::text ELSE (
                 SELECT hash FROM rein_ledger WHERE run_id = $1::text AND seq = $2::bigint - 1)
            END"
 );
+
+/// A batch whose first entry follows the last entry this process wrote to the run: that
+/// entry is stored with the hash the batch links to (stored rows never change), so only the
+/// primary key is left to check that nothing was stored after it — the lookup [`APPEND`]
+/// makes is skipped, on every step but a run's first in this process.
+const APPEND_AFTER_OWN: &str = insert_batch!();
 
 /// What a refused append is explained with: the run's lease row (its token and whether it
 /// is live) and the chain's tip (its number and hash), each `NULL` when there is none.
@@ -125,7 +144,7 @@ pub(crate) fn not_next(entry: &Entry, last: (u64, Digest)) -> LedgerStoreError {
 /// [`LedgerStoreError::Backend`] when the batch does not follow the stored chain or the
 /// database fails.
 pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerStoreError> {
-    let Some(batch) = shared.pending.take(run_id) else {
+    let Some((batch, after_own)) = shared.pending.take(run_id) else {
         return Ok(());
     };
     let (first, last) = (batch.first_seq, batch.first_seq + (batch.len() as u64 - 1));
@@ -139,7 +158,7 @@ pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerS
     };
     let client = shared.client().await.map_err(|e| backend(context(), e))?;
     let append = client
-        .prepare_cached(APPEND)
+        .prepare_cached(if after_own { APPEND_AFTER_OWN } else { APPEND })
         .await
         .map_err(|e| backend(context(), e))?;
     let hashes: Vec<String> = batch.hashes.iter().map(Digest::to_string).collect();
@@ -151,15 +170,15 @@ pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerS
         batch.first_prev.to_string(),
         Digest::ZERO.to_string(),
     );
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+        [&id, &number, &hashes, &lines, &token, &prev, &zero];
+    let params = if after_own { &params[..5] } else { &params[..] };
     for _ in 0..APPEND_ATTEMPTS {
-        match client
-            .execute(
-                &append,
-                &[&id, &number, &hashes, &lines, &token, &prev, &zero],
-            )
-            .await
-        {
-            Ok(n) if n == batch.len() as u64 => return Ok(()),
+        match client.execute(&append, params).await {
+            Ok(n) if n == batch.len() as u64 => {
+                shared.pending.written(run_id, batch.last());
+                return Ok(());
+            }
             Ok(_) => {}
             // Another writer stored one of these numbers first: a refusal like any other.
             Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}

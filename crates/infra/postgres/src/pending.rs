@@ -1,6 +1,7 @@
 //! Appends not yet written: under [`CommitPolicy::EveryStep`](crate::CommitPolicy) the
 //! entries a step appends wait here, per run, until the step's sync writes them in one
-//! statement (`append::flush`).
+//! statement (`append::flush`); and the last entry this process wrote to each run, which
+//! the next batch of the run may follow.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -19,9 +20,22 @@ const fn full(entries: usize, bytes: usize) -> bool {
     entries >= MAX_ENTRIES || bytes >= MAX_BYTES
 }
 
+/// How many runs' last written entries are remembered: past this, they are forgotten all
+/// at once (a process driving many runs keeps bounded memory; a forgotten one only costs
+/// its run's next batch the chain check in SQL).
+const MAX_WRITTEN: usize = 4096;
+
 /// The entries appended and not yet written, by run.
 #[derive(Debug, Default)]
-pub(crate) struct Pending(Mutex<HashMap<RunId, Batch>>);
+pub(crate) struct Pending(Mutex<Runs>);
+
+#[derive(Debug, Default)]
+struct Runs {
+    batches: HashMap<RunId, Batch>,
+    /// The number and hash of the last entry this process wrote to each run, recorded once
+    /// the database said the write committed.
+    written: HashMap<RunId, (u64, Digest)>,
+}
 
 /// Consecutive entries of one run, appended under one lease token.
 #[derive(Debug)]
@@ -118,7 +132,11 @@ impl Pending {
         every_entry: bool,
         only_if_kept: bool,
     ) -> Pushed {
-        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let runs = &mut self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .batches;
         let (entries, bytes) = match runs.get(entry.run_id()) {
             Some(batch) if batch.token != token => return Pushed::FlushFirst,
             Some(batch) if !batch.continued_by(entry) => {
@@ -141,18 +159,45 @@ impl Pending {
     }
 
     /// Takes `run_id`'s batch out, to be written: nothing stays behind, whether the write
-    /// succeeds or not (a refused batch is never written).
-    pub(crate) fn take(&self, run_id: &RunId) -> Option<Batch> {
-        self.0
+    /// succeeds or not (a refused batch is never written). With it, whether its first entry
+    /// follows the last entry this process wrote to the run.
+    pub(crate) fn take(&self, run_id: &RunId) -> Option<(Batch, bool)> {
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = runs.batches.remove(run_id)?;
+        let follows = runs.written.get(run_id).is_some_and(|&(seq, hash)| {
+            batch.first_seq == seq.saturating_add(1) && batch.first_prev == hash
+        });
+        Some((batch, follows))
+    }
+
+    /// Records that the database committed `run_id`'s entries up to `last` (its number and
+    /// hash), written by this process. Stored rows are never changed, so once true this
+    /// stays true: a batch that follows it needs no look at the stored tip.
+    pub(crate) fn written(&self, run_id: &RunId, last: (u64, Digest)) {
+        let written = &mut self
+            .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(run_id)
+            .written;
+        // The run's own slot from its second batch on: no copy of its id.
+        if let Some(slot) = written.get_mut(run_id) {
+            *slot = last;
+            return;
+        }
+        if written.len() >= MAX_WRITTEN {
+            written.clear();
+        }
+        written.insert(run_id.clone(), last);
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let runs = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let runs = &self
+            .0
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .batches;
         for (run_id, batch) in runs.iter() {
             // The process is letting go of the stores mid-step: as after a crash, the run
             // resumes from its last synced entry.

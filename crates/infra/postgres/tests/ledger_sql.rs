@@ -246,3 +246,57 @@ async fn ledgers_loaded_together_are_each_verified_as_one_loaded_alone() {
     ));
     db.drop_db().await;
 }
+
+/// A writer's next batch follows the entry it wrote last (the stored tip is not looked up
+/// again), yet an entry another process stored after that one still refuses it, and a
+/// refused batch is never taken for written.
+#[tokio::test]
+async fn a_batch_after_the_writers_own_last_entry_is_still_refused_behind_another_writer() {
+    let db = Fresh::new().await;
+    let (a, b) = (db.stores().await, db.stores().await);
+    let ours = sample("after-own", 4);
+    let mut theirs =
+        Ledger::from_entries(ours.run_id().clone(), ours.entries()[..2].to_vec()).unwrap();
+    theirs.append(
+        Timestamp::from_unix_millis(1_800_000_000_000),
+        State::Act,
+        EntryKind::Steering {
+            note: "the other writer".into(),
+        },
+    );
+    for entry in &ours.entries()[..2] {
+        a.ledgers().append(entry).await.unwrap();
+    }
+    a.ledgers().sync(ours.run_id()).await.unwrap();
+    // The other process, which never wrote this run, stores entry 3 first.
+    b.ledgers().append(&theirs.entries()[2]).await.unwrap();
+    b.ledgers().sync(ours.run_id()).await.unwrap();
+
+    a.ledgers().append(&ours.entries()[2]).await.unwrap();
+    let refused = a
+        .ledgers()
+        .sync(ours.run_id())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("entry 3 does not follow the last stored entry, 3"),
+        "{refused}"
+    );
+    // Its entry 3 was never written: its entry 4 does not follow what is stored.
+    a.ledgers().append(&ours.entries()[3]).await.unwrap();
+    let refused = a
+        .ledgers()
+        .sync(ours.run_id())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("entry 4 does not link to the hash of entry 3"),
+        "{refused}"
+    );
+    let stored = b.ledgers().load(ours.run_id()).await.unwrap().ledger;
+    stored.verify().unwrap();
+    assert_eq!(stored.entries(), theirs.entries());
+    db.drop_db().await;
+}
