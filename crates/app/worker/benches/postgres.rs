@@ -42,8 +42,11 @@ use tokio::sync::Notify;
 use tokio_postgres::NoTls;
 use tokio_util::sync::CancellationToken;
 
-/// Runs per repetition of P1.
+/// Runs per repetition of the `wait` mode.
 const P1_RUNS: usize = 20;
+/// Rounds of P1: each side makes one W1 run a round, the sides in turn, so that what slows
+/// the machine for a while (a checkpoint, a neighbour) slows every side alike.
+const P1_ROUNDS: usize = 220;
 /// Runs per repetition of P2, and how many each worker drives at once.
 const P2_RUNS: usize = 256;
 const P2_CONCURRENCY: usize = 8;
@@ -345,10 +348,8 @@ fn p1(url: &str) {
     let rein_runs = |engine: &Engine| {
         rt.block_on(async {
             let start = Instant::now();
-            for _ in 0..P1_RUNS {
-                common::run_w1(engine).await;
-            }
-            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+            common::run_w1(engine).await;
+            (start.elapsed(), DECISIONS as u64)
         })
     };
     let batch = std::cell::Cell::new(0usize);
@@ -356,44 +357,71 @@ fn p1(url: &str) {
         batch.set(batch.get() + 1);
         rt.block_on(async {
             let start = Instant::now();
-            for r in 0..P1_RUNS {
-                raw_run(plan, format!("raw-{side}-{}-{r}", batch.get())).await;
-            }
-            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+            raw_run(plan, format!("raw-{side}-{}", batch.get())).await;
+            (start.elapsed(), DECISIONS as u64)
         })
     };
     // The engine's own work, in memory: what rein adds besides its SQL.
     let in_memory = common::engine(Engine::builder());
     // The stores without the engine: the recorded run's entries made again for fresh run
     // ids (made before timing), appended, synced and saved where the engine did.
-    let mut remade = (0..common::REPS * P1_RUNS)
+    let mut remade = (0..P1_ROUNDS)
         .map(|_| remake(&recorded.0, &recorded.1))
         .collect::<Vec<_>>()
         .into_iter();
     let mut stores_only = || {
-        let runs: Vec<_> = remade.by_ref().take(P1_RUNS).collect();
+        let (ledger, run) = remade.next().expect("a run made for each round");
         rt.block_on(async {
             let start = Instant::now();
-            for (ledger, run) in &runs {
-                replay(&step_stores, &log, ledger, run).await;
-            }
-            (start.elapsed(), (P1_RUNS * DECISIONS) as u64)
+            replay(&step_stores, &log, &ledger, &run).await;
+            (start.elapsed(), DECISIONS as u64)
         })
     };
-    let figures = common::repeat_each(&mut [
-        &mut || rein_runs(&step_engine),
-        &mut || raw_runs(&step_plan, "step"),
-        &mut || rein_runs(&entry_engine),
-        &mut || raw_runs(&entry_plan, "entry"),
-        &mut || rein_runs(&in_memory),
-        &mut stores_only,
-    ]);
-    let [rein_step, raw_step, rein_entry, raw_entry, memory, stores] = figures[..] else {
-        unreachable!("six figures for six sides")
+    // Time on a CPU while each side ran: this process's, the database's.
+    let spent: [std::cell::Cell<OnCpu>; 3] = Default::default();
+    let files = OnCpu::files();
+    let on_cpu = |slot: usize, side: &mut dyn FnMut() -> (Duration, u64)| {
+        let before = OnCpu::now(&files);
+        let figure = side();
+        spent[slot].set(spent[slot].get() + OnCpu::now(&files).since(before));
+        figure
+    };
+    // Three passes, each of sides compared with one another: a side's runs slow the
+    // database for the side after them (the every-entry sides' seventy commits a run most),
+    // so only sides of one comparison take turns.
+    let [rein_step, raw_step] = in_turn(
+        P1_ROUNDS,
+        &mut [
+            &mut || on_cpu(0, &mut || rein_runs(&step_engine)),
+            &mut || on_cpu(1, &mut || raw_runs(&step_plan, "step")),
+        ],
+    )[..] else {
+        unreachable!("two sides")
+    };
+    let [rein_entry, raw_entry] = in_turn(
+        P1_ROUNDS,
+        &mut [&mut || rein_runs(&entry_engine), &mut || {
+            raw_runs(&entry_plan, "entry")
+        }],
+    )[..] else {
+        unreachable!("two sides")
+    };
+    let [memory, stores, raw_again] = in_turn(
+        P1_ROUNDS,
+        &mut [
+            &mut || rein_runs(&in_memory),
+            &mut || on_cpu(2, &mut stores_only),
+            &mut || raw_runs(&step_plan, "again"),
+        ],
+    )[..] else {
+        unreachable!("three sides")
     };
     let per_step = |figure: common::Figure| figure.scaled(1e-3).show(1);
     println!(
         "\nP1  a durable step on PostgreSQL: W1 on the stores against the same rows written raw (fsync {fsync})"
+    );
+    println!(
+        "    medians (min – max) of {P1_ROUNDS} rounds, a round one W1 run of each side compared, in turn"
     );
     println!(
         "    per run       {} ledger rows and {saves} snapshot saves; the engine synced {} times",
@@ -425,13 +453,135 @@ fn p1(url: &str) {
         per_step(memory)
     );
     println!(
-        "    stores only   {} µs per step ({:.2}x raw): the run's writes through the stores, every step, without the engine",
+        "    stores only   {} µs per step ({:.2}x raw, {} µs, in turn with it): the run's writes through the stores, every step, without the engine",
         per_step(stores),
-        stores.median / raw_step.median
+        stores.median / raw_again.median,
+        per_step(raw_again),
     );
+    let steps = (P1_ROUNDS * DECISIONS) as f64;
+    for (name, slot) in [
+        ("rein, every step", 0),
+        ("raw, every step", 1),
+        ("stores only", 2),
+    ] {
+        let OnCpu {
+            client,
+            server,
+            switches,
+        } = spent[slot].get();
+        println!(
+            "    on a CPU      {name}: this process {:.1} µs ({:.1} context switches), the database {:.1} µs per step",
+            client as f64 / steps / 1e3,
+            switches as f64 / steps,
+            server as f64 / steps / 1e3
+        );
+    }
     drop((step_engine, entry_engine, recorder));
     drop((step_stores, entry_stores));
     rt.block_on(db.drop_db());
+}
+
+/// Calls each of `sides` once a round, in turn, for `rounds` rounds: each side's time per
+/// unit.
+fn in_turn(
+    rounds: usize,
+    sides: &mut [&mut dyn FnMut() -> (Duration, u64)],
+) -> Vec<common::Figure> {
+    let mut samples = vec![Vec::with_capacity(rounds); sides.len()];
+    for _ in 0..rounds {
+        for (side, samples) in sides.iter_mut().zip(&mut samples) {
+            samples.push(common::per_unit(side()));
+        }
+    }
+    samples.into_iter().map(common::Figure::of).collect()
+}
+
+/// Nanoseconds on a CPU, from the kernel's scheduler statistics: this process's threads
+/// (`client`) and every `postgres` process's (`server`).
+#[derive(Debug, Clone, Copy, Default)]
+struct OnCpu {
+    client: u64,
+    server: u64,
+    /// This process's context switches.
+    switches: u64,
+}
+
+impl std::ops::Add for OnCpu {
+    type Output = Self;
+    fn add(self, other: Self) -> Self {
+        Self {
+            client: self.client + other.client,
+            server: self.server + other.server,
+            switches: self.switches + other.switches,
+        }
+    }
+}
+
+impl OnCpu {
+    /// The scheduler statistics files to read: this process's threads, and every
+    /// `postgres` process's (listed once: the benchmark's connections stay open).
+    fn files() -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+        let tasks = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+            std::fs::read_dir(dir.join("task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|t| t.path().join("schedstat"))
+                .collect()
+        };
+        let server = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|p| {
+                std::fs::read_to_string(p.path().join("comm")).is_ok_and(|c| c.trim() == "postgres")
+            })
+            .flat_map(|p| tasks(&p.path()))
+            .collect();
+        (tasks(std::path::Path::new("/proc/self")), server)
+    }
+
+    fn now(files: &(Vec<std::path::PathBuf>, Vec<std::path::PathBuf>)) -> Self {
+        let ran = |paths: &[std::path::PathBuf]| -> u64 {
+            paths
+                .iter()
+                .filter_map(|path| {
+                    std::fs::read_to_string(path)
+                        .ok()?
+                        .split_whitespace()
+                        .next()?
+                        .parse::<u64>()
+                        .ok()
+                })
+                .sum()
+        };
+        let switches = std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+            .flat_map(|status| {
+                status
+                    .lines()
+                    .filter(|l| l.contains("ctxt_switches"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .sum();
+        Self {
+            client: ran(&files.0),
+            server: ran(&files.1),
+            switches,
+        }
+    }
+
+    fn since(self, before: Self) -> Self {
+        Self {
+            client: self.client.saturating_sub(before.client),
+            server: self.server.saturating_sub(before.server),
+            switches: self.switches.saturating_sub(before.switches),
+        }
+    }
 }
 
 /// `ledger`'s entries made again for a fresh run id, and `run`'s snapshot for that id.
