@@ -421,17 +421,22 @@ async fn a_lost_snapshot_is_saved_again_only_once_the_resume_that_reports_it_is_
     let done = build().resume(run.id()).await.expect("resumes");
     assert_eq!(done.status(), RunStatus::Completed);
     let ledger = build().ledger(run.id()).await.expect("ledger");
-    let note = ledger
+    let note = resumed_note(&ledger);
+    assert!(note.contains("rebuilt from its ledger"), "{note}");
+    let saved = stores.runs().load(run.id()).await.expect("saved again");
+    assert_eq!(saved.ledger_head(), ledger.head());
+}
+
+/// The note of the ledger's first `run_resumed` entry.
+fn resumed_note(ledger: &Ledger) -> String {
+    ledger
         .entries()
         .iter()
         .find_map(|e| match e.event() {
             EntryKind::RunResumed { note } => Some(note.clone()),
             _ => None,
         })
-        .expect("a run_resumed entry");
-    assert!(note.contains("rebuilt from its ledger"), "{note}");
-    let saved = stores.runs().load(run.id()).await.expect("saved again");
-    assert_eq!(saved.ledger_head(), ledger.head());
+        .expect("a run_resumed entry")
 }
 
 /// A paused run in filesystem stores under `dir`, and how to build its engine again.
@@ -615,14 +620,7 @@ async fn an_unreadable_snapshot_does_not_stop_resume_and_the_skipped_check_is_re
         .expect("the ledger is the source of truth");
     assert_eq!(done.status(), RunStatus::Completed);
     let ledger = build().ledger(run.id()).await.expect("ledger");
-    let note = ledger
-        .entries()
-        .iter()
-        .find_map(|e| match e.event() {
-            EntryKind::RunResumed { note } => Some(note.clone()),
-            _ => None,
-        })
-        .expect("a run_resumed entry");
+    let note = resumed_note(&ledger);
     assert!(
         note.contains("the run snapshot could not be read, so the ledger was not checked"),
         "{note}"

@@ -161,20 +161,8 @@ async fn two_appends_of_one_number_at_once_land_one_and_refuse_the_other() {
     let db = Fresh::new().await;
     let (a, b) = (db.stores().await, db.stores().await);
     for round in 0..20 {
-        let ours = sample(&format!("fork-{round}"), 3);
-        let mut theirs =
-            Ledger::from_entries(ours.run_id().clone(), ours.entries()[..2].to_vec()).unwrap();
-        theirs.append(
-            Timestamp::from_unix_millis(1_800_000_000_000),
-            State::Act,
-            EntryKind::Steering {
-                note: "the other fork".into(),
-            },
-        );
-        for entry in &ours.entries()[..2] {
-            a.ledgers().append(entry).await.unwrap();
-        }
-        a.ledgers().sync(ours.run_id()).await.unwrap();
+        let (ours, theirs) = forked(&format!("fork-{round}"), 3);
+        written(&a, &ours.entries()[..2]).await;
         let (x, y) = (ours.entries()[2].clone(), theirs.entries()[2].clone());
         let (a2, b2) = (a.clone(), b.clone());
         // Each appends and syncs, as the engine ends a step.
@@ -254,49 +242,45 @@ async fn ledgers_loaded_together_are_each_verified_as_one_loaded_alone() {
 async fn a_batch_after_the_writers_own_last_entry_is_still_refused_behind_another_writer() {
     let db = Fresh::new().await;
     let (a, b) = (db.stores().await, db.stores().await);
-    let ours = sample("after-own", 4);
+    let (ours, theirs) = forked("after-own", 4);
+    written(&a, &ours.entries()[..2]).await;
+    // The other process, which never wrote this run, stores entry 3 first.
+    written(&b, &theirs.entries()[2..]).await;
+
+    // Entry 3 follows a's own last entry; entry 4 follows its entry 3, never written.
+    for (entry, why) in [
+        (2, "entry 3 does not follow the last stored entry, 3"),
+        (3, "entry 4 does not link to the hash of entry 3"),
+    ] {
+        a.ledgers().append(&ours.entries()[entry]).await.unwrap();
+        let refused = a.ledgers().sync(ours.run_id()).await.unwrap_err();
+        assert!(refused.to_string().contains(why), "{refused}");
+    }
+    let stored = b.ledgers().load(ours.run_id()).await.unwrap().ledger;
+    stored.verify().unwrap();
+    assert_eq!(stored.entries(), theirs.entries());
+    db.drop_db().await;
+}
+
+/// Two forks of run `run`: ours, `n` entries, and theirs, our first two and one of its own.
+fn forked(run: &str, n: u64) -> (Ledger, Ledger) {
+    let ours = sample(run, n);
     let mut theirs =
         Ledger::from_entries(ours.run_id().clone(), ours.entries()[..2].to_vec()).unwrap();
     theirs.append(
         Timestamp::from_unix_millis(1_800_000_000_000),
         State::Act,
         EntryKind::Steering {
-            note: "the other writer".into(),
+            note: "the other fork".into(),
         },
     );
-    for entry in &ours.entries()[..2] {
-        a.ledgers().append(entry).await.unwrap();
-    }
-    a.ledgers().sync(ours.run_id()).await.unwrap();
-    // The other process, which never wrote this run, stores entry 3 first.
-    b.ledgers().append(&theirs.entries()[2]).await.unwrap();
-    b.ledgers().sync(ours.run_id()).await.unwrap();
+    (ours, theirs)
+}
 
-    a.ledgers().append(&ours.entries()[2]).await.unwrap();
-    let refused = a
-        .ledgers()
-        .sync(ours.run_id())
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        refused.contains("entry 3 does not follow the last stored entry, 3"),
-        "{refused}"
-    );
-    // Its entry 3 was never written: its entry 4 does not follow what is stored.
-    a.ledgers().append(&ours.entries()[3]).await.unwrap();
-    let refused = a
-        .ledgers()
-        .sync(ours.run_id())
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        refused.contains("entry 4 does not link to the hash of entry 3"),
-        "{refused}"
-    );
-    let stored = b.ledgers().load(ours.run_id()).await.unwrap().ledger;
-    stored.verify().unwrap();
-    assert_eq!(stored.entries(), theirs.entries());
-    db.drop_db().await;
+/// Appends `entries` through `stores` and syncs their run, as a step ends.
+async fn written(stores: &rein_postgres::PgStores, entries: &[rein_ledger::Entry]) {
+    for entry in entries {
+        stores.ledgers().append(entry).await.unwrap();
+    }
+    stores.ledgers().sync(entries[0].run_id()).await.unwrap();
 }
