@@ -144,7 +144,7 @@ pub(crate) fn not_next(entry: &Entry, last: (u64, Digest)) -> LedgerStoreError {
 /// [`LedgerStoreError::Backend`] when the batch does not follow the stored chain or the
 /// database fails.
 pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerStoreError> {
-    let Some((batch, after_own)) = shared.pending.take(run_id) else {
+    let Some(batch) = shared.pending.take(run_id) else {
         return Ok(());
     };
     let (first, last) = (batch.first_seq, batch.first_seq + (batch.len() as u64 - 1));
@@ -157,6 +157,7 @@ pub(crate) async fn flush(shared: &Shared, run_id: &RunId) -> Result<(), LedgerS
         format!("appending {entries} to {}", location(run_id))
     };
     let client = shared.client().await.map_err(|e| backend(context(), e))?;
+    let after_own = shared.pending.follows_written(run_id, &batch);
     let append = client
         .prepare_cached(if after_own { APPEND_AFTER_OWN } else { APPEND })
         .await

@@ -33,7 +33,7 @@ pub(crate) struct Pending(Mutex<Runs>);
 struct Runs {
     batches: HashMap<RunId, Batch>,
     /// The number and hash of the last entry this process wrote to each run, recorded once
-    /// the database said the write committed.
+    /// the database said the write committed, and forgotten when a new connection is made.
     written: HashMap<RunId, (u64, Digest)>,
 }
 
@@ -159,15 +159,37 @@ impl Pending {
     }
 
     /// Takes `run_id`'s batch out, to be written: nothing stays behind, whether the write
-    /// succeeds or not (a refused batch is never written). With it, whether its first entry
-    /// follows the last entry this process wrote to the run.
-    pub(crate) fn take(&self, run_id: &RunId) -> Option<(Batch, bool)> {
-        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let batch = runs.batches.remove(run_id)?;
-        let follows = runs.written.get(run_id).is_some_and(|&(seq, hash)| {
-            batch.first_seq == seq.saturating_add(1) && batch.first_prev == hash
-        });
-        Some((batch, follows))
+    /// succeeds or not (a refused batch is never written).
+    pub(crate) fn take(&self, run_id: &RunId) -> Option<Batch> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .batches
+            .remove(run_id)
+    }
+
+    /// Whether `batch`'s first entry follows the last entry this process wrote to its run
+    /// `run_id`. Asked once the connection the batch goes over is in hand: making it
+    /// forgets what was written before.
+    pub(crate) fn follows_written(&self, run_id: &RunId, batch: &Batch) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .written
+            .get(run_id)
+            .is_some_and(|&(seq, hash)| {
+                batch.first_seq == seq.saturating_add(1) && batch.first_prev == hash
+            })
+    }
+
+    /// Forgets the last entry written to every run (a new connection was made: the
+    /// database it reaches may not hold them).
+    pub(crate) fn forget_written(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .written
+            .clear();
     }
 
     /// Records that the database committed `run_id`'s entries up to `last` (its number and

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Hook, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 
 use crate::lease::Held;
 use crate::pending::Pending;
@@ -34,8 +34,9 @@ pub(crate) struct Shared {
     pub(crate) pool: Pool,
     pub(crate) config: PgConfig,
     pub(crate) held: Held,
-    /// Appends waiting for their step's commit ([`CommitPolicy::EveryStep`](crate::CommitPolicy)).
-    pub(crate) pending: Pending,
+    /// Appends waiting for their step's commit ([`CommitPolicy::EveryStep`](crate::CommitPolicy)),
+    /// and the last entry this process wrote to each run.
+    pub(crate) pending: Arc<Pending>,
 }
 
 impl Shared {
@@ -73,7 +74,16 @@ impl PgStores {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        let pending = Arc::new(Pending::default());
+        // A new connection may reach another database than the last one did (a failover to
+        // a replica that had not received every commit): what this process knows it wrote
+        // is forgotten, and each run's next batch is checked against the stored tip again.
+        let forget = Arc::clone(&pending);
         let pool = Pool::builder(manager)
+            .post_create(Hook::sync_fn(move |_, _| {
+                forget.forget_written();
+                Ok(())
+            }))
             .max_size(config.pool_size())
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(Duration::from_secs(30)))
@@ -85,7 +95,7 @@ impl PgStores {
             pool,
             config,
             held: Held::default(),
-            pending: Pending::default(),
+            pending,
         });
         Ok(Self {
             runs: PgRunStore::new(Arc::clone(&shared)),

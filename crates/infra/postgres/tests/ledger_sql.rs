@@ -284,3 +284,61 @@ async fn written(stores: &rein_postgres::PgStores, entries: &[rein_ledger::Entry
     }
     stores.ledgers().sync(entries[0].run_id()).await.unwrap();
 }
+
+/// What a writer knows it committed is forgotten with the connection: a database reached
+/// anew (here the same one, its last entry deleted as a failover to a replica behind its
+/// primary would lose it) is asked for its tip again, and the writer's next entry is refused
+/// rather than stored after a gap.
+#[tokio::test]
+async fn a_new_connection_forgets_what_the_writer_knew_it_had_written() {
+    let db = Fresh::new().await;
+    let sql = db.sql().await;
+    let stores = db.stores_with(rein_postgres::CommitPolicy::EveryStep).await;
+    let ours = sample("lost-tip", 4);
+    written(&stores, &ours.entries()[..3]).await;
+    sql.execute(
+        "DELETE FROM rein_ledger WHERE run_id = 'lost-tip' AND seq = 3",
+        &[],
+    )
+    .await
+    .unwrap();
+    let n = sql
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1, "the stores' connection is ended");
+    // The pool finds its connection closed and makes another; until it notices, the write
+    // fails on the closed one (and is never taken for written): append it again.
+    let mut refused = None;
+    for _ in 0..50 {
+        stores.ledgers().append(&ours.entries()[3]).await.unwrap();
+        match stores.ledgers().sync(ours.run_id()).await {
+            Err(e) if e.to_string().contains("does not follow") => {
+                refused = Some(e.to_string());
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            Ok(()) => panic!("entry 4 was stored after a gap"),
+        }
+    }
+    let refused = refused.expect("refused once the pool reconnected");
+    assert!(
+        refused.contains("entry 4 does not follow the last stored entry, 2"),
+        "{refused}"
+    );
+    assert_eq!(
+        stores
+            .ledgers()
+            .load(ours.run_id())
+            .await
+            .unwrap()
+            .ledger
+            .len(),
+        2
+    );
+    db.drop_db().await;
+}
