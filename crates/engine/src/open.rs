@@ -262,8 +262,8 @@ pub(crate) async fn reopen_by(
         });
     }
     let mut proj = rebuild(id, &loaded.ledger, budget)?;
-    let refused = may_resume(shared, id, &policy, &proj, answer).await;
-    if refused.is_err()
+    let resumable = may_resume(shared, id, &policy, &proj, answer).await;
+    if resumable.is_err()
         && matches!(
             snapshot,
             SnapshotStanding::Missing | SnapshotStanding::Behind { .. }
@@ -276,7 +276,7 @@ pub(crate) async fn reopen_by(
         // a kill in between would lose that report.
         shared.runs.save_boxed(&proj.run).await?;
     }
-    let (expired, forward) = refused?;
+    let (expired, forward) = resumable?;
     let run = &proj.run;
     let open = proj.open.take();
     let unsettled = proj.unsettled.take();
