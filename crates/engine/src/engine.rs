@@ -15,6 +15,7 @@ use crate::error::BuildError;
 use crate::error::EngineError;
 use crate::events::Published;
 use crate::handle::{Control, Controls, RunHandle, StartFollowUp};
+use crate::load::load_ledger;
 use crate::narrow::PolicyNarrowing;
 use crate::open;
 use crate::shared::{ActiveGuard, Shared};
@@ -224,7 +225,7 @@ impl Engine {
     /// falls short of the head the run's snapshot was saved after, or the ledger store's
     /// error (a broken chain included).
     pub async fn ledger(&self, id: &RunId) -> Result<Ledger, EngineError> {
-        Ok(open::load_ledger(&self.shared, id).await?.loaded.ledger)
+        Ok(load_ledger(&self.shared, id).await?.loaded.ledger)
     }
 
     /// Run `id` as its ledger describes it (the ledger is the source of truth; the stored
@@ -233,7 +234,7 @@ impl Engine {
     /// # Errors
     /// As [`Engine::ledger`], or [`EngineError::InconsistentLedger`].
     pub async fn load_run(&self, id: &RunId) -> Result<Run, EngineError> {
-        let ledger = open::load_ledger(&self.shared, id).await?.loaded.ledger;
+        let ledger = load_ledger(&self.shared, id).await?.loaded.ledger;
         let (budget, _) = open::recorded_policy(&self.shared, id, &ledger)?;
         Ok(open::rebuild(id, &ledger, budget)?.run)
     }

@@ -58,6 +58,7 @@ mod follow_up;
 mod gate;
 mod handle;
 pub mod hook;
+mod load;
 mod narrow;
 mod open;
 mod operator_stop;

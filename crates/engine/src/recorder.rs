@@ -258,7 +258,7 @@ impl Recorder {
     /// Saves the run's snapshot, anchored to the ledger: records the ledger's head (the
     /// last entry appended) in the run, then saves it. Every snapshot the engine saves goes
     /// through here, after the entries it reflects were appended, so a ledger that is only
-    /// ever appended to always reaches the head its snapshot names (`open::load_ledger`
+    /// ever appended to always reaches the head its snapshot names (`crate::load::load_ledger`
     /// checks that it does).
     pub(crate) async fn save(&mut self) -> Result<(), EngineError> {
         if let Some(head) = self.log.head() {

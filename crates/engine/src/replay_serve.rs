@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::clock::{IdGenerator, UuidV7Ids};
 use crate::engine::Engine;
 use crate::error::{EngineError, TreeError};
-use crate::open;
+use crate::load::load_ledger;
 
 /// A run's ledger and the ledgers of the children it started, in the order they started.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ pub(crate) fn load_tree(engine: &Engine, ledger: Ledger, missing: Missing) -> Tr
         })?;
         let mut children = Vec::new();
         for link in links {
-            match open::load_ledger(engine.shared(), &link.child).await {
+            match load_ledger(engine.shared(), &link.child).await {
                 Ok(loaded) => {
                     children.push(load_tree(engine, loaded.loaded.ledger, missing).await?);
                 }

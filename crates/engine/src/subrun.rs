@@ -34,6 +34,7 @@ use crate::driver::{Driver, Inbox};
 use crate::error::{EngineError, NarrowingError, ProjectionError, RecordedPolicyError};
 use crate::gate::HookRuled;
 use crate::handle::{Control, Controls};
+use crate::load::load_ledger;
 use crate::narrow::PolicyNarrowing;
 use crate::open;
 use crate::record_first::{First, Next, Watch};
@@ -280,10 +281,7 @@ impl Driver {
             Ok(opened) => opened,
             Err(EngineError::RunNotFound { .. }) => return self.start_child(open, planner).await,
             Err(EngineError::RunFinished { .. }) => {
-                let ledger = open::load_ledger(&self.shared, &open.child)
-                    .await?
-                    .loaded
-                    .ledger;
+                let ledger = load_ledger(&self.shared, &open.child).await?.loaded.ledger;
                 let (budget, _) = open::recorded_policy(&self.shared, &open.child, &ledger)?;
                 let run = open::rebuild(&open.child, &ledger, budget)?.run;
                 return Ok(Opened::Ended(Box::new(run)));
@@ -501,7 +499,7 @@ impl Driver {
 }
 
 async fn child_head(driver: &Driver, id: &RunId) -> Result<LedgerHead, EngineError> {
-    let loaded = open::load_ledger(&driver.shared, id).await?;
+    let loaded = load_ledger(&driver.shared, id).await?;
     loaded
         .loaded
         .ledger

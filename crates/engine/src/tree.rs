@@ -7,7 +7,7 @@ use rein_run::{RunId, RunStatus, Spend};
 use crate::config::MAX_DEPTH_CEILING;
 use crate::engine::Engine;
 use crate::error::{EngineError, TreeError};
-use crate::open;
+use crate::load::load_ledger;
 
 /// A run and its children, as their ledgers link them, every ledger verified: from
 /// [`Engine::verify_tree`].
@@ -82,7 +82,7 @@ fn verify<'a>(
                 child: child.clone(),
                 reason,
             };
-            let child_ledger = match open::load_ledger(engine.shared(), child).await {
+            let child_ledger = match load_ledger(engine.shared(), child).await {
                 Ok(loaded) => loaded.loaded.ledger,
                 // Started on record, never created: the process stopped in between, and
                 // resuming the parent starts it.

@@ -10,6 +10,7 @@ use rein_run::{EarlierRun, LedgerHead, RunId};
 
 use super::MAX_CONVERSATION_RUNS;
 use crate::error::{ConversationError, EngineError};
+use crate::load::load_ledger;
 use crate::open;
 use crate::shared::Shared;
 
@@ -74,7 +75,7 @@ pub(crate) async fn read(
                 limit: MAX_CONVERSATION_RUNS,
             });
         }
-        let ledger = match open::load_ledger(shared, &id).await {
+        let ledger = match load_ledger(shared, &id).await {
             Ok(loaded) => loaded.loaded.ledger,
             Err(EngineError::RunNotFound { .. }) => {
                 return Err(match expected {
